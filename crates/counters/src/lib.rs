@@ -1,0 +1,1 @@
+//! Compact, durable counters (issue 4 fills this crate in).

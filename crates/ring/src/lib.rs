@@ -1,0 +1,1 @@
+//! Keys to logical shards to nodes (issue 3 fills this crate in).
