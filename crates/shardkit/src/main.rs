@@ -5,6 +5,7 @@
 //! and a non-zero exit code.
 
 mod cli;
+mod decoded_json;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -13,10 +14,16 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // `shardkit id next --count 1000 | head -1`: the reader left, nothing is wrong.
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             // One line, the whole chain of causes: scripts grep this, people read it.
             eprintln!("shardkit: error: {err:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }

@@ -1,8 +1,14 @@
 //! Command-line interface: the argument types and the dispatch to each subcommand.
 
+mod data_dir;
+mod id;
+mod layout_args;
 mod ring;
+mod serve;
+mod ticket;
 
 use clap::{Parser, Subcommand};
+use std::io::{BufWriter, Write};
 
 /// shardkit: ids, tickets, shard maps, counters and short links for sharded applications.
 #[derive(Debug, Parser)]
@@ -16,6 +22,14 @@ pub struct Cli {
 /// The top-level subcommands; each one's arguments and code live in their own module.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the server (HTTP and Redis protocol).
+    Serve(serve::ServeArgs),
+    /// Make and decode time-sortable 64-bit ids.
+    #[command(subcommand)]
+    Id(id::IdCommand),
+    /// Hand out numbers from named ticket sequences.
+    #[command(subcommand)]
+    Ticket(ticket::TicketCommand),
     /// Map keys to shards and nodes: ring statistics and move plans.
     #[command(subcommand)]
     Ring(ring::RingCommand),
@@ -23,7 +37,13 @@ pub enum Command {
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let result = match cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::Id(cmd) => id::run(cmd, &mut out),
+        Command::Ticket(cmd) => ticket::run(cmd, &mut out),
         Command::Ring(cmd) => ring::run(cmd),
-    }
+    };
+    result.and_then(|()| out.flush().map_err(Into::into))
 }

@@ -1,0 +1,146 @@
+//! `shardkit id` and `shardkit ticket` as a user runs them: the real binary, a temp
+//! data directory, stdout and stderr read back.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn shardkit(data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args(args)
+        .env("SHARDKIT_DATA", data)
+        .env_remove("SHARDKIT_LAYOUT")
+        .env_remove("SHARDKIT_EPOCH")
+        .output()
+        .expect("run shardkit")
+}
+
+fn lines(output: &Output) -> Vec<String> {
+    assert!(output.status.success(), "shardkit failed: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout.clone()).unwrap().lines().map(str::to_string).collect()
+}
+
+fn ids(output: &Output) -> Vec<u64> {
+    lines(output).iter().map(|l| l.parse().unwrap()).collect()
+}
+
+/// A failure is one line on stderr, prefixed, and a non-zero exit.
+fn assert_one_line_error(output: &Output, needle: &str) {
+    assert!(!output.status.success(), "expected failure, got success");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line expected: {stderr}");
+    assert!(stderr.starts_with("shardkit: error: "), "{stderr}");
+    assert!(stderr.contains(needle), "{stderr:?} should mention {needle:?}");
+    assert!(output.stdout.is_empty(), "nothing on stdout on error");
+}
+
+#[test]
+fn id_next_prints_increasing_ids_in_the_asked_shard_and_later_runs_continue_above() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = ids(&shardkit(dir.path(), &["id", "next", "--count", "5000", "--shard", "77"]));
+    assert_eq!(first.len(), 5000);
+    assert!(first.windows(2).all(|w| w[0] < w[1]));
+    assert!(first.iter().all(|id| (id >> 10) & 8191 == 77));
+    let second = ids(&shardkit(dir.path(), &["id", "next", "--shard", "77"]));
+    assert!(second[0] > *first.last().unwrap());
+}
+
+#[test]
+fn a_sigkilled_run_never_has_its_ids_reissued() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args(["id", "next", "--count", "10000000", "--layout", "snowflake", "--shard", "3"])
+        .env("SHARDKIT_DATA", dir.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut last = 0u64;
+    let mut line = String::new();
+    for _ in 0..200_000 {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        last = line.trim().parse().unwrap();
+    }
+    child.kill().unwrap(); // SIGKILL: no clean shutdown, the guard keeps its written-ahead mark
+    child.wait().unwrap();
+    let after = ids(&shardkit(dir.path(), &["id", "next", "--layout", "snowflake", "--shard", "3", "--count", "10"]));
+    assert!(after[0] > last, "{} must be above {last}", after[0]);
+}
+
+#[test]
+fn two_processes_cannot_generate_from_one_data_directory_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args(["id", "next", "--count", "10000000"])
+        .env("SHARDKIT_DATA", dir.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap(); // the first one holds the guard now
+    let second = shardkit(dir.path(), &["id", "next"]);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_one_line_error(&second, "in use by another generator");
+}
+
+#[test]
+fn id_decode_prints_the_contract_json() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1000 ms after the 2024 epoch, shard 5, sequence 7.
+    let id = ((1000u64 << 23) | (5 << 10) | 7).to_string();
+    let out = lines(&shardkit(dir.path(), &["id", "decode", &id, "1"]));
+    assert_eq!(
+        out[0],
+        format!(r#"{{"id":"{id}","layout":"instagram","time":"2024-01-01T00:00:01.000Z","unix_ms":1704067201000,"shard":5,"sequence":7}}"#)
+    );
+    assert_eq!(out.len(), 2);
+    let sony = lines(&shardkit(dir.path(), &["id", "decode", "--layout", "sonyflake", &((100u64 << 24) | (2 << 16) | 9).to_string()]));
+    assert!(sony[0].contains(r#""layout":"sonyflake","time":"2024-01-01T00:00:01.000Z","unix_ms":1704067201000,"shard":2,"sequence":9"#), "{}", sony[0]);
+}
+
+#[test]
+fn an_id_made_now_decodes_to_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = ids(&shardkit(dir.path(), &["id", "next", "--layout", "snowflake", "--shard", "1000"]))[0];
+    let json: serde_json::Value = serde_json::from_str(&lines(&shardkit(dir.path(), &["id", "decode", "--layout", "snowflake", &id.to_string()]))[0]).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    assert!((json["unix_ms"].as_i64().unwrap() - now).abs() < 10_000);
+    assert_eq!(json["shard"], 1000);
+}
+
+#[test]
+fn bad_input_is_one_line_on_stderr_and_a_non_zero_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_one_line_error(&shardkit(d, &["id", "next", "--layout", "flickr"]), "unknown layout");
+    assert_one_line_error(&shardkit(d, &["id", "next", "--layout", "41/13/10"]), "add up to 63");
+    assert_one_line_error(&shardkit(d, &["id", "next", "--shard", "8192"]), "out of range");
+    assert_one_line_error(&shardkit(d, &["id", "next", "--count", "0"]), "--count");
+    assert_one_line_error(&shardkit(d, &["id", "next", "--epoch", "2999-01-01T00:00:00Z"]), "future");
+    assert_one_line_error(&shardkit(d, &["id", "decode", "12ab"]), "not a decimal id");
+    assert_one_line_error(&shardkit(d, &["id", "decode", "1", "-5"]), "not a decimal id");
+    assert_one_line_error(&shardkit(d, &["id", "decode", "18446744073709551615"]), "sign bit");
+    assert_one_line_error(&shardkit(d, &["id", "decode", "9000000000000000000"]), "from the future");
+    assert_one_line_error(&shardkit(d, &["ticket", "next", "no spaces"]), "invalid");
+    assert_one_line_error(&shardkit(d, &["ticket", "next", "x", "--increment", "2", "--offset", "3"]), "offset");
+    assert_one_line_error(&shardkit(d, &["ticket", "next", "x", "--count", "1000001"]), "count");
+}
+
+#[test]
+fn ticket_next_continues_across_runs_and_keeps_its_increment() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(ids(&shardkit(d, &["ticket", "next", "photos", "--count", "3", "--increment", "2", "--offset", "2"])), [2, 4, 6]);
+    assert_eq!(ids(&shardkit(d, &["ticket", "next", "photos", "--increment", "2", "--offset", "2"])), [8]);
+    assert_eq!(ids(&shardkit(d, &["ticket", "next", "accounts"])), [1]);
+    assert_one_line_error(&shardkit(d, &["ticket", "next", "photos"]), "exists with increment 2 offset 2");
+}
+
+#[test]
+fn serve_says_it_is_not_built_yet_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_one_line_error(&shardkit(dir.path(), &["serve", "--http", "127.0.0.1:0"]), "not built yet");
+}
