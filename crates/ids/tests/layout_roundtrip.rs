@@ -63,3 +63,14 @@ proptest! {
         let _ = base62::decode(&text);
     }
 }
+
+proptest! {
+    /// The layout parser and the id parser take text from users: any text gets an
+    /// answer, never a panic.
+    #[test]
+    fn layout_and_id_parsers_never_panic(text in "[0-9a-z/@ ]{0,24}|.{0,24}") {
+        let _ = text.parse::<Layout>();
+        let _ = Layout::instagram().decode_str(&text);
+        let _ = Layout::instagram().with_epoch_rfc3339(&text);
+    }
+}
