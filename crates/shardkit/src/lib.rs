@@ -1,6 +1,10 @@
-//! The parts of the `shardkit` binary that tests and fuzz targets reach directly.
-//!
-//! The binary's command line lives in `main.rs` and `cli/`; what is here is the
-//! network-facing code that deserves its own tests: the Redis-protocol framing.
+//! The server half of the `shardkit` binary, as a library so that integration tests
+//! and fuzz targets reach it directly: settings, shared state, the HTTP API and the
+//! Redis protocol. The command line lives in `main.rs` and `cli/`.
 
+pub mod config;
+pub mod decoded_json;
+pub mod http;
 pub mod resp;
+pub mod server;
+pub mod state;

@@ -5,7 +5,7 @@
 //! and a non-zero exit code.
 
 mod cli;
-mod decoded_json;
+
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -140,7 +140,23 @@ fn ticket_next_continues_across_runs_and_keeps_its_increment() {
 }
 
 #[test]
-fn serve_says_it_is_not_built_yet_and_fails() {
+fn serve_print_config_shows_flags_over_environment_over_file() {
     let dir = tempfile::tempdir().unwrap();
-    assert_one_line_error(&shardkit(dir.path(), &["serve", "--http", "127.0.0.1:0"]), "not built yet");
+    let file = dir.path().join("shardkit.toml");
+    std::fs::write(&file, "http = \"127.0.0.1:9001\"\nresp = \"127.0.0.1:9002\"\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args(["serve", "--print-config", "--config"])
+        .arg(&file)
+        .args(["--resp", "127.0.0.1:9003"])
+        .env("SHARDKIT_HTTP", "127.0.0.1:9004")
+        .env("SHARDKIT_RESP", "127.0.0.1:9005")
+        .env("SHARDKIT_API_KEY", "0123456789abcdef-secret")
+        .output()
+        .unwrap();
+    let text = lines(&output).join("\n");
+    assert!(text.contains("http = \"127.0.0.1:9004\""), "env over file: {text}");
+    assert!(text.contains("resp = \"127.0.0.1:9003\""), "flag over env: {text}");
+    assert!(text.contains("<redacted>") && !text.contains("secret"), "key hidden: {text}");
+    let bad = shardkit(dir.path(), &["serve", "--config", "/nonexistent/shardkit.toml"]);
+    assert_one_line_error(&bad, "cannot read config file");
 }

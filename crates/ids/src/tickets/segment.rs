@@ -103,6 +103,17 @@ impl<S: TicketStore> SegmentAllocator<S> {
 
     /// The next number.
     pub fn next(&self) -> Result<u64, TicketError> {
+        {
+            // Fast path: a number left in the current block, no allocation.
+            let mut state = self.inner.state.lock();
+            if state.current.remaining() > 0 {
+                let position = state.current.next;
+                let number = self.inner.spec.number(position).ok_or_else(|| TicketError::Exhausted(self.inner.name.clone()))?;
+                state.current.next += 1;
+                self.maybe_preload(&mut state);
+                return Ok(number);
+            }
+        }
         let mut one = Vec::with_capacity(1);
         self.take_into(1, &mut one)?;
         Ok(one[0])

@@ -2,7 +2,7 @@
 
 use super::data_dir::DataDirArgs;
 use super::layout_args::LayoutArgs;
-use crate::decoded_json::DecodedIdJson;
+use shardkit::decoded_json::DecodedIdJson;
 use anyhow::{bail, Context};
 use clap::Subcommand;
 use shardkit_ids::{Clock, GeneratorOptions, GuardOptions, ShardGenerator, SystemClock};

@@ -1,34 +1,60 @@
-//! `shardkit serve`: the contract's flags are parsed today; the server itself comes
-//! with issue 5. Until then it says so and fails, rather than pretend to serve.
+//! `shardkit serve`: settings from file, environment and flags; logs; the server.
 
-use super::data_dir::DataDirArgs;
-use anyhow::bail;
+use anyhow::Context;
 use clap::Args;
+use shardkit::config::{LogFormat, Overrides, Settings};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// Flags of `shardkit serve` (DESIGN.md's contract).
+/// Flags of `shardkit serve` (DESIGN.md's contract). Each overrides the environment
+/// variable named beside it, which overrides the config file, which overrides the default.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    #[command(flatten)]
-    data: DataDirArgs,
-    /// HTTP listen address.
-    #[arg(long, env = "SHARDKIT_HTTP", default_value = "127.0.0.1:8080")]
-    http: String,
-    /// Redis-protocol listen address.
-    #[arg(long, env = "SHARDKIT_RESP", default_value = "127.0.0.1:6380")]
-    resp: String,
+    /// Data directory [default: ./shardkit-data].
+    #[arg(long, env = "SHARDKIT_DATA", value_name = "DIR")]
+    data: Option<PathBuf>,
+    /// HTTP listen address [default: 127.0.0.1:8080].
+    #[arg(long, env = "SHARDKIT_HTTP", value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Redis-protocol listen address [default: 127.0.0.1:6380].
+    #[arg(long, env = "SHARDKIT_RESP", value_name = "ADDR")]
+    resp: Option<SocketAddr>,
     /// TOML settings file.
-    #[arg(long)]
+    #[arg(long, env = "SHARDKIT_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Log format.
+    #[arg(long, env = "SHARDKIT_LOG_FORMAT", value_enum)]
+    log_format: Option<LogFormat>,
+    /// Print the settings in effect (API key hidden) and exit.
+    #[arg(long)]
+    print_config: bool,
 }
 
-/// Explains what `serve` will do and exits with an error.
+/// Loads the settings and runs the server until SIGINT/SIGTERM.
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    bail!(
-        "the server is not built yet: `shardkit serve` will serve HTTP on {} and the Redis protocol on {} with data in {}; \
-         today use `shardkit id next`, `shardkit id decode` and `shardkit ticket next`",
-        args.http,
-        args.resp,
-        args.data.dir.display()
-    )
+    let overrides = Overrides {
+        data: args.data,
+        http: args.http,
+        resp: args.resp,
+        api_key: std::env::var("SHARDKIT_API_KEY").ok(),
+        log_format: args.log_format,
+    };
+    let settings = Settings::load(args.config.as_deref(), overrides)?;
+    if args.print_config {
+        print!("{}", settings.to_toml_redacted()?);
+        return Ok(());
+    }
+    init_logging(settings.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    runtime.block_on(shardkit::server::run(settings))
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SHARDKIT_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal());
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
 }

@@ -9,6 +9,8 @@
 //! so arguments can stay slices of the read buffer and the parse state can be reused
 //! for every command of a connection; nothing is allocated per value.
 
+pub mod commands;
+pub mod connection;
 pub mod limits;
 pub mod parse;
 pub mod reply;

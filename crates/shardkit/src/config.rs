@@ -1,0 +1,224 @@
+//! Server settings: defaults, then a TOML file, then `SHARDKIT_*` environment
+//! variables, then command-line flags, each overriding the one before.
+//! `shardkit serve --print-config` shows the result.
+
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object a line, for log collectors.
+    Json,
+}
+
+/// Everything `shardkit serve` can be configured with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Data directory (time guard, tickets, counters, links).
+    pub data: PathBuf,
+    /// HTTP listen address.
+    pub http: SocketAddr,
+    /// Redis-protocol listen address.
+    pub resp: SocketAddr,
+    /// API key: write endpoints need `Authorization: Bearer KEY`, RESP needs `AUTH KEY`.
+    /// Required when either address is not loopback.
+    pub api_key: Option<String>,
+    /// Log format.
+    pub log_format: LogFormat,
+    /// Id generation.
+    pub ids: IdSettings,
+    /// Ticket sequences.
+    pub tickets: TicketSettings,
+    /// Redis-protocol limits.
+    pub resp_limits: RespLimitSettings,
+}
+
+/// `[ids]`: the layout and clock policies of the server's id generator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IdSettings {
+    /// `instagram`, `snowflake`, `sonyflake` or `T/S/Q@Nms`.
+    pub layout: String,
+    /// RFC 3339 epoch; the layout's default (2024-01-01T00:00:00Z) when absent.
+    pub epoch: Option<String>,
+    /// How far ids may run ahead of the wall clock, in ms.
+    pub max_lead_ms: u64,
+    /// `refuse` or `wait` when the clock steps back further than that.
+    pub on_clock_backwards: String,
+}
+
+/// `[tickets]`: how this server's ticket sequences are numbered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TicketSettings {
+    /// Step between numbers (2 for Flickr's pair of servers).
+    pub increment: u64,
+    /// First number, 1 to `increment`.
+    pub offset: u64,
+    /// First block size of each sequence.
+    pub initial_step: u64,
+}
+
+/// `[resp_limits]`: sizes a Redis client may announce.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RespLimitSettings {
+    /// Largest bulk string, bytes.
+    pub max_bulk_len: usize,
+    /// Most arguments in one command.
+    pub max_array_len: usize,
+    /// Most unparsed bytes held for one connection.
+    pub max_buffer: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            data: PathBuf::from("./shardkit-data"),
+            http: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            resp: SocketAddr::from(([127, 0, 0, 1], 6380)),
+            api_key: None,
+            log_format: LogFormat::Text,
+            ids: IdSettings::default(),
+            tickets: TicketSettings::default(),
+            resp_limits: RespLimitSettings::default(),
+        }
+    }
+}
+
+impl Default for IdSettings {
+    fn default() -> Self {
+        Self { layout: "instagram".into(), epoch: None, max_lead_ms: 2_000, on_clock_backwards: "refuse".into() }
+    }
+}
+
+impl Default for TicketSettings {
+    fn default() -> Self {
+        Self { increment: 1, offset: 1, initial_step: 1_000 }
+    }
+}
+
+impl Default for RespLimitSettings {
+    fn default() -> Self {
+        let limits = crate::resp::Limits::default();
+        Self { max_bulk_len: limits.max_bulk_len, max_array_len: limits.max_array_len, max_buffer: limits.max_buffer }
+    }
+}
+
+/// Values given on the command line or in the environment; `None` leaves the file's
+/// (or the default) value.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--data` / `SHARDKIT_DATA`.
+    pub data: Option<PathBuf>,
+    /// `--http` / `SHARDKIT_HTTP`.
+    pub http: Option<SocketAddr>,
+    /// `--resp` / `SHARDKIT_RESP`.
+    pub resp: Option<SocketAddr>,
+    /// `SHARDKIT_API_KEY` (or `--api-key`).
+    pub api_key: Option<String>,
+    /// `--log-format` / `SHARDKIT_LOG_FORMAT`.
+    pub log_format: Option<LogFormat>,
+}
+
+impl Settings {
+    /// Reads the TOML file (if any) over the defaults, then applies the overrides.
+    pub fn load(file: Option<&Path>, overrides: Overrides) -> anyhow::Result<Self> {
+        let mut settings = match file {
+            None => Settings::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read config file {}: {e}", path.display()))?;
+                toml::from_str(&text).map_err(|e| anyhow::anyhow!("config file {}: {}", path.display(), e.message()))?
+            }
+        };
+        if let Some(v) = overrides.data {
+            settings.data = v;
+        }
+        if let Some(v) = overrides.http {
+            settings.http = v;
+        }
+        if let Some(v) = overrides.resp {
+            settings.resp = v;
+        }
+        if let Some(v) = overrides.api_key.filter(|k| !k.is_empty()) {
+            settings.api_key = Some(v);
+        }
+        if let Some(v) = overrides.log_format {
+            settings.log_format = v;
+        }
+        settings.check()?;
+        Ok(settings)
+    }
+
+    /// Refuses settings that would be unsafe or cannot work, saying how to fix them.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let exposed: Vec<String> = [("http", self.http), ("resp", self.resp)]
+            .iter()
+            .filter(|(_, addr)| !addr.ip().is_loopback())
+            .map(|(name, addr)| format!("{name} {addr}"))
+            .collect();
+        if !exposed.is_empty() && self.api_key.is_none() {
+            anyhow::bail!(
+                "refusing to listen on a non-loopback address ({}) without an API key: set SHARDKIT_API_KEY=<secret> \
+                 (or api_key in the config file), or bind to 127.0.0.1",
+                exposed.join(", ")
+            );
+        }
+        if matches!(&self.api_key, Some(k) if k.len() < 16) {
+            anyhow::bail!("the API key is too short: use at least 16 characters");
+        }
+        if !matches!(self.ids.on_clock_backwards.as_str(), "refuse" | "wait") {
+            anyhow::bail!("ids.on_clock_backwards must be \"refuse\" or \"wait\", got {:?}", self.ids.on_clock_backwards);
+        }
+        Ok(())
+    }
+
+    /// The settings as TOML with the API key hidden, for `--print-config`.
+    pub fn to_toml_redacted(&self) -> anyhow::Result<String> {
+        let mut shown = self.clone();
+        if shown.api_key.is_some() {
+            shown.api_key = Some("<redacted>".into());
+        }
+        Ok(toml::to_string_pretty(&shown)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_override_the_file_which_overrides_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("shardkit.toml");
+        std::fs::write(&file, "data = \"/srv/sk\"\nresp = \"127.0.0.1:7000\"\n[ids]\nlayout = \"snowflake\"\n").unwrap();
+        let overrides = Overrides { resp: Some("127.0.0.1:7001".parse().unwrap()), ..Overrides::default() };
+        let s = Settings::load(Some(&file), overrides).unwrap();
+        assert_eq!(s.data, PathBuf::from("/srv/sk"));
+        assert_eq!(s.resp, "127.0.0.1:7001".parse().unwrap());
+        assert_eq!(s.http, Settings::default().http);
+        assert_eq!(s.ids.layout, "snowflake");
+    }
+
+    #[test]
+    fn unknown_keys_and_exposed_addresses_without_a_key_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, "htp = \"x\"\n").unwrap();
+        let err = Settings::load(Some(&file), Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("unknown field"), "{err}");
+        let open = Overrides { http: Some("0.0.0.0:8080".parse().unwrap()), ..Overrides::default() };
+        let err = Settings::load(None, open.clone()).unwrap_err().to_string();
+        assert!(err.contains("SHARDKIT_API_KEY"), "{err}");
+        let keyed = Overrides { api_key: Some("0123456789abcdef".into()), ..open };
+        let s = Settings::load(None, keyed).unwrap();
+        assert!(s.to_toml_redacted().unwrap().contains("<redacted>"));
+    }
+}

@@ -1,0 +1,47 @@
+//! The HTTP API (JSON): the router, the error shape, and the API-key check. One file
+//! per group of endpoints.
+
+mod error;
+mod health;
+mod ids;
+mod tickets;
+
+pub use error::ApiError;
+
+use crate::state::AppState;
+use axum::extract::{Request, State};
+use axum::http::{header, Method};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use std::sync::Arc;
+
+/// All routes, with the API-key check in front of every write.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/api/ids", post(ids::create))
+        .route("/api/ids/{id}", get(ids::decode))
+        .route("/api/tickets/{name}", post(tickets::create))
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), require_key_for_writes))
+        .with_state(state)
+}
+
+/// With an API key configured, anything but GET and HEAD needs `Authorization: Bearer KEY`.
+async fn require_key_for_writes(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Result<Response, ApiError> {
+    if state.settings.api_key.is_some() && !matches!(*request.method(), Method::GET | Method::HEAD) {
+        let presented = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::as_bytes);
+        if !state.key_ok(presented) {
+            return Err(ApiError::unauthorized());
+        }
+    }
+    Ok(next.run(request).await)
+}

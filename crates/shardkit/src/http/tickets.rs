@@ -1,0 +1,40 @@
+//! `POST /api/tickets/{name}?count=N`: numbers from a named sequence.
+
+use super::ids::parse_count;
+use super::ApiError;
+use crate::state::AppState;
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use serde::Deserialize;
+use shardkit_ids::TicketError;
+use std::sync::Arc;
+
+/// Query of `POST /api/tickets/{name}`.
+#[derive(Debug, Deserialize)]
+pub struct TicketQuery {
+    count: Option<String>,
+}
+
+/// `{"ids":["…"]}`: the next `count` numbers of sequence `name`.
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    query: Result<Query<TicketQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let count = parse_count(query.count.as_deref())?;
+    let allocator = state.tickets(&name).map_err(ticket_error)?;
+    // A block reservation may wait for an fsync: keep it off the async workers.
+    let numbers = tokio::task::spawn_blocking(move || allocator.take(count))
+        .await
+        .map_err(|_| ApiError::unavailable("the ticket allocator stopped"))?
+        .map_err(ticket_error)?;
+    Ok(Json(serde_json::json!({ "ids": numbers.iter().map(u64::to_string).collect::<Vec<_>>() })))
+}
+
+fn ticket_error(e: TicketError) -> ApiError {
+    match e {
+        TicketError::Store { .. } => ApiError::unavailable(e.to_string()),
+        other => ApiError::bad_request(other.to_string()),
+    }
+}

@@ -1,0 +1,70 @@
+//! One client connection: read, parse every complete command in the buffer
+//! (pipelining), answer each into one output buffer, write it once.
+
+use super::commands::{self, Outcome, Session};
+use super::parse::Parsed;
+use super::{reply, Limits, Parser};
+use crate::state::AppState;
+use bytes::{Buf, BytesMut};
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Serves one connection until the client quits, breaks the protocol beyond repair,
+/// or `shutdown` fires (then the replies already computed are written first).
+pub async fn serve(mut stream: TcpStream, state: Arc<AppState>, limits: Limits, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let _ = stream.set_nodelay(true);
+    let mut input = BytesMut::with_capacity(16 * 1024);
+    let mut output = BytesMut::with_capacity(16 * 1024);
+    let mut parser = Parser::new(limits);
+    let mut session = Session::new(state.settings.api_key.is_none());
+    loop {
+        let read = tokio::select! {
+            read = stream.read_buf(&mut input) => read,
+            _ = shutdown.changed() => return,
+        };
+        match read {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let mut close = false;
+        loop {
+            let used = match parser.parse(&input) {
+                Ok(Parsed::Command(cmd, used)) => {
+                    if commands::execute(&cmd, &state, &mut session, &mut output) == Outcome::Close {
+                        close = true;
+                    }
+                    used
+                }
+                Ok(Parsed::Skip(used)) => used,
+                Ok(Parsed::Incomplete) => break,
+                Err(e) => {
+                    reply::error(&mut output, &format!("ERR {}", e.message));
+                    match e.skip {
+                        Some(used) => used,
+                        None => {
+                            close = true;
+                            0
+                        }
+                    }
+                }
+            };
+            input.advance(used);
+            if close {
+                break;
+            }
+        }
+        if !close && input.len() > limits.max_buffer {
+            reply::error(&mut output, "ERR Protocol error: client query buffer too big");
+            close = true;
+        }
+        if stream.write_all(&output).await.is_err() {
+            return;
+        }
+        output.clear();
+        if close {
+            let _ = stream.shutdown().await;
+            return;
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! `shardkit serve`: opens the state, binds HTTP and RESP, serves until SIGINT or
+//! SIGTERM, then stops accepting, lets connections finish, and closes the state
+//! cleanly (the id time guard records the exact last time).
+
+use crate::config::Settings;
+use crate::resp::Limits;
+use crate::state::AppState;
+use anyhow::Context;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// How long connections get to finish after a shutdown signal.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs the server to completion.
+pub async fn run(settings: Settings) -> anyhow::Result<()> {
+    let limits = Limits {
+        max_bulk_len: settings.resp_limits.max_bulk_len,
+        max_array_len: settings.resp_limits.max_array_len,
+        max_buffer: settings.resp_limits.max_buffer,
+        ..Limits::default()
+    };
+    let http_listener = TcpListener::bind(settings.http).await.with_context(|| format!("cannot listen for HTTP on {}", settings.http))?;
+    let resp_listener = TcpListener::bind(settings.resp).await.with_context(|| format!("cannot listen for RESP on {}", settings.resp))?;
+    let state = Arc::new(tokio::task::spawn_blocking(move || AppState::open(settings)).await??);
+    tracing::info!(
+        http = %http_listener.local_addr()?,
+        resp = %resp_listener.local_addr()?,
+        data = %state.settings.data.display(),
+        layout = %state.layout,
+        "shardkit listening"
+    );
+
+    let (stop, stopped) = watch::channel(false);
+    let router = crate::http::router(Arc::clone(&state));
+    let mut http_stopped = stopped.clone();
+    let http = tokio::spawn(async move {
+        axum::serve(http_listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = http_stopped.changed().await;
+            })
+            .await
+    });
+    let resp = tokio::spawn(accept_resp(resp_listener, Arc::clone(&state), limits, stopped));
+
+    wait_for_signal().await;
+    tracing::info!("shutting down: no new connections, finishing requests");
+    let _ = stop.send(true);
+    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        let _ = http.await;
+        let _ = resp.await;
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("connections still open after {DRAIN_TIMEOUT:?}; closing anyway");
+    }
+    match Arc::try_unwrap(state) {
+        Ok(state) => tokio::task::spawn_blocking(move || drop(state)).await?,
+        Err(_) => tracing::warn!("state still in use at exit; the time guard keeps its written-ahead mark"),
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Accepts RESP connections until told to stop, then waits for them to end.
+async fn accept_resp(listener: TcpListener, state: Arc<AppState>, limits: Limits, mut stopped: watch::Receiver<bool>) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(crate::resp::connection::serve(stream, Arc::clone(&state), limits, stopped.clone()));
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            _ = stopped.changed() => break,
+        }
+    }
+    drop(listener);
+    while connections.join_next().await.is_some() {}
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,89 @@
+//! What every request handler shares: settings, the id generator and the ticket
+//! sequences. Built once at start-up, read by HTTP and RESP alike.
+
+use crate::config::Settings;
+use anyhow::Context;
+use parking_lot::Mutex;
+use shardkit_ids::tickets::{EmbeddedTicketStore, SegmentAllocator, SegmentOptions, SequenceSpec};
+use shardkit_ids::{BackwardPolicy, GeneratorOptions, GuardOptions, Layout, ShardedGenerator, TicketError};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The most ids or tickets one request may ask for.
+pub const MAX_BATCH: u64 = 100_000;
+
+/// A ticket sequence's allocator, shared by every request that asks for it.
+pub type Allocator = Arc<SegmentAllocator<Arc<EmbeddedTicketStore>>>;
+
+/// Shared server state.
+#[derive(Debug)]
+pub struct AppState {
+    /// The settings the server started with.
+    pub settings: Settings,
+    /// The id layout in use.
+    pub layout: Layout,
+    /// Ids for every logical shard, with a durable time guard in the data directory.
+    pub ids: ShardedGenerator,
+    tickets: TicketBook,
+}
+
+impl AppState {
+    /// Opens everything under the data directory. Fails (with the file named) if
+    /// another process holds it.
+    pub fn open(settings: Settings) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&settings.data).with_context(|| format!("cannot create data directory {}", settings.data.display()))?;
+        let mut layout: Layout = settings.ids.layout.parse()?;
+        if let Some(epoch) = &settings.ids.epoch {
+            layout = layout.with_epoch_rfc3339(epoch)?;
+        }
+        let options = GeneratorOptions {
+            max_lead: Duration::from_millis(settings.ids.max_lead_ms),
+            on_clock_backwards: if settings.ids.on_clock_backwards == "wait" { BackwardPolicy::Wait } else { BackwardPolicy::Refuse },
+            guard: Some(GuardOptions::new(settings.data.join("ids.guard"))),
+        };
+        let ids = ShardedGenerator::with_clock(layout, shardkit_ids::SystemClock, &options)?;
+        let spec = SequenceSpec::new(settings.tickets.increment, settings.tickets.offset)?;
+        let store = Arc::new(EmbeddedTicketStore::open(settings.data.join("tickets.redb"))?);
+        let segment = SegmentOptions { initial_step: settings.tickets.initial_step, ..SegmentOptions::default() };
+        let tickets = TicketBook { store, spec, segment, sequences: Mutex::new(HashMap::new()) };
+        Ok(Self { settings, layout, ids, tickets })
+    }
+
+    /// The allocator of ticket sequence `name`, created on first use.
+    pub fn tickets(&self, name: &str) -> Result<Allocator, TicketError> {
+        self.tickets.get(name)
+    }
+
+    /// Whether `presented` is the configured API key (always true without one).
+    /// Compares in constant time so the key cannot be guessed byte by byte.
+    pub fn key_ok(&self, presented: Option<&[u8]>) -> bool {
+        match (&self.settings.api_key, presented) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(key), Some(given)) => {
+                let key = key.as_bytes();
+                key.len() == given.len() && key.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+            }
+        }
+    }
+}
+
+/// Ticket sequences by name, each with its own segment allocator over one store.
+#[derive(Debug)]
+struct TicketBook {
+    store: Arc<EmbeddedTicketStore>,
+    spec: SequenceSpec,
+    segment: SegmentOptions,
+    sequences: Mutex<HashMap<String, Allocator>>,
+}
+
+impl TicketBook {
+    fn get(&self, name: &str) -> Result<Allocator, TicketError> {
+        if let Some(found) = self.sequences.lock().get(name) {
+            return Ok(Arc::clone(found));
+        }
+        let made = Arc::new(SegmentAllocator::new(Arc::clone(&self.store), name, self.spec, self.segment.clone())?);
+        Ok(Arc::clone(self.sequences.lock().entry(name.to_string()).or_insert(made)))
+    }
+}

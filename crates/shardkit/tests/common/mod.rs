@@ -1,0 +1,100 @@
+//! Starts the real `shardkit serve` on free ports in a temp data directory and stops
+//! it when dropped. The ports come from the server's own "listening" log line, so
+//! there is no race for a port.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running server.
+pub struct Server {
+    pub child: Child,
+    pub http: SocketAddr,
+    pub resp: SocketAddr,
+    pub data: PathBuf,
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// Starts a server on 127.0.0.1 with port 0 for both listeners.
+    pub fn start(data: &Path, env: &[(&str, &str)]) -> Server {
+        Self::try_start(data, &["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"], env).expect("server should start")
+    }
+
+    /// Starts a server with the given flags; `Err(stderr)` if it exits instead.
+    // The child is waited for in `Drop` (or right here on failure).
+    #[allow(clippy::zombie_processes)]
+    pub fn try_start(data: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Server, String> {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_shardkit"));
+        cmd.arg("serve").arg("--data").arg(data).args(args).stdout(Stdio::null()).stderr(Stdio::piped());
+        for var in ["SHARDKIT_API_KEY", "SHARDKIT_HTTP", "SHARDKIT_RESP", "SHARDKIT_CONFIG", "SHARDKIT_LOG_FORMAT", "SHARDKIT_LOG"] {
+            cmd.env_remove(var);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn shardkit");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut seen = Vec::new();
+        loop {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).unwrap_or(0) == 0 || Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(seen.join(""));
+            }
+            seen.push(line.clone());
+            if line.contains("shardkit listening") {
+                let field = |name: &str| -> SocketAddr {
+                    let start = line.find(&format!("{name}=")).unwrap() + name.len() + 1;
+                    line[start..].split_whitespace().next().unwrap().parse().unwrap()
+                };
+                let (http, resp) = (field("http"), field("resp"));
+                let log = std::sync::Arc::new(std::sync::Mutex::new(seen));
+                let sink = std::sync::Arc::clone(&log);
+                std::thread::spawn(move || {
+                    for line in stderr.lines().map_while(Result::ok) {
+                        sink.lock().unwrap().push(line);
+                    }
+                });
+                return Ok(Server { child, http, resp, data: data.to_path_buf(), log });
+            }
+        }
+    }
+
+    /// `http://127.0.0.1:PORT` + path.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.http, path)
+    }
+
+    /// A Redis-protocol connection.
+    pub fn redis(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://{}/", self.resp)).unwrap().get_connection().unwrap()
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "server did not stop after SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

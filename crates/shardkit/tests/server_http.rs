@@ -1,0 +1,119 @@
+//! The HTTP API of the real server: ids, tickets, health, errors, the API key.
+
+mod common;
+
+use common::Server;
+use reqwest::blocking::Client;
+use serde_json::Value;
+
+fn post(client: &Client, url: &str) -> (u16, Value) {
+    let response = client.post(url).send().unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().unwrap())
+}
+
+fn get(client: &Client, url: &str) -> (u16, Value) {
+    let response = client.get(url).send().unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().unwrap())
+}
+
+fn ids_of(body: &Value) -> Vec<u64> {
+    body["ids"].as_array().unwrap().iter().map(|v| v.as_str().expect("ids are JSON strings").parse().unwrap()).collect()
+}
+
+#[test]
+fn ids_tickets_and_decoding_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let client = Client::new();
+
+    assert_eq!(get(&client, &server.url("/healthz")), (200, serde_json::json!({"status": "ok"})));
+
+    let (status, body) = post(&client, &server.url("/api/ids?count=1000&key=31337"));
+    assert_eq!(status, 200);
+    let ids = ids_of(&body);
+    assert_eq!(ids.len(), 1000);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    assert!(ids.iter().all(|id| (id >> 10) & 8191 == 31337 % 8192));
+
+    let (_, body) = post(&client, &server.url("/api/ids?shard=12"));
+    let id = ids_of(&body)[0];
+    let (status, decoded) = get(&client, &server.url(&format!("/api/ids/{id}")));
+    assert_eq!(status, 200);
+    assert_eq!((decoded["id"].as_str().unwrap(), decoded["shard"].as_u64().unwrap(), decoded["layout"].as_str().unwrap()), (id.to_string().as_str(), 12, "instagram"));
+
+    let (status, body) = post(&client, &server.url("/api/tickets/photos?count=3"));
+    assert_eq!((status, ids_of(&body)), (200, vec![1, 2, 3]));
+    let (_, body) = post(&client, &server.url("/api/tickets/photos"));
+    assert_eq!(ids_of(&body), vec![4]);
+}
+
+#[test]
+fn bad_input_gets_a_4xx_with_words_and_the_server_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let client = Client::new();
+    for (url, needle) in [
+        ("/api/ids?count=0", "count"),
+        ("/api/ids?count=-1", "count"),
+        ("/api/ids?count=100001", "count"),
+        ("/api/ids?count=abc", "count"),
+        ("/api/ids?shard=8192", "shard"),
+        ("/api/ids?shard=1&key=2", "not both"),
+        ("/api/ids?key=alice", "key"),
+        ("/api/tickets/bad%20name", "invalid"),
+        ("/api/tickets/photos?count=999999999999999999999", "count"),
+    ] {
+        let (status, body) = post(&client, &server.url(url));
+        assert_eq!(status, 400, "{url}: {body}");
+        assert!(body["error"].as_str().unwrap().contains(needle), "{url}: {body}");
+    }
+    for (url, status) in [("/api/ids/notanumber", 400), ("/api/ids/18446744073709551615", 400), ("/nowhere", 404)] {
+        let (got, body) = get(&client, &server.url(url));
+        assert_eq!(got, status, "{url}: {body}");
+        assert!(body["error"].is_string());
+    }
+    let response = client.delete(server.url("/api/ids")).send().unwrap();
+    assert_eq!(response.status().as_u16(), 405);
+    assert!(response.json::<Value>().unwrap()["error"].is_string());
+    assert_eq!(get(&client, &server.url("/healthz")).0, 200);
+}
+
+#[test]
+fn with_an_api_key_writes_need_the_bearer_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "k3y-0123456789abcdef";
+    let server = Server::start(dir.path(), &[("SHARDKIT_API_KEY", key)]);
+    let client = Client::new();
+    assert_eq!(post(&client, &server.url("/api/ids")).0, 401);
+    let wrong = client.post(server.url("/api/ids")).bearer_auth("nope").send().unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+    let right = client.post(server.url("/api/ids")).bearer_auth(key).send().unwrap();
+    assert_eq!(right.status().as_u16(), 200);
+    assert_eq!(get(&client, &server.url("/healthz")).0, 200, "reads stay open");
+}
+
+#[test]
+fn a_non_loopback_address_without_a_key_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Server::try_start(dir.path(), &["--http", "0.0.0.0:0", "--resp", "127.0.0.1:0"], &[]).err().expect("must refuse");
+    assert!(err.contains("SHARDKIT_API_KEY"), "{err}");
+}
+
+#[test]
+fn sigterm_stops_cleanly_and_a_restart_continues_above_every_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = Client::new();
+    let server = Server::start(dir.path(), &[]);
+    let (_, body) = post(&client, &server.url("/api/ids?count=5000&shard=3"));
+    let before = *ids_of(&body).last().unwrap();
+    let (_, tickets) = post(&client, &server.url("/api/tickets/t?count=2"));
+    assert!(server.terminate().success(), "exit 0 after SIGTERM");
+
+    let server = Server::start(dir.path(), &[]);
+    let (_, body) = post(&client, &server.url("/api/ids?shard=3"));
+    assert!(ids_of(&body)[0] > before);
+    let (_, more) = post(&client, &server.url("/api/tickets/t"));
+    assert!(ids_of(&more)[0] > *ids_of(&tickets).last().unwrap());
+}
