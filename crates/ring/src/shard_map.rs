@@ -1,7 +1,8 @@
 //! Logical shards (Instagram's scheme): keys to a fixed number of shards, shards to
 //! nodes through a versioned table.
 //!
-//! The shard of a key never changes (`key % S`, or jump over S for byte-string keys), so
+//! The shard of a key never changes (`key % S`, or its placement hash `% S` for
+//! byte-string keys), so
 //! the shard number can be baked into ids. Only the small table from shard to node
 //! changes, one version at a time, by move plans ([`crate::plan`]), and moving a shard
 //! moves exactly its keys.
@@ -10,7 +11,6 @@
 //! and the shard ranges it holds (`["0-818", "4096"]`), compact and easy to review.
 
 use crate::hash::hash_bytes;
-use crate::jump::jump_nonzero;
 use crate::node::{validate_nodes, NodeSpec};
 use crate::RingError;
 use serde::{Deserialize, Serialize};
@@ -122,10 +122,15 @@ impl ShardMap {
         (key & u64::from(self.shards.get() - 1)) as u32
     }
 
-    /// Shard of a byte-string key: jump hash of its placement hash over S.
+    /// Shard of a byte-string key: its placement hash `% S`.
+    ///
+    /// Not jump hash over S: S is fixed and a power of two, so the low bits of a 64-bit
+    /// hash are already uniform over the shards; jump would add ~ln(S) dependent steps
+    /// (60+ ns at 8192) for nothing. The mask also keeps a future doubling of S cheap:
+    /// shard s splits into s and s + S, both of which can stay on s's node.
     #[inline]
     pub fn shard_for(&self, key: impl AsRef<[u8]>) -> u32 {
-        jump_nonzero(hash_bytes(key.as_ref()), self.shards)
+        (hash_bytes(key.as_ref()) & u64::from(self.shards.get() - 1)) as u32
     }
 
     /// Node index for an integer key: `table[key % S]`.
