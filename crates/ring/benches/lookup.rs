@@ -20,14 +20,20 @@ fn lookups(c: &mut Criterion) {
     for n in [100u32, 1000] {
         let ring = Ring::new(numbered_nodes(n), VNODES).expect("valid ring");
         let mut theirs: HashRing<(u32, u32)> = HashRing::new();
-        theirs.batch_add((0..n).flat_map(|i| (0..VNODES).map(move |v| (i, v))).collect());
+        theirs.batch_add(
+            (0..n)
+                .flat_map(|i| (0..VNODES).map(move |v| (i, v)))
+                .collect(),
+        );
         let jump = JumpNodes::new(numbered_nodes(n)).expect("valid nodes");
         let jumphash = JumpHasher::new_with_keys(0, 0);
         let map = ShardMap::new(DEFAULT_SHARDS, numbered_nodes(n)).expect("valid map");
         let strings: Vec<String> = (0..4096).map(|i| format!("user:{i}")).collect();
 
         let mut group = c.benchmark_group(format!("lookup/{n}"));
-        group.measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_secs(1));
+        group
+            .measurement_time(Duration::from_secs(2))
+            .warm_up_time(Duration::from_secs(1));
         let mut k = 0u64;
         group.bench_function(BenchmarkId::from_parameter("ours_ring"), |b| {
             b.iter(|| {
@@ -62,7 +68,8 @@ fn lookups(c: &mut Criterion) {
         group.bench_function(BenchmarkId::from_parameter("ours_shards_str"), |b| {
             b.iter(|| {
                 k = k.wrapping_add(1);
-                map.node_for(black_box(strings[(k & 4095) as usize].as_bytes())).len()
+                map.node_for(black_box(strings[(k & 4095) as usize].as_bytes()))
+                    .len()
             })
         });
         group.finish();

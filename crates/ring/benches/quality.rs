@@ -25,7 +25,11 @@ struct TheirRing(HashRing<(u32, u32)>);
 impl TheirRing {
     fn new(nodes: impl Iterator<Item = u32>) -> Self {
         let mut ring = HashRing::new();
-        ring.batch_add(nodes.flat_map(|i| (0..VNODES).map(move |v| (i, v))).collect());
+        ring.batch_add(
+            nodes
+                .flat_map(|i| (0..VNODES).map(move |v| (i, v)))
+                .collect(),
+        );
         Self(ring)
     }
 }
@@ -62,7 +66,13 @@ fn mean_ns(p: &impl Placer, keys: u64) -> f64 {
 }
 
 /// The same figures `stats::run` gives for our schemes, for a reference crate.
-fn measure(n: u32, keys: u64, base: &impl Placer, grown: &impl Placer, shrunk: &impl Placer) -> Stats {
+fn measure(
+    n: u32,
+    keys: u64,
+    base: &impl Placer,
+    grown: &impl Placer,
+    shrunk: &impl Placer,
+) -> Stats {
     let mut load = vec![0u64; n as usize];
     let owners: Vec<u32> = (0..keys)
         .map(|k| {
@@ -72,7 +82,12 @@ fn measure(n: u32, keys: u64, base: &impl Placer, grown: &impl Placer, shrunk: &
         })
         .collect();
     let moved = |after: &dyn Fn(u64) -> u32| {
-        owners.iter().enumerate().filter(|&(k, &o)| after(k as u64) != o).count() as f64 / keys as f64
+        owners
+            .iter()
+            .enumerate()
+            .filter(|&(k, &o)| after(k as u64) != o)
+            .count() as f64
+            / keys as f64
     };
     Stats {
         peak_to_avg: *load.iter().max().unwrap_or(&0) as f64 / (keys as f64 / f64::from(n)),
@@ -107,17 +122,27 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let keys: u64 = std::env::var("RING_BENCH_KEYS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let keys: u64 = std::env::var("RING_BENCH_KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
     println!("keys 0..{keys}, {VNODES} virtual nodes per ring node, 8192 logical shards");
     println!("| scheme                 | nodes | lookup ns | peak-to-avg | moved on add | moved on remove | optimal move |");
     println!("|------------------------|------:|----------:|------------:|-------------:|----------------:|-------------:|");
     for n in [100u32, 1000] {
         let middle = n / 2;
         let ours = |algorithm| {
-            let req = StatsRequest { vnodes: VNODES, ..StatsRequest::new(algorithm, n, keys) };
+            let req = StatsRequest {
+                vnodes: VNODES,
+                ..StatsRequest::new(algorithm, n, keys)
+            };
             stats::run(&req).expect("valid request")
         };
-        let (ring, jump, shards) = (ours(Algorithm::Ring), ours(Algorithm::Jump), ours(Algorithm::Shards));
+        let (ring, jump, shards) = (
+            ours(Algorithm::Ring),
+            ours(Algorithm::Jump),
+            ours(Algorithm::Shards),
+        );
 
         let base = TheirRing::new(0..n);
         let grown = TheirRing::new(0..=n);
@@ -125,8 +150,14 @@ fn main() {
         let their_ring = measure(n, keys, &base, &grown, &shrunk);
 
         let hasher = JumpHasher::new_with_keys(0, 0);
-        let base = TheirJump { hasher, slots: (0..n).collect() };
-        let grown = TheirJump { hasher, slots: (0..=n).collect() };
+        let base = TheirJump {
+            hasher,
+            slots: (0..n).collect(),
+        };
+        let grown = TheirJump {
+            hasher,
+            slots: (0..=n).collect(),
+        };
         // Same removal as ours: the last node takes over the removed node's bucket.
         let mut slots: Vec<u32> = (0..n).collect();
         slots.swap_remove(middle as usize);

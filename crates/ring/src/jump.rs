@@ -14,7 +14,9 @@ use std::num::NonZeroU32;
 ///
 /// The key should already be well mixed (a hash); [`JumpNodes`] hashes for you.
 pub fn jump(key: u64, buckets: u32) -> Result<u32, RingError> {
-    NonZeroU32::new(buckets).map(|b| jump_nonzero(key, b)).ok_or(RingError::ZeroBuckets)
+    NonZeroU32::new(buckets)
+        .map(|b| jump_nonzero(key, b))
+        .ok_or(RingError::ZeroBuckets)
 }
 
 /// [`jump`] for a bucket count already known to be non-zero: the hot-path form.
@@ -173,7 +175,11 @@ mod tests {
             for n in [1u32, 2, 7, 100, 1000, 8192, 1 << 20, u32::MAX] {
                 let n = NonZeroU32::new(n).unwrap();
                 // SAFETY: checked above that the CPU has SSE4.1.
-                assert_eq!(unsafe { jump_sse41(h, n) }, jump_portable(h, n), "key {h} n {n}");
+                assert_eq!(
+                    unsafe { jump_sse41(h, n) },
+                    jump_portable(h, n),
+                    "key {h} n {n}"
+                );
             }
         }
     }

@@ -6,6 +6,26 @@
 //! seed) so a key lands in the same place on every platform and every version. Bad input
 //! is a [`RingError`], never a panic. See the crate's README for the design, invariants
 //! and benchmarks.
+//!
+//! ```
+//! use shardkit_ring::{NodeSpec, Plan, Ring, ShardMap};
+//!
+//! // A ring: the node for a key, and three distinct replicas starting at it.
+//! let nodes = vec![NodeSpec::new("db1"), NodeSpec::new("db2"), NodeSpec::weighted("db3", 2)];
+//! let ring = Ring::new(nodes.clone(), 160)?;
+//! let replicas = ring.replicas("user:42", 3);
+//! assert_eq!(replicas[0], ring.node_for("user:42"));
+//!
+//! // Logical shards: a key's shard never changes; the table moves shards between nodes.
+//! let map = ShardMap::new(8192, nodes)?;
+//! let shard = map.shard_for_u64(123_456);
+//! let plan = Plan::add(&map, NodeSpec::new("db4"))?;
+//! let next = plan.apply(&map)?;
+//! assert_eq!(next.version(), 2);
+//! assert!(plan.moves.iter().all(|m| m.to == "db4"));
+//! assert!(next.owner(shard).is_some());
+//! # Ok::<(), shardkit_ring::RingError>(())
+//! ```
 
 mod error;
 pub mod hash;

@@ -20,12 +20,18 @@ pub struct NodeSpec {
 impl NodeSpec {
     /// A node of weight 1, the common case.
     pub fn new(name: impl Into<String>) -> Self {
-        Self { name: name.into(), weight: 1 }
+        Self {
+            name: name.into(),
+            weight: 1,
+        }
     }
 
     /// A node with an explicit weight (checked when it joins a ring or a map).
     pub fn weighted(name: impl Into<String>, weight: u32) -> Self {
-        Self { name: name.into(), weight }
+        Self {
+            name: name.into(),
+            weight,
+        }
     }
 }
 
@@ -72,7 +78,10 @@ mod tests {
             validate_nodes(&[NodeSpec::new("a"), NodeSpec::new("a")]),
             Err(RingError::DuplicateNode("a".into()))
         );
-        assert_eq!(validate_nodes(&[NodeSpec::new(" ")]), Err(RingError::EmptyNodeName));
+        assert_eq!(
+            validate_nodes(&[NodeSpec::new(" ")]),
+            Err(RingError::EmptyNodeName)
+        );
         assert_eq!(
             validate_nodes(&[NodeSpec::weighted("a", 0)]),
             Err(RingError::ZeroWeight("a".into()))

@@ -61,7 +61,12 @@ impl Plan {
         if map.nodes().len() == 1 {
             return Err(RingError::LastNode(name.to_owned()));
         }
-        let nodes = map.nodes().iter().filter(|n| n.name != name).cloned().collect();
+        let nodes = map
+            .nodes()
+            .iter()
+            .filter(|n| n.name != name)
+            .cloned()
+            .collect();
         Self::rebalance(map, nodes)
     }
 
@@ -78,11 +83,17 @@ impl Plan {
     pub fn rebalance(map: &ShardMap, nodes: Vec<NodeSpec>) -> Result<Self, RingError> {
         validate_nodes(&nodes)?;
         let shards = map.shard_count();
-        let new_index: HashMap<&str, usize> =
-            nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
+        let new_index: HashMap<&str, usize> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
         // Old owner index -> new owner index (None: the node is being dropped).
-        let remap: Vec<Option<usize>> =
-            map.nodes().iter().map(|n| new_index.get(n.name.as_str()).copied()).collect();
+        let remap: Vec<Option<usize>> = map
+            .nodes()
+            .iter()
+            .map(|n| new_index.get(n.name.as_str()).copied())
+            .collect();
 
         let mut held: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
         let mut orphans: Vec<u32> = Vec::new();
@@ -109,7 +120,11 @@ impl Plan {
             // The targets sum to S, so there are exactly as many sink slots as sources.
             let Some(to) = sinks.next() else { break };
             let from = &map.nodes()[map.table()[shard as usize] as usize].name;
-            moves.push(Move { shard, from: from.clone(), to: nodes[to].name.clone() });
+            moves.push(Move {
+                shard,
+                from: from.clone(),
+                to: nodes[to].name.clone(),
+            });
         }
         Ok(Self {
             from_version: map.version(),
@@ -125,20 +140,36 @@ impl Plan {
     /// stale plan can never be applied by mistake.
     pub fn apply(&self, map: &ShardMap) -> Result<ShardMap, RingError> {
         if map.version() != self.from_version {
-            return Err(RingError::VersionMismatch { plan: self.from_version, map: map.version() });
+            return Err(RingError::VersionMismatch {
+                plan: self.from_version,
+                map: map.version(),
+            });
         }
         validate_nodes(&self.nodes)?;
-        let new_index: HashMap<&str, u32> =
-            self.nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i as u32)).collect();
+        let new_index: HashMap<&str, u32> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i as u32))
+            .collect();
         let mut table: Vec<Option<u32>> = map
             .table()
             .iter()
-            .map(|&o| new_index.get(map.nodes()[o as usize].name.as_str()).copied())
+            .map(|&o| {
+                new_index
+                    .get(map.nodes()[o as usize].name.as_str())
+                    .copied()
+            })
             .collect();
         let mut moved = vec![false; table.len()];
         for m in &self.moves {
-            let bad = |reason: String| RingError::BadMove { shard: u64::from(m.shard), reason };
-            let current = map.owner(m.shard).ok_or_else(|| bad("no such shard".into()))?;
+            let bad = |reason: String| RingError::BadMove {
+                shard: u64::from(m.shard),
+                reason,
+            };
+            let current = map
+                .owner(m.shard)
+                .ok_or_else(|| bad("no such shard".into()))?;
             if current != m.from {
                 return Err(bad(format!("it is on {current:?}, not {:?}", m.from)));
             }
@@ -181,7 +212,9 @@ fn targets(shards: u32, nodes: &[NodeSpec], held: &[Vec<u32>]) -> Vec<u32> {
     let mut order: Vec<usize> = (0..nodes.len()).collect();
     if sum > u64::from(shards) {
         // Lower the nodes most over their share first.
-        order.sort_by(|&a, &b| (f64::from(t[b]) - share(b)).total_cmp(&(f64::from(t[a]) - share(a))));
+        order.sort_by(|&a, &b| {
+            (f64::from(t[b]) - share(b)).total_cmp(&(f64::from(t[a]) - share(a)))
+        });
         let mut excess = sum - u64::from(shards);
         for i in order {
             if excess == 0 {
@@ -194,7 +227,9 @@ fn targets(shards: u32, nodes: &[NodeSpec], held: &[Vec<u32>]) -> Vec<u32> {
         }
     } else if sum < u64::from(shards) {
         // Raise the nodes most under their share first.
-        order.sort_by(|&a, &b| (f64::from(t[a]) - share(a)).total_cmp(&(f64::from(t[b]) - share(b))));
+        order.sort_by(|&a, &b| {
+            (f64::from(t[a]) - share(a)).total_cmp(&(f64::from(t[b]) - share(b)))
+        });
         let mut missing = u64::from(shards) - sum;
         for i in order {
             if missing == 0 {
@@ -258,15 +293,33 @@ mod tests {
         );
         let mut twice = plan.clone();
         twice.moves.push(twice.moves[0].clone());
-        assert_eq!(twice.apply(&map).unwrap_err(), RingError::ShardAssignedTwice(u64::from(plan.moves[0].shard)));
+        assert_eq!(
+            twice.apply(&map).unwrap_err(),
+            RingError::ShardAssignedTwice(u64::from(plan.moves[0].shard))
+        );
         let mut wrong = plan.clone();
         wrong.moves[0].from = "node-3".into();
-        assert!(matches!(wrong.apply(&map).unwrap_err(), RingError::BadMove { .. }));
-        assert_eq!(Plan::add(&map, NodeSpec::new("node-1")).unwrap_err(), RingError::NodeExists("node-1".into()));
-        assert_eq!(Plan::remove(&map, "zz").unwrap_err(), RingError::UnknownNode("zz".into()));
+        assert!(matches!(
+            wrong.apply(&map).unwrap_err(),
+            RingError::BadMove { .. }
+        ));
+        assert_eq!(
+            Plan::add(&map, NodeSpec::new("node-1")).unwrap_err(),
+            RingError::NodeExists("node-1".into())
+        );
+        assert_eq!(
+            Plan::remove(&map, "zz").unwrap_err(),
+            RingError::UnknownNode("zz".into())
+        );
         let one = ShardMap::new(4, numbered_nodes(1)).unwrap();
-        assert_eq!(Plan::remove(&one, "node-0").unwrap_err(), RingError::LastNode("node-0".into()));
-        assert_eq!(Plan::reweigh(&map, "node-0", 0).unwrap_err(), RingError::ZeroWeight("node-0".into()));
+        assert_eq!(
+            Plan::remove(&one, "node-0").unwrap_err(),
+            RingError::LastNode("node-0".into())
+        );
+        assert_eq!(
+            Plan::reweigh(&map, "node-0", 0).unwrap_err(),
+            RingError::ZeroWeight("node-0".into())
+        );
     }
 
     #[test]

@@ -51,9 +51,15 @@ impl Ring {
         if vnodes == 0 {
             return Err(RingError::ZeroVnodes);
         }
-        let total: u64 = nodes.iter().map(|n| u64::from(n.weight) * u64::from(vnodes)).sum();
+        let total: u64 = nodes
+            .iter()
+            .map(|n| u64::from(n.weight) * u64::from(vnodes))
+            .sum();
         if total > MAX_POINTS {
-            return Err(RingError::TooManyPoints { points: total, limit: MAX_POINTS });
+            return Err(RingError::TooManyPoints {
+                points: total,
+                limit: MAX_POINTS,
+            });
         }
         let mut placed: Vec<(u64, u32)> = Vec::with_capacity(total as usize);
         for (i, node) in nodes.iter().enumerate() {
@@ -64,12 +70,20 @@ impl Ring {
         // Ties (two vnodes on one point, ~never with 64-bit points) go to the smaller
         // name, so the winner does not depend on the order nodes were listed in.
         placed.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0).then_with(|| nodes[a.1 as usize].name.cmp(&nodes[b.1 as usize].name))
+            a.0.cmp(&b.0)
+                .then_with(|| nodes[a.1 as usize].name.cmp(&nodes[b.1 as usize].name))
         });
         placed.dedup_by_key(|p| p.0);
         let (points, owners): (Vec<u64>, Vec<u32>) = placed.into_iter().unzip();
         let (index, shift) = build_index(&points);
-        Ok(Self { nodes, vnodes, points, owners, index, shift })
+        Ok(Self {
+            nodes,
+            vnodes,
+            points,
+            owners,
+            index,
+            shift,
+        })
     }
 
     /// The nodes, in the order they were given (owner indices refer to this order).
@@ -238,24 +252,45 @@ mod tests {
     #[test]
     fn bad_input_is_a_named_error() {
         assert_eq!(Ring::new(vec![], 10).unwrap_err(), RingError::NoNodes);
-        assert_eq!(Ring::new(numbered_nodes(2), 0).unwrap_err(), RingError::ZeroVnodes);
+        assert_eq!(
+            Ring::new(numbered_nodes(2), 0).unwrap_err(),
+            RingError::ZeroVnodes
+        );
         assert!(matches!(
             Ring::new(numbered_nodes(2), u32::MAX).unwrap_err(),
             RingError::TooManyPoints { .. }
         ));
         let ring = Ring::new(numbered_nodes(2), 4).unwrap();
-        assert_eq!(ring.with_node(NodeSpec::new("node-0")).unwrap_err(), RingError::NodeExists("node-0".into()));
-        assert_eq!(ring.without_node("x").unwrap_err(), RingError::UnknownNode("x".into()));
+        assert_eq!(
+            ring.with_node(NodeSpec::new("node-0")).unwrap_err(),
+            RingError::NodeExists("node-0".into())
+        );
+        assert_eq!(
+            ring.without_node("x").unwrap_err(),
+            RingError::UnknownNode("x".into())
+        );
         let one = Ring::new(numbered_nodes(1), 4).unwrap();
-        assert_eq!(one.without_node("node-0").unwrap_err(), RingError::LastNode("node-0".into()));
-        assert_eq!(ring.with_weight("node-0", 0).unwrap_err(), RingError::ZeroWeight("node-0".into()));
+        assert_eq!(
+            one.without_node("node-0").unwrap_err(),
+            RingError::LastNode("node-0".into())
+        );
+        assert_eq!(
+            ring.with_weight("node-0", 0).unwrap_err(),
+            RingError::ZeroWeight("node-0".into())
+        );
     }
 
     #[test]
     fn weights_scale_points_and_load() {
-        let ring = Ring::new(vec![NodeSpec::weighted("a", 1), NodeSpec::weighted("b", 3)], 100).unwrap();
+        let ring = Ring::new(
+            vec![NodeSpec::weighted("a", 1), NodeSpec::weighted("b", 3)],
+            100,
+        )
+        .unwrap();
         assert_eq!(ring.point_count(), 400);
-        let b = (0..20_000u64).filter(|&k| ring.node_for_u64(k) == "b").count();
+        let b = (0..20_000u64)
+            .filter(|&k| ring.node_for_u64(k) == "b")
+            .count();
         assert!((13_000..17_000).contains(&b), "b got {b} of 20000");
     }
 

@@ -65,7 +65,12 @@ impl ShardMap {
         for (i, &t) in targets.iter().enumerate() {
             table.extend(std::iter::repeat_n(i as u32, t as usize));
         }
-        Ok(Self { version: 1, shards, nodes, table })
+        Ok(Self {
+            version: 1,
+            shards,
+            nodes,
+            table,
+        })
     }
 
     /// A map from its parts, checked: shard count, nodes, a table entry per shard naming
@@ -88,7 +93,12 @@ impl ShardMap {
                 reason: format!("owner index {} is not a node", table[shard]),
             });
         }
-        Ok(Self { version, shards, nodes, table })
+        Ok(Self {
+            version,
+            shards,
+            nodes,
+            table,
+        })
     }
 
     /// The table's version: 1 for a new map, one more for each applied plan.
@@ -113,7 +123,9 @@ impl ShardMap {
 
     /// Name of the node holding `shard`, or `None` past the shard count.
     pub fn owner(&self, shard: u32) -> Option<&str> {
-        self.table.get(shard as usize).map(|&i| self.nodes[i as usize].name.as_str())
+        self.table
+            .get(shard as usize)
+            .map(|&i| self.nodes[i as usize].name.as_str())
     }
 
     /// Shard of an integer key: `key % S` (S is a power of two, so a mask).
@@ -191,7 +203,12 @@ impl ShardMap {
         nodes: Vec<NodeSpec>,
         table: Vec<u32>,
     ) -> Result<Self, RingError> {
-        Self::from_parts(self.version.saturating_add(1), self.shards.get(), nodes, table)
+        Self::from_parts(
+            self.version.saturating_add(1),
+            self.shards.get(),
+            nodes,
+            table,
+        )
     }
 }
 
@@ -300,25 +317,42 @@ impl MapFile {
             .nodes
             .iter()
             .zip(ranges)
-            .map(|(n, shards)| NodeEntry { name: n.name.clone(), weight: n.weight, shards })
+            .map(|(n, shards)| NodeEntry {
+                name: n.name.clone(),
+                weight: n.weight,
+                shards,
+            })
             .collect();
-        Self { version: map.version, shards: u64::from(map.shards.get()), nodes }
+        Self {
+            version: map.version,
+            shards: u64::from(map.shards.get()),
+            nodes,
+        }
     }
 
     fn into_map(self) -> Result<ShardMap, RingError> {
         let shards = check_shard_count(self.shards)?;
-        let nodes: Vec<NodeSpec> =
-            self.nodes.iter().map(|n| NodeSpec::weighted(n.name.clone(), n.weight)).collect();
+        let nodes: Vec<NodeSpec> = self
+            .nodes
+            .iter()
+            .map(|n| NodeSpec::weighted(n.name.clone(), n.weight))
+            .collect();
         validate_nodes(&nodes)?;
         let mut table = vec![u32::MAX; shards.get() as usize];
-        let by_name: HashMap<&str, u32> =
-            nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i as u32)).collect();
+        let by_name: HashMap<&str, u32> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i as u32))
+            .collect();
         for entry in &self.nodes {
             let owner = by_name[entry.name.as_str()];
             for range in &entry.shards {
                 let (start, end) = parse_range(range)?;
                 if end >= self.shards {
-                    return Err(RingError::ShardOutOfRange { shard: end, shards: self.shards });
+                    return Err(RingError::ShardOutOfRange {
+                        shard: end,
+                        shards: self.shards,
+                    });
                 }
                 for shard in start..=end {
                     let slot = &mut table[shard as usize];
@@ -391,7 +425,11 @@ mod tests {
 
     #[test]
     fn round_trips_through_toml_and_json() {
-        let nodes = vec![NodeSpec::weighted("db-a", 2), NodeSpec::new("db-b"), NodeSpec::new("db-c")];
+        let nodes = vec![
+            NodeSpec::weighted("db-a", 2),
+            NodeSpec::new("db-b"),
+            NodeSpec::new("db-c"),
+        ];
         let map = ShardMap::new(64, nodes).unwrap();
         for format in [Format::Toml, Format::Json] {
             let text = map.render(format).unwrap();
@@ -420,19 +458,33 @@ mod tests {
             err(&(head(4) + &node("a", "\"0-1\"") + &node("a", "\"2-3\""))),
             RingError::DuplicateNode("a".into())
         );
-        assert_eq!(err(&(head(4) + &node("a", "\"0-2\""))), RingError::ShardUnassigned(3));
+        assert_eq!(
+            err(&(head(4) + &node("a", "\"0-2\""))),
+            RingError::ShardUnassigned(3)
+        );
         assert_eq!(
             err(&(head(4) + &node("a", "\"0-3\"") + &node("b", "\"3\""))),
             RingError::ShardAssignedTwice(3)
         );
         assert_eq!(
             err(&(head(4) + &node("a", "\"0-4\""))),
-            RingError::ShardOutOfRange { shard: 4, shards: 4 }
+            RingError::ShardOutOfRange {
+                shard: 4,
+                shards: 4
+            }
         );
-        assert_eq!(err(&(head(4) + &node("a", "\"3-0\""))), RingError::BadRange { start: 3, end: 0 });
-        assert!(matches!(err(&(head(4) + &node("a", "\"x\""))), RingError::Parse(_)));
+        assert_eq!(
+            err(&(head(4) + &node("a", "\"3-0\""))),
+            RingError::BadRange { start: 3, end: 0 }
+        );
+        assert!(matches!(
+            err(&(head(4) + &node("a", "\"x\""))),
+            RingError::Parse(_)
+        ));
         match err("version = 1\nshards = [") {
-            RingError::Parse(m) => assert!(m.starts_with("TOML line 2,") && !m.contains('\n'), "{m}"),
+            RingError::Parse(m) => {
+                assert!(m.starts_with("TOML line 2,") && !m.contains('\n'), "{m}")
+            }
             other => panic!("{other:?}"),
         }
         let zero = head(4) + "[[nodes]]\nname = \"a\"\nweight = 0\nshards = [\"0-3\"]\n";

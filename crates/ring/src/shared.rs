@@ -21,7 +21,9 @@ pub struct SharedRing {
 impl SharedRing {
     /// Shares `ring` as the current ring.
     pub fn new(ring: Ring) -> Self {
-        Self { current: ArcSwap::from_pointee(ring) }
+        Self {
+            current: ArcSwap::from_pointee(ring),
+        }
     }
 
     /// The current ring, for one or a few lookups (cheap, lock-free).
@@ -41,7 +43,10 @@ impl SharedRing {
 
     /// Builds the next ring from the current one with `change` and swaps it in, retrying
     /// if another writer swapped first, so no writer's change is lost.
-    pub fn update(&self, change: impl Fn(&Ring) -> Result<Ring, RingError>) -> Result<(), RingError> {
+    pub fn update(
+        &self,
+        change: impl Fn(&Ring) -> Result<Ring, RingError>,
+    ) -> Result<(), RingError> {
         loop {
             let cur = self.current.load_full();
             let next = Arc::new(change(&cur)?);
@@ -99,14 +104,22 @@ mod tests {
         for r in readers {
             assert!(r.join().unwrap() >= 1000);
         }
-        let names: Vec<_> = shared.load().nodes().iter().map(|n| n.name.clone()).collect();
+        let names: Vec<_> = shared
+            .load()
+            .nodes()
+            .iter()
+            .map(|n| n.name.clone())
+            .collect();
         assert_eq!(names, ["node-8", "node-9", "node-10", "node-11"]);
     }
 
     #[test]
     fn failed_update_leaves_the_ring_alone() {
         let shared = SharedRing::new(Ring::new(numbered_nodes(2), 4).unwrap());
-        assert_eq!(shared.remove_node("nope"), Err(RingError::UnknownNode("nope".into())));
+        assert_eq!(
+            shared.remove_node("nope"),
+            Err(RingError::UnknownNode("nope".into()))
+        );
         assert_eq!(shared.snapshot().nodes().len(), 2);
     }
 }

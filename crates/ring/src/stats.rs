@@ -67,7 +67,13 @@ pub struct StatsRequest {
 impl StatsRequest {
     /// A request with the defaults: 160 vnodes, 8192 shards.
     pub fn new(algorithm: Algorithm, nodes: u32, keys: u64) -> Self {
-        Self { nodes, vnodes: crate::ring::DEFAULT_VNODES, keys, algorithm, shards: DEFAULT_SHARDS }
+        Self {
+            nodes,
+            vnodes: crate::ring::DEFAULT_VNODES,
+            keys,
+            algorithm,
+            shards: DEFAULT_SHARDS,
+        }
     }
 }
 
@@ -128,10 +134,16 @@ pub fn run(req: &StatsRequest) -> Result<Stats, RingError> {
         return Err(RingError::NoNodes);
     }
     if req.nodes > MAX_NODES {
-        return Err(RingError::BadStats(format!("{} nodes: at most {MAX_NODES}", req.nodes)));
+        return Err(RingError::BadStats(format!(
+            "{} nodes: at most {MAX_NODES}",
+            req.nodes
+        )));
     }
     if req.keys == 0 || req.keys > MAX_KEYS {
-        return Err(RingError::BadStats(format!("{} keys: give 1 to {MAX_KEYS}", req.keys)));
+        return Err(RingError::BadStats(format!(
+            "{} keys: give 1 to {MAX_KEYS}",
+            req.keys
+        )));
     }
     let nodes = numbered_nodes(req.nodes);
     let added = NodeSpec::new(format!("node-{}", req.nodes));
@@ -226,16 +238,28 @@ mod tests {
     use super::*;
 
     fn req(algorithm: Algorithm, nodes: u32) -> StatsRequest {
-        StatsRequest { vnodes: 40, ..StatsRequest::new(algorithm, nodes, 20_000) }
+        StatsRequest {
+            vnodes: 40,
+            ..StatsRequest::new(algorithm, nodes, 20_000)
+        }
     }
 
     #[test]
     fn figures_are_sane_for_every_algorithm() {
         for algorithm in [Algorithm::Ring, Algorithm::Jump, Algorithm::Shards] {
             let s = run(&req(algorithm, 10)).unwrap();
-            assert!(s.peak_to_avg >= 1.0 && s.peak_to_avg < 1.6, "{algorithm:?} {s:?}");
-            assert!(s.moved_on_add > 0.0 && s.moved_on_add < 0.2, "{algorithm:?} {s:?}");
-            assert!(s.moved_on_remove > 0.0 && s.moved_on_remove < 0.3, "{algorithm:?} {s:?}");
+            assert!(
+                s.peak_to_avg >= 1.0 && s.peak_to_avg < 1.6,
+                "{algorithm:?} {s:?}"
+            );
+            assert!(
+                s.moved_on_add > 0.0 && s.moved_on_add < 0.2,
+                "{algorithm:?} {s:?}"
+            );
+            assert!(
+                s.moved_on_remove > 0.0 && s.moved_on_remove < 0.3,
+                "{algorithm:?} {s:?}"
+            );
             assert_eq!(s.optimal_move, 1.0 / 11.0);
             assert!(s.lookup_ns > 0.0);
         }
@@ -256,13 +280,34 @@ mod tests {
 
     #[test]
     fn bad_requests_are_named_errors() {
-        assert_eq!(run(&req(Algorithm::Jump, 0)).unwrap_err(), RingError::NoNodes);
-        let zero_keys = StatsRequest { keys: 0, ..req(Algorithm::Jump, 3) };
-        assert!(matches!(run(&zero_keys).unwrap_err(), RingError::BadStats(_)));
-        let zero_vnodes = StatsRequest { vnodes: 0, ..req(Algorithm::Ring, 3) };
+        assert_eq!(
+            run(&req(Algorithm::Jump, 0)).unwrap_err(),
+            RingError::NoNodes
+        );
+        let zero_keys = StatsRequest {
+            keys: 0,
+            ..req(Algorithm::Jump, 3)
+        };
+        assert!(matches!(
+            run(&zero_keys).unwrap_err(),
+            RingError::BadStats(_)
+        ));
+        let zero_vnodes = StatsRequest {
+            vnodes: 0,
+            ..req(Algorithm::Ring, 3)
+        };
         assert_eq!(run(&zero_vnodes).unwrap_err(), RingError::ZeroVnodes);
-        let bad_shards = StatsRequest { shards: 100, ..req(Algorithm::Shards, 3) };
-        assert_eq!(run(&bad_shards).unwrap_err(), RingError::ShardCountNotPowerOfTwo(100));
-        assert!(matches!("tree".parse::<Algorithm>(), Err(RingError::BadStats(_))));
+        let bad_shards = StatsRequest {
+            shards: 100,
+            ..req(Algorithm::Shards, 3)
+        };
+        assert_eq!(
+            run(&bad_shards).unwrap_err(),
+            RingError::ShardCountNotPowerOfTwo(100)
+        );
+        assert!(matches!(
+            "tree".parse::<Algorithm>(),
+            Err(RingError::BadStats(_))
+        ));
     }
 }

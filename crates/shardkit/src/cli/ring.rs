@@ -142,7 +142,10 @@ fn run_stats(args: StatsArgs) -> anyhow::Result<()> {
 fn run_plan(args: PlanArgs) -> anyhow::Result<()> {
     let map = read_map(&args.map)?;
     let plan = if let Some(name) = &args.add {
-        Plan::add(&map, NodeSpec::weighted(name.clone(), args.weight.unwrap_or(1)))
+        Plan::add(
+            &map,
+            NodeSpec::weighted(name.clone(), args.weight.unwrap_or(1)),
+        )
     } else if let Some(name) = &args.remove {
         Plan::remove(&map, name)
     } else if let (Some(name), Some(weight)) = (&args.reweigh, args.weight) {
@@ -173,7 +176,11 @@ fn run_plan(args: PlanArgs) -> anyhow::Result<()> {
 }
 
 fn run_init(args: InitArgs) -> anyhow::Result<()> {
-    let nodes = args.nodes.iter().map(|s| parse_node(s)).collect::<anyhow::Result<Vec<_>>>()?;
+    let nodes = args
+        .nodes
+        .iter()
+        .map(|s| parse_node(s))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let map = ShardMap::new(args.shards, nodes)?;
     write_map(&map, &args.out, false)
 }
