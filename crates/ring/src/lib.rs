@@ -41,7 +41,7 @@ pub use error::RingError;
 pub use hash::{hash_bytes, hash_u64};
 pub use jump::{jump, JumpNodes};
 pub use node::NodeSpec;
-pub use plan::{Move, Plan};
+pub use plan::{optimal_fraction, Move, Plan};
 pub use ring::Ring;
 pub use shard_map::{Format, ShardMap, DEFAULT_SHARDS};
 pub use shared::SharedRing;

@@ -190,6 +190,32 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Fraction of keys the plan moves: moved shards over all shards (every shard holds
+    /// the same share of keys).
+    pub fn moved_fraction(&self, map: &ShardMap) -> f64 {
+        self.moves.len() as f64 / f64::from(map.shard_count())
+    }
+}
+
+/// The least fraction of keys any scheme must move to go from the weights of `before` to
+/// those of `after` (nodes matched by name): the sum of the share increases. For adding
+/// one node of weight w to total weight W that is w / (W + w), e.g. 1/(N+1).
+pub fn optimal_fraction(before: &[NodeSpec], after: &[NodeSpec]) -> f64 {
+    let total = |nodes: &[NodeSpec]| nodes.iter().map(|n| f64::from(n.weight)).sum::<f64>();
+    let (wb, wa) = (total(before), total(after));
+    after
+        .iter()
+        .map(|n| {
+            let old = before
+                .iter()
+                .find(|b| b.name == n.name)
+                .map_or(0.0, |b| f64::from(b.weight) / wb);
+            (f64::from(n.weight) / wa - old).max(0.0)
+        })
+        .sum()
+}
+
 fn find(map: &ShardMap, name: &str) -> Result<usize, RingError> {
     map.nodes()
         .iter()
@@ -320,6 +346,17 @@ mod tests {
             Plan::reweigh(&map, "node-0", 0).unwrap_err(),
             RingError::ZeroWeight("node-0".into())
         );
+    }
+
+    #[test]
+    fn fractions_of_keys_moved() {
+        let map = ShardMap::new(1024, numbered_nodes(3)).unwrap();
+        let plan = Plan::add(&map, NodeSpec::new("x")).unwrap();
+        assert_eq!(plan.moved_fraction(&map), 256.0 / 1024.0);
+        assert!((optimal_fraction(map.nodes(), &plan.nodes) - 0.25).abs() < 1e-12);
+        let plan = Plan::remove(&map, "node-0").unwrap();
+        assert!((optimal_fraction(map.nodes(), &plan.nodes) - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(optimal_fraction(map.nodes(), map.nodes()), 0.0);
     }
 
     #[test]

@@ -202,6 +202,41 @@ impl Ring {
         Self::new(nodes, self.vnodes)
     }
 
+    /// Exact fraction of the 64-bit hash space (so of uniformly hashed keys) whose node,
+    /// by name, differs between this ring and `after`: what a change of the ring moves.
+    ///
+    /// Walks the merged point sets once: between two consecutive points of either ring
+    /// both owners are constant, so no sampling is needed.
+    pub fn moved_fraction(&self, after: &Ring) -> f64 {
+        let same: Vec<Option<usize>> = self
+            .nodes
+            .iter()
+            .map(|n| after.nodes.iter().position(|m| m.name == n.name))
+            .collect();
+        let differs =
+            |h: u64| same[self.node_index_for_hash(h)] != Some(after.node_index_for_hash(h));
+        let mut bounds: Vec<u64> = Vec::with_capacity(self.points.len() + after.points.len());
+        bounds.extend_from_slice(&self.points);
+        bounds.extend_from_slice(&after.points);
+        bounds.sort_unstable();
+        bounds.dedup();
+        let (Some(&first), Some(&last)) = (bounds.first(), bounds.last()) else {
+            return 0.0;
+        };
+        // The wrap segment (last, 2^64) + [0, first] belongs to both rings' first points.
+        let mut moved: u128 = 0;
+        if differs(first) {
+            moved += (1u128 << 64) - u128::from(last - first);
+        }
+        for pair in bounds.windows(2) {
+            // Segment (pair[0], pair[1]]: owned in each ring by its first point >= pair[1].
+            if differs(pair[1]) {
+                moved += u128::from(pair[1] - pair[0]);
+            }
+        }
+        moved as f64 / (1u128 << 64) as f64
+    }
+
     fn find(&self, name: &str) -> Result<usize, RingError> {
         self.nodes
             .iter()
@@ -292,6 +327,28 @@ mod tests {
             .filter(|&k| ring.node_for_u64(k) == "b")
             .count();
         assert!((13_000..17_000).contains(&b), "b got {b} of 20000");
+    }
+
+    #[test]
+    fn exact_moved_fraction_matches_sampling() {
+        let ring = Ring::new(numbered_nodes(10), 50).unwrap();
+        assert_eq!(ring.moved_fraction(&ring), 0.0);
+        let grown = ring.with_node(NodeSpec::new("new")).unwrap();
+        let exact = ring.moved_fraction(&grown);
+        let keys = 200_000u64;
+        let sampled = (0..keys)
+            .filter(|&k| ring.node_for_u64(k) != grown.node_for_u64(k))
+            .count();
+        let sampled = sampled as f64 / keys as f64;
+        assert!(
+            (exact - sampled).abs() < 0.005,
+            "exact {exact} sampled {sampled}"
+        );
+        assert!(exact > 0.03 && exact < 0.2, "{exact}");
+        // Symmetric for a removal, and everything moves between disjoint rings.
+        assert!((grown.moved_fraction(&ring) - exact).abs() < 1e-12);
+        let other = Ring::new(vec![NodeSpec::new("x")], 3).unwrap();
+        assert!((ring.moved_fraction(&other) - 1.0).abs() < 1e-12);
     }
 
     #[test]

@@ -171,6 +171,15 @@ fn plan_add_prints_moves_and_writes_the_next_version() {
     assert_eq!(plan["from_version"], 2);
     assert_eq!(plan["to_version"], 3);
     assert_eq!(plan["moves"].as_array().unwrap().len(), 16);
+    assert_eq!(plan["moved_fraction"], 0.25);
+    assert!((plan["optimal_fraction"].as_f64().unwrap() - 0.25).abs() < 1e-9);
+    let ring = plan["ring_moved_fraction"].as_f64().unwrap();
+    assert!(ring > 0.1 && ring < 0.4, "{ring}");
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        summary.contains("16 shard moves, 25.0000% of keys"),
+        "{summary}"
+    );
     let next: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
     assert_eq!(next["version"], 3);

@@ -6,7 +6,7 @@
 use anyhow::Context;
 use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 use shardkit_ring::stats::{self, Algorithm, StatsRequest};
-use shardkit_ring::{Format, NodeSpec, Plan, ShardMap, DEFAULT_SHARDS};
+use shardkit_ring::{optimal_fraction, Format, NodeSpec, Plan, Ring, ShardMap, DEFAULT_SHARDS};
 use std::path::{Path, PathBuf};
 
 /// Subcommands of `shardkit ring`.
@@ -82,8 +82,11 @@ pub struct PlanArgs {
     #[arg(long, value_name = "NODE", requires = "weight")]
     reweigh: Option<String>,
     /// Weight of the added or reweighed node.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "remove")]
     weight: Option<u32>,
+    /// Virtual nodes per node of the ring the plan is compared with.
+    #[arg(long, default_value_t = 160)]
+    vnodes: u32,
     /// Where to write the new map (default: replace --map).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -127,16 +130,16 @@ fn run_stats(args: StatsArgs) -> anyhow::Result<()> {
         shards: args.shards,
     };
     let s = stats::run(&req)?;
-    if args.json {
-        println!("{}", serde_json::to_string(&s)?);
+    let text = if args.json {
+        format!("{}\n", serde_json::to_string(&s)?)
     } else {
-        println!("peak_to_avg      {:.4}", s.peak_to_avg);
-        println!("moved_on_add     {:.6}", s.moved_on_add);
-        println!("moved_on_remove  {:.6}", s.moved_on_remove);
-        println!("optimal_move     {:.6}", s.optimal_move);
-        println!("lookup_ns        {:.1}", s.lookup_ns);
-    }
-    Ok(())
+        format!(
+            "peak_to_avg      {:.4}\nmoved_on_add     {:.6}\nmoved_on_remove  {:.6}\n\
+             optimal_move     {:.6}\nlookup_ns        {:.1}\n",
+            s.peak_to_avg, s.moved_on_add, s.moved_on_remove, s.optimal_move, s.lookup_ns
+        )
+    };
+    print_out(&text)
 }
 
 fn run_plan(args: PlanArgs) -> anyhow::Result<()> {
@@ -154,24 +157,44 @@ fn run_plan(args: PlanArgs) -> anyhow::Result<()> {
         anyhow::bail!("say what changes: --add NODE, --remove NODE or --reweigh NODE --weight W")
     }?;
     let next = plan.apply(&map)?;
+    let moved = plan.moved_fraction(&map);
+    let optimal = optimal_fraction(map.nodes(), &plan.nodes);
+    // The same event on a ring of the same nodes and weights, for comparison.
+    let ring = Ring::new(map.nodes().to_vec(), args.vnodes)?;
+    let ring_moved = ring.moved_fraction(&Ring::new(plan.nodes.clone(), args.vnodes)?);
+    let mut text = String::new();
     if args.json {
-        println!("{}", serde_json::to_string(&plan)?);
+        let mut value = serde_json::to_value(&plan)?;
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("moved_fraction".into(), moved.into());
+            obj.insert("optimal_fraction".into(), optimal.into());
+            obj.insert("ring_moved_fraction".into(), ring_moved.into());
+        }
+        text = format!("{value}\n");
     } else {
         for m in &plan.moves {
-            println!("move shard {} {} -> {}", m.shard, m.from, m.to);
+            text.push_str(&format!("move shard {} {} -> {}\n", m.shard, m.from, m.to));
         }
     }
-    if !args.dry_run {
+    print_out(&text)?;
+    let written = if args.dry_run {
+        "dry run, nothing written".to_owned()
+    } else {
         let out = args.out.as_deref().unwrap_or(&args.map);
         write_map(&next, out, true)?;
-        eprintln!(
-            "shardkit: map version {} -> {}: {} shard moves; wrote {}",
-            plan.from_version,
-            plan.to_version,
-            plan.moves.len(),
-            out.display()
-        );
-    }
+        format!("wrote {}", out.display())
+    };
+    eprintln!(
+        "shardkit: map version {} -> {}: {} shard moves, {:.4}% of keys (least possible \
+         {:.4}%; a {}-vnode ring would move {:.4}%); {written}",
+        plan.from_version,
+        plan.to_version,
+        plan.moves.len(),
+        moved * 100.0,
+        optimal * 100.0,
+        args.vnodes,
+        ring_moved * 100.0,
+    );
     Ok(())
 }
 
@@ -183,6 +206,19 @@ fn run_init(args: InitArgs) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let map = ShardMap::new(args.shards, nodes)?;
     write_map(&map, &args.out, false)
+}
+
+/// Writes to stdout. A reader that stops early (`| head`) is not an error: the rest of
+/// the output is dropped and the command still finishes its work.
+fn print_out(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("cannot write to stdout")
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `name` or `name:weight`.
