@@ -96,7 +96,8 @@ mod tests {
                 })
             })
             .collect();
-        for i in 4..12 {
+        // Many swaps while the readers run: each round adds a node and removes one.
+        for i in 4..204 {
             shared.add_node(NodeSpec::new(format!("node-{i}"))).unwrap();
             shared.remove_node(&format!("node-{}", i - 4)).unwrap();
         }
@@ -110,7 +111,7 @@ mod tests {
             .iter()
             .map(|n| n.name.clone())
             .collect();
-        assert_eq!(names, ["node-8", "node-9", "node-10", "node-11"]);
+        assert_eq!(names, ["node-200", "node-201", "node-202", "node-203"]);
     }
 
     #[test]

@@ -66,6 +66,19 @@ proptest! {
     }
 
     #[test]
+    fn ring_placement_does_not_depend_on_node_order(
+        nodes in fleet(), vnodes in 1u32..40, keys in keys(),
+    ) {
+        let ring = Ring::new(nodes.clone(), vnodes).unwrap();
+        let mut reversed = nodes;
+        reversed.reverse();
+        let other = Ring::new(reversed, vnodes).unwrap();
+        for k in keys {
+            prop_assert_eq!(ring.node_for_u64(k), other.node_for_u64(k));
+        }
+    }
+
+    #[test]
     fn replicas_are_distinct_and_start_at_the_primary(
         nodes in fleet(), vnodes in 1u32..40, n in 0usize..15, key in any::<Vec<u8>>(),
     ) {
