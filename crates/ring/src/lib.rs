@@ -27,6 +27,8 @@
 //! # Ok::<(), shardkit_ring::RingError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod error;
 pub mod hash;
 pub mod jump;
