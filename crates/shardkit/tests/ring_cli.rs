@@ -213,6 +213,21 @@ fn plan_reweigh_and_dry_run() {
 }
 
 #[test]
+fn plan_works_when_weights_are_too_large_for_a_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = init(dir.path(), "map.toml", "a:4000000000,b", "16");
+    let out = shardkit(&["ring", "plan", "--map", &map, "--add", "c", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(plan["ring_moved_fraction"].is_null());
+    assert_eq!(plan["to_version"], 2);
+}
+
+#[test]
 fn plan_errors_are_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let map = init(dir.path(), "map.toml", "db1,db2", "8");

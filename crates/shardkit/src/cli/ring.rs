@@ -159,9 +159,11 @@ fn run_plan(args: PlanArgs) -> anyhow::Result<()> {
     let next = plan.apply(&map)?;
     let moved = plan.moved_fraction(&map);
     let optimal = optimal_fraction(map.nodes(), &plan.nodes);
-    // The same event on a ring of the same nodes and weights, for comparison.
-    let ring = Ring::new(map.nodes().to_vec(), args.vnodes)?;
-    let ring_moved = ring.moved_fraction(&Ring::new(plan.nodes.clone(), args.vnodes)?);
+    // The same event on a ring of the same nodes and weights, for comparison only: if
+    // the weights are too large for a ring (too many points), the plan goes on without it.
+    let ring_moved = Ring::new(map.nodes().to_vec(), args.vnodes)
+        .and_then(|before| Ok(before.moved_fraction(&Ring::new(plan.nodes.clone(), args.vnodes)?)))
+        .ok();
     let mut text = String::new();
     if args.json {
         let mut value = serde_json::to_value(&plan)?;
@@ -184,16 +186,21 @@ fn run_plan(args: PlanArgs) -> anyhow::Result<()> {
         write_map(&next, out, true)?;
         format!("wrote {}", out.display())
     };
+    let ring_note = ring_moved.map_or(String::new(), |f| {
+        format!(
+            "; a {}-vnode ring would move {:.4}%",
+            args.vnodes,
+            f * 100.0
+        )
+    });
     eprintln!(
         "shardkit: map version {} -> {}: {} shard moves, {:.4}% of keys (least possible \
-         {:.4}%; a {}-vnode ring would move {:.4}%); {written}",
+         {:.4}%{ring_note}); {written}",
         plan.from_version,
         plan.to_version,
         plan.moves.len(),
         moved * 100.0,
         optimal * 100.0,
-        args.vnodes,
-        ring_moved * 100.0,
     );
     Ok(())
 }
