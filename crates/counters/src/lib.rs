@@ -1,1 +1,191 @@
-//! Compact, durable counters (issue 4 fills this crate in).
+//! Compact, durable counters: the Weibo counter service as a library.
+//!
+//! A counter is a table keyed by unsigned 64-bit ids (or, through a side map, by any
+//! string), with columns added at run time. Rows whose columns are all at their defaults
+//! are not stored. Values live inline at a narrow width (8/16/32/64 bits) with an
+//! overflow map for the few that do not fit. Every mutation is written to an append log
+//! (length + CRC-32 framed, group commit, fsync policy like Redis's `appendfsync`)
+//! before it is acknowledged; snapshots are written in the background and let the log
+//! be rotated; recovery cuts a torn or corrupt tail and reports it; increments carrying
+//! a transaction id are counted once. See `README.md` in this crate for the API, the
+//! file formats and the invariants.
+
+mod codec;
+mod column;
+mod counter;
+mod engine;
+mod error;
+mod hash;
+mod key;
+mod log;
+mod logread;
+mod partition;
+mod record;
+mod recover;
+mod snapshot;
+mod stripe;
+mod table;
+mod txwindow;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use column::ColumnSpec;
+pub use engine::{Engine, MAX_TXID_LEN};
+pub use error::{Error, Result};
+pub use key::{Key, OwnedKey, MAX_KEY_LEN};
+pub use log::FsyncPolicy;
+pub use table::Table;
+
+/// How an [`Engine`] runs.
+///
+/// Exists so the server can map its configuration onto the engine in one place.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// When the log is fsynced; default [`FsyncPolicy::Always`].
+    pub fsync: FsyncPolicy,
+    /// How long applied transaction ids are remembered; default 10 minutes.
+    pub txid_window: Duration,
+    /// Take a snapshot (and rotate the log) once this many log bytes were written since
+    /// the last one; default 64 MiB. `None` turns the trigger off.
+    pub snapshot_log_bytes: Option<u64>,
+    /// Take a snapshot at least this often when anything was written; default none.
+    pub snapshot_interval: Option<Duration>,
+    /// Snapshots kept (with the log segments the oldest needs); default 2, so a damaged
+    /// newest snapshot can fall back on the one before.
+    pub keep_snapshots: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fsync: FsyncPolicy::Always,
+            txid_window: Duration::from_secs(600),
+            snapshot_log_bytes: Some(64 << 20),
+            snapshot_interval: None,
+            keep_snapshots: 2,
+        }
+    }
+}
+
+/// How a new column is stored.
+///
+/// Exists so `add_column` reads like the Weibo design's "add column comments bits=16
+/// max=32".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnOptions {
+    /// Inline width: 8, 16, 32 or 64 bits. Default 16.
+    pub bits: u8,
+    /// Widest value: 32 or 64 bits. Default 64.
+    pub max_bits: u8,
+    /// Value of rows that never set the column; must be below `2^bits - 1`. Default 0.
+    pub default: u64,
+}
+
+impl Default for ColumnOptions {
+    fn default() -> Self {
+        ColumnOptions { bits: 16, max_bits: 64, default: 0 }
+    }
+}
+
+impl ColumnOptions {
+    /// `bits` inline, `max_bits` at most, default 0.
+    pub fn new(bits: u8, max_bits: u8) -> Self {
+        ColumnOptions { bits, max_bits, default: 0 }
+    }
+}
+
+/// Something recovery cut and did not apply.
+///
+/// Exists so an operator is told, in words, what was lost and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    /// File that was cut or set aside.
+    pub file: PathBuf,
+    /// Offset of the first byte not used.
+    pub offset: u64,
+    /// Bytes not used.
+    pub bytes: u64,
+    /// Why.
+    pub reason: String,
+}
+
+/// What [`Engine::open`] found.
+///
+/// Exists so the server can log a torn tail or a damaged snapshot at startup.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryReport {
+    /// Snapshot loaded, if any.
+    pub snapshot: Option<PathBuf>,
+    /// Rows loaded from it.
+    pub snapshot_rows: u64,
+    /// Log records read after it.
+    pub replayed: u64,
+    /// Everything cut or set aside; empty after a clean shutdown.
+    pub dropped: Vec<Dropped>,
+    /// Snapshot frames whose counter was lost with a damaged part of the snapshot.
+    pub orphan_frames: u64,
+    /// Records that named a counter or column that does not exist (should be zero).
+    pub anomalies: u64,
+}
+
+/// Figures for one counter.
+///
+/// Exists for `stats`, `COUNTER.INFO` and the memory benchmark.
+#[derive(Debug, Clone, Default)]
+pub struct CounterStats {
+    /// Counter name.
+    pub name: String,
+    /// Columns.
+    pub columns: usize,
+    /// Rows stored (numeric and string keys).
+    pub rows: u64,
+    /// Of which under string keys.
+    pub named_rows: u64,
+    /// Heap bytes (exact for the tables, estimated for side maps).
+    pub bytes: u64,
+    /// `bytes / rows`.
+    pub bytes_per_row: f64,
+    /// Values kept in the overflow map.
+    pub overflow_entries: u64,
+    /// Partitions with 4-byte keys (ids sharing their high 32 bits).
+    pub dense_partitions: u64,
+    /// Partitions with 7-byte keys.
+    pub wide_partitions: u64,
+    /// Transaction ids remembered.
+    pub txids: u64,
+}
+
+/// Figures for the whole engine.
+///
+/// Exists for `stats` / `INFO`.
+#[derive(Debug, Clone)]
+pub struct Stats {
+    /// Per counter, by name.
+    pub counters: Vec<CounterStats>,
+    /// The next log sequence number (mutations logged since the directory was created, +1).
+    pub next_lsn: u64,
+    /// Log bytes written since the last snapshot.
+    pub log_bytes_since_snapshot: u64,
+    /// Fsync policy in force.
+    pub fsync: FsyncPolicy,
+    /// Last error of a background flush or snapshot, if any.
+    pub last_background_error: Option<String>,
+}
+
+/// What a snapshot did.
+///
+/// Exists so callers and tests can see the pause it caused writers.
+#[derive(Debug, Clone)]
+pub struct SnapshotInfo {
+    /// The snapshot file.
+    pub path: PathBuf,
+    /// Log rotation point it covers up to.
+    pub lsn: u64,
+    /// Rows written.
+    pub rows: u64,
+    /// Wall time taken.
+    pub duration: Duration,
+    /// Longest time one stripe was held (writers of that stripe waited this long).
+    pub longest_stripe_pause: Duration,
+}

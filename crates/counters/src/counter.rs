@@ -1,0 +1,58 @@
+//! One named counter: its column schema and its lock stripes.
+//!
+//! Lock order, everywhere: the schema lock, then one stripe lock, then the log's buffer
+//! lock. Mutations hold the schema for reading, so `add_column` (which writes it) is
+//! ordered against every mutation and the log shows the column before any value in it.
+
+use parking_lot::RwLock;
+
+use crate::column::ColumnSpec;
+use crate::hash::{mix64, reduce, FastHasher};
+use crate::key::Key;
+use crate::stripe::Stripe;
+
+/// Lock stripes per counter. Part of the snapshot format: changing it makes older
+/// snapshots unreadable.
+pub(crate) const STRIPES: usize = 64;
+
+/// A counter: schema plus rows spread over [`STRIPES`] independently locked stripes.
+pub(crate) struct Counter {
+    /// The counter's name.
+    pub name: String,
+    /// Columns in the order they were added; never shrinks.
+    pub schema: RwLock<Vec<ColumnSpec>>,
+    /// Rows, by [`stripe_of`].
+    pub stripes: Box<[RwLock<Stripe>]>,
+}
+
+impl Counter {
+    /// An empty counter with no columns.
+    pub(crate) fn new(name: &str) -> Counter {
+        Counter {
+            name: name.to_string(),
+            schema: RwLock::new(Vec::new()),
+            stripes: (0..STRIPES).map(|_| RwLock::new(Stripe::default())).collect(),
+        }
+    }
+
+    /// The stripe a key lives in.
+    #[inline]
+    pub(crate) fn stripe(&self, key: Key<'_>) -> &RwLock<Stripe> {
+        &self.stripes[stripe_of(key)]
+    }
+}
+
+/// Stripe index of a key. Numeric ids go by their high 32 bits, so every id sharing a
+/// prefix is in one stripe and can be gathered into one dense partition.
+#[inline]
+pub(crate) fn stripe_of(key: Key<'_>) -> usize {
+    match key {
+        Key::Id(id) => reduce(mix64(id >> 32), STRIPES),
+        Key::Name(n) => {
+            use std::hash::Hasher;
+            let mut h = FastHasher::default();
+            h.write(n.as_bytes());
+            reduce(h.finish(), STRIPES)
+        }
+    }
+}

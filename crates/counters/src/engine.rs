@@ -1,0 +1,456 @@
+//! The engine: counters, the log, snapshots and the background threads, behind one
+//! thread-safe handle.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::column::{apply_delta, check_name, check_set, ColumnSpec};
+use crate::counter::{Counter, STRIPES};
+use crate::error::{io_err, Error, Result};
+use crate::hash::FastMap;
+use crate::key::Key;
+use crate::log::{FsyncPolicy, Log};
+use crate::record::{encode_set_body, write_key, write_spec};
+use crate::codec::Put;
+use crate::{logread, recover, snapshot};
+use crate::{ColumnOptions, CounterStats, Options, RecoveryReport, SnapshotInfo, Stats};
+
+/// Longest transaction id accepted, in bytes.
+pub const MAX_TXID_LEN: usize = 128;
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+struct Inner {
+    dir: PathBuf,
+    opts: Options,
+    log: Log,
+    counters: RwLock<FastMap<String, Arc<Counter>>>,
+    snap_lock: Mutex<()>,
+    stop: Mutex<bool>,
+    wake: Condvar,
+    closed: AtomicBool,
+    recovery: RecoveryReport,
+    last_bg_error: Mutex<Option<String>>,
+}
+
+/// A durable counter engine over one data directory.
+///
+/// Exists as the single entry point the servers call: every method takes `&self` and is
+/// safe to call from many threads at once. Mutations are acknowledged (return `Ok`)
+/// only once their log record is as durable as [`Options::fsync`] promises.
+pub struct Engine {
+    inner: Arc<Inner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Engine {
+    /// Opens (or creates) the engine in `dir`: loads the newest usable snapshot, replays
+    /// the log tail, cuts any torn or corrupt tail (see [`Engine::recovery`]) and starts
+    /// the background flusher and snapshotter.
+    pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Engine> {
+        let dir = dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let cutoff = now_ms().saturating_sub(opts.txid_window.as_millis() as u64);
+        let rec = recover::recover(&dir, cutoff)?;
+        let log = Log::open(&dir, opts.fsync, rec.next_lsn, rec.active)?;
+        let inner = Arc::new(Inner {
+            dir,
+            opts,
+            log,
+            counters: RwLock::new(rec.counters),
+            snap_lock: Mutex::new(()),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+            closed: AtomicBool::new(false),
+            recovery: rec.report,
+            last_bg_error: Mutex::new(None),
+        });
+        let engine = Engine { inner, threads: Mutex::new(Vec::new()) };
+        engine.start_threads();
+        Ok(engine)
+    }
+
+    fn start_threads(&self) {
+        let mut threads = self.threads.lock();
+        if self.inner.opts.fsync != FsyncPolicy::Always {
+            let inner = self.inner.clone();
+            threads.push(std::thread::spawn(move || {
+                let sync = inner.log.policy() == FsyncPolicy::EverySec;
+                while !inner.sleep(Duration::from_secs(1)) {
+                    if let Err(e) = inner.log.flush(sync) {
+                        *inner.last_bg_error.lock() = Some(e.to_string());
+                    }
+                }
+            }));
+        }
+        if self.inner.opts.snapshot_log_bytes.is_some() || self.inner.opts.snapshot_interval.is_some() {
+            let inner = self.inner.clone();
+            threads.push(std::thread::spawn(move || {
+                let mut last = Instant::now();
+                while !inner.sleep(Duration::from_millis(100)) {
+                    let by_bytes = inner.opts.snapshot_log_bytes.is_some_and(|b| inner.log.bytes_since_rotate() >= b);
+                    let by_time = inner.opts.snapshot_interval.is_some_and(|t| last.elapsed() >= t)
+                        && inner.log.bytes_since_rotate() > 0;
+                    if by_bytes || by_time {
+                        last = Instant::now();
+                        if let Err(e) = inner.snapshot() {
+                            *inner.last_bg_error.lock() = Some(e.to_string());
+                        }
+                    }
+                }
+            }));
+        }
+    }
+
+    /// What recovery found and cut when this engine was opened.
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.inner.recovery
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    fn counter(&self, name: &str) -> Result<Arc<Counter>> {
+        self.inner.check_open()?;
+        self.inner.counters.read().get(name).cloned().ok_or_else(|| Error::NoSuchCounter(name.to_string()))
+    }
+
+    /// Creates an empty counter with no columns.
+    pub fn create_counter(&self, name: &str) -> Result<()> {
+        check_name(name)?;
+        self.inner.check_open()?;
+        let lsn = {
+            let mut map = self.inner.counters.write();
+            if map.contains_key(name) {
+                return Err(Error::CounterExists(name.to_string()));
+            }
+            let lsn = self.inner.log.append(now_ms(), |b| {
+                b.put_u8(1);
+                b.put_str(name);
+            })?;
+            map.insert(name.to_string(), Arc::new(Counter::new(name)));
+            lsn
+        };
+        self.inner.log.commit(lsn)
+    }
+
+    /// Names of all counters.
+    pub fn counters(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.inner.counters.read().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Adds a column. Existing rows are not touched (they read the default until
+    /// written), so this is O(1) however many rows the counter holds.
+    pub fn add_column(&self, counter: &str, column: &str, opts: ColumnOptions) -> Result<()> {
+        check_name(column)?;
+        let spec = ColumnSpec { name: column.to_string(), bits: opts.bits, max_bits: opts.max_bits, default: opts.default };
+        spec.check().map_err(|reason| Error::BadColumn { column: column.to_string(), reason })?;
+        let c = self.counter(counter)?;
+        let lsn = {
+            let mut schema = c.schema.write();
+            if schema.iter().any(|s| s.name == column) {
+                return Err(Error::ColumnExists { counter: counter.to_string(), column: column.to_string() });
+            }
+            if schema.len() >= 1024 {
+                return Err(Error::TooManyColumns(counter.to_string()));
+            }
+            let lsn = self.inner.log.append(now_ms(), |b| {
+                b.put_u8(2);
+                b.put_str(counter);
+                write_spec(b, &spec);
+            })?;
+            schema.push(spec);
+            lsn
+        };
+        self.inner.log.commit(lsn)
+    }
+
+    /// The columns of a counter, in the order they were added.
+    pub fn columns(&self, counter: &str) -> Result<Vec<ColumnSpec>> {
+        Ok(self.counter(counter)?.schema.read().clone())
+    }
+
+    /// Adds `delta` (may be negative) to one column of one row and returns the new value.
+    ///
+    /// Refused with [`Error::Negative`] if the count would go below zero and with
+    /// [`Error::TooLarge`] past the column's max; a refused call changes nothing.
+    /// With a `txid`, a repeat of an id already applied to this row within the window
+    /// returns the current value without counting again.
+    pub fn incr(&self, counter: &str, key: Key<'_>, column: &str, delta: i64, txid: Option<&str>) -> Result<u64> {
+        key.validate()?;
+        if let Some(t) = txid {
+            if t.is_empty() {
+                return Err(Error::BadTxid("a transaction id must not be empty"));
+            }
+            if t.len() > MAX_TXID_LEN {
+                return Err(Error::BadTxid("a transaction id must be at most 128 bytes"));
+            }
+        }
+        let c = self.counter(counter)?;
+        let schema = c.schema.read();
+        let col = col_index(&schema, counter, column)?;
+        let spec = &schema[col];
+        let ts = now_ms();
+        let (lsn, value) = {
+            let mut st = c.stripe(key).write();
+            if let Some(t) = txid {
+                st.txids.expire(ts.saturating_sub(self.inner.opts.txid_window.as_millis() as u64));
+                if st.txids.contains(&key.to_owned_key(), t) {
+                    let v = st.get(key, col, &schema);
+                    drop(st);
+                    drop(schema);
+                    // The first application may still be on its way to disk.
+                    self.inner.log.commit_all()?;
+                    return Ok(v);
+                }
+            }
+            let cur = st.get(key, col, &schema);
+            let value = apply_delta(cur, delta, spec)?;
+            let lsn = self.inner.log.append(ts, |b| encode_set_body(b, counter, key, col as u16, value, txid))?;
+            st.set(key, col, value, &schema);
+            if let Some(t) = txid {
+                st.txids.insert(key.to_owned_key(), t, ts);
+            }
+            (lsn, value)
+        };
+        drop(schema);
+        self.inner.log.commit(lsn)?;
+        Ok(value)
+    }
+
+    /// Sets one column of one row (refused past the column's max).
+    pub fn set(&self, counter: &str, key: Key<'_>, column: &str, value: u64) -> Result<()> {
+        key.validate()?;
+        let c = self.counter(counter)?;
+        let schema = c.schema.read();
+        let col = col_index(&schema, counter, column)?;
+        check_set(value, &schema[col])?;
+        let lsn = {
+            let mut st = c.stripe(key).write();
+            let lsn = self.inner.log.append(now_ms(), |b| encode_set_body(b, counter, key, col as u16, value, None))?;
+            st.set(key, col, value, &schema);
+            lsn
+        };
+        drop(schema);
+        self.inner.log.commit(lsn)
+    }
+
+    /// Deletes a row (all its columns return to their defaults). Returns whether it was
+    /// stored.
+    pub fn delete(&self, counter: &str, key: Key<'_>) -> Result<bool> {
+        key.validate()?;
+        let c = self.counter(counter)?;
+        let schema = c.schema.read();
+        let lsn = {
+            let mut st = c.stripe(key).write();
+            if !st.exists(key) {
+                return Ok(false);
+            }
+            let lsn = self.inner.log.append(now_ms(), |b| {
+                b.put_u8(5);
+                b.put_str(counter);
+                write_key(b, &key.to_owned_key());
+            })?;
+            st.delete(key, &schema);
+            lsn
+        };
+        drop(schema);
+        self.inner.log.commit(lsn)?;
+        Ok(true)
+    }
+
+    /// One column of one row (the column default if the row is not stored).
+    pub fn get(&self, counter: &str, key: Key<'_>, column: &str) -> Result<u64> {
+        key.validate()?;
+        let c = self.counter(counter)?;
+        let schema = c.schema.read();
+        let col = col_index(&schema, counter, column)?;
+        let v = c.stripe(key).read().get(key, col, &schema);
+        Ok(v)
+    }
+
+    /// Every column of one row, as (column, value) in schema order.
+    pub fn get_row(&self, counter: &str, key: Key<'_>) -> Result<Vec<(String, u64)>> {
+        key.validate()?;
+        let c = self.counter(counter)?;
+        let schema = c.schema.read();
+        let vals = c.stripe(key).read().get_row(key, &schema);
+        Ok(schema.iter().map(|s| s.name.clone()).zip(vals).collect())
+    }
+
+    /// Whether a row is stored (some column away from its default).
+    pub fn exists(&self, counter: &str, key: Key<'_>) -> Result<bool> {
+        key.validate()?;
+        let c = self.counter(counter)?;
+        let v = c.stripe(key).read().exists(key);
+        Ok(v)
+    }
+
+    /// One column of many rows in one call, in the order of `keys`.
+    pub fn mget(&self, counter: &str, keys: &[Key<'_>], column: &str) -> Result<Vec<u64>> {
+        for k in keys {
+            k.validate()?;
+        }
+        let c = self.counter(counter)?;
+        let schema = c.schema.read();
+        let col = col_index(&schema, counter, column)?;
+        Ok(keys.iter().map(|k| c.stripe(*k).read().get(*k, col, &schema)).collect())
+    }
+
+    /// Every column of many rows in one call: the column names, then one row of values
+    /// (in that order) per key.
+    pub fn mget_rows(&self, counter: &str, keys: &[Key<'_>]) -> Result<(Vec<String>, Vec<Vec<u64>>)> {
+        for k in keys {
+            k.validate()?;
+        }
+        let c = self.counter(counter)?;
+        let schema = c.schema.read();
+        let names = schema.iter().map(|s| s.name.clone()).collect();
+        let rows = keys.iter().map(|k| c.stripe(*k).read().get_row(*k, &schema)).collect();
+        Ok((names, rows))
+    }
+
+    /// Figures for every counter (rows, bytes, overflow) and the log.
+    pub fn stats(&self) -> Stats {
+        let counters: Vec<Arc<Counter>> = self.inner.counters.read().values().cloned().collect();
+        let mut out: Vec<CounterStats> = counters.iter().map(|c| counter_stats(c)).collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Stats {
+            counters: out,
+            next_lsn: self.inner.log.next_lsn(),
+            log_bytes_since_snapshot: self.inner.log.bytes_since_rotate(),
+            fsync: self.inner.opts.fsync,
+            last_background_error: self.inner.last_bg_error.lock().clone(),
+        }
+    }
+
+    /// Writes a snapshot now (on the calling thread) and rotates the log; writers wait
+    /// only while their own stripe is copied. The background thread calls the same code.
+    pub fn snapshot(&self) -> Result<SnapshotInfo> {
+        self.inner.check_open()?;
+        self.inner.snapshot()
+    }
+
+    /// Flushes and fsyncs the log, stops the background threads. Also done on drop.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        *self.inner.stop.lock() = true;
+        self.inner.wake.notify_all();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        self.inner.log.flush(true)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+fn col_index(schema: &[ColumnSpec], counter: &str, column: &str) -> Result<usize> {
+    schema
+        .iter()
+        .position(|s| s.name == column)
+        .ok_or_else(|| Error::NoSuchColumn { counter: counter.to_string(), column: column.to_string() })
+}
+
+fn counter_stats(c: &Counter) -> CounterStats {
+    let mut s = CounterStats { name: c.name.clone(), columns: c.schema.read().len(), ..Default::default() };
+    for st in c.stripes.iter() {
+        let st = st.read();
+        s.rows += st.rows() as u64;
+        s.named_rows += st.named_rows() as u64;
+        s.bytes += st.bytes() as u64;
+        s.overflow_entries += st.overflow_len() as u64;
+        s.txids += st.txids.len() as u64;
+        let (d, w) = st.partitions();
+        s.dense_partitions += d as u64;
+        s.wide_partitions += w as u64;
+    }
+    s.bytes += (std::mem::size_of::<Counter>() + STRIPES * std::mem::size_of::<RwLock<crate::stripe::Stripe>>()) as u64;
+    s.bytes_per_row = if s.rows == 0 { 0.0 } else { s.bytes as f64 / s.rows as f64 };
+    s
+}
+
+impl Inner {
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Sleeps up to `d`; returns true when the engine is stopping.
+    fn sleep(&self, d: Duration) -> bool {
+        let mut stop = self.stop.lock();
+        if !*stop {
+            self.wake.wait_for(&mut stop, d);
+        }
+        *stop
+    }
+
+    fn snapshot(&self) -> Result<SnapshotInfo> {
+        let _one_at_a_time = self.snap_lock.lock();
+        let started = Instant::now();
+        let x = self.log.rotate()?;
+        let mut counters: Vec<Arc<Counter>> = self.counters.read().values().cloned().collect();
+        counters.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut w = snapshot::SnapWriter::create(&self.dir, x, STRIPES)?;
+        let mut rows = 0;
+        let mut longest_pause = Duration::ZERO;
+        for (idx, c) in counters.iter().enumerate() {
+            for s in 0..STRIPES {
+                let t = Instant::now();
+                let (lsn, copy, specs) = {
+                    let schema = c.schema.read();
+                    let st = c.stripes[s].read();
+                    (self.log.next_lsn(), st.clone(), schema.clone())
+                };
+                longest_pause = longest_pause.max(t.elapsed());
+                rows += w.stripe_rows(idx, s, lsn, &copy, &specs)?;
+                w.txids(idx, s, lsn, copy.txids.iter())?;
+            }
+            let specs = c.schema.read().clone();
+            w.counter(idx, &c.name, &specs)?;
+        }
+        let path = w.finish(&self.dir)?;
+        self.prune()?;
+        Ok(SnapshotInfo { path, lsn: x, rows, duration: started.elapsed(), longest_stripe_pause: longest_pause })
+    }
+
+    /// Keeps the newest `keep_snapshots` snapshots and the log segments they need.
+    fn prune(&self) -> Result<()> {
+        let snaps = snapshot::list(&self.dir)?;
+        let keep = self.opts.keep_snapshots.max(1);
+        for (_, p) in snaps.iter().skip(keep) {
+            std::fs::remove_file(p).map_err(io_err(p))?;
+        }
+        let Some((oldest_kept, _)) = snaps.iter().take(keep).next_back() else { return Ok(()) };
+        let segs = logread::list_segments(&self.dir)?;
+        for pair in segs.windows(2) {
+            if pair[1].first_lsn <= *oldest_kept {
+                std::fs::remove_file(&pair[0].path).map_err(io_err(&pair[0].path))?;
+            }
+        }
+        Ok(())
+    }
+}

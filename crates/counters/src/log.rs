@@ -1,0 +1,211 @@
+//! The append log: framed records in numbered segment files, with group commit.
+//!
+//! Writers append a record to an in-memory buffer while they hold their row's stripe
+//! lock (so the log order of two mutations of one row is the order they were applied),
+//! then, after releasing it, call [`Log::commit`]. Under [`FsyncPolicy::Always`] commit
+//! returns only once the record is on disk: the first committer takes the whole buffer,
+//! writes it and calls `fdatasync`; everyone who appended meanwhile waits on the same
+//! file lock and finds their record already durable, so many writers share one fsync.
+//!
+//! Segment files are named `log-<first lsn, 20 digits>.log`. A segment ends only at a
+//! [`Log::rotate`], which the snapshotter calls, so a snapshot at rotation point X makes
+//! every older segment unnecessary.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::codec::{crc, Put};
+use crate::error::{io_err, Error, Result};
+use crate::record::encode_head;
+
+/// When the log is flushed to stable storage, as in Redis's `appendfsync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FsyncPolicy {
+    /// Every acknowledged mutation is on disk (fsync before returning; concurrent
+    /// mutations share one fsync). The default: no acknowledged increment is lost.
+    #[default]
+    Always,
+    /// The log is written and fsynced once a second: a crash of the machine loses up to
+    /// about a second of acknowledged mutations, a crash of the process loses none that
+    /// were written.
+    EverySec,
+    /// The log is written once a second and never fsynced: the OS decides.
+    No,
+}
+
+/// Buffer size past which a non-`Always` commit writes the buffer out at once.
+const FLUSH_AT: usize = 1 << 20;
+
+struct Pending {
+    buf: Vec<u8>,
+    next_lsn: u64,
+}
+
+struct Segment {
+    file: File,
+    path: PathBuf,
+}
+
+/// The append log of one engine.
+pub(crate) struct Log {
+    dir: PathBuf,
+    policy: FsyncPolicy,
+    pending: Mutex<Pending>,
+    seg: Mutex<Segment>,
+    /// Every record with a smaller lsn is written (and synced, under `Always`).
+    durable: AtomicU64,
+    failed: Mutex<Option<String>>,
+    is_failed: AtomicBool,
+    since_rotate: AtomicU64,
+}
+
+/// File name of the segment whose first record is `lsn`.
+pub(crate) fn segment_name(lsn: u64) -> String {
+    format!("log-{lsn:020}.log")
+}
+
+/// Fsyncs a directory so renames and new files in it survive a crash.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io_err(dir))
+}
+
+impl Log {
+    /// Opens the log for appending: `active` is the existing last segment (already cut to
+    /// its valid prefix by recovery), or `None` to start a new one at `next_lsn`.
+    pub(crate) fn open(dir: &Path, policy: FsyncPolicy, next_lsn: u64, active: Option<PathBuf>) -> Result<Log> {
+        let path = active.unwrap_or_else(|| dir.join(segment_name(next_lsn)));
+        let file = OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path))?;
+        sync_dir(dir)?;
+        Ok(Log {
+            dir: dir.to_path_buf(),
+            policy,
+            pending: Mutex::new(Pending { buf: Vec::with_capacity(1 << 16), next_lsn }),
+            seg: Mutex::new(Segment { file, path }),
+            durable: AtomicU64::new(next_lsn),
+            failed: Mutex::new(None),
+            is_failed: AtomicBool::new(false),
+            since_rotate: AtomicU64::new(0),
+        })
+    }
+
+    /// The fsync policy in force.
+    pub(crate) fn policy(&self) -> FsyncPolicy {
+        self.policy
+    }
+
+    /// The lsn the next record will get.
+    pub(crate) fn next_lsn(&self) -> u64 {
+        self.pending.lock().next_lsn
+    }
+
+    /// Bytes appended since the last rotation (drives automatic snapshots).
+    pub(crate) fn bytes_since_rotate(&self) -> u64 {
+        self.since_rotate.load(Ordering::Relaxed)
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.is_failed.load(Ordering::Acquire) {
+            let why = self.failed.lock().clone().unwrap_or_default();
+            return Err(Error::LogFailed(why));
+        }
+        Ok(())
+    }
+
+    fn fail(&self, e: &Error) -> Error {
+        let msg = e.to_string();
+        *self.failed.lock() = Some(msg.clone());
+        self.is_failed.store(true, Ordering::Release);
+        Error::LogFailed(msg)
+    }
+
+    /// Appends one record: `body` writes the op after the common header. Returns its lsn.
+    /// Call with the stripe lock held; then [`Log::commit`] after releasing it.
+    pub(crate) fn append(&self, ts_ms: u64, body: impl FnOnce(&mut Vec<u8>)) -> Result<u64> {
+        self.check()?;
+        let mut p = self.pending.lock();
+        let lsn = p.next_lsn;
+        p.next_lsn += 1;
+        let start = p.buf.len();
+        p.buf.put_u32(0);
+        p.buf.put_u32(0);
+        encode_head(&mut p.buf, lsn, ts_ms);
+        body(&mut p.buf);
+        let len = p.buf.len() - start - 8;
+        let sum = crc(&p.buf[start + 8..]);
+        p.buf[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
+        p.buf[start + 4..start + 8].copy_from_slice(&sum.to_le_bytes());
+        self.since_rotate.fetch_add(len as u64 + 8, Ordering::Relaxed);
+        Ok(lsn)
+    }
+
+    /// Makes the record `lsn` as durable as the policy promises before acknowledging it.
+    pub(crate) fn commit(&self, lsn: u64) -> Result<()> {
+        match self.policy {
+            FsyncPolicy::Always => {
+                if self.durable.load(Ordering::Acquire) > lsn {
+                    return Ok(());
+                }
+                self.flush(true)
+            }
+            _ => {
+                self.check()?;
+                if self.pending.lock().buf.len() >= FLUSH_AT {
+                    self.flush(false)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Makes everything appended so far durable under the policy (used to acknowledge a
+    /// retried txid whose first application may still be in flight).
+    pub(crate) fn commit_all(&self) -> Result<()> {
+        let last = self.next_lsn().saturating_sub(1);
+        self.commit(last)
+    }
+
+    /// Writes the buffer to the current segment, fsyncing it if `sync`.
+    pub(crate) fn flush(&self, sync: bool) -> Result<()> {
+        self.check()?;
+        let seg = self.seg.lock();
+        self.write_out(&seg, sync).map(|_| ())
+    }
+
+    fn write_out(&self, seg: &Segment, sync: bool) -> Result<u64> {
+        let (buf, end) = {
+            let mut p = self.pending.lock();
+            let end = p.next_lsn;
+            if p.buf.is_empty() && (!sync || self.durable.load(Ordering::Acquire) >= end) {
+                return Ok(end);
+            }
+            (std::mem::replace(&mut p.buf, Vec::with_capacity(1 << 16)), end)
+        };
+        let mut f = &seg.file;
+        let res = f.write_all(&buf).and_then(|_| if sync { seg.file.sync_data() } else { Ok(()) });
+        if let Err(e) = res {
+            return Err(self.fail(&io_err(&seg.path)(e)));
+        }
+        self.durable.store(end, Ordering::Release);
+        Ok(end)
+    }
+
+    /// Ends the current segment (written and fsynced) and starts a new one. Returns the
+    /// first lsn of the new segment: every record below it is in older segments.
+    pub(crate) fn rotate(&self) -> Result<u64> {
+        self.check()?;
+        let mut seg = self.seg.lock();
+        let end = self.write_out(&seg, true)?;
+        let path = self.dir.join(segment_name(end));
+        if path != seg.path {
+            let file = OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path))?;
+            sync_dir(&self.dir)?;
+            *seg = Segment { file, path };
+        }
+        self.since_rotate.store(0, Ordering::Relaxed);
+        Ok(end)
+    }
+}

@@ -1,0 +1,144 @@
+//! Reading the log back at startup: every segment in order, stopping at the first record
+//! that is torn, fails its checksum, does not parse, or breaks the lsn sequence.
+//!
+//! What follows such a record is never applied: the damaged segment is cut at the last
+//! good record (so new appends continue a valid log) and any later segments are renamed
+//! to `*.corrupt` (kept for inspection, never read again). Each cut is reported.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::codec::{unframe, Reader};
+use crate::error::{io_err, Result};
+use crate::record::Record;
+use crate::Dropped;
+
+/// A log segment found on disk.
+#[derive(Debug, Clone)]
+pub(crate) struct SegmentFile {
+    pub first_lsn: u64,
+    pub path: PathBuf,
+}
+
+/// Lists `log-*.log` segments, oldest first.
+pub(crate) fn list_segments(dir: &Path) -> Result<Vec<SegmentFile>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
+        let entry = entry.map_err(io_err(dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(num) = name.strip_prefix("log-").and_then(|n| n.strip_suffix(".log")) else { continue };
+        if let Ok(first_lsn) = num.parse::<u64>() {
+            out.push(SegmentFile { first_lsn, path: entry.path() });
+        }
+    }
+    out.sort_by_key(|s| s.first_lsn);
+    Ok(out)
+}
+
+/// The outcome of reading the whole log.
+pub(crate) struct LogScan {
+    /// Good records, in lsn order.
+    pub records: Vec<Record>,
+    /// The lsn the next record should get.
+    pub next_lsn: u64,
+    /// The segment to keep appending to.
+    pub active: Option<PathBuf>,
+    /// What was cut.
+    pub dropped: Vec<Dropped>,
+}
+
+/// Reads every segment, skipping records below `from_lsn` (covered by the snapshot), and
+/// repairs the tail as described in the module doc.
+pub(crate) fn scan(dir: &Path, from_lsn: u64) -> Result<LogScan> {
+    let segs = list_segments(dir)?;
+    let mut records = Vec::new();
+    let mut dropped = Vec::new();
+    let mut expect: Option<u64> = None;
+    let mut active = None;
+    let mut next_lsn = from_lsn.max(1);
+    let mut broken = false;
+    for (idx, seg) in segs.iter().enumerate() {
+        if broken {
+            let to = seg.path.with_extension("log.corrupt");
+            let len = fs::metadata(&seg.path).map(|m| m.len()).unwrap_or(0);
+            fs::rename(&seg.path, &to).map_err(io_err(&seg.path))?;
+            dropped.push(Dropped {
+                file: seg.path.clone(),
+                offset: 0,
+                bytes: len,
+                reason: format!("follows a damaged segment; moved to {}", to.display()),
+            });
+            continue;
+        }
+        // A segment wholly below the snapshot is not needed (its successor starts at or
+        // below the snapshot point).
+        if segs.get(idx + 1).is_some_and(|n| n.first_lsn <= from_lsn) {
+            continue;
+        }
+        let bytes = fs::read(&seg.path).map_err(io_err(&seg.path))?;
+        if let Some(e) = expect {
+            // A gap is harmless when the snapshot covers it; anything else is damage.
+            if e > seg.first_lsn || (e < seg.first_lsn && seg.first_lsn > from_lsn) {
+                broken = true;
+                dropped.push(Dropped {
+                    file: seg.path.clone(),
+                    offset: 0,
+                    bytes: bytes.len() as u64,
+                    reason: format!("segment starts at lsn {} but {} was expected", seg.first_lsn, e),
+                });
+                let to = seg.path.with_extension("log.corrupt");
+                fs::rename(&seg.path, &to).map_err(io_err(&seg.path))?;
+                continue;
+            }
+        }
+        let mut want = seg.first_lsn;
+        let mut r = Reader::new(&bytes);
+        let mut good = 0usize;
+        let mut cut: Option<String> = None;
+        while !r.is_empty() {
+            match unframe(&mut r) {
+                Err(e) => {
+                    cut = Some(e.to_string());
+                    break;
+                }
+                Ok(payload) => match Record::decode(payload) {
+                    None => {
+                        cut = Some("record does not parse".into());
+                        break;
+                    }
+                    Some(rec) if rec.lsn != want => {
+                        cut = Some(format!("record has lsn {} where {} was expected", rec.lsn, want));
+                        break;
+                    }
+                    Some(rec) => {
+                        want += 1;
+                        good = r.pos();
+                        if rec.lsn >= from_lsn {
+                            records.push(rec);
+                        }
+                    }
+                },
+            }
+        }
+        if let Some(reason) = cut {
+            let f = fs::OpenOptions::new().write(true).open(&seg.path).map_err(io_err(&seg.path))?;
+            f.set_len(good as u64).and_then(|_| f.sync_all()).map_err(io_err(&seg.path))?;
+            dropped.push(Dropped {
+                file: seg.path.clone(),
+                offset: good as u64,
+                bytes: (bytes.len() - good) as u64,
+                reason,
+            });
+            broken = true;
+        }
+        expect = Some(want);
+        next_lsn = next_lsn.max(want);
+        active = Some(seg.path.clone());
+    }
+    if expect.is_some_and(|w| w < next_lsn) {
+        // The snapshot is ahead of the surviving log: start a fresh segment at its point.
+        active = None;
+    }
+    Ok(LogScan { records, next_lsn, active, dropped })
+}

@@ -1,0 +1,231 @@
+//! Startup: the newest usable snapshot plus the log tail, with everything cut reported.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::codec::Reader;
+use crate::column::ColumnSpec;
+use crate::counter::{stripe_of, Counter, STRIPES};
+use crate::error::{io_err, Result};
+use crate::hash::FastMap;
+use crate::key::OwnedKey;
+use crate::logread;
+use crate::record::{get_key, read_spec, Op, Record};
+use crate::snapshot;
+use crate::{Dropped, RecoveryReport};
+
+/// State rebuilt at open.
+pub(crate) struct Recovered {
+    pub counters: FastMap<String, Arc<Counter>>,
+    pub next_lsn: u64,
+    pub active: Option<PathBuf>,
+    pub report: RecoveryReport,
+}
+
+/// Per (counter, stripe): the lsn from which the log still has to be applied.
+type Marks = FastMap<String, Vec<u64>>;
+
+/// Rebuilds the engine state in `dir`. `cutoff_ms`: txids applied before it are forgotten.
+pub(crate) fn recover(dir: &Path, cutoff_ms: u64) -> Result<Recovered> {
+    let mut report = RecoveryReport::default();
+    let mut counters: FastMap<String, Arc<Counter>> = FastMap::default();
+    let mut marks: Marks = FastMap::default();
+    let mut from_lsn = 1;
+
+    // Newest whole snapshot; else the newest readable one, as far as it goes.
+    let mut chosen: Option<(PathBuf, snapshot::Parsed)> = None;
+    for (_, path) in snapshot::list(dir)? {
+        let bytes = fs::read(&path).map_err(io_err(&path))?;
+        match snapshot::parse(&path, &bytes) {
+            Some(p) if p.stripes != STRIPES => report.dropped.push(Dropped {
+                file: path.clone(),
+                offset: 0,
+                bytes: bytes.len() as u64,
+                reason: format!("snapshot has {} stripes per counter, this build uses {STRIPES}", p.stripes),
+            }),
+            None => report.dropped.push(Dropped {
+                file: path.clone(),
+                offset: 0,
+                bytes: bytes.len() as u64,
+                reason: "snapshot header is unreadable; file ignored".into(),
+            }),
+            Some(p) if p.dropped.is_none() => {
+                chosen = Some((path, p));
+                break;
+            }
+            Some(mut p) => {
+                if let Some(d) = p.dropped.take() {
+                    report.dropped.push(d);
+                }
+                if chosen.is_none() {
+                    chosen = Some((path, p));
+                }
+            }
+        }
+    }
+    if let Some((path, snap)) = chosen {
+        from_lsn = snap.x;
+        load_snapshot(&snap, cutoff_ms, &mut counters, &mut marks, &mut report);
+        report.snapshot = Some(path);
+    }
+
+    let scan = logread::scan(dir, from_lsn)?;
+    report.dropped.extend(scan.dropped);
+    for rec in scan.records {
+        replay(rec, cutoff_ms, &mut counters, &marks, &mut report);
+    }
+    Ok(Recovered { counters, next_lsn: scan.next_lsn, active: scan.active, report })
+}
+
+fn load_snapshot(
+    snap: &snapshot::Parsed,
+    cutoff_ms: u64,
+    counters: &mut FastMap<String, Arc<Counter>>,
+    marks: &mut Marks,
+    report: &mut RecoveryReport,
+) {
+    // Pass 1: counters (their frames follow their stripes).
+    let mut by_idx: FastMap<u64, Arc<Counter>> = FastMap::default();
+    for f in &snap.frames {
+        let mut r = Reader::new(f);
+        if r.u8() != Some(2) {
+            continue;
+        }
+        let parsed = (|| {
+            let idx = r.var()?;
+            let name = r.str()?.to_string();
+            let n = r.var()?;
+            let mut specs = Vec::new();
+            for _ in 0..n {
+                specs.push(read_spec(&mut r)?);
+            }
+            Some((idx, name, specs))
+        })();
+        if let Some((idx, name, specs)) = parsed {
+            let c = Counter::new(&name);
+            *c.schema.write() = specs;
+            let c = Arc::new(c);
+            by_idx.insert(idx, c.clone());
+            marks.insert(name.clone(), vec![0; STRIPES]);
+            counters.insert(name, c);
+        }
+    }
+    // Pass 2: rows and txids.
+    for f in &snap.frames {
+        let mut r = Reader::new(f);
+        let kind = r.u8();
+        if kind != Some(3) && kind != Some(4) {
+            continue;
+        }
+        let Some((idx, stripe, lsn)) = (|| Some((r.var()?, usize::try_from(r.var()?).ok()?, r.u64()?)))() else {
+            continue;
+        };
+        let Some(c) = by_idx.get(&idx) else {
+            report.orphan_frames += 1;
+            continue;
+        };
+        if stripe >= STRIPES {
+            continue;
+        }
+        if let Some(m) = marks.get_mut(&c.name) {
+            m[stripe] = lsn;
+        }
+        let specs = c.schema.read();
+        let mut st = c.stripes[stripe].write();
+        if kind == Some(3) {
+            let ok = (|| {
+                let ncols = usize::try_from(r.var()?).ok()?;
+                let nrows = r.var()?;
+                let mut vals = vec![0u64; ncols];
+                for _ in 0..nrows {
+                    let key = get_key(&mut r)?;
+                    for v in vals.iter_mut() {
+                        *v = r.var()?;
+                    }
+                    for (col, v) in vals.iter().enumerate().take(specs.len()) {
+                        if *v != specs[col].default {
+                            st.set(key.as_key(), col, *v, &specs);
+                        }
+                    }
+                    report.snapshot_rows += 1;
+                }
+                Some(())
+            })();
+            if ok.is_none() {
+                report.anomalies += 1;
+            }
+        } else {
+            let _ = (|| {
+                let n = r.var()?;
+                for _ in 0..n {
+                    let at = r.var()?;
+                    let key = get_key(&mut r)?;
+                    let tx = r.str()?;
+                    if at >= cutoff_ms {
+                        st.txids.insert(key, tx, at);
+                    }
+                }
+                Some(())
+            })();
+        }
+    }
+}
+
+fn stripe_mark(marks: &Marks, counter: &str, key: &OwnedKey) -> (usize, u64) {
+    let s = stripe_of(key.as_key());
+    (s, marks.get(counter).map_or(0, |m| m[s]))
+}
+
+fn replay(rec: Record, cutoff_ms: u64, counters: &mut FastMap<String, Arc<Counter>>, marks: &Marks, report: &mut RecoveryReport) {
+    report.replayed += 1;
+    match rec.op {
+        Op::CreateCounter { name } => {
+            counters.entry(name.clone()).or_insert_with(|| Arc::new(Counter::new(&name)));
+        }
+        Op::AddColumn { counter, spec } => {
+            let Some(c) = counters.get(&counter) else {
+                report.anomalies += 1;
+                return;
+            };
+            let mut schema = c.schema.write();
+            if !schema.iter().any(|s: &ColumnSpec| s.name == spec.name) && spec.check().is_ok() {
+                schema.push(spec);
+            }
+        }
+        Op::Set { counter, key, col, value, txid } => {
+            let Some(c) = counters.get(&counter) else {
+                report.anomalies += 1;
+                return;
+            };
+            let (s, mark) = stripe_mark(marks, &counter, &key);
+            if rec.lsn < mark {
+                return;
+            }
+            let specs = c.schema.read();
+            if col as usize >= specs.len() {
+                report.anomalies += 1;
+                return;
+            }
+            let mut st = c.stripes[s].write();
+            st.set(key.as_key(), col as usize, value, &specs);
+            if let Some(t) = txid {
+                if rec.ts_ms >= cutoff_ms {
+                    st.txids.insert(key, &t, rec.ts_ms);
+                }
+            }
+        }
+        Op::Delete { counter, key } => {
+            let Some(c) = counters.get(&counter) else {
+                report.anomalies += 1;
+                return;
+            };
+            let (s, mark) = stripe_mark(marks, &counter, &key);
+            if rec.lsn < mark {
+                return;
+            }
+            let specs = c.schema.read();
+            c.stripes[s].write().delete(key.as_key(), &specs);
+        }
+    }
+}

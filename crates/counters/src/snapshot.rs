@@ -1,0 +1,253 @@
+//! Snapshot files: a point-in-time image of every counter, written in the background.
+//!
+//! `snap-<X, 20 digits>.snap`, where X is the lsn at which the log was rotated just
+//! before the snapshot began. Layout: the magic `SKCSNAP1`, then framed records
+//! (`[len][crc32][payload]`, as in the log):
+//!
+//! - `1` header: X, stripes per counter;
+//! - `3` rows of one stripe (chunked): counter index, stripe, stripe lsn L, columns, rows;
+//! - `4` transaction ids of one stripe: counter index, stripe, L, entries;
+//! - `2` a counter: index, name, column specs (written after its stripes, so it names
+//!   every column any stripe copy can hold);
+//! - `9` end: the number of frames before it.
+//!
+//! Each stripe is copied under its read lock at its own moment; L is the log's next lsn
+//! at that moment, so the copy holds exactly the stripe's records below L and recovery
+//! replays the stripe's records from L on. Writers of a stripe wait only for its copy.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::codec::{frame, unframe, Put, Reader};
+use crate::error::{io_err, Result};
+use crate::column::ColumnSpec;
+use crate::stripe::Stripe;
+use crate::record::{write_key, write_spec};
+use crate::Dropped;
+
+/// Magic bytes at the start of every snapshot.
+pub(crate) const MAGIC: &[u8; 8] = b"SKCSNAP1";
+/// Rows per row frame, so one damaged frame costs a bounded number of rows.
+const CHUNK_ROWS: usize = 65_536;
+
+/// File name of the snapshot taken at rotation point `x`.
+pub(crate) fn snapshot_name(x: u64) -> String {
+    format!("snap-{x:020}.snap")
+}
+
+/// Lists finished snapshots as (X, path), newest first.
+pub(crate) fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
+        let entry = entry.map_err(io_err(dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(x) = name.strip_prefix("snap-").and_then(|n| n.strip_suffix(".snap")).and_then(|n| n.parse::<u64>().ok()) {
+            out.push((x, entry.path()));
+        }
+    }
+    out.sort_by_key(|e| std::cmp::Reverse(e.0));
+    Ok(out)
+}
+
+/// Streams frames to a temporary file; [`SnapWriter::finish`] makes it durable and
+/// renames it into place.
+pub(crate) struct SnapWriter {
+    out: BufWriter<File>,
+    tmp: PathBuf,
+    path: PathBuf,
+    frames: u64,
+    scratch: Vec<u8>,
+}
+
+impl SnapWriter {
+    /// Starts `snap-X.snap` (as a `.tmp` until finished).
+    pub(crate) fn create(dir: &Path, x: u64, stripes: usize) -> Result<SnapWriter> {
+        let path = dir.join(snapshot_name(x));
+        let tmp = path.with_extension("tmp");
+        let file = File::create(&tmp).map_err(io_err(&tmp))?;
+        let mut w = SnapWriter { out: BufWriter::with_capacity(1 << 20, file), tmp, path, frames: 0, scratch: Vec::new() };
+        w.out.write_all(MAGIC).map_err(io_err(&w.tmp))?;
+        let mut p = Vec::new();
+        p.put_u8(1);
+        p.put_u64(x);
+        p.put_var(stripes as u64);
+        w.frame(&p)?;
+        Ok(w)
+    }
+
+    fn frame(&mut self, payload: &[u8]) -> Result<()> {
+        self.scratch.clear();
+        frame(&mut self.scratch, payload);
+        self.frames += 1;
+        self.out.write_all(&self.scratch).map_err(io_err(&self.tmp))
+    }
+
+    /// Writes the rows of one stripe copy, in frames of at most `CHUNK_ROWS` rows.
+    pub(crate) fn stripe_rows(
+        &mut self,
+        counter: usize,
+        stripe: usize,
+        lsn: u64,
+        copy: &Stripe,
+        specs: &[ColumnSpec],
+    ) -> Result<u64> {
+        let head = |p: &mut Vec<u8>| {
+            p.clear();
+            p.put_u8(3);
+            p.put_var(counter as u64);
+            p.put_var(stripe as u64);
+            p.put_u64(lsn);
+            p.put_var(specs.len() as u64);
+        };
+        let mut body = Vec::new();
+        let mut n = 0usize;
+        let mut total = 0u64;
+        let mut err = None;
+        let mut p = Vec::new();
+        copy.for_each_row(specs, |k, vals| {
+            write_key(&mut body, &k.to_owned_key());
+            for v in vals {
+                body.put_var(*v);
+            }
+            n += 1;
+            total += 1;
+            if n == CHUNK_ROWS && err.is_none() {
+                head(&mut p);
+                p.put_var(n as u64);
+                p.extend_from_slice(&body);
+                if let Err(e) = self.frame(&p) {
+                    err = Some(e);
+                }
+                body.clear();
+                n = 0;
+            }
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+        head(&mut p);
+        p.put_var(n as u64);
+        p.extend_from_slice(&body);
+        self.frame(&p)?;
+        Ok(total)
+    }
+
+    /// Writes the transaction-id window of one stripe copy.
+    pub(crate) fn txids<'a>(
+        &mut self,
+        counter: usize,
+        stripe: usize,
+        lsn: u64,
+        entries: impl Iterator<Item = &'a (u64, crate::key::OwnedKey, Box<str>)>,
+    ) -> Result<()> {
+        let entries: Vec<_> = entries.collect();
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut p = Vec::new();
+        p.put_u8(4);
+        p.put_var(counter as u64);
+        p.put_var(stripe as u64);
+        p.put_u64(lsn);
+        p.put_var(entries.len() as u64);
+        for (at, k, t) in entries {
+            p.put_var(*at);
+            write_key(&mut p, k);
+            p.put_str(t);
+        }
+        self.frame(&p)
+    }
+
+    /// Writes a counter's name and columns.
+    pub(crate) fn counter(&mut self, counter: usize, name: &str, specs: &[ColumnSpec]) -> Result<()> {
+        let mut p = Vec::new();
+        p.put_u8(2);
+        p.put_var(counter as u64);
+        p.put_str(name);
+        p.put_var(specs.len() as u64);
+        for s in specs {
+            write_spec(&mut p, s);
+        }
+        self.frame(&p)
+    }
+
+    /// Writes the end frame, fsyncs, renames into place and fsyncs the directory.
+    pub(crate) fn finish(mut self, dir: &Path) -> Result<PathBuf> {
+        let mut p = Vec::new();
+        p.put_u8(9);
+        p.put_var(self.frames);
+        self.frame(&p)?;
+        let file = self.out.into_inner().map_err(|e| io_err(&self.tmp)(e.into_error()))?;
+        file.sync_all().map_err(io_err(&self.tmp))?;
+        drop(file);
+        fs::rename(&self.tmp, &self.path).map_err(io_err(&self.tmp))?;
+        crate::log::sync_dir(dir)?;
+        Ok(self.path)
+    }
+}
+
+/// A snapshot file read back: its frames' payloads, and whether it is whole.
+pub(crate) struct Parsed {
+    /// The rotation point X from the header.
+    pub x: u64,
+    /// Stripes per counter from the header.
+    pub stripes: usize,
+    /// Good payloads after the header, in file order (end frame excluded).
+    pub frames: Vec<Vec<u8>>,
+    /// Set when the file is not whole: what was cut.
+    pub dropped: Option<Dropped>,
+}
+
+/// Reads and checks a snapshot. `None` when not even the header is usable.
+pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Option<Parsed> {
+    let body = bytes.strip_prefix(MAGIC.as_slice())?;
+    let mut r = Reader::new(body);
+    let head = unframe(&mut r).ok()?;
+    let mut h = Reader::new(head);
+    if h.u8()? != 1 {
+        return None;
+    }
+    let x = h.u64()?;
+    let stripes = usize::try_from(h.var()?).ok()?;
+    let mut frames = Vec::new();
+    let mut good = r.pos();
+    loop {
+        if r.is_empty() {
+            let dropped = Some(Dropped {
+                file: path.to_path_buf(),
+                offset: (MAGIC.len() + good) as u64,
+                bytes: 0,
+                reason: "snapshot ends before its end frame (torn write)".into(),
+            });
+            return Some(Parsed { x, stripes, frames, dropped });
+        }
+        match unframe(&mut r) {
+            Err(e) => {
+                let dropped = Some(Dropped {
+                    file: path.to_path_buf(),
+                    offset: (MAGIC.len() + good) as u64,
+                    bytes: (body.len() - good) as u64,
+                    reason: format!("snapshot frame damaged: {e}"),
+                });
+                return Some(Parsed { x, stripes, frames, dropped });
+            }
+            Ok(p) if p.first() == Some(&9) => {
+                let mut e = Reader::new(&p[1..]);
+                let whole = e.var() == Some(frames.len() as u64 + 1) && r.is_empty();
+                let dropped = (!whole).then(|| Dropped {
+                    file: path.to_path_buf(),
+                    offset: (MAGIC.len() + good) as u64,
+                    bytes: (body.len() - good) as u64,
+                    reason: "snapshot end frame does not match its contents".into(),
+                });
+                return Some(Parsed { x, stripes, frames, dropped });
+            }
+            Ok(p) => {
+                frames.push(p.to_vec());
+                good = r.pos();
+            }
+        }
+    }
+}

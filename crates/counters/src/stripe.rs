@@ -1,0 +1,352 @@
+//! One lock stripe of a counter: the compact tables for numeric ids, the overflow map,
+//! the string-keyed rows and the transaction-id window of the keys hashed to it.
+//!
+//! Numeric ids are placed by these rules (the only ones; every lookup follows them):
+//! 1. if a *dense* partition exists for the id's high 32 bits and the low 32 bits are
+//!    not all ones, the row is there, keyed by its low 32 bits (4-byte keys: prefix
+//!    compression for ids that cluster, such as Instagram-layout ids);
+//! 2. otherwise, if the low 56 bits are not all ones, it is in the *wide* partition of
+//!    its top byte, keyed by its low 56 bits (7-byte keys);
+//! 3. otherwise (256 possible ids) it is in the `odd` map.
+//!
+//! A wide partition that has to grow first looks for high-32 groups of at least
+//! [`PROMOTE_MIN`] rows and moves each into a new dense partition, so clustered ids end
+//! up with 4-byte keys without anyone declaring the id layout.
+//!
+//! A value that does not fit its column's inline width is stored inline as the
+//! all-ones marker and in full in `overflow`, keyed by (id, column).
+
+use crate::column::ColumnSpec;
+use crate::hash::FastMap;
+use crate::key::Key;
+use crate::partition::Partition;
+use crate::txwindow::TxWindow;
+
+/// Rows with one high-32 prefix needed before they get their own dense partition.
+pub(crate) const PROMOTE_MIN: usize = 128;
+
+const LOW56: u64 = (1u64 << 56) - 1;
+
+/// Where an id lives, per the rules in the module doc.
+enum Loc {
+    Dense(u32, u64),
+    Wide(u8, u64),
+    Odd,
+}
+
+/// All rows of a counter whose key hashes to this stripe.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Stripe {
+    dense: FastMap<u32, Partition>,
+    wide: Vec<Option<Box<Partition>>>,
+    odd: FastMap<u64, Vec<u64>>,
+    overflow: FastMap<(u64, u16), u64>,
+    names: FastMap<Box<str>, Vec<u64>>,
+    /// Applied transaction ids of this stripe's keys.
+    pub(crate) txids: TxWindow,
+}
+
+impl Stripe {
+    #[inline]
+    fn loc(&self, id: u64) -> Loc {
+        let lo = id & 0xFFFF_FFFF;
+        if lo != 0xFFFF_FFFF && !self.dense.is_empty() && self.dense.contains_key(&((id >> 32) as u32)) {
+            return Loc::Dense((id >> 32) as u32, lo);
+        }
+        let low = id & LOW56;
+        if low != LOW56 {
+            Loc::Wide((id >> 56) as u8, low)
+        } else {
+            Loc::Odd
+        }
+    }
+
+    fn part(&self, loc: &Loc) -> Option<&Partition> {
+        match *loc {
+            Loc::Dense(hi, _) => self.dense.get(&hi),
+            Loc::Wide(top, _) => self.wide.get(top as usize).and_then(|p| p.as_deref()),
+            Loc::Odd => None,
+        }
+    }
+
+    fn part_mut(&mut self, loc: &Loc) -> Option<&mut Partition> {
+        match *loc {
+            Loc::Dense(hi, _) => self.dense.get_mut(&hi),
+            Loc::Wide(top, _) => self.wide.get_mut(top as usize).and_then(|p| p.as_deref_mut()),
+            Loc::Odd => None,
+        }
+    }
+
+    fn low(loc: &Loc) -> u64 {
+        match *loc {
+            Loc::Dense(_, l) | Loc::Wide(_, l) => l,
+            Loc::Odd => 0,
+        }
+    }
+
+    /// Value of column `c` of a numeric row.
+    #[inline]
+    pub(crate) fn get_id(&self, id: u64, c: usize, specs: &[ColumnSpec]) -> u64 {
+        let spec = &specs[c];
+        let loc = self.loc(id);
+        if let Loc::Odd = loc {
+            return self.odd.get(&id).and_then(|r| r.get(c).copied()).unwrap_or(spec.default);
+        }
+        let Some(p) = self.part(&loc) else { return spec.default };
+        let Some(i) = p.find(Self::low(&loc)) else { return spec.default };
+        let raw = p.raw(i, c, spec);
+        if raw == spec.marker() {
+            self.overflow.get(&(id, c as u16)).copied().unwrap_or(raw)
+        } else {
+            raw
+        }
+    }
+
+    /// Value of column `c` of any row.
+    pub(crate) fn get(&self, key: Key<'_>, c: usize, specs: &[ColumnSpec]) -> u64 {
+        match key {
+            Key::Id(id) => self.get_id(id, c, specs),
+            Key::Name(n) => self.names.get(n).and_then(|r| r.get(c).copied()).unwrap_or(specs[c].default),
+        }
+    }
+
+    /// Every column of a row, in schema order.
+    pub(crate) fn get_row(&self, key: Key<'_>, specs: &[ColumnSpec]) -> Vec<u64> {
+        (0..specs.len()).map(|c| self.get(key, c, specs)).collect()
+    }
+
+    /// Whether a row is stored (some column away from its default).
+    pub(crate) fn exists(&self, key: Key<'_>) -> bool {
+        match key {
+            Key::Name(n) => self.names.contains_key(n),
+            Key::Id(id) => {
+                let loc = self.loc(id);
+                match loc {
+                    Loc::Odd => self.odd.contains_key(&id),
+                    _ => self.part(&loc).and_then(|p| p.find(Self::low(&loc))).is_some(),
+                }
+            }
+        }
+    }
+
+    /// Sets column `c` of a row to `value` (already checked against the column's max).
+    /// Inserts the row if needed and frees it when it returns to all defaults.
+    pub(crate) fn set(&mut self, key: Key<'_>, c: usize, value: u64, specs: &[ColumnSpec]) {
+        match key {
+            Key::Id(id) => self.set_id(id, c, value, specs),
+            Key::Name(n) => {
+                if let Some(row) = self.names.get_mut(n) {
+                    Self::set_vec(row, c, value, specs);
+                    if row.iter().zip(specs).all(|(v, s)| *v == s.default) {
+                        self.names.remove(n);
+                    }
+                } else if value != specs[c].default {
+                    let mut row = Vec::new();
+                    Self::set_vec(&mut row, c, value, specs);
+                    self.names.insert(n.into(), row);
+                }
+            }
+        }
+    }
+
+    fn set_vec(row: &mut Vec<u64>, c: usize, value: u64, specs: &[ColumnSpec]) {
+        while row.len() <= c {
+            row.push(specs[row.len()].default);
+        }
+        row[c] = value;
+    }
+
+    fn set_id(&mut self, id: u64, c: usize, value: u64, specs: &[ColumnSpec]) {
+        let spec = &specs[c];
+        let mut loc = self.loc(id);
+        if let Loc::Odd = loc {
+            if let Some(row) = self.odd.get_mut(&id) {
+                Self::set_vec(row, c, value, specs);
+                if row.iter().zip(specs).all(|(v, s)| *v == s.default) {
+                    self.odd.remove(&id);
+                }
+            } else if value != spec.default {
+                let mut row = Vec::new();
+                Self::set_vec(&mut row, c, value, specs);
+                self.odd.insert(id, row);
+            }
+            return;
+        }
+        let low = Self::low(&loc);
+        let slot = self.part(&loc).and_then(|p| p.find(low));
+        let slot = match slot {
+            Some(i) => i,
+            None => {
+                if value == spec.default {
+                    return;
+                }
+                if let Loc::Wide(top, _) = loc {
+                    if self.wide_needs_growth(top) && self.promote(top, specs) {
+                        loc = self.loc(id);
+                    }
+                }
+                self.ensure_part(&loc, specs);
+                let Some(p) = self.part_mut(&loc) else { return };
+                p.insert(Self::low(&loc), specs)
+            }
+        };
+        let marker = spec.marker();
+        let Some(p) = self.part_mut(&loc) else { return };
+        let old_raw = p.raw(slot, c, spec);
+        if value >= marker {
+            p.set_raw(slot, c, marker, specs);
+            self.overflow.insert((id, c as u16), value);
+            return;
+        }
+        p.set_raw(slot, c, value, specs);
+        let freed = p.all_default(slot, specs);
+        if freed {
+            p.remove(slot);
+        }
+        if old_raw == marker {
+            self.overflow.remove(&(id, c as u16));
+        }
+    }
+
+    fn ensure_part(&mut self, loc: &Loc, specs: &[ColumnSpec]) {
+        if let Loc::Wide(top, _) = *loc {
+            if self.wide.is_empty() {
+                self.wide.resize_with(256, || None);
+            }
+            if self.wide[top as usize].is_none() {
+                self.wide[top as usize] = Some(Box::new(Partition::new(7, 0, specs, 0)));
+            }
+        }
+    }
+
+    fn wide_needs_growth(&self, top: u8) -> bool {
+        self.wide.get(top as usize).and_then(|p| p.as_deref()).is_some_and(|p| p.full() && p.len() >= PROMOTE_MIN)
+    }
+
+    /// Moves every high-32 group of at least [`PROMOTE_MIN`] rows of wide partition
+    /// `top` into its own dense partition. Returns whether anything moved.
+    fn promote(&mut self, top: u8, specs: &[ColumnSpec]) -> bool {
+        let Some(Some(wide)) = self.wide.get(top as usize) else { return false };
+        let mut his: Vec<u32> = wide.slots().map(|(_, k)| (k >> 32) as u32).collect();
+        his.sort_unstable();
+        let mut groups: FastMap<u32, usize> = FastMap::default();
+        let mut i = 0;
+        while i < his.len() {
+            let mut j = i;
+            while j < his.len() && his[j] == his[i] {
+                j += 1;
+            }
+            if j - i >= PROMOTE_MIN {
+                groups.insert(his[i], j - i);
+            }
+            i = j;
+        }
+        if groups.is_empty() {
+            return false;
+        }
+        let remaining = wide.len() - groups.values().sum::<usize>();
+        let mut rest = Partition::new(7, remaining, specs, 0);
+        let mut dense: FastMap<u32, Partition> = FastMap::default();
+        for (slot, k) in wide.slots() {
+            let raw = wide.raw_row(slot);
+            let hi = ((top as u32) << 24) | (k >> 32) as u32;
+            let lo = k & 0xFFFF_FFFF;
+            match groups.get(&hi) {
+                Some(&n) if lo != 0xFFFF_FFFF => {
+                    dense.entry(hi).or_insert_with(|| Partition::new(4, n, specs, 0)).insert_raw(lo, &raw, specs);
+                }
+                _ => rest.insert_raw(k, &raw, specs),
+            }
+        }
+        self.wide[top as usize] = Some(Box::new(rest));
+        self.dense.extend(dense);
+        true
+    }
+
+    /// Deletes a row; returns whether it was stored.
+    pub(crate) fn delete(&mut self, key: Key<'_>, specs: &[ColumnSpec]) -> bool {
+        let id = match key {
+            Key::Name(n) => return self.names.remove(n).is_some(),
+            Key::Id(id) => id,
+        };
+        let loc = self.loc(id);
+        if let Loc::Odd = loc {
+            return self.odd.remove(&id).is_some();
+        }
+        let low = Self::low(&loc);
+        let Some(p) = self.part_mut(&loc) else { return false };
+        let Some(slot) = p.find(low) else { return false };
+        let overflowed: Vec<usize> =
+            specs.iter().enumerate().filter(|(c, s)| p.raw(slot, *c, s) == s.marker()).map(|(c, _)| c).collect();
+        p.remove(slot);
+        for c in overflowed {
+            self.overflow.remove(&(id, c as u16));
+        }
+        true
+    }
+
+    /// Rows stored (numeric and string keys).
+    pub(crate) fn rows(&self) -> usize {
+        self.dense.values().map(Partition::len).sum::<usize>()
+            + self.wide.iter().flatten().map(|p| p.len()).sum::<usize>()
+            + self.odd.len()
+            + self.names.len()
+    }
+
+    /// Rows stored under string keys.
+    pub(crate) fn named_rows(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Values held in the overflow map.
+    pub(crate) fn overflow_len(&self) -> usize {
+        self.overflow.len()
+    }
+
+    /// Partitions (dense, wide) in use.
+    pub(crate) fn partitions(&self) -> (usize, usize) {
+        (self.dense.len(), self.wide.iter().flatten().count())
+    }
+
+    /// Estimated heap bytes: exact for the tables, estimated for the side maps.
+    pub(crate) fn bytes(&self) -> usize {
+        let part = std::mem::size_of::<Partition>();
+        self.dense.values().map(|p| p.bytes() + part + 8).sum::<usize>()
+            + self.wide.iter().flatten().map(|p| p.bytes() + part).sum::<usize>()
+            + self.wide.capacity() * 8
+            + self.odd.values().map(|r| 48 + r.len() * 8).sum::<usize>()
+            + self.overflow.capacity() * 24
+            + self.names.iter().map(|(k, r)| 56 + k.len() + r.len() * 8).sum::<usize>()
+            + self.txids.bytes()
+    }
+
+    /// Calls `f` with every row's key and its full values (for snapshots).
+    pub(crate) fn for_each_row(&self, specs: &[ColumnSpec], mut f: impl FnMut(Key<'_>, &[u64])) {
+        let mut row = Vec::with_capacity(specs.len());
+        let emit = |id: u64, row: &mut Vec<u64>, f: &mut dyn FnMut(Key<'_>, &[u64])| {
+            row.clear();
+            row.extend((0..specs.len()).map(|c| self.get_id(id, c, specs)));
+            f(Key::Id(id), row);
+        };
+        for (hi, p) in &self.dense {
+            for (_, low) in p.slots() {
+                emit(((*hi as u64) << 32) | low, &mut row, &mut f);
+            }
+        }
+        for (top, p) in self.wide.iter().enumerate() {
+            if let Some(p) = p {
+                for (_, low) in p.slots() {
+                    emit(((top as u64) << 56) | low, &mut row, &mut f);
+                }
+            }
+        }
+        for id in self.odd.keys() {
+            emit(*id, &mut row, &mut f);
+        }
+        for (name, _) in self.names.iter() {
+            row.clear();
+            row.extend((0..specs.len()).map(|c| self.get(Key::Name(name), c, specs)));
+            f(Key::Name(name), &row);
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! Engine behaviour end to end: durability across reopen, snapshots and log rotation,
+//! idempotent increments, many writer threads, and a model test with reopens.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use shardkit_counters::{ColumnOptions, Engine, Error, FsyncPolicy, Key, Options};
+
+fn opts(fsync: FsyncPolicy) -> Options {
+    Options { fsync, snapshot_log_bytes: None, ..Options::default() }
+}
+
+fn setup(e: &Engine) {
+    e.create_counter("weibo").unwrap();
+    e.add_column("weibo", "comments", ColumnOptions::new(16, 32)).unwrap();
+    e.add_column("weibo", "likes", ColumnOptions::new(8, 64)).unwrap();
+}
+
+#[test]
+fn values_survive_reopen_and_errors_say_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+        setup(&e);
+        assert_eq!(e.incr("weibo", Key::Id(7), "comments", 5, None).unwrap(), 5);
+        assert_eq!(e.incr("weibo", Key::Id(7), "likes", 1000, None).unwrap(), 1000);
+        assert_eq!(e.incr("weibo", Key::parse("home"), "likes", 3, None).unwrap(), 3);
+        e.set("weibo", Key::Id(8), "comments", 9).unwrap();
+        e.set("weibo", Key::Id(9), "comments", 1).unwrap();
+        assert!(e.delete("weibo", Key::Id(9)).unwrap());
+        assert!(!e.delete("weibo", Key::Id(9)).unwrap());
+        let err = e.incr("weibo", Key::Id(7), "comments", -6, None).unwrap_err();
+        assert!(matches!(err, Error::Negative { current: 5, .. }));
+        assert!(err.to_string().contains("never go negative"));
+        assert!(matches!(e.incr("nope", Key::Id(1), "x", 1, None), Err(Error::NoSuchCounter(_))));
+        assert!(matches!(e.incr("weibo", Key::Id(1), "x", 1, None), Err(Error::NoSuchColumn { .. })));
+        assert!(matches!(e.create_counter("weibo"), Err(Error::CounterExists(_))));
+        assert!(matches!(e.create_counter("a:b"), Err(Error::BadName { .. })));
+        assert!(matches!(
+            e.add_column("weibo", "x", ColumnOptions { bits: 12, max_bits: 32, default: 0 }),
+            Err(Error::BadColumn { .. })
+        ));
+        assert!(matches!(e.incr("weibo", Key::Name(""), "likes", 1, None), Err(Error::BadKey(_))));
+        e.close().unwrap();
+    }
+    let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+    assert!(e.recovery().dropped.is_empty(), "{:?}", e.recovery());
+    assert_eq!(e.get("weibo", Key::Id(7), "comments").unwrap(), 5);
+    assert_eq!(e.get("weibo", Key::Id(7), "likes").unwrap(), 1000);
+    assert_eq!(e.get("weibo", Key::parse("home"), "likes").unwrap(), 3);
+    assert_eq!(e.get("weibo", Key::Id(8), "comments").unwrap(), 9);
+    assert!(!e.exists("weibo", Key::Id(9)).unwrap());
+    assert_eq!(e.get_row("weibo", Key::Id(7)).unwrap(), vec![("comments".into(), 5), ("likes".into(), 1000)]);
+    assert_eq!(e.mget("weibo", &[Key::Id(7), Key::Id(8), Key::Id(100)], "comments").unwrap(), vec![5, 9, 0]);
+    let st = e.stats();
+    assert_eq!(st.counters[0].rows, 3);
+    assert_eq!(st.counters[0].overflow_entries, 1);
+}
+
+#[test]
+fn snapshots_rotate_the_log_and_recovery_uses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(dir.path(), opts(FsyncPolicy::No)).unwrap();
+        setup(&e);
+        for i in 0..3000u64 {
+            e.incr("weibo", Key::Id(i * 31), "comments", (i % 7) as i64 + 1, Some(&format!("t{i}"))).unwrap();
+        }
+        let s1 = e.snapshot().unwrap();
+        assert_eq!(s1.rows, 3000);
+        for i in 0..3000u64 {
+            e.incr("weibo", Key::Id(i * 31), "likes", 2, None).unwrap();
+        }
+        e.add_column("weibo", "late", ColumnOptions::default()).unwrap();
+        e.incr("weibo", Key::Id(31), "late", 4, None).unwrap();
+        e.snapshot().unwrap();
+        e.incr("weibo", Key::Id(62), "late", 1, None).unwrap();
+        e.snapshot().unwrap();
+        e.close().unwrap();
+    }
+    let logs = std::fs::read_dir(dir.path()).unwrap().filter(|f| {
+        f.as_ref().unwrap().file_name().to_string_lossy().starts_with("log-")
+    });
+    assert!(logs.count() <= 3, "old log segments are removed after snapshots");
+    let e = Engine::open(dir.path(), opts(FsyncPolicy::No)).unwrap();
+    assert!(e.recovery().snapshot.is_some());
+    assert!(e.recovery().dropped.is_empty(), "{:?}", e.recovery());
+    for i in 0..3000u64 {
+        assert_eq!(e.get("weibo", Key::Id(i * 31), "comments").unwrap(), (i % 7) + 1);
+        assert_eq!(e.get("weibo", Key::Id(i * 31), "likes").unwrap(), 2);
+    }
+    assert_eq!(e.get("weibo", Key::Id(31), "late").unwrap(), 4);
+    assert_eq!(e.get("weibo", Key::Id(62), "late").unwrap(), 1);
+    // txids came back from the snapshot: a retry is not counted.
+    assert_eq!(e.incr("weibo", Key::Id(31), "comments", 2, Some("t1")).unwrap(), 2);
+}
+
+#[test]
+fn txid_retries_count_once_across_restarts_and_expire_after_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+        setup(&e);
+        assert_eq!(e.incr("weibo", Key::Id(1), "comments", 3, Some("a")).unwrap(), 3);
+        assert_eq!(e.incr("weibo", Key::Id(1), "comments", 3, Some("a")).unwrap(), 3);
+        assert_eq!(e.incr("weibo", Key::Id(1), "comments", 1, None).unwrap(), 4);
+        // a repeat returns the current value
+        assert_eq!(e.incr("weibo", Key::Id(1), "comments", 3, Some("a")).unwrap(), 4);
+        // the same txid on another row is another transaction
+        assert_eq!(e.incr("weibo", Key::Id(2), "comments", 3, Some("a")).unwrap(), 3);
+        // a refused decrement is not remembered
+        assert!(e.incr("weibo", Key::Id(5), "comments", -1, Some("b")).is_err());
+        assert_eq!(e.incr("weibo", Key::Id(5), "comments", 1, Some("b")).unwrap(), 1);
+        assert!(matches!(e.incr("weibo", Key::Id(5), "comments", 1, Some("")), Err(Error::BadTxid(_))));
+    }
+    {
+        let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+        assert_eq!(e.incr("weibo", Key::Id(1), "comments", 3, Some("a")).unwrap(), 4);
+        assert_eq!(e.incr("weibo", Key::Id(5), "comments", 1, Some("b")).unwrap(), 1);
+    }
+    let short = Options { txid_window: Duration::from_millis(1), ..opts(FsyncPolicy::Always) };
+    let e = Engine::open(dir.path(), short).unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(e.incr("weibo", Key::Id(1), "comments", 3, Some("a")).unwrap(), 7);
+}
+
+#[test]
+fn many_threads_share_fsyncs_and_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Arc::new(Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap());
+        setup(&e);
+        let hs: Vec<_> = (0..8u64)
+            .map(|t| {
+                let e = e.clone();
+                std::thread::spawn(move || {
+                    for i in 0..200u64 {
+                        e.incr("weibo", Key::Id(i % 50), "comments", 1, None).unwrap();
+                        e.incr("weibo", Key::Id(((t + 1) << 40) | i), "likes", 1, None).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    }
+    let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+    for i in 0..50u64 {
+        assert_eq!(e.get("weibo", Key::Id(i), "comments").unwrap(), 32);
+    }
+    assert_eq!(e.stats().counters[0].rows, 50 + 8 * 200);
+}
+
+#[test]
+fn snapshot_in_background_while_writers_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options { snapshot_log_bytes: Some(16 << 10), ..opts(FsyncPolicy::EverySec) };
+    {
+        let e = Arc::new(Engine::open(dir.path(), o.clone()).unwrap());
+        setup(&e);
+        let hs: Vec<_> = (0..2u64)
+            .map(|t| {
+                let e = e.clone();
+                std::thread::spawn(move || {
+                    for i in 0..20_000u64 {
+                        e.incr("weibo", Key::Id(t * 1_000_000 + i % 5000), "comments", 1, None).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        // make sure at least one snapshot happened, whatever the timing
+        e.snapshot().unwrap();
+        assert!(e.stats().last_background_error.is_none());
+    }
+    let e = Engine::open(dir.path(), o).unwrap();
+    assert!(e.recovery().dropped.is_empty(), "{:?}", e.recovery());
+    for t in 0..2u64 {
+        for i in 0..5000u64 {
+            assert_eq!(e.get("weibo", Key::Id(t * 1_000_000 + i), "comments").unwrap(), 4);
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Incr(usize, usize, i64, Option<u8>),
+    Delete(usize),
+    AddColumn,
+    Snapshot,
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        12 => (0usize..40, 0usize..4, -50i64..400, proptest::option::of(0u8..6)).prop_map(|(k, c, d, t)| Op::Incr(k, c, d, t)),
+        2 => (0usize..40).prop_map(Op::Delete),
+        1 => Just(Op::AddColumn),
+        1 => Just(Op::Snapshot),
+        2 => Just(Op::Reopen),
+    ]
+}
+
+fn key(i: usize) -> String {
+    match i % 4 {
+        0 => ((0x77u64 << 32) | i as u64).to_string(),
+        1 => (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).to_string(),
+        2 => format!("name{i}"),
+        _ => i.to_string(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    /// The engine gives the model's answers across snapshots and reopens.
+    #[test]
+    fn engine_matches_model_across_reopens(ops in proptest::collection::vec(op(), 1..80)) {
+        let dir = tempfile::tempdir().unwrap();
+        let o = opts(FsyncPolicy::No);
+        let mut e = Engine::open(dir.path(), o.clone()).unwrap();
+        e.create_counter("c").unwrap();
+        e.add_column("c", "c0", ColumnOptions::new(8, 32)).unwrap();
+        let mut ncols = 1usize;
+        let mut model: HashMap<(String, usize), u64> = HashMap::new();
+        let mut seen: HashMap<(String, u8), ()> = HashMap::new();
+        for op in ops {
+            match op {
+                Op::Incr(k, c, d, t) => {
+                    let k = key(k);
+                    let c = c % ncols;
+                    let tx = t.map(|t| format!("tx{t}"));
+                    let cur = *model.get(&(k.clone(), c)).unwrap_or(&0);
+                    let got = e.incr("c", Key::parse(&k), &format!("c{c}"), d, tx.as_deref());
+                    if let Some(t) = t {
+                        if seen.contains_key(&(k.clone(), t)) {
+                            prop_assert_eq!(got.ok(), Some(cur));
+                            continue;
+                        }
+                    }
+                    if (cur as i64) + d < 0 {
+                        prop_assert!(got.is_err());
+                    } else {
+                        prop_assert_eq!(got.ok(), Some((cur as i64 + d) as u64));
+                        model.insert((k.clone(), c), (cur as i64 + d) as u64);
+                        if let Some(t) = t {
+                            seen.insert((k, t), ());
+                        }
+                    }
+                }
+                Op::Delete(k) => {
+                    let k = key(k);
+                    let had = (0..ncols).any(|c| model.get(&(k.clone(), c)).is_some_and(|v| *v != 0));
+                    prop_assert_eq!(e.delete("c", Key::parse(&k)).unwrap(), had);
+                    for c in 0..ncols {
+                        model.remove(&(k.clone(), c));
+                    }
+                }
+                Op::AddColumn => {
+                    if ncols < 4 {
+                        e.add_column("c", &format!("c{ncols}"), ColumnOptions::new(16, 64)).unwrap();
+                        ncols += 1;
+                    }
+                }
+                Op::Snapshot => {
+                    e.snapshot().unwrap();
+                }
+                Op::Reopen => {
+                    drop(e);
+                    e = Engine::open(dir.path(), o.clone()).unwrap();
+                    prop_assert!(e.recovery().dropped.is_empty());
+                }
+            }
+        }
+        drop(e);
+        let e = Engine::open(dir.path(), o).unwrap();
+        for i in 0..40 {
+            let k = key(i);
+            for c in 0..ncols {
+                prop_assert_eq!(e.get("c", Key::parse(&k), &format!("c{c}")).unwrap(), *model.get(&(k.clone(), c)).unwrap_or(&0));
+            }
+        }
+    }
+}
