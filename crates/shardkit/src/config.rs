@@ -38,6 +38,28 @@ pub struct Settings {
     pub tickets: TicketSettings,
     /// Redis-protocol limits.
     pub resp_limits: RespLimitSettings,
+    /// The counter engine.
+    pub counters: CounterSettings,
+}
+
+/// `[counters]`: durability and schema behaviour of the counter engine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CounterSettings {
+    /// `always` (default: no acknowledged write is lost), `everysec` or `no`, as Redis's appendfsync.
+    pub fsync: String,
+    /// Writes create missing counters (one column `value`) and columns (16 bits, max 64).
+    pub auto_create: bool,
+    /// How long applied transaction ids are remembered, seconds.
+    pub txid_window_secs: u64,
+    /// Snapshot and rotate the log after this many MiB of log.
+    pub snapshot_log_mib: u64,
+}
+
+impl Default for CounterSettings {
+    fn default() -> Self {
+        Self { fsync: "always".into(), auto_create: true, txid_window_secs: 600, snapshot_log_mib: 64 }
+    }
 }
 
 /// `[ids]`: the layout and clock policies of the server's id generator.
@@ -89,6 +111,7 @@ impl Default for Settings {
             ids: IdSettings::default(),
             tickets: TicketSettings::default(),
             resp_limits: RespLimitSettings::default(),
+            counters: CounterSettings::default(),
         }
     }
 }
@@ -173,6 +196,9 @@ impl Settings {
         }
         if matches!(&self.api_key, Some(k) if k.len() < 16) {
             anyhow::bail!("the API key is too short: use at least 16 characters");
+        }
+        if !matches!(self.counters.fsync.as_str(), "always" | "everysec" | "no") {
+            anyhow::bail!("counters.fsync must be \"always\", \"everysec\" or \"no\", got {:?}", self.counters.fsync);
         }
         if !matches!(self.ids.on_clock_backwards.as_str(), "refuse" | "wait") {
             anyhow::bail!("ids.on_clock_backwards must be \"refuse\" or \"wait\", got {:?}", self.ids.on_clock_backwards);

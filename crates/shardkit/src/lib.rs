@@ -3,6 +3,7 @@
 //! Redis protocol. The command line lives in `main.rs` and `cli/`.
 
 pub mod config;
+pub mod counter_access;
 pub mod decoded_json;
 pub mod http;
 pub mod resp;

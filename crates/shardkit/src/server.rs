@@ -58,7 +58,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         tracing::warn!("connections still open after {DRAIN_TIMEOUT:?}; closing anyway");
     }
     match Arc::try_unwrap(state) {
-        Ok(state) => tokio::task::spawn_blocking(move || drop(state)).await?,
+        Ok(state) => tokio::task::spawn_blocking(move || state.close()).await??,
         Err(_) => tracing::warn!("state still in use at exit; the time guard keeps its written-ahead mark"),
     }
     tracing::info!("stopped");

@@ -2,6 +2,8 @@
 //! sequences. Built once at start-up, read by HTTP and RESP alike.
 
 use crate::config::Settings;
+use crate::counter_access::Counters;
+use shardkit_counters::{Engine, FsyncPolicy};
 use anyhow::Context;
 use parking_lot::Mutex;
 use shardkit_ids::tickets::{EmbeddedTicketStore, SegmentAllocator, SegmentOptions, SequenceSpec};
@@ -25,6 +27,8 @@ pub struct AppState {
     pub layout: Layout,
     /// Ids for every logical shard, with a durable time guard in the data directory.
     pub ids: ShardedGenerator,
+    /// The counter engine (in `<data>/counters`), with the auto-create rule.
+    pub counters: Counters,
     tickets: TicketBook,
 }
 
@@ -47,7 +51,30 @@ impl AppState {
         let store = Arc::new(EmbeddedTicketStore::open(settings.data.join("tickets.redb"))?);
         let segment = SegmentOptions { initial_step: settings.tickets.initial_step, ..SegmentOptions::default() };
         let tickets = TicketBook { store, spec, segment, sequences: Mutex::new(HashMap::new()) };
-        Ok(Self { settings, layout, ids, tickets })
+        let engine_options = shardkit_counters::Options {
+            fsync: match settings.counters.fsync.as_str() {
+                "everysec" => FsyncPolicy::EverySec,
+                "no" => FsyncPolicy::No,
+                _ => FsyncPolicy::Always,
+            },
+            txid_window: Duration::from_secs(settings.counters.txid_window_secs),
+            snapshot_log_bytes: Some(settings.counters.snapshot_log_mib.max(1) << 20),
+            ..shardkit_counters::Options::default()
+        };
+        let engine = Engine::open(settings.data.join("counters"), engine_options)?;
+        let recovery = engine.recovery();
+        tracing::info!(report = ?recovery, "counters recovered");
+        let counters = Counters { engine, auto_create: settings.counters.auto_create };
+        Ok(Self { settings, layout, ids, counters, tickets })
+    }
+
+    /// Clean shutdown: the counter log is flushed and a snapshot written; the id
+    /// guard records the exact last time when `self` is dropped.
+    pub fn close(self) -> anyhow::Result<()> {
+        let Self { counters, .. } = self;
+        counters.engine.snapshot()?;
+        counters.engine.close()?;
+        Ok(())
     }
 
     /// The allocator of ticket sequence `name`, created on first use.

@@ -1,6 +1,7 @@
 //! The HTTP API (JSON): the router, the error shape, and the API-key check. One file
 //! per group of endpoints.
 
+mod counters;
 mod error;
 mod health;
 mod ids;
@@ -24,6 +25,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/ids", post(ids::create))
         .route("/api/ids/{id}", get(ids::decode))
         .route("/api/tickets/{name}", post(tickets::create))
+        .route("/api/counters/{counter}/mget", post(counters::mget))
+        .route("/api/counters/{counter}/{key}", get(counters::get))
+        .route("/api/counters/{counter}/{key}/incr", post(counters::incr))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(middleware::from_fn_with_state(Arc::clone(&state), require_key_for_writes))

@@ -73,14 +73,15 @@ pub fn execute(cmd: &Command<'_>, state: &AppState, session: &mut Session, out: 
     } else if is("CONFIG") {
         config(cmd, out);
     } else if is("DBSIZE") {
-        reply::integer(out, 0);
+        let rows: u64 = state.counters.engine.stats().counters.iter().map(|c| c.rows).sum();
+        reply::integer(out, rows as i64);
     } else if is("INFO") {
         info(state, out);
     } else if is("ID.NEXT") {
         id_next(cmd, state, out);
     } else if is("TICKET.NEXT") {
         ticket_next(cmd, state, out);
-    } else {
+    } else if !super::counter_commands::execute(name, cmd, state, out) {
         unknown(cmd, out);
     }
     Outcome::Continue
@@ -171,11 +172,22 @@ fn config(cmd: &Command<'_>, out: &mut BytesMut) {
 }
 
 fn info(state: &AppState, out: &mut BytesMut) {
-    let text = format!(
-        "# Server\r\nredis_version:7.0.0\r\nshardkit_version:{}\r\nredis_mode:standalone\r\n\r\n# Ids\r\nlayout:{}\r\n\r\n# Keyspace\r\n",
+    use std::fmt::Write;
+    let stats = state.counters.engine.stats();
+    let rows: u64 = stats.counters.iter().map(|c| c.rows).sum();
+    let mut text = format!(
+        "# Server\r\nredis_version:7.0.0\r\nshardkit_version:{}\r\nredis_mode:standalone\r\n\r\n# Ids\r\nlayout:{}\r\n\r\n# Persistence\r\nfsync:{:?}\r\n\r\n# Counters\r\n",
         env!("CARGO_PKG_VERSION"),
-        state.layout
+        state.layout,
+        stats.fsync
     );
+    for c in &stats.counters {
+        let _ = write!(text, "counter_{}:rows={},columns={},bytes={},bytes_per_row={:.2},overflow={}\r\n", c.name, c.rows, c.columns, c.bytes, c.bytes_per_row, c.overflow_entries);
+    }
+    let _ = write!(text, "\r\n# Keyspace\r\n");
+    if rows > 0 {
+        let _ = write!(text, "db0:keys={rows},expires=0,avg_ttl=0\r\n");
+    }
     reply::bulk(out, text.as_bytes());
 }
 

@@ -11,6 +11,7 @@
 
 pub mod commands;
 pub mod connection;
+pub mod counter_commands;
 pub mod limits;
 pub mod parse;
 pub mod reply;

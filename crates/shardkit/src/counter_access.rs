@@ -1,0 +1,132 @@
+//! The counter engine as the network sees it: Redis-style keys
+//! (`<counter>:<id>[:<column>]`) and DESIGN.md's `auto_create` rule, shared by the
+//! RESP commands and the HTTP API so both behave the same.
+//!
+//! With `auto_create` on (the default), writing to a counter that does not exist
+//! creates it with one column `value`, and writing to a column named for the first
+//! time adds it (16 bits inline, max 64 bits); reads of either answer "absent". With it
+//! off, both are errors that say how to create them.
+
+use shardkit_counters::{ColumnOptions, Engine, Error, Key};
+
+/// The column of a key that names none.
+pub const DEFAULT_COLUMN: &str = "value";
+
+/// A Redis key taken apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterKey<'a> {
+    /// The counter (table).
+    pub counter: &'a str,
+    /// The row: a canonical decimal id takes the compact path, anything else the string map.
+    pub row: &'a str,
+    /// The column, if the key named one.
+    pub column: Option<&'a str>,
+}
+
+impl<'a> CounterKey<'a> {
+    /// `weibo:123` is row 123 of counter `weibo`; `weibo:123:comments` names the column
+    /// too. The counter is up to the first `:`, the column after the last `:` when
+    /// there are two or more; a key with no `:` is refused.
+    pub fn parse(key: &'a [u8]) -> Result<Self, &'static str> {
+        const SHAPE: &str = "ERR keys are <counter>:<id>[:<column>], like weibo:123:comments";
+        let key = std::str::from_utf8(key).map_err(|_| "ERR keys must be UTF-8 text")?;
+        let (counter, rest) = key.split_once(':').ok_or(SHAPE)?;
+        if counter.is_empty() || rest.is_empty() {
+            return Err(SHAPE);
+        }
+        Ok(match rest.rsplit_once(':') {
+            Some((row, column)) if !row.is_empty() && !column.is_empty() => Self { counter, row, column: Some(column) },
+            _ => Self { counter, row: rest, column: None },
+        })
+    }
+
+    /// A hash key (`HINCRBY weibo:123 comments 1`): everything after the first `:`
+    /// is the row, the column comes as a separate field.
+    pub fn parse_row(key: &'a [u8]) -> Result<Self, &'static str> {
+        const SHAPE: &str = "ERR hash keys are <counter>:<id>, like weibo:123";
+        let key = std::str::from_utf8(key).map_err(|_| "ERR keys must be UTF-8 text")?;
+        match key.split_once(':') {
+            Some((counter, row)) if !counter.is_empty() && !row.is_empty() => Ok(Self { counter, row, column: None }),
+            _ => Err(SHAPE),
+        }
+    }
+
+    /// The row as an engine key.
+    pub fn key(&self) -> Key<'a> {
+        Key::parse(self.row)
+    }
+
+    /// The named column, else `value`.
+    pub fn column_or_default(&self) -> &'a str {
+        self.column.unwrap_or(DEFAULT_COLUMN)
+    }
+}
+
+/// The engine plus the `auto_create` rule.
+pub struct Counters {
+    /// The engine itself.
+    pub engine: Engine,
+    /// Whether writes create missing counters and columns.
+    pub auto_create: bool,
+}
+
+impl Counters {
+    /// Runs a write, creating the counter or column first if `auto_create` allows.
+    pub fn write<T>(&self, counter: &str, column: &str, op: impl Fn(&Engine) -> Result<T, Error>) -> Result<T, Error> {
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match op(&self.engine) {
+                Err(Error::NoSuchCounter(_)) if self.auto_create && attempts <= 3 => {
+                    ignore_exists(self.engine.create_counter(counter))?;
+                    ignore_exists(self.engine.add_column(counter, DEFAULT_COLUMN, ColumnOptions::default()))?;
+                }
+                Err(Error::NoSuchColumn { .. }) if self.auto_create && attempts <= 3 => {
+                    ignore_exists(self.engine.add_column(counter, column, ColumnOptions::default()))?;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Runs a read; a missing counter or column is "absent" (`None`) when
+    /// `auto_create` is on, an error otherwise.
+    pub fn read<T>(&self, op: impl FnOnce(&Engine) -> Result<T, Error>) -> Result<Option<T>, Error> {
+        match op(&self.engine) {
+            Ok(v) => Ok(Some(v)),
+            Err(Error::NoSuchCounter(_) | Error::NoSuchColumn { .. }) if self.auto_create => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl std::fmt::Debug for Counters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counters").field("dir", &self.engine.dir()).field("auto_create", &self.auto_create).finish()
+    }
+}
+
+/// Another request may have created it a moment ago: that is fine.
+fn ignore_exists(result: Result<(), Error>) -> Result<(), Error> {
+    match result {
+        Err(Error::CounterExists(_) | Error::ColumnExists { .. }) => Ok(()),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_split_into_counter_row_and_column() {
+        assert_eq!(CounterKey::parse(b"weibo:123").unwrap(), CounterKey { counter: "weibo", row: "123", column: None });
+        assert_eq!(CounterKey::parse(b"weibo:123:comments").unwrap(), CounterKey { counter: "weibo", row: "123", column: Some("comments") });
+        assert_eq!(CounterKey::parse(b"pv:home:page:views").unwrap(), CounterKey { counter: "pv", row: "home:page", column: Some("views") });
+        assert_eq!(CounterKey::parse(b"counter:000012").unwrap().key(), Key::Name("000012"));
+        assert_eq!(CounterKey::parse(b"counter:12").unwrap().key(), Key::Id(12));
+        for bad in [&b"nocolon"[..], b":1", b"c:", b"\xff:1"] {
+            assert!(CounterKey::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}
