@@ -9,3 +9,4 @@ pub mod http;
 pub mod resp;
 pub mod server;
 pub mod state;
+pub mod telemetry;

@@ -34,6 +34,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         "shardkit listening"
     );
 
+    let _ = crate::telemetry::prometheus();
     let (stop, stopped) = watch::channel(false);
     let router = crate::http::router(Arc::clone(&state));
     let mut http_stopped = stopped.clone();
@@ -72,6 +73,7 @@ async fn accept_resp(listener: TcpListener, state: Arc<AppState>, limits: Limits
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    crate::telemetry::add(&crate::telemetry::RESP_CONNECTIONS, 1);
                     connections.spawn(crate::resp::connection::serve(stream, Arc::clone(&state), limits, stopped.clone()));
                 }
                 Err(e) => {

@@ -117,3 +117,37 @@ fn sigterm_stops_cleanly_and_a_restart_continues_above_every_id() {
     let (_, more) = post(&client, &server.url("/api/tickets/t"));
     assert!(ids_of(&more)[0] > *ids_of(&tickets).last().unwrap());
 }
+
+#[test]
+fn metrics_count_requests_by_route_and_show_counter_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let client = Client::new();
+    post(&client, &server.url("/api/ids?count=7"));
+    post(&client, &server.url("/api/ids?count=0"));
+    let mut con = server.redis();
+    let scrape = |name: &str| -> u64 {
+        let text = client.get(server.url("/metrics")).send().unwrap().text().unwrap();
+        text.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok())).unwrap()
+    };
+    let (commands, errors) = (scrape("shardkit_resp_commands_total "), scrape("shardkit_resp_errors_total "));
+    assert_eq!(errors, 0, "connecting with the redis crate gives no error");
+    redis::cmd("INCR").arg("weibo:1:likes").query::<i64>(&mut con).unwrap();
+    let _ = redis::cmd("NOPE").query::<String>(&mut con);
+    assert_eq!(scrape("shardkit_resp_commands_total ") - commands, 2);
+    assert_eq!(scrape("shardkit_resp_errors_total ") - errors, 1);
+    let response = client.get(server.url("/metrics")).send().unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let text = response.text().unwrap();
+    for needle in [
+        r#"shardkit_http_requests_total{route="/api/ids",method="POST",status="200"} 1"#,
+        r#"shardkit_http_errors_total{route="/api/ids",method="POST",status="400"} 1"#,
+        "shardkit_http_request_duration_seconds_bucket",
+        "shardkit_ids_issued_total 7",
+        r#"shardkit_counter_rows{counter="weibo"} 1"#,
+        r#"shardkit_counter_bytes_per_row{counter="weibo"}"#,
+        "shardkit_counter_log_records_total",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+}

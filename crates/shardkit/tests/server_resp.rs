@@ -33,6 +33,9 @@ fn basic_commands_ids_and_tickets() {
     assert!(any > 0);
     assert_eq!(redis::cmd("TICKET.NEXT").arg("orders").query::<u64>(&mut con).unwrap(), 1);
     assert_eq!(redis::cmd("TICKET.NEXT").arg("orders").arg(3).query::<Vec<u64>>(&mut con).unwrap(), vec![2, 3, 4]);
+    assert_eq!(redis::cmd("CLIENT").arg("SETNAME").arg("worker-1").query::<String>(&mut con).unwrap(), "OK");
+    assert_eq!(redis::cmd("CLIENT").arg("GETNAME").query::<String>(&mut con).unwrap(), "worker-1");
+    assert!(redis::cmd("CLIENT").arg("ID").query::<i64>(&mut con).unwrap() > 0);
 }
 
 #[test]

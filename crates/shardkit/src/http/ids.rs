@@ -47,6 +47,7 @@ pub async fn create(State(state): State<Arc<AppState>>, query: Result<Query<IdsQ
     };
     let mut ids = vec![0u64; count as usize];
     state.ids.fill(shard, &mut ids).map_err(generate_error)?;
+    crate::telemetry::add(&crate::telemetry::IDS_ISSUED, count);
     Ok(Json(serde_json::json!({ "ids": ids.iter().map(u64::to_string).collect::<Vec<_>>() })))
 }
 

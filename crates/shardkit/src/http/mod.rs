@@ -5,6 +5,7 @@ mod counters;
 mod error;
 mod health;
 mod ids;
+mod metrics;
 mod tickets;
 
 pub use error::ApiError;
@@ -22,6 +23,7 @@ use std::sync::Arc;
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
+        .route("/metrics", get(metrics::metrics))
         .route("/api/ids", post(ids::create))
         .route("/api/ids/{id}", get(ids::decode))
         .route("/api/tickets/{name}", post(tickets::create))
@@ -31,6 +33,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(middleware::from_fn_with_state(Arc::clone(&state), require_key_for_writes))
+        .route_layer(middleware::from_fn(metrics::track))
         .with_state(state)
 }
 

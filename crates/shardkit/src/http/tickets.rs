@@ -29,6 +29,7 @@ pub async fn create(
         .await
         .map_err(|_| ApiError::unavailable("the ticket allocator stopped"))?
         .map_err(ticket_error)?;
+    crate::telemetry::add(&crate::telemetry::TICKETS_ISSUED, numbers.len() as u64);
     Ok(Json(serde_json::json!({ "ids": numbers.iter().map(u64::to_string).collect::<Vec<_>>() })))
 }
 

@@ -20,12 +20,17 @@ pub enum Outcome {
 #[derive(Debug)]
 pub struct Session {
     authenticated: bool,
+    id: u64,
+    name: Option<Vec<u8>>,
 }
+
+/// Connection ids for `CLIENT ID`.
+static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Session {
     /// A session; `authenticated` from the start when no API key is configured.
     pub fn new(authenticated: bool) -> Self {
-        Self { authenticated }
+        Self { authenticated, id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed), name: None }
     }
 }
 
@@ -72,6 +77,8 @@ pub fn execute(cmd: &Command<'_>, state: &AppState, session: &mut Session, out: 
         reply::array_header(out, 0);
     } else if is("CONFIG") {
         config(cmd, out);
+    } else if is("CLIENT") {
+        client(cmd, session, out);
     } else if is("DBSIZE") {
         let rows: u64 = state.counters.engine.stats().counters.iter().map(|c| c.rows).sum();
         reply::integer(out, rows as i64);
@@ -148,6 +155,26 @@ fn hello(cmd: &Command<'_>, state: &AppState, session: &mut Session, out: &mut B
     reply::bulk(out, b"master");
 }
 
+/// `CLIENT SETINFO|SETNAME|GETNAME|ID`: what client libraries send on connect.
+fn client(cmd: &Command<'_>, session: &mut Session, out: &mut BytesMut) {
+    let sub = cmd.arg(1).unwrap_or_default();
+    if sub.eq_ignore_ascii_case(b"SETINFO") && cmd.len() == 4 {
+        reply::simple(out, "OK");
+    } else if sub.eq_ignore_ascii_case(b"SETNAME") && cmd.len() == 3 {
+        session.name = cmd.arg(2).filter(|n| !n.is_empty()).map(<[u8]>::to_vec);
+        reply::simple(out, "OK");
+    } else if sub.eq_ignore_ascii_case(b"GETNAME") && cmd.len() == 2 {
+        match &session.name {
+            Some(name) => reply::bulk(out, name),
+            None => reply::null(out),
+        }
+    } else if sub.eq_ignore_ascii_case(b"ID") && cmd.len() == 2 {
+        reply::integer(out, session.id as i64);
+    } else {
+        reply::error(out, "ERR CLIENT supports SETINFO, SETNAME, GETNAME and ID here");
+    }
+}
+
 /// `CONFIG GET name`: what redis-benchmark and clients ask at start.
 fn config(cmd: &Command<'_>, out: &mut BytesMut) {
     let sub = cmd.arg(1).unwrap_or_default();
@@ -217,7 +244,10 @@ fn id_next(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     }
     match count {
         None => match state.ids.next_id(shard) {
-            Ok(id) => reply::integer(out, id as i64),
+            Ok(id) => {
+                crate::telemetry::add(&crate::telemetry::IDS_ISSUED, 1);
+                reply::integer(out, id as i64)
+            }
             Err(e) => reply::error(out, &format!("ERR {e}")),
         },
         Some(n) if n == 0 || n > MAX_BATCH => reply::error(out, &format!("ERR count must be between 1 and {MAX_BATCH}")),
@@ -225,6 +255,7 @@ fn id_next(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
             let mut ids = vec![0u64; n as usize];
             match state.ids.fill(shard, &mut ids) {
                 Ok(()) => {
+                    crate::telemetry::add(&crate::telemetry::IDS_ISSUED, n);
                     reply::array_header(out, ids.len());
                     for id in ids {
                         reply::integer(out, id as i64);
@@ -249,6 +280,9 @@ fn ticket_next(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
         // A block reservation may wait for an fsync; let the runtime move other work.
         tokio::task::block_in_place(|| allocator.take(count.unwrap_or(1)))
     });
+    if let Ok(numbers) = &result {
+        crate::telemetry::add(&crate::telemetry::TICKETS_ISSUED, numbers.len() as u64);
+    }
     match (result, count) {
         (Ok(numbers), None) => reply::integer(out, numbers[0] as i64),
         (Ok(numbers), Some(_)) => {

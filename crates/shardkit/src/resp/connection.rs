@@ -28,9 +28,11 @@ pub async fn serve(mut stream: TcpStream, state: Arc<AppState>, limits: Limits, 
             Ok(_) => {}
         }
         let mut close = false;
+        let mut commands_run = 0u64;
         loop {
             let used = match parser.parse(&input) {
                 Ok(Parsed::Command(cmd, used)) => {
+                    commands_run += 1;
                     if commands::execute(&cmd, &state, &mut session, &mut output) == Outcome::Close {
                         close = true;
                     }
@@ -58,6 +60,8 @@ pub async fn serve(mut stream: TcpStream, state: Arc<AppState>, limits: Limits, 
             reply::error(&mut output, "ERR Protocol error: client query buffer too big");
             close = true;
         }
+        crate::telemetry::add(&crate::telemetry::RESP_COMMANDS, commands_run);
+        crate::telemetry::add(&crate::telemetry::RESP_ERRORS, count_errors(&output));
         if stream.write_all(&output).await.is_err() {
             return;
         }
@@ -67,4 +71,12 @@ pub async fn serve(mut stream: TcpStream, state: Arc<AppState>, limits: Limits, 
             return;
         }
     }
+}
+
+/// Error replies in a batch of replies: each starts a line with `-`. Counted on the
+/// output so every error path is included without touching each command.
+fn count_errors(output: &[u8]) -> u64 {
+    let mut errors = u64::from(output.first() == Some(&b'-'));
+    errors += output.windows(3).filter(|w| w == b"\r\n-").count() as u64;
+    errors
 }

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# redis-benchmark against shardkit and against Redis 7 on this machine, one after the
+# other in the same run, at matching durability levels; prints a table with ratios.
+#
+#   bash bench/resp-vs-redis.sh            # N=500000 requests per test, 50 clients
+#   N=100000 bash bench/resp-vs-redis.sh   # quicker
+#
+# Pairings (same durability): shardkit fsync=no vs Redis appendonly no;
+# shardkit fsync=everysec vs Redis appendonly yes + appendfsync everysec; shardkit
+# fsync=always (group commit) is also run against the everysec Redis, a stricter
+# guarantee than the reference gives. Only loopback is used; every run is bounded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-500000}
+C=${C:-50}
+command -v redis-benchmark >/dev/null || { echo "needs redis-benchmark (apt-get install -y redis-tools)" >&2; exit 1; }
+command -v redis-server >/dev/null || { echo "needs redis-server" >&2; exit 1; }
+cargo build --release -q -p shardkit
+BIN=target/release/shardkit
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; sleep 0.5; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
+
+# One benchmark run: label port -> lines "label,test,rps" in $WORK/results.csv
+run_suite() {
+  local label=$1 port=$2
+  for p in 1 16; do
+    timeout 900 redis-benchmark -h 127.0.0.1 -p "$port" -t incr,get -c "$C" -n "$N" -P "$p" --csv -q 2>/dev/null \
+      | tr -d '"' | awk -F, -v l="$label" -v p="$p" 'NR>1 && $1!="test" {print l "," $1 " -P" p "," $2}' >> "$WORK/results.csv"
+  done
+  timeout 900 redis-benchmark -h 127.0.0.1 -p "$port" -c "$C" -n "$N" -r 100000000 --csv -q INCR counter:__rand_int__ 2>/dev/null \
+    | tr -d '"' | awk -F, -v l="$label" 'NR>1 && $1!="test" {print l ",INCR rand -P1," $2}' >> "$WORK/results.csv"
+}
+
+start_shardkit() {
+  local fsync=$1 port=$2 dir="$WORK/sk-$1"
+  mkdir -p "$dir"
+  printf 'resp = "127.0.0.1:%s"\nhttp = "127.0.0.1:0"\n[counters]\nfsync = "%s"\n' "$port" "$fsync" > "$dir/shardkit.toml"
+  SHARDKIT_LOG=warn "$BIN" serve --data "$dir/data" --config "$dir/shardkit.toml" 2>"$dir/log" &
+  PIDS+=($!)
+  wait_port "$port"
+}
+
+start_redis() {
+  local name=$1 port=$2; shift 2
+  mkdir -p "$WORK/$name"
+  redis-server --bind 127.0.0.1 --port "$port" --save "" --dir "$WORK/$name" --daemonize no "$@" > "$WORK/$name/log" 2>&1 &
+  PIDS+=($!)
+  wait_port "$port"
+}
+
+: > "$WORK/results.csv"
+start_redis redis-no 16400 --appendonly no
+run_suite "redis appendonly=no" 16400
+start_redis redis-aof 16401 --appendonly yes --appendfsync everysec
+run_suite "redis appendonly=everysec" 16401
+for mode in no everysec always; do
+  port=$((16410 + ${#mode}))
+  start_shardkit "$mode" "$port"
+  run_suite "shardkit fsync=$mode" "$port"
+done
+
+python3 - "$WORK/results.csv" "$N" "$C" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+rps = {(r[0], r[1]): float(r[2]) for r in rows if len(r) == 3}
+tests = sorted({t for _, t in rps}, key=lambda t: (t.split()[0], t))
+pairs = [("shardkit fsync=no", "redis appendonly=no"),
+         ("shardkit fsync=everysec", "redis appendonly=everysec"),
+         ("shardkit fsync=always", "redis appendonly=everysec")]
+print(f"redis-benchmark -c {sys.argv[3]} -n {sys.argv[2]}: requests per second, ratio = shardkit / Redis")
+print(f"{'test':<16} {'pairing':<52} {'shardkit':>11} {'redis':>11} {'ratio':>6}")
+for t in tests:
+    for ours, theirs in pairs:
+        a, b = rps.get((ours, t)), rps.get((theirs, t))
+        if a and b:
+            print(f"{t:<16} {ours + ' vs ' + theirs.split()[1]:<52} {a:>11.0f} {b:>11.0f} {a / b:>6.2f}")
+PY
