@@ -7,7 +7,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 /// `{"id":"…","layout":"instagram","time":"<RFC 3339>","unix_ms":…,"shard":…,"sequence":…}`.
 /// The id is a string because JavaScript loses integer precision past 2^53.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct DecodedIdJson {
     /// The id, in decimal, as a string.
     pub id: String,

@@ -151,3 +151,27 @@ fn metrics_count_requests_by_route_and_show_counter_figures() {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
 }
+
+#[test]
+fn openapi_describes_every_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let (status, doc) = get(&Client::new(), &server.url("/openapi.json"));
+    assert_eq!(status, 200);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, method) in [
+        ("/healthz", "get"),
+        ("/metrics", "get"),
+        ("/openapi.json", "get"),
+        ("/api/ids", "post"),
+        ("/api/ids/{id}", "get"),
+        ("/api/tickets/{name}", "post"),
+        ("/api/counters/{counter}/{key}", "get"),
+        ("/api/counters/{counter}/{key}/incr", "post"),
+        ("/api/counters/{counter}/mget", "post"),
+    ] {
+        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from /openapi.json");
+    }
+    assert!(doc["components"]["schemas"]["DecodedIdJson"].is_object());
+}

@@ -16,7 +16,7 @@ use std::sync::Arc;
 pub const MAX_MGET_KEYS: usize = 10_000;
 
 /// Body of `POST …/incr`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IncrBody {
     /// Column to change; `value` if absent.
@@ -28,7 +28,7 @@ pub struct IncrBody {
 }
 
 /// Body of `POST …/mget`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MgetBody {
     /// Row keys.
@@ -55,12 +55,28 @@ fn row_json(state: &AppState, counter: &str, key: &str) -> Result<Map<String, Va
 }
 
 /// `{"key":"…","values":{…}}`.
+#[utoipa::path(get, path = "/api/counters/{counter}/{key}", tag = "counters",
+    params(("counter" = String, Path, description = "Counter name"), ("key" = String, Path, description = "Row key: a decimal id or any text")),
+    responses(
+        (status = 200, description = "Every column of the row (defaults for an absent row)", body = super::openapi::CounterRowBody),
+        (status = 404, description = "No such counter", body = super::openapi::ErrorBody),
+    ))]
 pub async fn get(State(state): State<Arc<AppState>>, Path((counter, key)): Path<(String, String)>) -> Result<Json<Value>, ApiError> {
     let values = row_json(&state, &counter, &key)?;
     Ok(Json(json!({ "key": key, "values": values })))
 }
 
 /// Adds `by` to a column (auto-creating as configured); answers the new value.
+#[utoipa::path(post, path = "/api/counters/{counter}/{key}/incr", tag = "counters",
+    params(("counter" = String, Path, description = "Counter name"), ("key" = String, Path, description = "Row key")),
+    request_body = IncrBody,
+    responses(
+        (status = 200, description = "The value after the increment, durable before this answer", body = super::openapi::IncrAnswer),
+        (status = 400, description = "Bad body, a count that would go negative or past its max", body = super::openapi::ErrorBody),
+        (status = 401, description = "API key missing or wrong", body = super::openapi::ErrorBody),
+        (status = 404, description = "No such counter or column (auto_create off)", body = super::openapi::ErrorBody),
+        (status = 503, description = "The log cannot be written", body = super::openapi::ErrorBody),
+    ))]
 pub async fn incr(
     State(state): State<Arc<AppState>>,
     Path((counter, key)): Path<(String, String)>,
@@ -81,6 +97,14 @@ pub async fn incr(
 }
 
 /// `{"rows":[{"key":"…","values":{…}},…]}` in the order asked.
+#[utoipa::path(post, path = "/api/counters/{counter}/mget", tag = "counters",
+    params(("counter" = String, Path, description = "Counter name")),
+    request_body = MgetBody,
+    responses(
+        (status = 200, description = "One row per key, in order", body = super::openapi::MgetAnswer),
+        (status = 400, description = "Bad body or more than 10000 keys", body = super::openapi::ErrorBody),
+        (status = 404, description = "No such counter", body = super::openapi::ErrorBody),
+    ))]
 pub async fn mget(State(state): State<Arc<AppState>>, Path(counter): Path<String>, parsed: Result<Json<MgetBody>, JsonRejection>) -> Result<Json<Value>, ApiError> {
     let request = body(parsed)?;
     if request.keys.len() > MAX_MGET_KEYS {

@@ -29,6 +29,18 @@ pub fn parse_count(count: Option<&str>) -> Result<u64, ApiError> {
 }
 
 /// New ids, all in one shard: `shard` if given, else the shard of `key`, else round robin.
+#[utoipa::path(post, path = "/api/ids", tag = "ids",
+    params(
+        ("count" = Option<u64>, Query, description = "How many ids, 1 to 100000 (default 1)"),
+        ("shard" = Option<u64>, Query, description = "Logical shard, 0 to 2^shard_bits - 1"),
+        ("key" = Option<u64>, Query, description = "A key (a user id, say): the shard is key % 2^shard_bits"),
+    ),
+    responses(
+        (status = 200, description = "Increasing ids of one shard", body = super::openapi::IdsBody),
+        (status = 400, description = "Bad count, shard or key", body = super::openapi::ErrorBody),
+        (status = 401, description = "API key missing or wrong", body = super::openapi::ErrorBody),
+        (status = 503, description = "Clock behind the last issued id, or the time guard cannot be written", body = super::openapi::ErrorBody),
+    ))]
 pub async fn create(State(state): State<Arc<AppState>>, query: Result<Query<IdsQuery>, axum::extract::rejection::QueryRejection>) -> Result<Json<serde_json::Value>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let count = parse_count(query.count.as_deref())?;
@@ -52,6 +64,12 @@ pub async fn create(State(state): State<Arc<AppState>>, query: Result<Query<IdsQ
 }
 
 /// Takes an id apart.
+#[utoipa::path(get, path = "/api/ids/{id}", tag = "ids",
+    params(("id" = String, Path, description = "A decimal id")),
+    responses(
+        (status = 200, description = "Time, shard and sequence", body = crate::decoded_json::DecodedIdJson),
+        (status = 400, description = "Not a decimal id below 2^63", body = super::openapi::ErrorBody),
+    ))]
 pub async fn decode(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Result<Json<DecodedIdJson>, ApiError> {
     let decoded = state.layout.decode_str(&id).map_err(|e| ApiError::bad_request(e.to_string()))?;
     DecodedIdJson::new(&decoded, &state.layout).map(Json).ok_or_else(|| ApiError::bad_request(format!("id {id} has a time that cannot be shown")))

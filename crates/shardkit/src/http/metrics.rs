@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Prometheus text exposition.
+#[utoipa::path(get, path = "/metrics", tag = "meta", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], crate::telemetry::render(&state)).into_response()
 }

@@ -6,6 +6,7 @@ mod error;
 mod health;
 mod ids;
 mod metrics;
+mod openapi;
 mod tickets;
 
 pub use error::ApiError;
@@ -24,6 +25,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::metrics))
+        .route("/openapi.json", get(openapi::openapi))
         .route("/api/ids", post(ids::create))
         .route("/api/ids/{id}", get(ids::decode))
         .route("/api/tickets/{name}", post(tickets::create))

@@ -16,6 +16,17 @@ pub struct TicketQuery {
 }
 
 /// `{"ids":["…"]}`: the next `count` numbers of sequence `name`.
+#[utoipa::path(post, path = "/api/tickets/{name}", tag = "tickets",
+    params(
+        ("name" = String, Path, description = "Sequence name: 1 to 64 characters of A-Z a-z 0-9 _ - . :"),
+        ("count" = Option<u64>, Query, description = "How many numbers, 1 to 100000 (default 1)"),
+    ),
+    responses(
+        (status = 200, description = "The next numbers, increasing", body = super::openapi::IdsBody),
+        (status = 400, description = "Bad name or count", body = super::openapi::ErrorBody),
+        (status = 401, description = "API key missing or wrong", body = super::openapi::ErrorBody),
+        (status = 503, description = "The ticket store cannot be written", body = super::openapi::ErrorBody),
+    ))]
 pub async fn create(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,

@@ -1,0 +1,84 @@
+//! `GET /openapi.json`: the API description, generated from the handlers' own
+//! annotations (utoipa), so it cannot drift from the routes.
+
+use axum::Json;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use utoipa::{OpenApi, ToSchema};
+
+/// `{"status":"ok"}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthBody {
+    /// Always `ok`.
+    pub status: String,
+}
+
+/// `{"ids":["…"]}`: ids or tickets, as decimal strings (JavaScript loses precision past 2^53).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IdsBody {
+    /// The numbers, in increasing order.
+    pub ids: Vec<String>,
+}
+
+/// Every 4xx/5xx answer: `{"error":"<what is wrong, in words>"}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong and, where it helps, what to do.
+    pub error: String,
+}
+
+/// One counter row: `{"key":"123","values":{"comments":3}}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CounterRowBody {
+    /// The row key as given.
+    pub key: String,
+    /// Every column with its value (defaults included).
+    pub values: BTreeMap<String, u64>,
+}
+
+/// The answer to an increment.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IncrAnswer {
+    /// The row key.
+    pub key: String,
+    /// The column changed.
+    pub column: String,
+    /// Its value after the increment (or the current one for a repeated txid).
+    pub value: u64,
+}
+
+/// The answer to a multi-get.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MgetAnswer {
+    /// One row per key asked, in order.
+    pub rows: Vec<CounterRowBody>,
+}
+
+/// The document.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "shardkit",
+        description = "Ids, tickets and counters for sharded applications. 64-bit ids are JSON strings. \
+                       With an API key configured, every method but GET and HEAD needs `Authorization: Bearer <key>`."
+    ),
+    paths(
+        super::health::healthz,
+        super::metrics::metrics,
+        openapi,
+        super::ids::create,
+        super::ids::decode,
+        super::tickets::create,
+        super::counters::get,
+        super::counters::incr,
+        super::counters::mget,
+    ),
+    components(schemas(HealthBody, IdsBody, ErrorBody, CounterRowBody, IncrAnswer, MgetAnswer, crate::decoded_json::DecodedIdJson, super::counters::IncrBody, super::counters::MgetBody))
+)]
+pub struct ApiDoc;
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", tag = "meta", responses((status = 200, description = "OpenAPI 3.1 description of this API")))]
+pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}
