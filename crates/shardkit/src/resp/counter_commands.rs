@@ -173,10 +173,7 @@ fn del(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
         };
         let result = tokio::task::block_in_place(|| match key.column {
             // A key naming a column resets that column.
-            Some(column) => match state.counters.read(|e| e.get(key.counter, key.key(), column))? {
-                Some(v) if v != 0 => state.counters.engine.set(key.counter, key.key(), column, 0).map(|()| true),
-                _ => Ok(false),
-            },
+            Some(column) => reset_column(state, &key, column),
             None => state.counters.read(|e| e.delete(key.counter, key.key())).map(|d| d.unwrap_or(false)),
         });
         match result {
@@ -186,6 +183,14 @@ fn del(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
         }
     }
     reply::integer(out, removed);
+}
+
+/// Sets a column back to 0; true if it was set (what `DEL` and `HDEL` count).
+fn reset_column(state: &AppState, key: &CounterKey<'_>, column: &str) -> Result<bool, Error> {
+    match state.counters.read(|e| e.get(key.counter, key.key(), column))? {
+        Some(v) if v != 0 => state.counters.engine.set(key.counter, key.key(), column, 0).map(|()| true),
+        _ => Ok(false),
+    }
 }
 
 fn exists(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
@@ -278,10 +283,7 @@ fn hdel(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     let mut removed = 0i64;
     for raw in cmd.args().skip(2) {
         let Ok(column) = std::str::from_utf8(raw) else { continue };
-        let result = tokio::task::block_in_place(|| match state.counters.read(|e| e.get(key.counter, key.key(), column))? {
-            Some(v) if v != 0 => state.counters.engine.set(key.counter, key.key(), column, 0).map(|()| true),
-            _ => Ok(false),
-        });
+        let result = tokio::task::block_in_place(|| reset_column(state, &key, column));
         match result {
             Ok(true) => removed += 1,
             Ok(false) => {}
