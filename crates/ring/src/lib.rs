@@ -32,6 +32,7 @@
 mod error;
 pub mod hash;
 pub mod jump;
+pub mod jump_back;
 pub mod node;
 pub mod plan;
 pub mod ring;
@@ -41,7 +42,8 @@ pub mod stats;
 
 pub use error::RingError;
 pub use hash::{hash_bytes, hash_u64};
-pub use jump::{jump, JumpNodes};
+pub use jump::{jump, JumpAlgorithm, JumpNodes};
+pub use jump_back::jump_back;
 pub use node::NodeSpec;
 pub use plan::{optimal_fraction, Move, Plan};
 pub use ring::Ring;

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use shardkit_ring::node::numbered_nodes;
-use shardkit_ring::{jump, Format, NodeSpec, Plan, Ring, ShardMap};
+use shardkit_ring::{jump, jump_back, Format, NodeSpec, Plan, Ring, ShardMap};
 use std::collections::{HashMap, HashSet};
 
 /// Small weighted fleets: enough to find placement bugs, cheap in the dev profile.
@@ -96,6 +96,19 @@ proptest! {
     fn jump_growth_moves_keys_only_to_the_new_bucket(buckets in 1u32..5000, key in any::<u64>()) {
         let (a, b) = (jump(key, buckets).unwrap(), jump(key, buckets + 1).unwrap());
         prop_assert!(a < buckets && (a == b || b == buckets));
+    }
+
+    #[test]
+    fn jump_back_growth_moves_keys_only_to_the_new_bucket(buckets in 1u32..5000, key in any::<u64>()) {
+        let (a, b) = (jump_back(key, buckets).unwrap(), jump_back(key, buckets + 1).unwrap());
+        prop_assert!(a < buckets && (a == b || b == buckets));
+    }
+
+    #[test]
+    fn jump_back_stays_in_range_for_any_bucket_count(buckets in 1u32..=u32::MAX, key in any::<u64>()) {
+        prop_assert!(jump_back(key, buckets).unwrap() < buckets);
+        let top = u32::MAX - (buckets - 1);
+        prop_assert!(jump_back(key, top).unwrap() < top);
     }
 
     #[test]

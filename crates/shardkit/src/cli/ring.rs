@@ -49,8 +49,11 @@ pub struct StatsArgs {
 enum AlgorithmArg {
     /// Consistent-hash ring with virtual nodes.
     Ring,
-    /// Jump consistent hash.
+    /// Jump consistent hash, Lamping–Veach: Google/Guava-compatible buckets.
     Jump,
+    /// JumpBack hashing: same guarantees as jump, no floating point, several times
+    /// faster; placement only shardkit reproduces.
+    JumpBack,
     /// Logical shards behind a versioned table.
     Shards,
 }
@@ -60,6 +63,7 @@ impl From<AlgorithmArg> for Algorithm {
         match a {
             AlgorithmArg::Ring => Algorithm::Ring,
             AlgorithmArg::Jump => Algorithm::Jump,
+            AlgorithmArg::JumpBack => Algorithm::JumpBack,
             AlgorithmArg::Shards => Algorithm::Shards,
         }
     }
