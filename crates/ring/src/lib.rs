@@ -1,6 +1,7 @@
 //! Keys to logical shards to nodes: a consistent-hash ring with weighted virtual nodes
-//! and clockwise replicas, jump consistent hash, Instagram-style logical shards behind a
-//! versioned table, and move plans that rebalance that table with the fewest moves.
+//! and clockwise replicas, jump consistent hash (Lamping–Veach, and the faster JumpBack
+//! hashing), Instagram-style logical shards behind a versioned table, and move plans that
+//! rebalance that table with the fewest moves.
 //!
 //! Every placement goes through one stable hash ([`hash_bytes`], XXH3-64 with a fixed
 //! seed) so a key lands in the same place on every platform and every version. Bad input

@@ -33,7 +33,10 @@ pub struct StatsArgs {
     /// Number of keys to place (the integers 0..K).
     #[arg(long, default_value_t = 1_000_000)]
     keys: u64,
-    /// Placement scheme.
+    /// Placement scheme. `jump` is Lamping–Veach jump hash, bucket for bucket the same
+    /// as Google's and Guava's; `jump-back` is JumpBack hashing, the same guarantees
+    /// several times faster (the one under 25 ns at 1000 nodes), placement only shardkit
+    /// reproduces.
     #[arg(long, value_enum, default_value_t = AlgorithmArg::Ring)]
     algorithm: AlgorithmArg,
     /// Logical shards (shards only; a power of two).
