@@ -22,7 +22,8 @@
 //! `[0, 2^(k+1))` that are at least `2^k` (each value `v` is a record with probability
 //! `1/(v+1)`, independently of the others). So the largest active index of `L_k` that is
 //! `<= m` is the first draw `<= m`, if that draw is at least `2^k`. In particular `L_k`
-//! holds an active index exactly when `U_{k,1} >= 2^k`, a fair coin: bit `k` of the key.
+//! holds an active index exactly when `U_{k,1} >= 2^k`, a fair coin: bit `k` of one mix
+//! of the key.
 //! For `m = n-1` in `L_K` the lookup therefore draws from level `K` until a draw is
 //! `<= m` (over half the draws are), and if that draw lies below `2^K` takes the highest
 //! lower level whose key bit is set, the answer being `U_{k,1}`, one more draw.
@@ -35,7 +36,8 @@ use std::num::NonZeroU32;
 
 /// Bucket in `0..buckets` for a 64-bit key by JumpBack hashing; errors on 0 buckets.
 ///
-/// The key should already be well mixed (a hash): its low bits choose the level.
+/// Any key works, but distinct keys should be distinct hashes for an even spread;
+/// [`crate::JumpNodes`] hashes for you.
 pub fn jump_back(key: u64, buckets: u32) -> Result<u32, RingError> {
     NonZeroU32::new(buckets)
         .map(|b| jump_back_nonzero(key, b))
@@ -51,10 +53,13 @@ pub fn jump_back_nonzero(key: u64, buckets: NonZeroU32) -> u32 {
     }
     let top = 63 - max.leading_zeros();
     let half = 1u64 << top;
+    // The level coins: bit k says whether level k holds an active index. Mixed, not the
+    // raw key, so that keys sharing low bits (multiples of 1024, say) still spread.
+    let coins = draw(key, COIN_LEVEL, 0);
 
     // The highest level below `top` with an active index, and its largest one.
-    // Computed before knowing whether it is needed so both mixes overlap.
-    let lower = key & (half - 1);
+    // Computed before knowing whether it is needed so the mixes overlap.
+    let lower = coins & (half - 1);
     let below = if lower == 0 {
         0
     } else {
@@ -64,7 +69,7 @@ pub fn jump_back_nonzero(key: u64, buckets: NonZeroU32) -> u32 {
     };
 
     // First draw of the top level: its top bit is bit `top` of the key.
-    let mut u = (key & half) | (draw(key, top, 0) & (half - 1));
+    let mut u = (coins & half) | (draw(key, top, 0) & (half - 1));
     let mut round = 1;
     while u > max {
         u = draw(key, top, round) & (2 * half - 1);
@@ -73,6 +78,9 @@ pub fn jump_back_nonzero(key: u64, buckets: NonZeroU32) -> u32 {
     // u <= max < 2^32, so the narrowing keeps every bit.
     (if u >= half { u } else { below }) as u32
 }
+
+/// The `level` argument of the draw that supplies the level coins: real levels are 0..=31.
+const COIN_LEVEL: u32 = 63;
 
 /// Draw number `round` of level `level` for `key`: a splitmix64/Murmur3-style finalizer
 /// of the key offset by a distinct odd multiple per (level, round), so the draws behave
@@ -120,7 +128,16 @@ mod tests {
         assert_eq!(got, PINNED_1000);
     }
 
-    const PINNED_1000: [u32; 5] = [512, 206, 661, 766, 794];
+    const PINNED_1000: [u32; 5] = [512, 761, 661, 411, 794];
+
+    #[test]
+    fn keys_sharing_low_bits_still_spread() {
+        let mut hit = [false; 1000];
+        for k in 0..100_000u64 {
+            hit[jump_back(k << 20, 1000).unwrap() as usize] = true;
+        }
+        assert!(hit.iter().all(|&h| h), "some bucket got no key");
+    }
 
     #[test]
     fn growing_moves_keys_only_to_the_new_bucket_and_the_right_share() {
