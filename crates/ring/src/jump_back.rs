@@ -3,8 +3,8 @@
 //! Say Goodbye to the Modulo Operation to Distribute Keys Uniformly to Buckets").
 //!
 //! It exists beside [`crate::jump`] because Lamping–Veach needs about ln(n) + 1 dependent
-//! float steps (past 25 ns at 1000 buckets on our machines) while this needs one or two
-//! hash mixes. It is **not** bit-compatible with Google's jump hash, nor with Hash4j's
+//! float steps (past 25 ns at 1000 buckets on our machines) while this needs about three
+//! hash mixes, two of them side by side. It is **not** bit-compatible with Google's jump hash, nor with Hash4j's
 //! JumpBackHash (the random stream differs): use [`crate::jump`] where another language
 //! must compute the same placement.
 //!
