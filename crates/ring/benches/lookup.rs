@@ -1,6 +1,7 @@
 //! Lookup time, side by side in one run: our ring (160 virtual nodes) against the
-//! `hashring` crate with the same 160 virtual nodes per node, our jump hash against the
-//! `jumphash` crate, and logical shards, at 100 and 1000 nodes.
+//! `hashring` crate with the same 160 virtual nodes per node, our jump hash (Lamping–Veach)
+//! and JumpBack hashing against the `jumphash` crate, and logical shards, at 100 and 1000
+//! nodes.
 //!
 //! Every function looks up consecutive integer keys, one per iteration, so criterion's
 //! time per iteration is the time of one lookup. `bench/ring-stats.sh` turns the
@@ -10,7 +11,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use hashring::HashRing;
 use jumphash::JumpHasher;
 use shardkit_ring::node::numbered_nodes;
-use shardkit_ring::{JumpNodes, Ring, ShardMap, DEFAULT_SHARDS};
+use shardkit_ring::{JumpAlgorithm, JumpNodes, Ring, ShardMap, DEFAULT_SHARDS};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -26,6 +27,8 @@ fn lookups(c: &mut Criterion) {
                 .collect(),
         );
         let jump = JumpNodes::new(numbered_nodes(n)).expect("valid nodes");
+        let jump_back = JumpNodes::with_algorithm(numbered_nodes(n), JumpAlgorithm::JumpBack)
+            .expect("valid nodes");
         let jumphash = JumpHasher::new_with_keys(0, 0);
         let map = ShardMap::new(DEFAULT_SHARDS, numbered_nodes(n)).expect("valid map");
         let strings: Vec<String> = (0..4096).map(|i| format!("user:{i}")).collect();
@@ -51,6 +54,12 @@ fn lookups(c: &mut Criterion) {
             b.iter(|| {
                 k = k.wrapping_add(1);
                 jump.node_index_for_u64(black_box(k))
+            })
+        });
+        group.bench_function(BenchmarkId::from_parameter("ours_jump_back"), |b| {
+            b.iter(|| {
+                k = k.wrapping_add(1);
+                jump_back.node_index_for_u64(black_box(k))
             })
         });
         group.bench_function(BenchmarkId::from_parameter("jumphash"), |b| {

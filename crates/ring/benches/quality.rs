@@ -1,7 +1,7 @@
 //! Placement quality side by side in one run: peak-to-average load, fraction of keys
 //! moved when a node is added and when the middle node is removed, and mean lookup time,
-//! for our ring, jump and logical shards against `hashring` and `jumphash`, at 100 and
-//! 1000 nodes over the same keys (the integers 0..K, K = 1 000 000 unless
+//! for our ring, jump (Lamping–Veach), JumpBack and logical shards against `hashring`
+//! and `jumphash`, at 100 and 1000 nodes over the same keys (the integers 0..K, K = 1 000 000 unless
 //! `RING_BENCH_KEYS` says otherwise). Prints a Markdown table with ours/theirs ratios.
 //!
 //! The figures for our schemes come from `shardkit_ring::stats`, the code behind
@@ -100,14 +100,14 @@ fn measure(
 
 fn row(name: &str, n: u32, s: &Stats) {
     println!(
-        "| {name:<22} | {n:>5} | {:>9.1} | {:>11.4} | {:>12.5} | {:>15.5} | {:>12.5} |",
+        "| {name:<24} | {n:>5} | {:>9.1} | {:>11.4} | {:>12.5} | {:>15.5} | {:>12.5} |",
         s.lookup_ns, s.peak_to_avg, s.moved_on_add, s.moved_on_remove, s.optimal_move
     );
 }
 
 fn ratio(name: &str, n: u32, ours: &Stats, theirs: &Stats) {
     println!(
-        "| {name:<22} | {n:>5} | {:>8.2}x | {:>10.3}x | {:>11.3}x | {:>14.3}x | {:>12} |",
+        "| {name:<24} | {n:>5} | {:>8.2}x | {:>10.3}x | {:>11.3}x | {:>14.3}x | {:>12} |",
         ours.lookup_ns / theirs.lookup_ns,
         ours.peak_to_avg / theirs.peak_to_avg,
         ours.moved_on_add / theirs.moved_on_add,
@@ -127,8 +127,8 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
     println!("keys 0..{keys}, {VNODES} virtual nodes per ring node, 8192 logical shards");
-    println!("| scheme                 | nodes | lookup ns | peak-to-avg | moved on add | moved on remove | optimal move |");
-    println!("|------------------------|------:|----------:|------------:|-------------:|----------------:|-------------:|");
+    println!("| scheme                   | nodes | lookup ns | peak-to-avg | moved on add | moved on remove | optimal move |");
+    println!("|--------------------------|------:|----------:|------------:|-------------:|----------------:|-------------:|");
     for n in [100u32, 1000] {
         let middle = n / 2;
         let ours = |algorithm| {
@@ -138,9 +138,10 @@ fn main() {
             };
             stats::run(&req).expect("valid request")
         };
-        let (ring, jump, shards) = (
+        let (ring, jump, jump_back, shards) = (
             ours(Algorithm::Ring),
             ours(Algorithm::Jump),
+            ours(Algorithm::JumpBack),
             ours(Algorithm::Shards),
         );
 
@@ -167,10 +168,12 @@ fn main() {
         row("ours ring", n, &ring);
         row("hashring", n, &their_ring);
         row("ours jump", n, &jump);
+        row("ours jump-back", n, &jump_back);
         row("jumphash", n, &their_jump);
         row("ours shards", n, &shards);
         ratio("ratio ring/hashring", n, &ring, &their_ring);
         ratio("ratio jump/jumphash", n, &jump, &their_jump);
+        ratio("ratio jump-back/jumphash", n, &jump_back, &their_jump);
         ratio("ratio shards/jumphash", n, &shards, &their_jump);
     }
 }

@@ -1,6 +1,7 @@
 //! Keys to logical shards to nodes: a consistent-hash ring with weighted virtual nodes
-//! and clockwise replicas, jump consistent hash, Instagram-style logical shards behind a
-//! versioned table, and move plans that rebalance that table with the fewest moves.
+//! and clockwise replicas, jump consistent hash (Lamping–Veach, and the faster JumpBack
+//! hashing), Instagram-style logical shards behind a versioned table, and move plans that
+//! rebalance that table with the fewest moves.
 //!
 //! Every placement goes through one stable hash ([`hash_bytes`], XXH3-64 with a fixed
 //! seed) so a key lands in the same place on every platform and every version. Bad input
@@ -32,6 +33,7 @@
 mod error;
 pub mod hash;
 pub mod jump;
+pub mod jump_back;
 pub mod node;
 pub mod plan;
 pub mod ring;
@@ -41,7 +43,8 @@ pub mod stats;
 
 pub use error::RingError;
 pub use hash::{hash_bytes, hash_u64};
-pub use jump::{jump, JumpNodes};
+pub use jump::{jump, JumpAlgorithm, JumpNodes};
+pub use jump_back::jump_back;
 pub use node::NodeSpec;
 pub use plan::{optimal_fraction, Move, Plan};
 pub use ring::Ring;

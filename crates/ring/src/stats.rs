@@ -7,7 +7,7 @@
 //! are `node-0 .. node-{N-1}` of weight 1; the added node is `node-N`; the removed node
 //! is the middle one, `node-{N/2}`.
 
-use crate::jump::JumpNodes;
+use crate::jump::{JumpAlgorithm, JumpNodes};
 use crate::node::{numbered_nodes, NodeSpec};
 use crate::plan::Plan;
 use crate::ring::Ring;
@@ -28,8 +28,10 @@ pub const MAX_NODES: u32 = 100_000;
 pub enum Algorithm {
     /// Consistent-hash ring with virtual nodes.
     Ring,
-    /// Jump consistent hash over the nodes as numbered buckets.
+    /// Jump consistent hash (Lamping–Veach) over the nodes as numbered buckets.
     Jump,
+    /// JumpBack hashing over the same numbered buckets (faster, crate-specific placement).
+    JumpBack,
     /// Logical shards (`key % S`) and a table moved by [`Plan`]s.
     Shards,
 }
@@ -41,9 +43,10 @@ impl std::str::FromStr for Algorithm {
         match s {
             "ring" => Ok(Algorithm::Ring),
             "jump" => Ok(Algorithm::Jump),
+            "jump-back" => Ok(Algorithm::JumpBack),
             "shards" => Ok(Algorithm::Shards),
             other => Err(RingError::BadStats(format!(
-                "unknown algorithm {other:?}: use ring, jump or shards"
+                "unknown algorithm {other:?}: use ring, jump, jump-back or shards"
             ))),
         }
     }
@@ -155,8 +158,13 @@ pub fn run(req: &StatsRequest) -> Result<Stats, RingError> {
             let shrunk = shrink(&ring, |r| r.without_node(&middle))?;
             Ok(measure(req, &ring, &grown, shrunk.as_ref()))
         }
-        Algorithm::Jump => {
-            let jump = JumpNodes::new(nodes)?;
+        Algorithm::Jump | Algorithm::JumpBack => {
+            let bucketing = if req.algorithm == Algorithm::Jump {
+                JumpAlgorithm::LampingVeach
+            } else {
+                JumpAlgorithm::JumpBack
+            };
+            let jump = JumpNodes::with_algorithm(nodes, bucketing)?;
             let grown = jump.with_node(added)?;
             let shrunk = shrink(&jump, |j| j.without_node(&middle))?;
             Ok(measure(req, &jump, &grown, shrunk.as_ref()))
@@ -246,7 +254,12 @@ mod tests {
 
     #[test]
     fn figures_are_sane_for_every_algorithm() {
-        for algorithm in [Algorithm::Ring, Algorithm::Jump, Algorithm::Shards] {
+        for algorithm in [
+            Algorithm::Ring,
+            Algorithm::Jump,
+            Algorithm::JumpBack,
+            Algorithm::Shards,
+        ] {
             let s = run(&req(algorithm, 10)).unwrap();
             assert!(
                 s.peak_to_avg >= 1.0 && s.peak_to_avg < 1.6,

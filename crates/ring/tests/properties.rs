@@ -3,9 +3,11 @@
 //! and move no shard twice, and no input makes the parsers panic.
 
 use proptest::prelude::*;
+use shardkit_ring::jump::{jump_integer, jump_portable};
 use shardkit_ring::node::numbered_nodes;
-use shardkit_ring::{jump, Format, NodeSpec, Plan, Ring, ShardMap};
+use shardkit_ring::{jump, jump_back, Format, NodeSpec, Plan, Ring, ShardMap};
 use std::collections::{HashMap, HashSet};
+use std::num::NonZeroU32;
 
 /// Small weighted fleets: enough to find placement bugs, cheap in the dev profile.
 fn fleet() -> impl Strategy<Value = Vec<NodeSpec>> {
@@ -96,6 +98,27 @@ proptest! {
     fn jump_growth_moves_keys_only_to_the_new_bucket(buckets in 1u32..5000, key in any::<u64>()) {
         let (a, b) = (jump(key, buckets).unwrap(), jump(key, buckets + 1).unwrap());
         prop_assert!(a < buckets && (a == b || b == buckets));
+    }
+
+    #[test]
+    fn jump_forms_agree_bit_for_bit(buckets in 1u32..=u32::MAX, small in 1u32..3000, key in any::<u64>()) {
+        for n in [buckets, small] {
+            let n = NonZeroU32::new(n).unwrap();
+            prop_assert_eq!(jump_integer(key, n), jump_portable(key, n));
+        }
+    }
+
+    #[test]
+    fn jump_back_growth_moves_keys_only_to_the_new_bucket(buckets in 1u32..5000, key in any::<u64>()) {
+        let (a, b) = (jump_back(key, buckets).unwrap(), jump_back(key, buckets + 1).unwrap());
+        prop_assert!(a < buckets && (a == b || b == buckets));
+    }
+
+    #[test]
+    fn jump_back_stays_in_range_for_any_bucket_count(buckets in 1u32..=u32::MAX, key in any::<u64>()) {
+        prop_assert!(jump_back(key, buckets).unwrap() < buckets);
+        let top = u32::MAX - (buckets - 1);
+        prop_assert!(jump_back(key, top).unwrap() < top);
     }
 
     #[test]

@@ -30,7 +30,7 @@ fn assert_one_line_error(out: &Output, needle: &str) {
 
 #[test]
 fn stats_json_has_exactly_the_contract_fields() {
-    for algorithm in ["ring", "jump", "shards"] {
+    for algorithm in ["ring", "jump", "jump-back", "shards"] {
         let out = shardkit(&[
             "ring",
             "stats",

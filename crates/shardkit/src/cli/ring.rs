@@ -33,7 +33,10 @@ pub struct StatsArgs {
     /// Number of keys to place (the integers 0..K).
     #[arg(long, default_value_t = 1_000_000)]
     keys: u64,
-    /// Placement scheme.
+    /// Placement scheme. `jump` is Lamping–Veach jump hash, bucket for bucket the same
+    /// as Google's and Guava's; `jump-back` is JumpBack hashing, the same guarantees
+    /// several times faster (the one under 25 ns at 1000 nodes), placement only shardkit
+    /// reproduces.
     #[arg(long, value_enum, default_value_t = AlgorithmArg::Ring)]
     algorithm: AlgorithmArg,
     /// Logical shards (shards only; a power of two).
@@ -49,8 +52,11 @@ pub struct StatsArgs {
 enum AlgorithmArg {
     /// Consistent-hash ring with virtual nodes.
     Ring,
-    /// Jump consistent hash.
+    /// Jump consistent hash, Lamping–Veach: Google/Guava-compatible buckets.
     Jump,
+    /// JumpBack hashing: same guarantees as jump, no floating point, several times
+    /// faster; placement only shardkit reproduces.
+    JumpBack,
     /// Logical shards behind a versioned table.
     Shards,
 }
@@ -60,6 +66,7 @@ impl From<AlgorithmArg> for Algorithm {
         match a {
             AlgorithmArg::Ring => Algorithm::Ring,
             AlgorithmArg::Jump => Algorithm::Jump,
+            AlgorithmArg::JumpBack => Algorithm::JumpBack,
             AlgorithmArg::Shards => Algorithm::Shards,
         }
     }
