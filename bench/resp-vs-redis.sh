@@ -35,6 +35,13 @@ run_suite() {
     | tr -d '"' | awk -F, -v l="$label" 'NR>1 && $1!="test" {print l ",INCR rand -P1," $2}' >> "$WORK/results.csv"
 }
 
+# The ticket-server anchor: one id or ticket per request, against Redis INCR on one key.
+run_anchor() {
+  local label=$1 port=$2 test=$3; shift 3
+  timeout 900 redis-benchmark -h 127.0.0.1 -p "$port" -c "$C" -n "$N" --csv -q "$@" 2>/dev/null \
+    | tr -d '"' | awk -F, -v l="$label" -v t="$test" 'NR>1 && $1!="test" {print l "," t "," $2}' >> "$WORK/results.csv"
+}
+
 start_shardkit() {
   local fsync=$1 port=$2 dir="$WORK/sk-$1"
   mkdir -p "$dir"
@@ -55,12 +62,17 @@ start_redis() {
 : > "$WORK/results.csv"
 start_redis redis-no 16400 --appendonly no
 run_suite "redis appendonly=no" 16400
+run_anchor "redis appendonly=no" 16400 "id/ticket -P1" INCR tickets
 start_redis redis-aof 16401 --appendonly yes --appendfsync everysec
 run_suite "redis appendonly=everysec" 16401
 for mode in no everysec always; do
   port=$((16410 + ${#mode}))
   start_shardkit "$mode" "$port"
   run_suite "shardkit fsync=$mode" "$port"
+  if [ "$mode" = always ]; then
+    run_anchor "shardkit ID.NEXT" "$port" "id/ticket -P1" ID.NEXT
+    run_anchor "shardkit TICKET.NEXT" "$port" "id/ticket -P1" TICKET.NEXT photos
+  fi
 done
 
 python3 - "$WORK/results.csv" "$N" "$C" <<'PY'
@@ -68,7 +80,9 @@ import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
 rps = {(r[0], r[1]): float(r[2]) for r in rows if len(r) == 3}
 tests = sorted({t for _, t in rps}, key=lambda t: (t.split()[0], t))
-pairs = [("shardkit fsync=no", "redis appendonly=no"),
+pairs = [("shardkit ID.NEXT", "redis appendonly=no"),
+         ("shardkit TICKET.NEXT", "redis appendonly=no"),
+         ("shardkit fsync=no", "redis appendonly=no"),
          ("shardkit fsync=everysec", "redis appendonly=everysec"),
          ("shardkit fsync=always", "redis appendonly=everysec")]
 print(f"redis-benchmark -c {sys.argv[3]} -n {sys.argv[2]}: requests per second, ratio = shardkit / Redis")
