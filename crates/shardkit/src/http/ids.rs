@@ -41,7 +41,7 @@ pub fn parse_count(count: Option<&str>) -> Result<u64, ApiError> {
         (status = 401, description = "API key missing or wrong", body = super::openapi::ErrorBody),
         (status = 503, description = "Clock behind the last issued id, or the time guard cannot be written", body = super::openapi::ErrorBody),
     ))]
-pub async fn create(State(state): State<Arc<AppState>>, query: Result<Query<IdsQuery>, axum::extract::rejection::QueryRejection>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn create(State(state): State<Arc<AppState>>, query: Result<Query<IdsQuery>, axum::extract::rejection::QueryRejection>) -> Result<axum::response::Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let count = parse_count(query.count.as_deref())?;
     let shards = state.layout.shards();
@@ -60,7 +60,7 @@ pub async fn create(State(state): State<Arc<AppState>>, query: Result<Query<IdsQ
     let mut ids = vec![0u64; count as usize];
     state.ids.fill(shard, &mut ids).map_err(generate_error)?;
     crate::telemetry::add(&crate::telemetry::IDS_ISSUED, count);
-    Ok(Json(serde_json::json!({ "ids": ids.iter().map(u64::to_string).collect::<Vec<_>>() })))
+    Ok(super::ids_body::ids_response(&ids))
 }
 
 /// Takes an id apart.

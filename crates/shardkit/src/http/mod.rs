@@ -5,6 +5,7 @@ mod counters;
 mod error;
 mod health;
 mod ids;
+mod ids_body;
 mod metrics;
 mod openapi;
 mod tickets;

@@ -4,7 +4,6 @@ use super::ids::parse_count;
 use super::ApiError;
 use crate::state::AppState;
 use axum::extract::{Path, Query, State};
-use axum::Json;
 use serde::Deserialize;
 use shardkit_ids::TicketError;
 use std::sync::Arc;
@@ -31,7 +30,7 @@ pub async fn create(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
     query: Result<Query<TicketQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let count = parse_count(query.count.as_deref())?;
     let allocator = state.tickets(&name).map_err(ticket_error)?;
@@ -41,7 +40,7 @@ pub async fn create(
         .map_err(|_| ApiError::unavailable("the ticket allocator stopped"))?
         .map_err(ticket_error)?;
     crate::telemetry::add(&crate::telemetry::TICKETS_ISSUED, numbers.len() as u64);
-    Ok(Json(serde_json::json!({ "ids": numbers.iter().map(u64::to_string).collect::<Vec<_>>() })))
+    Ok(super::ids_body::ids_response(&numbers))
 }
 
 fn ticket_error(e: TicketError) -> ApiError {
