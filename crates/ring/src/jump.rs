@@ -69,7 +69,7 @@ pub fn jump_integer(mut key: u64, buckets: NonZeroU32) -> u32 {
         let den = (key >> 33) + 1;
         // b + 1 <= buckets <= 2^32 - 1, so the shift stays below 2^63.
         let num = ((b + 1) as u64) << 31;
-        j = if b + 1 < 1 << 21 && num % den != 0 {
+        j = if b + 1 < 1 << 21 && !num.is_multiple_of(den) {
             (num / den) as i64
         } else {
             ((b + 1) as f64 * ((1u64 << 31) as f64 / den as f64)) as i64
