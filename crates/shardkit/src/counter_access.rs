@@ -68,6 +68,8 @@ pub struct Counters {
     pub engine: Engine,
     /// Whether writes create missing counters and columns.
     pub auto_create: bool,
+    /// Whether a write waits for an fsync before it returns (fsync `always`).
+    pub writes_wait_for_disk: bool,
 }
 
 impl Counters {

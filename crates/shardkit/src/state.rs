@@ -64,7 +64,8 @@ impl AppState {
         let engine = Engine::open(settings.data.join("counters"), engine_options)?;
         let recovery = engine.recovery();
         tracing::info!(report = ?recovery, "counters recovered");
-        let counters = Counters { engine, auto_create: settings.counters.auto_create };
+        let writes_wait_for_disk = settings.counters.fsync == "always";
+        let counters = Counters { engine, auto_create: settings.counters.auto_create, writes_wait_for_disk };
         Ok(Self { settings, layout, ids, counters, tickets })
     }
 

@@ -1,7 +1,8 @@
 //! The counter commands over RESP: Redis's string and hash commands mapped onto the
 //! counter engine (keys `<counter>:<id>[:<column>]`, hash fields = columns), plus the
-//! `COUNTER.*` commands. Writes may wait for the log's fsync, so they run in
-//! `block_in_place` and let the runtime move other connections to another thread.
+//! `COUNTER.*` commands. Under fsync `always` writes wait for the log's fsync, so
+//! they run in `block_in_place` and let the runtime move other connections to another
+//! thread.
 
 use super::parse::{parse_i64, Command};
 use super::reply;
@@ -11,6 +12,18 @@ use bytes::BytesMut;
 use shardkit_counters::{ColumnOptions, Error};
 
 const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+
+/// Runs a write. Under fsync `always` it waits for the disk, so it runs in
+/// `block_in_place` (the runtime moves other connections off this thread); under
+/// `everysec` and `no` a write only touches memory and runs inline, which is far cheaper.
+#[inline]
+fn may_block<T>(state: &AppState, write: impl FnOnce() -> T) -> T {
+    if state.counters.writes_wait_for_disk {
+        tokio::task::block_in_place(write)
+    } else {
+        write()
+    }
+}
 
 /// Runs a counter command if `name` is one; returns false for any other name.
 pub fn execute(name: &[u8], cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) -> bool {
@@ -124,7 +137,7 @@ fn incr(cmd: &Command<'_>, state: &AppState, fixed: Option<i64>, out: &mut Bytes
 }
 
 fn write_delta(state: &AppState, key: &CounterKey<'_>, column: &str, delta: i64, txid: Option<&str>, out: &mut BytesMut) {
-    let result = tokio::task::block_in_place(|| state.counters.write(key.counter, column, |e| e.incr(key.counter, key.key(), column, delta, txid)));
+    let result = may_block(state, || state.counters.write(key.counter, column, |e| e.incr(key.counter, key.key(), column, delta, txid)));
     match result {
         Ok(v) => reply_value(out, v),
         Err(e) => engine_error(out, &e),
@@ -147,7 +160,7 @@ fn set(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
         _ => return reply::error(out, NOT_INTEGER),
     };
     let column = key.column_or_default();
-    match tokio::task::block_in_place(|| state.counters.write(key.counter, column, |e| e.set(key.counter, key.key(), column, value))) {
+    match may_block(state, || state.counters.write(key.counter, column, |e| e.set(key.counter, key.key(), column, value))) {
         Ok(()) => reply::simple(out, "OK"),
         Err(e) => engine_error(out, &e),
     }
@@ -171,7 +184,7 @@ fn del(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
             Ok(key) => key,
             Err(msg) => return reply::error(out, msg),
         };
-        let result = tokio::task::block_in_place(|| match key.column {
+        let result = may_block(state, || match key.column {
             // A key naming a column resets that column.
             Some(column) => reset_column(state, &key, column),
             None => state.counters.read(|e| e.delete(key.counter, key.key())).map(|d| d.unwrap_or(false)),
@@ -283,7 +296,7 @@ fn hdel(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     let mut removed = 0i64;
     for raw in cmd.args().skip(2) {
         let Ok(column) = std::str::from_utf8(raw) else { continue };
-        let result = tokio::task::block_in_place(|| reset_column(state, &key, column));
+        let result = may_block(state, || reset_column(state, &key, column));
         match result {
             Ok(true) => removed += 1,
             Ok(false) => {}
@@ -303,7 +316,7 @@ fn utf8<'a>(raw: Option<&'a [u8]>, what: &str, out: &mut BytesMut) -> Option<&'a
 
 fn create(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     let Some(name) = utf8(cmd.arg(1), "counter names", out) else { return };
-    match tokio::task::block_in_place(|| state.counters.engine.create_counter(name)) {
+    match may_block(state, || state.counters.engine.create_counter(name)) {
         Ok(()) => reply::simple(out, "OK"),
         Err(e) => engine_error(out, &e),
     }
@@ -331,7 +344,7 @@ fn addcol(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
         }
         i += 2;
     }
-    match tokio::task::block_in_place(|| state.counters.engine.add_column(name, column, options)) {
+    match may_block(state, || state.counters.engine.add_column(name, column, options)) {
         Ok(()) => reply::simple(out, "OK"),
         Err(e) => engine_error(out, &e),
     }
