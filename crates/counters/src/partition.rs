@@ -4,7 +4,7 @@
 //! Probing is linear with Robin Hood displacement (a lookup stops as soon as it meets a
 //! resident closer to its home than the probe is), deletion shifts the following run
 //! back (no tombstones), and capacity is any size, not a power of two, so growth steps
-//! can be small (x1.2) and the table stays between ~78% and 94% full.
+//! can be small (x1.1) and the table stays between ~85% and 94% full.
 //!
 //! Invariants:
 //! - a slot is empty iff its key equals `empty` (all ones in `kw` bytes); callers never
@@ -144,7 +144,7 @@ impl Partition {
     /// grows first if needed. Returns its slot.
     pub(crate) fn insert(&mut self, k: u64, specs: &[ColumnSpec]) -> usize {
         if (self.len + 1) * 100 > self.cap * MAX_LOAD_PCT {
-            self.grow(self.cap + self.cap / 5 + 1, specs);
+            self.grow(self.next_cap(), specs);
         }
         let n = self.cols.len();
         let mut stack = [0u64; 8];
@@ -215,6 +215,19 @@ impl Partition {
         self.len -= 1;
     }
 
+    /// Capacity after one growth step: x1.1, so the table stays 85-94% full.
+    fn next_cap(&self) -> usize {
+        self.cap + self.cap / 10 + 1
+    }
+
+    /// Rebuilds an under-filled table at about 93% load. Used on partitions that have
+    /// stopped growing (an Instagram-layout prefix whose half second has passed).
+    pub(crate) fn compact(&mut self, specs: &[ColumnSpec]) {
+        if self.len * 100 < self.cap * 88 {
+            self.grow(self.len * 100 / 93 + 1, specs);
+        }
+    }
+
     /// Rebuilds the table with `new_cap` slots.
     fn grow(&mut self, new_cap: usize, specs: &[ColumnSpec]) {
         let mut next = Partition::new(self.kw, 0, specs, self.cols.len());
@@ -251,7 +264,7 @@ impl Partition {
     pub(crate) fn insert_raw(&mut self, k: u64, raw: &[u64], specs: &[ColumnSpec]) {
         self.ensure_cols(raw.len(), specs);
         if self.full() {
-            self.grow(self.cap + self.cap / 5 + 1, specs);
+            self.grow(self.next_cap(), specs);
         }
         let mut carry: Vec<u64> = (0..self.cols.len())
             .map(|c| raw.get(c).copied().unwrap_or(specs[c].default))

@@ -227,7 +227,7 @@ impl Stripe {
     /// `top` into its own dense partition. Returns whether anything moved.
     fn promote(&mut self, top: u8, specs: &[ColumnSpec]) -> bool {
         let Some(Some(wide)) = self.wide.get(top as usize) else { return false };
-        let mut his: Vec<u32> = wide.slots().map(|(_, k)| (k >> 32) as u32).collect();
+        let mut his: Vec<u32> = wide.slots().map(|(_, k)| ((top as u32) << 24) | (k >> 32) as u32).collect();
         his.sort_unstable();
         let mut groups: FastMap<u32, usize> = FastMap::default();
         let mut i = 0;
@@ -259,6 +259,11 @@ impl Stripe {
             }
         }
         self.wide[top as usize] = Some(Box::new(rest));
+        // Prefixes promoted earlier have usually stopped growing (time-ordered ids move
+        // on): pack them tight.
+        for p in self.dense.values_mut() {
+            p.compact(specs);
+        }
         self.dense.extend(dense);
         true
     }
