@@ -1,8 +1,9 @@
 //! Memory benchmark driver for `bench/counters-memory.sh`.
 //!
-//! `counters-mem shardkit --ids instagram|random --rows N [--via table|engine]` fills a
+//! `counters-mem shardkit --ids instagram|random --rows N [--via table|engine] [--snapshot]` fills a
 //! counter with N rows of two 16-bit columns and prints one JSON line with the process's
-//! resident memory growth per row (from /proc/self/statm) and the engine's own count.
+//! resident memory growth per row (from /proc/self/statm) and the engine's own count;
+//! `--snapshot` then writes a snapshot and prints how long writers of one stripe waited.
 //!
 //! `counters-mem redis-resp --ids instagram|random --rows N` writes the same rows as
 //! Redis protocol `HSET <id> c <v1> r <v2>` commands to stdout, for `redis-cli --pipe`.
@@ -84,6 +85,44 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         w.flush()?;
         return Ok(());
     }
+    if mode == "speed" {
+        // Random +1 on existing rows of a Table of N random-id rows, one thread:
+        // one call per increment, then batches of 1,000 through incr_many.
+        let mut t = Table::new();
+        t.add_column("c", ColumnOptions::new(16, 32))?;
+        t.add_column("r", ColumnOptions::new(16, 32))?;
+        let seed = ids.x;
+        for _ in 0..rows {
+            let id = ids.rand();
+            t.incr(Key::Id(id), 0, 1)?;
+        }
+        let ops = 20_000_000u64;
+        // The m-th id the fill made, for a pseudo-random m (same splitmix64 as Ids::rand).
+        let pick = |j: u64| {
+            let m = ((j.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) * rows) >> 32;
+            let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(m + 1));
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let t0 = Instant::now();
+        for j in 0..ops {
+            t.incr(Key::Id(pick(j)), 1, 1)?;
+        }
+        let single = ops as f64 / t0.elapsed().as_secs_f64();
+        let mut batch = Vec::with_capacity(1000);
+        let mut out = Vec::with_capacity(1000);
+        let t1 = Instant::now();
+        for j0 in (0..ops).step_by(1000) {
+            batch.clear();
+            batch.extend((j0..j0 + 1000).map(|j| (pick(j), 1usize, 1i64)));
+            t.incr_many(&batch, &mut out);
+        }
+        let batched = ops as f64 / t1.elapsed().as_secs_f64();
+        let misses = out.iter().filter(|r| r.is_err()).count();
+        println!("{{\"rows\":{rows},\"incr_per_s_single\":{single:.0},\"incr_per_s_incr_many\":{batched:.0},\"errors\":{misses}}}");
+        return Ok(());
+    }
     if mode != "shardkit" {
         return Err("usage: counters-mem shardkit|redis-resp --ids instagram|random --rows N [--via table|engine]".into());
     }
@@ -123,6 +162,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let out = (c.bytes, c.rows, c.dense_partitions, c.wide_partitions);
         let after = rss();
         report(&kind, &via, rows, before, after, out, t0);
+        if args.iter().any(|a| a == "--snapshot") {
+            let info = e.snapshot()?;
+            println!(
+                "{{\"snapshot_rows\":{},\"snapshot_seconds\":{:.2},\"longest_stripe_pause_ms\":{:.2}}}",
+                info.rows,
+                info.duration.as_secs_f64(),
+                info.longest_stripe_pause.as_secs_f64() * 1000.0
+            );
+        }
         drop(e);
         let _ = std::fs::remove_dir_all(&dir);
         out

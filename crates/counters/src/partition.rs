@@ -16,6 +16,18 @@
 use crate::column::{ColumnArray, ColumnSpec};
 use crate::hash::{mix64, reduce};
 
+/// Prefetch hint; a no-op where the architecture has none wired up.
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults and reads nothing into the program; any address is allowed.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Highest load before growing, in 1/100.
 const MAX_LOAD_PCT: usize = 94;
 
@@ -110,6 +122,17 @@ impl Partition {
                 i = 0;
             }
             d += 1;
+        }
+    }
+
+    /// Asks the CPU to start loading the cache lines a look-up of `k` in column `c` will
+    /// touch, so a batch of look-ups overlaps its memory misses.
+    #[inline]
+    pub(crate) fn prefetch(&self, k: u64, c: usize) {
+        let h = self.home(k);
+        prefetch(self.keys.as_ptr().wrapping_add(h * self.kw));
+        if let Some(col) = self.cols.get(c) {
+            prefetch(col.addr(h));
         }
     }
 
