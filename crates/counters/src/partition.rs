@@ -4,7 +4,7 @@
 //! Probing is linear with Robin Hood displacement (a lookup stops as soon as it meets a
 //! resident closer to its home than the probe is), deletion shifts the following run
 //! back (no tombstones), and capacity is any size, not a power of two, so growth steps
-//! can be small (x1.1) and the table stays between ~85% and 94% full.
+//! can be small (x1.06) and the table stays between ~90% and 96% full.
 //!
 //! Invariants:
 //! - a slot is empty iff its key equals `empty` (all ones in `kw` bytes); callers never
@@ -29,7 +29,7 @@ fn prefetch(p: *const u8) {
 }
 
 /// Highest load before growing, in 1/100.
-const MAX_LOAD_PCT: usize = 94;
+const MAX_LOAD_PCT: usize = 96;
 
 /// An open-addressing table of rows keyed by the low `8 * kw` bits of an id.
 #[derive(Debug, Clone)]
@@ -238,9 +238,9 @@ impl Partition {
         self.len -= 1;
     }
 
-    /// Capacity after one growth step: x1.1, so the table stays 85-94% full.
+    /// Capacity after one growth step: x1.06, so the table stays 90-96% full.
     fn next_cap(&self) -> usize {
-        self.cap + self.cap / 10 + 1
+        self.cap + self.cap / 16 + 1
     }
 
     /// Rebuilds an under-filled table at about 93% load. Used on partitions that have
