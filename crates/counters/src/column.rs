@@ -106,6 +106,17 @@ impl ColumnArray {
         }
     }
 
+    /// Address of slot `i`, for prefetching.
+    #[inline]
+    pub(crate) fn addr(&self, i: usize) -> *const u8 {
+        match self {
+            ColumnArray::U8(v) => v.as_ptr().wrapping_add(i),
+            ColumnArray::U16(v) => v.as_ptr().wrapping_add(i) as *const u8,
+            ColumnArray::U32(v) => v.as_ptr().wrapping_add(i) as *const u8,
+            ColumnArray::U64(v) => v.as_ptr().wrapping_add(i) as *const u8,
+        }
+    }
+
     /// Heap bytes held.
     pub(crate) fn bytes(&self) -> usize {
         match self {

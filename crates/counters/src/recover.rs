@@ -33,6 +33,15 @@ pub(crate) fn recover(dir: &Path, cutoff_ms: u64) -> Result<Recovered> {
     let mut marks: Marks = FastMap::default();
     let mut from_lsn = 1;
 
+    // A snapshot that was being written when the process died is of no use.
+    for entry in fs::read_dir(dir).map_err(io_err(dir))?.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("snap-") && name.ends_with(".tmp") {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+
     // Newest whole snapshot; else the newest readable one, as far as it goes.
     let mut chosen: Option<(PathBuf, snapshot::Parsed)> = None;
     for (_, path) in snapshot::list(dir)? {

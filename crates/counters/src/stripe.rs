@@ -102,6 +102,40 @@ impl Stripe {
         }
     }
 
+    /// Starts loading what an access to column `c` of numeric row `id` will touch.
+    #[inline]
+    pub(crate) fn prefetch(&self, id: u64, c: usize) {
+        let loc = self.loc(id);
+        if let Some(p) = self.part(&loc) {
+            p.prefetch(Self::low(&loc), c);
+        }
+    }
+
+    /// Adds `delta` to column `c` of a numeric row with one look-up when the row exists
+    /// and stays inline (the common case); anything else takes the general path.
+    #[inline]
+    pub(crate) fn incr_id(&mut self, id: u64, c: usize, delta: i64, specs: &[ColumnSpec]) -> crate::Result<u64> {
+        let spec = &specs[c];
+        let loc = self.loc(id);
+        let low = Self::low(&loc);
+        if let Some(p) = self.part_mut(&loc) {
+            if let Some(i) = p.find(low) {
+                let raw = p.raw(i, c, spec);
+                if raw != spec.marker() {
+                    let next = crate::column::apply_delta(raw, delta, spec)?;
+                    if next < spec.marker() && next != spec.default {
+                        p.set_raw(i, c, next, specs);
+                        return Ok(next);
+                    }
+                }
+            }
+        }
+        let cur = self.get_id(id, c, specs);
+        let next = crate::column::apply_delta(cur, delta, spec)?;
+        self.set_id(id, c, next, specs);
+        Ok(next)
+    }
+
     /// Value of column `c` of any row.
     pub(crate) fn get(&self, key: Key<'_>, c: usize, specs: &[ColumnSpec]) -> u64 {
         match key {
@@ -227,7 +261,7 @@ impl Stripe {
     /// `top` into its own dense partition. Returns whether anything moved.
     fn promote(&mut self, top: u8, specs: &[ColumnSpec]) -> bool {
         let Some(Some(wide)) = self.wide.get(top as usize) else { return false };
-        let mut his: Vec<u32> = wide.slots().map(|(_, k)| (k >> 32) as u32).collect();
+        let mut his: Vec<u32> = wide.slots().map(|(_, k)| ((top as u32) << 24) | (k >> 32) as u32).collect();
         his.sort_unstable();
         let mut groups: FastMap<u32, usize> = FastMap::default();
         let mut i = 0;
@@ -259,6 +293,11 @@ impl Stripe {
             }
         }
         self.wide[top as usize] = Some(Box::new(rest));
+        // Prefixes promoted earlier have usually stopped growing (time-ordered ids move
+        // on): pack them tight.
+        for p in self.dense.values_mut() {
+            p.compact(specs);
+        }
         self.dense.extend(dense);
         true
     }

@@ -180,7 +180,7 @@ fn overflow_and_return_to_default_free_the_row() {
 fn clustered_ids_get_dense_partitions() {
     let mut t = Table::new();
     t.add_column("a", ColumnOptions::new(16, 32)).unwrap();
-    let base = 0x0055_0000_0000_0000u64;
+    let base = 0x1655_0000_0000_0000u64;
     for i in 0..10_000u64 {
         t.incr(Key::Id(base + ((i / 1000) << 32) + i % 1000), 0, 1).unwrap();
     }
@@ -189,4 +189,37 @@ fn clustered_ids_get_dense_partitions() {
     for i in 0..10_000u64 {
         assert_eq!(t.get(Key::Id(base + ((i / 1000) << 32) + i % 1000), 0).unwrap(), 1);
     }
+}
+
+#[test]
+fn add_column_touches_no_rows() {
+    let mut t = Table::new();
+    t.add_column("a", ColumnOptions::new(16, 32)).unwrap();
+    for i in 0..50_000u64 {
+        t.incr(Key::Id(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)), 0, 1).unwrap();
+    }
+    let before = t.bytes();
+    let b = t.add_column("b", ColumnOptions { bits: 8, max_bits: 32, default: 5 }).unwrap();
+    assert_eq!(t.bytes(), before, "adding a column must not allocate per row");
+    assert_eq!(t.get(Key::Id(0x9E37_79B9_7F4A_7C15), b).unwrap(), 5);
+    assert_eq!(t.incr(Key::Id(0x9E37_79B9_7F4A_7C15), b, 1).unwrap(), 6);
+    assert_eq!(t.get(Key::Id(0x9E37_79B9_7F4A_7C15), 0).unwrap(), 1);
+}
+
+#[test]
+fn incr_many_matches_one_by_one() {
+    let mut a = Table::new();
+    let mut b = Table::new();
+    for t in [&mut a, &mut b] {
+        t.add_column("x", ColumnOptions::new(8, 32)).unwrap();
+    }
+    let ops: Vec<(u64, usize, i64)> =
+        (0..5000u64).map(|i| ((i % 300).wrapping_mul(0x9E37_79B9_7F4A_7C15), (i % 3) as usize, (i % 7) as i64 - 2)).collect();
+    let mut out = Vec::new();
+    a.incr_many(&ops, &mut out);
+    for (op, got) in ops.iter().zip(&out) {
+        let want = b.incr(Key::Id(op.0), op.1, op.2);
+        assert_eq!(got.as_ref().ok(), want.as_ref().ok());
+    }
+    assert_eq!(a.rows(), b.rows());
 }

@@ -1,0 +1,199 @@
+//! Memory benchmark driver for `bench/counters-memory.sh`.
+//!
+//! `counters-mem shardkit --ids instagram|random --rows N [--via table|engine] [--snapshot]` fills a
+//! counter with N rows of two 16-bit columns and prints one JSON line with the process's
+//! resident memory growth per row (from /proc/self/statm) and the engine's own count;
+//! `--snapshot` then writes a snapshot and prints how long writers of one stripe waited.
+//!
+//! `counters-mem redis-resp --ids instagram|random --rows N` writes the same rows as
+//! Redis protocol `HSET <id> c <v1> r <v2>` commands to stdout, for `redis-cli --pipe`.
+//!
+//! Instagram-layout ids: 41-bit milliseconds since a custom epoch, 13-bit logical shard,
+//! 10-bit sequence, generated at 2,000 ids per second of simulated time over 8,192 shards.
+
+use std::io::{BufWriter, Write};
+use std::time::Instant;
+
+use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, Options, Table};
+
+struct Ids {
+    kind: String,
+    n: u64,
+    x: u64,
+    seq: std::collections::HashMap<(u64, u64), u64>,
+    last_ms: u64,
+}
+
+impl Ids {
+    fn new(kind: &str) -> Ids {
+        Ids { kind: kind.to_string(), n: 0, x: 0x9E37_79B9_7F4A_7C15, seq: Default::default(), last_ms: 0 }
+    }
+    fn rand(&mut self) -> u64 {
+        // splitmix64
+        self.x = self.x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn next(&mut self) -> u64 {
+        let i = self.n;
+        self.n += 1;
+        if self.kind == "random" {
+            return self.rand();
+        }
+        // 2,000 ids per simulated second starting ~6 years after the epoch.
+        let ms = 6 * 365 * 86_400_000u64 + i / 2;
+        if ms != self.last_ms {
+            self.seq.clear();
+            self.last_ms = ms;
+        }
+        let shard = self.rand() % 8192;
+        let s = self.seq.entry((ms, shard)).or_insert(0);
+        let seq = *s;
+        *s += 1;
+        (ms << 23) | (shard << 10) | (seq & 1023)
+    }
+}
+
+fn rss() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = s.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+fn arg(args: &[String], name: &str, default: &str) -> String {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.to_string())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args.get(1).cloned().unwrap_or_default();
+    let kind = arg(&args, "--ids", "instagram");
+    let rows: u64 = arg(&args, "--rows", "1000000").parse()?;
+    let via = arg(&args, "--via", "engine");
+    let mut ids = Ids::new(&kind);
+    if mode == "redis-resp" {
+        let out = std::io::stdout();
+        let mut w = BufWriter::with_capacity(1 << 20, out.lock());
+        for _ in 0..rows {
+            let id = ids.next().to_string();
+            let v = ids.rand();
+            let (a, b) = ((v % 1000 + 1).to_string(), ((v >> 20) % 100 + 1).to_string());
+            write!(w, "*6\r\n$4\r\nHSET\r\n${}\r\n{}\r\n$1\r\nc\r\n${}\r\n{}\r\n$1\r\nr\r\n${}\r\n{}\r\n", id.len(), id, a.len(), a, b.len(), b)?;
+        }
+        w.flush()?;
+        return Ok(());
+    }
+    if mode == "speed" {
+        // Random +1 on existing rows of a Table of N random-id rows, one thread:
+        // one call per increment, then batches of 1,000 through incr_many.
+        let mut t = Table::new();
+        t.add_column("c", ColumnOptions::new(16, 32))?;
+        t.add_column("r", ColumnOptions::new(16, 32))?;
+        let seed = ids.x;
+        for _ in 0..rows {
+            let id = ids.rand();
+            t.incr(Key::Id(id), 0, 1)?;
+        }
+        let ops = 20_000_000u64;
+        // The m-th id the fill made, for a pseudo-random m (same splitmix64 as Ids::rand).
+        let pick = |j: u64| {
+            let m = ((j.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) * rows) >> 32;
+            let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(m + 1));
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let t0 = Instant::now();
+        for j in 0..ops {
+            t.incr(Key::Id(pick(j)), 1, 1)?;
+        }
+        let single = ops as f64 / t0.elapsed().as_secs_f64();
+        let mut batch = Vec::with_capacity(1000);
+        let mut out = Vec::with_capacity(1000);
+        let t1 = Instant::now();
+        for j0 in (0..ops).step_by(1000) {
+            batch.clear();
+            batch.extend((j0..j0 + 1000).map(|j| (pick(j), 1usize, 1i64)));
+            t.incr_many(&batch, &mut out);
+        }
+        let batched = ops as f64 / t1.elapsed().as_secs_f64();
+        let misses = out.iter().filter(|r| r.is_err()).count();
+        println!("{{\"rows\":{rows},\"incr_per_s_single\":{single:.0},\"incr_per_s_incr_many\":{batched:.0},\"errors\":{misses}}}");
+        return Ok(());
+    }
+    if mode != "shardkit" {
+        return Err("usage: counters-mem shardkit|redis-resp --ids instagram|random --rows N [--via table|engine]".into());
+    }
+    let dir = tempfile_dir()?;
+    let before = rss();
+    let t0 = Instant::now();
+    let (bytes, stat_rows, dense, wide) = if via == "table" {
+        let mut t = Table::new();
+        t.add_column("c", ColumnOptions::new(16, 32))?;
+        t.add_column("r", ColumnOptions::new(16, 32))?;
+        for _ in 0..rows {
+            let id = ids.next();
+            let v = ids.rand();
+            t.incr(Key::Id(id), 0, (v % 1000 + 1) as i64)?;
+            t.incr(Key::Id(id), 1, ((v >> 20) % 100 + 1) as i64)?;
+        }
+        let (d, w) = t.partitions();
+        let out = (t.bytes() as u64, t.rows() as u64, d as u64, w as u64);
+        let after = rss();
+        report(&kind, &via, rows, before, after, out, t0);
+        std::mem::forget(t);
+        return Ok(());
+    } else {
+        let o = Options { fsync: FsyncPolicy::No, snapshot_log_bytes: None, ..Options::default() };
+        let e = Engine::open(&dir, o)?;
+        e.create_counter("w")?;
+        e.add_column("w", "c", ColumnOptions::new(16, 32))?;
+        e.add_column("w", "r", ColumnOptions::new(16, 32))?;
+        for _ in 0..rows {
+            let id = ids.next();
+            let v = ids.rand();
+            e.incr("w", Key::Id(id), "c", (v % 1000 + 1) as i64, None)?;
+            e.incr("w", Key::Id(id), "r", ((v >> 20) % 100 + 1) as i64, None)?;
+        }
+        let s = e.stats();
+        let c = &s.counters[0];
+        let out = (c.bytes, c.rows, c.dense_partitions, c.wide_partitions);
+        let after = rss();
+        report(&kind, &via, rows, before, after, out, t0);
+        if args.iter().any(|a| a == "--snapshot") {
+            let info = e.snapshot()?;
+            println!(
+                "{{\"snapshot_rows\":{},\"snapshot_seconds\":{:.2},\"longest_stripe_pause_ms\":{:.2}}}",
+                info.rows,
+                info.duration.as_secs_f64(),
+                info.longest_stripe_pause.as_secs_f64() * 1000.0
+            );
+        }
+        drop(e);
+        let _ = std::fs::remove_dir_all(&dir);
+        out
+    };
+    let _ = (bytes, stat_rows, dense, wide);
+    Ok(())
+}
+
+fn report(kind: &str, via: &str, rows: u64, before: u64, after: u64, s: (u64, u64, u64, u64), t0: Instant) {
+    println!(
+        "{{\"system\":\"shardkit\",\"ids\":\"{kind}\",\"via\":\"{via}\",\"rows\":{rows},\"stored_rows\":{},\"rss_growth_bytes\":{},\"rss_bytes_per_row\":{:.2},\"engine_bytes_per_row\":{:.2},\"dense_partitions\":{},\"wide_partitions\":{},\"fill_seconds\":{:.1}}}",
+        s.1,
+        after.saturating_sub(before),
+        after.saturating_sub(before) as f64 / rows as f64,
+        s.0 as f64 / s.1.max(1) as f64,
+        s.2,
+        s.3,
+        t0.elapsed().as_secs_f64()
+    );
+}
+
+fn tempfile_dir() -> std::io::Result<std::path::PathBuf> {
+    let d = std::env::temp_dir().join(format!("counters-mem-{}", std::process::id()));
+    std::fs::create_dir_all(&d)?;
+    Ok(d)
+}
