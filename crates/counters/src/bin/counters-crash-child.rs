@@ -84,7 +84,7 @@ fn main() {
                     x ^= x >> 7;
                     x ^= x << 17;
                     let key = key_of(x % 30);
-                    let col = if (x >> 20) % 2 == 0 { "a" } else { "b" };
+                    let col = if (x >> 20).is_multiple_of(2) { "a" } else { "b" };
                     let delta = ((x >> 32) % 300 + 1) as i64;
                     let txid = format!("{seed}-{t}-{n}");
                     say(&format!("TRY {txid} {key} {col} {delta}"));
