@@ -38,6 +38,8 @@ struct Inner {
     closed: AtomicBool,
     recovery: RecoveryReport,
     last_bg_error: Mutex<Option<String>>,
+    /// `<dir>/LOCK`, held for the engine's lifetime so a second engine on the directory is refused.
+    _lock: std::fs::File,
 }
 
 /// A durable counter engine over one data directory.
@@ -57,6 +59,14 @@ impl Engine {
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Engine> {
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        // Before recovery, which may truncate log files: one engine per directory.
+        let lock_path = dir.join("LOCK");
+        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io_err(&lock_path))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked(dir)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(&lock_path)(e)),
+        }
         let cutoff = now_ms().saturating_sub(opts.txid_window.as_millis() as u64);
         let rec = recover::recover(&dir, cutoff)?;
         let log = Log::open(&dir, opts.fsync, rec.next_lsn, rec.active)?;
@@ -71,6 +81,7 @@ impl Engine {
             closed: AtomicBool::new(false),
             recovery: rec.report,
             last_bg_error: Mutex::new(None),
+            _lock: lock,
         });
         let engine = Engine { inner, threads: Mutex::new(Vec::new()) };
         engine.start_threads();

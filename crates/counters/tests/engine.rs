@@ -286,3 +286,13 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_second_engine_on_the_same_directory_is_refused_until_the_first_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = shardkit_counters::Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+    let second = shardkit_counters::Engine::open(dir.path(), shardkit_counters::Options::default());
+    assert!(matches!(second, Err(shardkit_counters::Error::Locked(_))), "a second engine must be refused");
+    first.close().unwrap();
+    assert!(shardkit_counters::Engine::open(dir.path(), shardkit_counters::Options::default()).is_ok());
+}
