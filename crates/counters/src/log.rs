@@ -149,7 +149,15 @@ impl Log {
                 if self.durable.load(Ordering::Acquire) > lsn {
                     return Ok(());
                 }
-                self.flush(true)
+                self.check()?;
+                let seg = self.seg.lock();
+                // While this writer waited for the segment, the leader before it may have
+                // written and fsynced this record with its batch: then there is nothing
+                // left to do for it (group commit), even if newer records are pending.
+                if self.durable.load(Ordering::Acquire) > lsn {
+                    return Ok(());
+                }
+                self.write_out(&seg, true).map(|_| ())
             }
             _ => {
                 self.check()?;
