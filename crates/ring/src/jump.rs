@@ -7,7 +7,7 @@
 
 use crate::hash::{hash_bytes, hash_u64};
 use crate::jump_back::jump_back_nonzero;
-use crate::node::{validate_node, validate_nodes, NodeSpec};
+use crate::node::{nodes_with, validate_nodes, NodeSpec};
 use crate::RingError;
 use std::num::NonZeroU32;
 
@@ -182,12 +182,7 @@ impl JumpNodes {
 
     /// A copy with one more bucket, served by `node`.
     pub fn with_node(&self, node: NodeSpec) -> Result<Self, RingError> {
-        validate_node(&node)?;
-        if self.nodes.iter().any(|n| n.name == node.name) {
-            return Err(RingError::NodeExists(node.name));
-        }
-        let mut nodes = self.nodes.clone();
-        nodes.push(node);
+        let nodes = nodes_with(&self.nodes, node)?;
         Self::with_algorithm(nodes, self.algorithm)
     }
 

@@ -67,6 +67,18 @@ pub fn validate_node(node: &NodeSpec) -> Result<(), RingError> {
     Ok(())
 }
 
+/// `nodes` plus `node`, refused if the node is invalid or its name is taken: what
+/// every placement scheme does first when a node joins.
+pub fn nodes_with(nodes: &[NodeSpec], node: NodeSpec) -> Result<Vec<NodeSpec>, RingError> {
+    validate_node(&node)?;
+    if nodes.iter().any(|n| n.name == node.name) {
+        return Err(RingError::NodeExists(node.name));
+    }
+    let mut all = nodes.to_vec();
+    all.push(node);
+    Ok(all)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@
 //! touches three cache lines instead of the ~17 of a plain search over 160 000 points.
 
 use crate::hash::{hash_bytes, hash_u64, vnode_point};
-use crate::node::{validate_node, validate_nodes, NodeSpec};
+use crate::node::{nodes_with, validate_nodes, NodeSpec};
 use crate::RingError;
 
 /// The most points one ring may hold (nodes x vnodes x weight): 64 Mi points, 768 MiB.
@@ -174,12 +174,7 @@ impl Ring {
 
     /// A new ring with one more node. Errors if the name is taken or the node is invalid.
     pub fn with_node(&self, node: NodeSpec) -> Result<Self, RingError> {
-        validate_node(&node)?;
-        if self.nodes.iter().any(|n| n.name == node.name) {
-            return Err(RingError::NodeExists(node.name));
-        }
-        let mut nodes = self.nodes.clone();
-        nodes.push(node);
+        let nodes = nodes_with(&self.nodes, node)?;
         Self::new(nodes, self.vnodes)
     }
 
