@@ -117,6 +117,40 @@ impl ColumnArray {
         }
     }
 
+    /// Moves slots `from..to` one place up (to `from+1..=to`), the column half of
+    /// inserting a row into a sorted run.
+    #[inline]
+    pub(crate) fn shift_up(&mut self, from: usize, to: usize) {
+        match self {
+            ColumnArray::U8(v) => v.copy_within(from..to, from + 1),
+            ColumnArray::U16(v) => v.copy_within(from..to, from + 1),
+            ColumnArray::U32(v) => v.copy_within(from..to, from + 1),
+            ColumnArray::U64(v) => v.copy_within(from..to, from + 1),
+        }
+    }
+
+    /// Moves slots `from+1..to` one place down (to `from..to-1`), the column half of
+    /// removing a row from a sorted run.
+    #[inline]
+    pub(crate) fn shift_down(&mut self, from: usize, to: usize) {
+        match self {
+            ColumnArray::U8(v) => v.copy_within(from + 1..to, from),
+            ColumnArray::U16(v) => v.copy_within(from + 1..to, from),
+            ColumnArray::U32(v) => v.copy_within(from + 1..to, from),
+            ColumnArray::U64(v) => v.copy_within(from + 1..to, from),
+        }
+    }
+
+    /// Grows the array to `len` slots, the new ones holding `fill`.
+    pub(crate) fn extend_to(&mut self, len: usize, fill: u64) {
+        match self {
+            ColumnArray::U8(v) => grow_exact(v, len, fill as u8),
+            ColumnArray::U16(v) => grow_exact(v, len, fill as u16),
+            ColumnArray::U32(v) => grow_exact(v, len, fill as u32),
+            ColumnArray::U64(v) => grow_exact(v, len, fill),
+        }
+    }
+
     /// Heap bytes held.
     pub(crate) fn bytes(&self) -> usize {
         match self {
@@ -125,6 +159,15 @@ impl ColumnArray {
             ColumnArray::U32(v) => v.capacity() * 4,
             ColumnArray::U64(v) => v.capacity() * 8,
         }
+    }
+}
+
+/// Resizes `v` to `len` without the doubling `Vec::resize` would reserve: the tables'
+/// memory per row is the point of this crate.
+pub(crate) fn grow_exact<T: Copy>(v: &mut Vec<T>, len: usize, fill: T) {
+    if len > v.len() {
+        v.reserve_exact(len - v.len());
+        v.resize(len, fill);
     }
 }
 

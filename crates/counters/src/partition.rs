@@ -1,20 +1,32 @@
 //! One open-addressing table: keys once, in a packed byte array, and each column in its
 //! own array at its own width.
 //!
-//! Probing is linear with Robin Hood displacement (a lookup stops as soon as it meets a
-//! resident closer to its home than the probe is), deletion shifts the following run
-//! back (no tombstones), and capacity is any size, not a power of two, so growth steps
-//! can be small (x1.06) and the table stays between ~90% and 96% full.
+//! The table is an *ordered* linear-probing table (Amble and Knuth's ordered hash
+//! table, which is Robin Hood hashing with ties broken by key). Each key is stored
+//! scrambled by a bijection of its `8 * kw` bits ([`scramble`]); the scrambled value is
+//! at once the stored key and the hash, and its home slot is its top bits scaled onto
+//! the home range, a few slots short of the capacity. Slots never wrap around: runs near
+//! the top spill into those last slots, and the array grows by a few slots in the rare
+//! case a run reaches its end. So the whole table is sorted by stored key,
+//! and a look-up walks up from the home slot until it meets a key not below its own
+//! (an empty slot holds all ones, the largest value, so it stops there too): one load
+//! and one compare per probe, no hash per probe. Deletion shifts the following run back
+//! (no tombstones). Capacity is any size, not a power of two, so growth steps can be
+//! small (x1.06) and the table stays between ~90% and 96% full.
 //!
 //! Invariants:
-//! - a slot is empty iff its key equals `empty` (all ones in `kw` bytes); callers never
-//!   insert that key (the stripe routes such ids elsewhere);
+//! - a slot is empty iff its stored key equals `empty` (all ones in `kw` bytes); the
+//!   scramble maps all ones to all ones, so callers never insert the all-ones key (the
+//!   stripe routes such ids elsewhere);
+//! - every stored key sits at or after its home slot, every slot between its home and
+//!   it is occupied, and stored keys increase strictly from slot to slot across the
+//!   whole table (empty slots aside);
+//! - the last physical slot is always empty (the scan's sentinel);
 //! - `cols.len()` may be shorter than the counter's schema: missing columns read as the
 //!   column default (this is how `add_column` avoids touching existing rows);
 //! - every occupied slot holds a row with at least one column away from its default.
 
-use crate::column::{ColumnArray, ColumnSpec};
-use crate::hash::{mix64, reduce};
+use crate::column::{grow_exact, ColumnArray, ColumnSpec};
 
 /// Prefetch hint; a no-op where the architecture has none wired up.
 #[inline(always)]
@@ -31,13 +43,87 @@ fn prefetch(p: *const u8) {
 /// Highest load before growing, in 1/100.
 const MAX_LOAD_PCT: usize = 96;
 
+const M1: u64 = 0xFF51_AFD7_ED55_8CCD;
+const M2: u64 = 0xC4CE_B9FE_1A85_EC53;
+
+/// Multiplicative inverse of an odd `m` modulo 2^64 (Newton's iteration).
+const fn inverse(m: u64) -> u64 {
+    let mut x = m;
+    let mut i = 0;
+    while i < 6 {
+        x = x.wrapping_mul(2u64.wrapping_sub(m.wrapping_mul(x)));
+        i += 1;
+    }
+    x
+}
+
+const M1_INV: u64 = inverse(M1);
+const M2_INV: u64 = inverse(M2);
+
+/// A bijection of the low `bits` bits (murmur3's finaliser, cut to `bits`): every
+/// input bit reaches the top output bits, which pick the home slot.
+#[inline(always)]
+fn mix(x: u64, bits: u32, mask: u64) -> u64 {
+    let s = bits / 2;
+    let mut h = x ^ (x >> s);
+    h = h.wrapping_mul(M1) & mask;
+    h ^= h >> (s - 3);
+    h = h.wrapping_mul(M2) & mask;
+    h ^ (h >> s)
+}
+
+/// Undoes `y = x ^ (x >> s)` on `bits` bits.
+#[inline]
+fn unxorshift(y: u64, s: u32, bits: u32) -> u64 {
+    let mut x = y;
+    let mut done = s;
+    while done < bits {
+        x = y ^ (x >> s);
+        done += s;
+    }
+    x
+}
+
+/// The inverse of [`mix`].
+#[inline]
+fn unmix(h: u64, bits: u32, mask: u64) -> u64 {
+    let s = bits / 2;
+    let mut x = unxorshift(h, s, bits);
+    x = x.wrapping_mul(M2_INV) & mask;
+    x = unxorshift(x, s - 3, bits);
+    x = x.wrapping_mul(M1_INV) & mask;
+    unxorshift(x, s, bits)
+}
+
+/// The stored form of key `k`: a bijection of `bits` bits that keeps all ones (the
+/// empty marker) fixed, so the one key callers may not insert is the same before and
+/// after scrambling.
+#[inline(always)]
+fn scramble(k: u64, bits: u32, mask: u64) -> u64 {
+    mix(k, bits, mask) ^ mix(mask, bits, mask) ^ mask
+}
+
+/// The key whose stored form is `h`.
+#[inline]
+fn unscramble(h: u64, bits: u32, mask: u64) -> u64 {
+    unmix(h ^ mix(mask, bits, mask) ^ mask, bits, mask)
+}
+
 /// An open-addressing table of rows keyed by the low `8 * kw` bits of an id.
 #[derive(Debug, Clone)]
 pub(crate) struct Partition {
     kw: usize,
+    bits: u32,
     empty: u64,
+    /// Stored (scrambled) keys, `kw` bytes each, `slots * kw + 8` bytes (8 bytes of
+    /// padding so every slot can be read as a whole `u64`).
     keys: Vec<u8>,
+    /// Nominal capacity, the base of the load bound.
     cap: usize,
+    /// Home slots are `0..homes` (`homes < cap`: the slots above are for spilling runs).
+    homes: usize,
+    /// Physical slots: `cap`, or a few more once a run has reached the end.
+    slots: usize,
     len: usize,
     cols: Vec<ColumnArray>,
 }
@@ -46,15 +132,28 @@ impl Partition {
     /// An empty table with keys of `kw` bytes (1..=8) and room for about `rows` rows.
     pub(crate) fn new(kw: usize, rows: usize, specs: &[ColumnSpec], ncols: usize) -> Partition {
         let cap = Self::cap_for(rows);
-        let empty = if kw >= 8 { u64::MAX } else { (1u64 << (8 * kw)) - 1 };
-        let mut keys = vec![0xFFu8; cap * kw + 8];
+        let bits = 8 * kw as u32;
+        let empty = if kw >= 8 { u64::MAX } else { (1u64 << bits) - 1 };
+        let slots = cap;
+        let mut keys = vec![0xFFu8; slots * kw + 8];
         keys.shrink_to_fit();
-        let cols = specs[..ncols].iter().map(|s| ColumnArray::new(s.bits, cap, s.default)).collect();
-        Partition { kw, empty, keys, cap, len: 0, cols }
+        let cols = specs[..ncols].iter().map(|s| ColumnArray::new(s.bits, slots, s.default)).collect();
+        Partition { kw, bits, empty, keys, cap, homes: Self::homes_for(cap), slots, len: 0, cols }
+    }
+
+    /// Home range for a capacity: a run at 96% load ends about a dozen slots past its
+    /// start, so the top 16 slots (fewer in tiny tables) are left for spilling runs.
+    fn homes_for(cap: usize) -> usize {
+        cap - (cap / 8).clamp(1, 16)
     }
 
     fn cap_for(rows: usize) -> usize {
         (rows * 100 / 80 + 1).max(4)
+    }
+
+    /// Slots added when the last run reaches the end of the array.
+    fn tail_for(slots: usize) -> usize {
+        8 + slots / 4096
     }
 
     /// The key that marks an empty slot: ids whose low part equals it must live elsewhere.
@@ -74,7 +173,8 @@ impl Partition {
         self.keys.capacity() + self.cols.iter().map(ColumnArray::bytes).sum::<usize>()
     }
 
-    #[inline]
+    /// Stored key at slot `i` (`empty` if the slot is free).
+    #[inline(always)]
     fn key_at(&self, i: usize) -> u64 {
         let p = i * self.kw;
         let mut b = [0u8; 8];
@@ -83,56 +183,54 @@ impl Partition {
     }
 
     #[inline]
-    fn set_key(&mut self, i: usize, k: u64) {
+    fn set_key(&mut self, i: usize, h: u64) {
         let p = i * self.kw;
         let kw = self.kw;
-        self.keys[p..p + kw].copy_from_slice(&k.to_le_bytes()[..kw]);
+        self.keys[p..p + kw].copy_from_slice(&h.to_le_bytes()[..kw]);
     }
 
-    #[inline]
-    fn home(&self, k: u64) -> usize {
-        reduce(mix64(k), self.cap)
+    #[inline(always)]
+    fn stored(&self, k: u64) -> u64 {
+        scramble(k & self.empty, self.bits, self.empty)
     }
 
-    #[inline]
-    fn dist(&self, k: u64, i: usize) -> usize {
-        let h = self.home(k);
-        if i >= h {
-            i - h
-        } else {
-            i + self.cap - h
-        }
+    /// Home slot of stored key `h`: its top bits scaled onto `0..homes`, so homes grow
+    /// with the stored key (the ordering the table relies on).
+    #[inline(always)]
+    fn home(&self, h: u64) -> usize {
+        let top = h << (64 - self.bits);
+        ((top as u128 * self.homes as u128) >> 64) as usize
     }
 
     /// Slot holding `k`, if present.
     #[inline]
     pub(crate) fn find(&self, k: u64) -> Option<usize> {
-        let mut i = self.home(k);
-        let mut d = 0;
+        let h = self.stored(k);
+        if h == self.empty {
+            return None;
+        }
+        let mut i = self.home(h);
         loop {
             let sk = self.key_at(i);
-            if sk == k {
-                return Some(i);
-            }
-            if sk == self.empty || self.dist(sk, i) < d {
-                return None;
+            if sk >= h {
+                return (sk == h).then_some(i);
             }
             i += 1;
-            if i == self.cap {
-                i = 0;
-            }
-            d += 1;
         }
     }
 
     /// Asks the CPU to start loading the cache lines a look-up of `k` in column `c` will
-    /// touch, so a batch of look-ups overlaps its memory misses.
+    /// touch, so a batch of look-ups overlaps its memory misses. A run at 96% load puts
+    /// a key about a dozen slots past its home, so the line after the home is wanted too.
     #[inline]
     pub(crate) fn prefetch(&self, k: u64, c: usize) {
-        let h = self.home(k);
-        prefetch(self.keys.as_ptr().wrapping_add(h * self.kw));
+        let h = self.stored(k);
+        let home = self.home(h);
+        let p = self.keys.as_ptr().wrapping_add(home * self.kw);
+        prefetch(p);
+        prefetch(p.wrapping_add(64));
         if let Some(col) = self.cols.get(c) {
-            prefetch(col.addr(h));
+            prefetch(col.addr(home + 8));
         }
     }
 
@@ -146,15 +244,18 @@ impl Partition {
     }
 
     /// Stores a raw inline value, creating lazily-added column arrays up to `c`.
+    #[inline]
     pub(crate) fn set_raw(&mut self, i: usize, c: usize, x: u64, specs: &[ColumnSpec]) {
-        self.ensure_cols(c + 1, specs);
+        if c >= self.cols.len() {
+            self.ensure_cols(c + 1, specs);
+        }
         self.cols[c].set(i, x);
     }
 
     fn ensure_cols(&mut self, n: usize, specs: &[ColumnSpec]) {
         while self.cols.len() < n {
             let s = &specs[self.cols.len()];
-            self.cols.push(ColumnArray::new(s.bits, self.cap, s.default));
+            self.cols.push(ColumnArray::new(s.bits, self.slots, s.default));
         }
     }
 
@@ -166,7 +267,7 @@ impl Partition {
     /// Inserts a new key (not present, not `empty`) with every column at its default;
     /// grows first if needed. Returns its slot.
     pub(crate) fn insert(&mut self, k: u64, specs: &[ColumnSpec]) -> usize {
-        if (self.len + 1) * 100 > self.cap * MAX_LOAD_PCT {
+        if self.full() {
             self.grow(self.next_cap(), specs);
         }
         let n = self.cols.len();
@@ -181,59 +282,67 @@ impl Partition {
         for (c, s) in carry.iter_mut().zip(specs) {
             *c = s.default;
         }
-        self.place(k, carry)
+        let h = self.stored(k);
+        self.place(h, carry, specs)
     }
 
-    /// Robin Hood placement of `k` with its raw column values; room is guaranteed.
-    fn place(&mut self, mut k: u64, carry: &mut [u64]) -> usize {
-        let mut i = self.home(k);
-        let mut d = 0;
-        let mut placed = None;
-        loop {
-            let sk = self.key_at(i);
-            if sk == self.empty {
-                self.set_key(i, k);
-                for (c, v) in carry.iter().enumerate() {
-                    self.cols[c].set(i, *v);
-                }
-                self.len += 1;
-                return placed.unwrap_or(i);
-            }
-            let sd = self.dist(sk, i);
-            if sd < d {
-                self.set_key(i, k);
-                k = sk;
-                for (c, v) in carry.iter_mut().enumerate() {
-                    let old = self.cols[c].get(i);
-                    self.cols[c].set(i, *v);
-                    *v = old;
-                }
-                placed.get_or_insert(i);
-                d = sd;
-            }
-            i += 1;
-            if i == self.cap {
-                i = 0;
-            }
-            d += 1;
+    /// Puts stored key `h` with its raw column values at its place in the sorted order,
+    /// moving the rest of its run up one slot; room is guaranteed by the load bound.
+    fn place(&mut self, h: u64, carry: &[u64], specs: &[ColumnSpec]) -> usize {
+        debug_assert!(h != self.empty);
+        let mut p = self.home(h);
+        while self.key_at(p) < h {
+            p += 1;
         }
+        debug_assert!(self.key_at(p) != h, "place: key already present");
+        let mut e = p;
+        while self.key_at(e) != self.empty {
+            e += 1;
+        }
+        if e + 1 >= self.slots {
+            self.extend_tail(specs);
+        }
+        let kw = self.kw;
+        self.keys.copy_within(p * kw..e * kw, (p + 1) * kw);
+        self.set_key(p, h);
+        for (c, col) in self.cols.iter_mut().enumerate() {
+            col.shift_up(p, e);
+            col.set(p, carry[c]);
+        }
+        self.len += 1;
+        p
+    }
+
+    /// Adds spare slots at the end so the last run can move up and a sentinel stays.
+    fn extend_tail(&mut self, specs: &[ColumnSpec]) {
+        let slots = self.slots + Self::tail_for(self.slots);
+        let mut keys = std::mem::take(&mut self.keys);
+        keys.truncate(self.slots * self.kw);
+        grow_exact(&mut keys, slots * self.kw + 8, 0xFF);
+        self.keys = keys;
+        for (col, s) in self.cols.iter_mut().zip(specs) {
+            col.extend_to(slots, s.default);
+        }
+        self.slots = slots;
     }
 
     /// Removes the row at slot `i`, shifting the following run back by one.
-    pub(crate) fn remove(&mut self, mut hole: usize) {
+    pub(crate) fn remove(&mut self, hole: usize) {
+        let mut end = hole + 1;
         loop {
-            let next = if hole + 1 == self.cap { 0 } else { hole + 1 };
-            let nk = self.key_at(next);
-            if nk == self.empty || self.dist(nk, next) == 0 {
-                self.set_key(hole, self.empty);
+            let nk = self.key_at(end);
+            if nk == self.empty || self.home(nk) == end {
                 break;
             }
-            self.set_key(hole, nk);
-            for col in &mut self.cols {
-                let v = col.get(next);
-                col.set(hole, v);
-            }
-            hole = next;
+            end += 1;
+        }
+        let kw = self.kw;
+        self.keys.copy_within((hole + 1) * kw..end * kw, hole * kw);
+        let last = end - 1;
+        let empty = self.empty;
+        self.set_key(last, empty);
+        for col in &mut self.cols {
+            col.shift_down(hole, end);
         }
         self.len -= 1;
     }
@@ -251,35 +360,54 @@ impl Partition {
         }
     }
 
-    /// Rebuilds the table with `new_cap` slots.
+    /// Rebuilds the table with `new_cap` home slots. The old table is sorted, so each
+    /// key goes to `max(its new home, the previous key's slot + 1)`: one pass, no probing.
     fn grow(&mut self, new_cap: usize, specs: &[ColumnSpec]) {
-        let mut next = Partition::new(self.kw, 0, specs, self.cols.len());
-        next.cap = new_cap;
-        next.keys = vec![0xFFu8; new_cap * self.kw + 8];
-        next.cols = self.cols.iter().zip(specs).map(|(_, s)| ColumnArray::new(s.bits, new_cap, s.default)).collect();
-        let mut carry = vec![0u64; self.cols.len()];
-        for i in 0..self.cap {
-            let k = self.key_at(i);
-            if k != self.empty {
-                for (c, v) in carry.iter_mut().enumerate() {
-                    *v = self.cols[c].get(i);
+        let cap = new_cap.max(4);
+        let mut next =
+            Partition { cap, homes: Self::homes_for(cap), keys: Vec::new(), slots: 0, len: 0, cols: Vec::new(), ..*self };
+        // First pass: where the last key lands, so the arrays are allocated once.
+        let mut last: Option<usize> = None;
+        for i in 0..self.slots {
+            let h = self.key_at(i);
+            if h != self.empty {
+                let home = next.home(h);
+                last = Some(last.map_or(home, |l| home.max(l + 1)));
+            }
+        }
+        let needed = last.map_or(0, |l| l + 2);
+        next.slots = needed.max(next.cap);
+        next.keys = vec![0xFFu8; next.slots * next.kw + 8];
+        next.keys.shrink_to_fit();
+        next.cols = self.cols.iter().zip(specs).map(|(_, s)| ColumnArray::new(s.bits, next.slots, s.default)).collect();
+        let mut prev: Option<usize> = None;
+        for i in 0..self.slots {
+            let h = self.key_at(i);
+            if h != self.empty {
+                let home = next.home(h);
+                let at = prev.map_or(home, |l| home.max(l + 1));
+                next.set_key(at, h);
+                for (c, col) in self.cols.iter().enumerate() {
+                    next.cols[c].set(at, col.get(i));
                 }
-                next.place(k, &mut carry);
+                prev = Some(at);
+                next.len += 1;
             }
         }
         *self = next;
     }
 
     /// Whether the next insert would rebuild the table.
+    #[inline]
     pub(crate) fn full(&self) -> bool {
         (self.len + 1) * 100 > self.cap * MAX_LOAD_PCT
     }
 
     /// Every occupied slot with its key.
     pub(crate) fn slots(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        (0..self.cap).filter_map(move |i| {
-            let k = self.key_at(i);
-            (k != self.empty).then_some((i, k))
+        (0..self.slots).filter_map(move |i| {
+            let h = self.key_at(i);
+            (h != self.empty).then(|| (i, unscramble(h, self.bits, self.empty)))
         })
     }
 
@@ -289,10 +417,9 @@ impl Partition {
         if self.full() {
             self.grow(self.next_cap(), specs);
         }
-        let mut carry: Vec<u64> = (0..self.cols.len())
-            .map(|c| raw.get(c).copied().unwrap_or(specs[c].default))
-            .collect();
-        self.place(k, &mut carry);
+        let carry: Vec<u64> = (0..self.cols.len()).map(|c| raw.get(c).copied().unwrap_or(specs[c].default)).collect();
+        let h = self.stored(k);
+        self.place(h, &carry, specs);
     }
 
     /// Raw values of every present column array at slot `i`.
@@ -304,9 +431,53 @@ impl Partition {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hash::mix64;
 
     fn specs() -> Vec<ColumnSpec> {
         vec![ColumnSpec { name: "a".into(), bits: 16, max_bits: 32, default: 0 }]
+    }
+
+    #[test]
+    fn scramble_is_a_bijection_that_fixes_all_ones() {
+        for bits in [32u32, 56] {
+            let mask = (1u64 << bits) - 1;
+            assert_eq!(scramble(mask, bits, mask), mask);
+            for k in (0..100_000u64).map(mix64).chain([0, 1, mask - 1]) {
+                let k = k & mask;
+                let h = scramble(k, bits, mask);
+                assert!(h <= mask);
+                assert_eq!(unscramble(h, bits, mask), k, "bits={bits} k={k:#x}");
+            }
+        }
+        // No two keys of a small range collide (a bijection on the full range follows
+        // from the inverse above).
+        let mask = u32::MAX as u64;
+        let mut seen: Vec<u64> = (0..200_000u64).map(|k| scramble(k, 32, mask)).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 200_000);
+    }
+
+    fn check_sorted(p: &Partition) {
+        let mut prev = None;
+        let mut n = 0;
+        for i in 0..p.slots {
+            let h = p.key_at(i);
+            if h == p.empty {
+                continue;
+            }
+            n += 1;
+            assert!(p.home(h) <= i, "key before its home");
+            for j in p.home(h)..i {
+                assert_ne!(p.key_at(j), p.empty, "gap between home and key");
+            }
+            if let Some(q) = prev {
+                assert!(h > q, "not sorted at {i}");
+            }
+            prev = Some(h);
+        }
+        assert_eq!(n, p.len());
+        assert_eq!(p.key_at(p.slots - 1), p.empty, "sentinel");
     }
 
     #[test]
@@ -322,6 +493,7 @@ mod tests {
                     p.set_raw(i, 0, k % 100 + 1, &s);
                 }
             }
+            check_sorted(&p);
             for k in 0..n {
                 let key = mix64(k) & p.empty_key() & !1;
                 let i = p.find(key).expect("present");
@@ -332,11 +504,49 @@ mod tests {
                 let i = p.find(key).expect("present");
                 p.remove(i);
             }
+            check_sorted(&p);
             for k in 0..n {
                 let key = mix64(k) & p.empty_key() & !1;
                 assert_eq!(p.find(key).is_some(), k % 2 == 1, "k={k}");
+                if let Some(i) = p.find(key) {
+                    assert_eq!(p.raw(i, 0, &s[0]), k % 100 + 1);
+                }
             }
             assert_eq!(p.len(), (n / 2) as usize);
+            p.compact(&s);
+            check_sorted(&p);
+            let mut keys: Vec<u64> = p.slots().map(|(_, k)| k).collect();
+            keys.sort_unstable();
+            let mut want: Vec<u64> = (1..n).step_by(2).map(|k| mix64(k) & p.empty_key() & !1).collect();
+            want.sort_unstable();
+            assert_eq!(keys, want);
         }
+    }
+
+    #[test]
+    fn sequential_keys_spill_into_the_tail_and_back() {
+        // Keys whose stored forms crowd the top of the range force the last run into
+        // the tail, which must grow and keep its sentinel.
+        let s = specs();
+        let mut p = Partition::new(4, 0, &s, 1);
+        let mask = p.empty_key();
+        let mut inserted = Vec::new();
+        let mut h = mask - 1;
+        while inserted.len() < 3000 {
+            let k = unscramble(h, 32, mask);
+            let i = p.insert(k, &s);
+            p.set_raw(i, 0, 1, &s);
+            inserted.push(k);
+            h -= 1;
+        }
+        check_sorted(&p);
+        for &k in &inserted {
+            assert!(p.find(k).is_some());
+        }
+        for &k in inserted.iter().step_by(3) {
+            let i = p.find(k).expect("present");
+            p.remove(i);
+        }
+        check_sorted(&p);
     }
 }
