@@ -199,6 +199,23 @@ impl Engine {
     /// With a `txid`, a repeat of an id already applied to this row within the window
     /// returns the current value without counting again.
     pub fn incr(&self, counter: &str, key: Key<'_>, column: &str, delta: i64, txid: Option<&str>) -> Result<u64> {
+        let (value, pending) = self.incr_deferred(counter, key, column, delta, txid)?;
+        self.commit(pending)?;
+        Ok(value)
+    }
+
+    /// [`Engine::incr`] without waiting for the log: the increment is applied (readers
+    /// see it) and the returned [`Pending`] must be passed to [`Engine::commit`] before
+    /// the new value is acknowledged to anyone. A server answering a pipeline applies
+    /// every command of the batch this way and waits for the disk once.
+    pub fn incr_deferred(
+        &self,
+        counter: &str,
+        key: Key<'_>,
+        column: &str,
+        delta: i64,
+        txid: Option<&str>,
+    ) -> Result<(u64, Pending)> {
         key.validate()?;
         if let Some(t) = txid {
             if t.is_empty() {
@@ -219,11 +236,10 @@ impl Engine {
                 st.txids.expire(ts.saturating_sub(self.inner.opts.txid_window.as_millis() as u64));
                 if st.txids.contains(&key.to_owned_key(), t) {
                     let v = st.get(key, col, &schema);
-                    drop(st);
-                    drop(schema);
-                    // The first application may still be on its way to disk.
-                    self.inner.log.commit_all()?;
-                    return Ok(v);
+                    // The first application may still be on its way to disk: wait for
+                    // everything appended so far.
+                    let last = self.inner.log.next_lsn().saturating_sub(1);
+                    return Ok((v, Pending(last)));
                 }
             }
             let cur = st.get(key, col, &schema);
@@ -235,13 +251,33 @@ impl Engine {
             }
             (lsn, value)
         };
-        drop(schema);
-        self.inner.log.commit(lsn)?;
-        Ok(value)
+        Ok((value, Pending(lsn)))
+    }
+
+    /// Waits until the writes behind `pending` are as durable as the fsync policy
+    /// promises (`Always`: fsynced, shared with every concurrent writer). Only then may
+    /// they be acknowledged. An error means they may be lost: do not acknowledge them.
+    pub fn commit(&self, pending: Pending) -> Result<()> {
+        if pending.0 == 0 {
+            return Ok(());
+        }
+        self.inner.log.commit(pending.0)
+    }
+
+    /// Whether the writes behind `pending` are already as durable as the policy
+    /// promises, without waiting (a waiter re-checks this after every group fsync).
+    pub fn is_durable(&self, pending: Pending) -> bool {
+        pending.0 == 0 || self.inner.log.is_durable(pending.0)
     }
 
     /// Sets one column of one row (refused past the column's max).
     pub fn set(&self, counter: &str, key: Key<'_>, column: &str, value: u64) -> Result<()> {
+        let pending = self.set_deferred(counter, key, column, value)?;
+        self.commit(pending)
+    }
+
+    /// [`Engine::set`] without waiting for the log; see [`Engine::incr_deferred`].
+    pub fn set_deferred(&self, counter: &str, key: Key<'_>, column: &str, value: u64) -> Result<Pending> {
         key.validate()?;
         let c = self.counter(counter)?;
         let schema = c.schema.read();
@@ -253,20 +289,26 @@ impl Engine {
             st.set(key, col, value, &schema);
             lsn
         };
-        drop(schema);
-        self.inner.log.commit(lsn)
+        Ok(Pending(lsn))
     }
 
     /// Deletes a row (all its columns return to their defaults). Returns whether it was
     /// stored.
     pub fn delete(&self, counter: &str, key: Key<'_>) -> Result<bool> {
+        let (stored, pending) = self.delete_deferred(counter, key)?;
+        self.commit(pending)?;
+        Ok(stored)
+    }
+
+    /// [`Engine::delete`] without waiting for the log; see [`Engine::incr_deferred`].
+    pub fn delete_deferred(&self, counter: &str, key: Key<'_>) -> Result<(bool, Pending)> {
         key.validate()?;
         let c = self.counter(counter)?;
         let schema = c.schema.read();
         let lsn = {
             let mut st = c.stripe(key).write();
             if !st.exists(key) {
-                return Ok(false);
+                return Ok((false, Pending::NONE));
             }
             let lsn = self.inner.log.append(now_ms(), |b| {
                 b.put_u8(5);
@@ -276,9 +318,7 @@ impl Engine {
             st.delete(key, &schema);
             lsn
         };
-        drop(schema);
-        self.inner.log.commit(lsn)?;
-        Ok(true)
+        Ok((true, Pending(lsn)))
     }
 
     /// One column of one row (the column default if the row is not stored).
@@ -374,6 +414,34 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         let _ = self.shutdown();
+    }
+}
+
+/// The log position a deferred write's acknowledgement has to wait for
+/// ([`Engine::commit`]). Exists so a caller can apply many writes and wait for the disk
+/// once, for the newest of them (`a.max(b)`): records become durable in log order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[must_use = "a deferred write must be committed before it is acknowledged"]
+pub struct Pending(u64);
+
+impl Pending {
+    /// Nothing to wait for (a write that changed nothing).
+    pub const NONE: Pending = Pending(0);
+
+    /// Whether there is anything to wait for.
+    pub fn is_none(&self) -> bool {
+        self.0 == 0
+    }
+
+    /// The log position (log sequence number) waited for; 0 for none.
+    pub fn position(&self) -> u64 {
+        self.0
+    }
+
+    /// A wait for everything up to log position `lsn` (e.g. the highest of many
+    /// connections' positions, for one shared fsync).
+    pub fn at(lsn: u64) -> Pending {
+        Pending(lsn)
     }
 }
 

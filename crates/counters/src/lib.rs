@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use column::ColumnSpec;
-pub use engine::{Engine, MAX_TXID_LEN};
+pub use engine::{Engine, Pending, MAX_TXID_LEN};
 pub use error::{Error, Result};
 pub use key::{Key, OwnedKey, MAX_KEY_LEN};
 pub use log::FsyncPolicy;

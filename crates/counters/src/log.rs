@@ -169,11 +169,13 @@ impl Log {
         }
     }
 
-    /// Makes everything appended so far durable under the policy (used to acknowledge a
-    /// retried txid whose first application may still be in flight).
-    pub(crate) fn commit_all(&self) -> Result<()> {
-        let last = self.next_lsn().saturating_sub(1);
-        self.commit(last)
+    /// Whether record `lsn` has been written out (and fsynced, under `Always`).
+    pub(crate) fn is_durable(&self, lsn: u64) -> bool {
+        match self.policy {
+            FsyncPolicy::Always => self.durable.load(Ordering::Acquire) > lsn,
+            // The other policies acknowledge once the record is in memory.
+            _ => true,
+        }
     }
 
     /// Writes the buffer to the current segment, fsyncing it if `sync`.

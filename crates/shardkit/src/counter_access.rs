@@ -70,6 +70,8 @@ pub struct Counters {
     pub auto_create: bool,
     /// Whether a write waits for an fsync before it returns (fsync `always`).
     pub writes_wait_for_disk: bool,
+    /// The shared fsync for RESP batches under fsync `always`.
+    pub group_commit: crate::group_commit::GroupCommit,
 }
 
 impl Counters {

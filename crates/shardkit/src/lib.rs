@@ -5,6 +5,7 @@
 pub mod config;
 pub mod counter_access;
 pub mod decoded_json;
+pub mod group_commit;
 pub mod http;
 pub mod resp;
 pub mod server;

@@ -45,6 +45,8 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
             })
             .await
     });
+    let (stop_fsync, fsync_stopped) = watch::channel(false);
+    let group_commit = tokio::spawn(crate::group_commit::GroupCommit::run(Arc::clone(&state), fsync_stopped));
     let resp = tokio::spawn(accept_resp(resp_listener, Arc::clone(&state), limits, stopped));
 
     wait_for_signal().await;
@@ -58,6 +60,10 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     if drained.is_err() {
         tracing::warn!("connections still open after {DRAIN_TIMEOUT:?}; closing anyway");
     }
+    // Connections finishing their last batch may still wait for an fsync: stop the
+    // fsync task only now.
+    let _ = stop_fsync.send(true);
+    let _ = group_commit.await;
     match Arc::try_unwrap(state) {
         Ok(state) => tokio::task::spawn_blocking(move || state.close()).await??,
         Err(_) => tracing::warn!("state still in use at exit; the time guard keeps its written-ahead mark"),

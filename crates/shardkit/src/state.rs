@@ -65,7 +65,7 @@ impl AppState {
         let recovery = engine.recovery();
         tracing::info!(report = ?recovery, "counters recovered");
         let writes_wait_for_disk = settings.counters.fsync == "always";
-        let counters = Counters { engine, auto_create: settings.counters.auto_create, writes_wait_for_disk };
+        let counters = Counters { engine, auto_create: settings.counters.auto_create, writes_wait_for_disk, group_commit: Default::default() };
         Ok(Self { settings, layout, ids, counters, tickets })
     }
 

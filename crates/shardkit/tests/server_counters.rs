@@ -115,6 +115,25 @@ fn sigkill_loses_no_acknowledged_increment() {
         }
         acked
     });
+    // And a third pipelines 16 increments per round trip: the server applies them all
+    // and waits for the disk once before it answers any of them.
+    let piped = std::thread::spawn(move || {
+        let mut other = redis::Client::open(format!("redis://{resp}/")).unwrap().get_connection().unwrap();
+        let mut acked = 0u64;
+        loop {
+            let mut pipe = redis::pipe();
+            for _ in 0..16 {
+                pipe.cmd("INCR").arg("pipe:1");
+            }
+            match pipe.query::<Vec<u64>>(&mut other) {
+                Ok(values) => {
+                    assert_eq!(values, (acked + 1..=acked + 16).collect::<Vec<_>>(), "replies in order");
+                    acked += 16;
+                }
+                Err(_) => return acked,
+            }
+        }
+    });
     for i in 0..2_000u64 {
         let row = i % 50;
         let value: i64 = redis::cmd("INCR").arg(format!("posts:{row}:likes")).query(&mut con).unwrap();
@@ -124,6 +143,8 @@ fn sigkill_loses_no_acknowledged_increment() {
     server.child.kill().unwrap(); // SIGKILL
     server.child.wait().unwrap();
     let bg_acked = background.join().unwrap();
+    let piped_acked = piped.join().unwrap();
+    assert!(piped_acked > 0, "the pipelined client got no reply before the kill");
     drop(server);
 
     let server = Server::start(dir.path(), &[]);
@@ -136,4 +157,7 @@ fn sigkill_loses_no_acknowledged_increment() {
     let bg_now = bg_now.unwrap_or(0);
     // Every acknowledged one is there; at most the one in flight at the kill is extra.
     assert!(bg_now >= bg_acked && bg_now <= bg_acked + 1, "acked {bg_acked}, found {bg_now}");
+    let piped_now: u64 = redis::cmd("GET").arg("pipe:1").query::<Option<u64>>(&mut con).unwrap().unwrap_or(0);
+    // Every acknowledged batch is there; at most the batch in flight is extra.
+    assert!(piped_now >= piped_acked && piped_now <= piped_acked + 16, "acked {piped_acked}, found {piped_now}");
 }

@@ -19,6 +19,9 @@ pub enum Outcome {
 /// Per-connection state.
 #[derive(Debug)]
 pub struct Session {
+    /// Log position the replies computed so far wait for: value writes are applied at
+    /// once and made durable once per batch, before any reply of the batch is sent.
+    pub pending: shardkit_counters::Pending,
     authenticated: bool,
     id: u64,
     name: Option<Vec<u8>>,
@@ -30,7 +33,12 @@ static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
 impl Session {
     /// A session; `authenticated` from the start when no API key is configured.
     pub fn new(authenticated: bool) -> Self {
-        Self { authenticated, id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed), name: None }
+        Self {
+            pending: shardkit_counters::Pending::NONE,
+            authenticated,
+            id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed),
+            name: None,
+        }
     }
 }
 
@@ -88,7 +96,7 @@ pub fn execute(cmd: &Command<'_>, state: &AppState, session: &mut Session, out: 
         id_next(cmd, state, out);
     } else if is("TICKET.NEXT") {
         ticket_next(cmd, state, out);
-    } else if !super::counter_commands::execute(name, cmd, state, out) {
+    } else if !super::counter_commands::execute(name, cmd, state, &mut session.pending, out) {
         unknown(cmd, out);
     }
     Outcome::Continue

@@ -60,6 +60,12 @@ pub async fn serve(mut stream: TcpStream, state: Arc<AppState>, limits: Limits, 
             reply::error(&mut output, "ERR Protocol error: client query buffer too big");
             close = true;
         }
+        // No reply of this batch goes out before its writes are durable; if they cannot
+        // be made durable, none does and the connection closes (the client must not take
+        // an unacknowledged write for done).
+        if !session.pending.is_none() && commit(&state, std::mem::take(&mut session.pending)).await.is_err() {
+            return;
+        }
         crate::telemetry::add(&crate::telemetry::RESP_COMMANDS, commands_run);
         crate::telemetry::add(&crate::telemetry::RESP_ERRORS, count_errors(&output));
         if stream.write_all(&output).await.is_err() {
@@ -70,6 +76,17 @@ pub async fn serve(mut stream: TcpStream, state: Arc<AppState>, limits: Limits, 
             let _ = stream.shutdown().await;
             return;
         }
+    }
+}
+
+/// Waits once for every write of a batch. Under fsync `always` that is an fsync shared
+/// with the other connections' batches ([`crate::group_commit`]); under `everysec` and
+/// `no` the records are already where the policy wants them.
+async fn commit(state: &AppState, pending: shardkit_counters::Pending) -> Result<(), ()> {
+    if state.counters.writes_wait_for_disk {
+        state.counters.group_commit.wait(state, pending).await.map_err(|_| ())
+    } else {
+        state.counters.engine.commit(pending).map_err(|_| ())
     }
 }
 

@@ -1,21 +1,22 @@
 //! The counter commands over RESP: Redis's string and hash commands mapped onto the
 //! counter engine (keys `<counter>:<id>[:<column>]`, hash fields = columns), plus the
-//! `COUNTER.*` commands. Under fsync `always` writes wait for the log's fsync, so
-//! they run in `block_in_place` and let the runtime move other connections to another
-//! thread.
+//! `COUNTER.*` commands. Value writes are applied without waiting for the log: each
+//! adds its log position to the connection's [`Pending`], and the connection waits for
+//! the disk once per batch of commands, before it writes any reply (see
+//! `connection.rs`). Schema writes (`COUNTER.CREATE`, `COUNTER.ADDCOL`) wait at once.
 
 use super::parse::{parse_i64, Command};
 use super::reply;
 use crate::counter_access::CounterKey;
 use crate::state::AppState;
 use bytes::BytesMut;
-use shardkit_counters::{ColumnOptions, Error};
+use shardkit_counters::{ColumnOptions, Error, Pending};
 
 const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 
-/// Runs a write. Under fsync `always` it waits for the disk, so it runs in
-/// `block_in_place` (the runtime moves other connections off this thread); under
-/// `everysec` and `no` a write only touches memory and runs inline, which is far cheaper.
+/// Runs a write that waits for the log itself (schema changes). Under fsync `always`
+/// it waits for the disk, so it runs in `block_in_place` (the runtime moves other
+/// connections off this thread); under `everysec` and `no` it runs inline.
 #[inline]
 fn may_block<T>(state: &AppState, write: impl FnOnce() -> T) -> T {
     if state.counters.writes_wait_for_disk {
@@ -26,33 +27,35 @@ fn may_block<T>(state: &AppState, write: impl FnOnce() -> T) -> T {
 }
 
 /// Runs a counter command if `name` is one; returns false for any other name.
-pub fn execute(name: &[u8], cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) -> bool {
+/// Value writes add what they wait for to `pending`; the caller must
+/// [`commit`](shardkit_counters::Engine::commit) it before sending any reply.
+pub fn execute(name: &[u8], cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut BytesMut) -> bool {
     let is = |expected: &str| name.eq_ignore_ascii_case(expected.as_bytes());
     if is("GET") {
         exact(cmd, 2, "get", out, |out| get(cmd, state, out));
     } else if is("INCR") {
-        exact(cmd, 2, "incr", out, |out| incr(cmd, state, Some(1), out));
+        exact(cmd, 2, "incr", out, |out| incr(cmd, state, Some(1), pending, out));
     } else if is("DECR") {
-        exact(cmd, 2, "decr", out, |out| incr(cmd, state, Some(-1), out));
+        exact(cmd, 2, "decr", out, |out| incr(cmd, state, Some(-1), pending, out));
     } else if is("INCRBY") {
-        exact(cmd, 3, "incrby", out, |out| incr(cmd, state, None, out));
+        exact(cmd, 3, "incrby", out, |out| incr(cmd, state, None, pending, out));
     } else if is("DECRBY") {
         exact(cmd, 3, "decrby", out, |out| {
             match cmd.arg(2).and_then(parse_i64).and_then(i64::checked_neg) {
-                Some(delta) => incr(cmd, state, Some(delta), out),
+                Some(delta) => incr(cmd, state, Some(delta), pending, out),
                 None => reply::error(out, NOT_INTEGER),
             }
         });
     } else if is("SET") {
-        set(cmd, state, out);
+        set(cmd, state, pending, out);
     } else if is("MGET") {
         at_least(cmd, 2, "mget", out, |out| mget(cmd, state, out));
     } else if is("DEL") {
-        at_least(cmd, 2, "del", out, |out| del(cmd, state, out));
+        at_least(cmd, 2, "del", out, |out| del(cmd, state, pending, out));
     } else if is("EXISTS") {
         at_least(cmd, 2, "exists", out, |out| exists(cmd, state, out));
     } else if is("HINCRBY") {
-        exact(cmd, 4, "hincrby", out, |out| hincrby(cmd, state, out));
+        exact(cmd, 4, "hincrby", out, |out| hincrby(cmd, state, pending, out));
     } else if is("HGET") {
         exact(cmd, 3, "hget", out, |out| hget(cmd, state, out));
     } else if is("HMGET") {
@@ -60,7 +63,7 @@ pub fn execute(name: &[u8], cmd: &Command<'_>, state: &AppState, out: &mut Bytes
     } else if is("HGETALL") {
         exact(cmd, 2, "hgetall", out, |out| hgetall(cmd, state, out));
     } else if is("HDEL") {
-        at_least(cmd, 3, "hdel", out, |out| hdel(cmd, state, out));
+        at_least(cmd, 3, "hdel", out, |out| hdel(cmd, state, pending, out));
     } else if is("COUNTER.CREATE") {
         exact(cmd, 2, "counter.create", out, |out| create(cmd, state, out));
     } else if is("COUNTER.ADDCOL") {
@@ -68,7 +71,7 @@ pub fn execute(name: &[u8], cmd: &Command<'_>, state: &AppState, out: &mut Bytes
     } else if is("COUNTER.INFO") {
         exact(cmd, 2, "counter.info", out, |out| info(cmd, state, out));
     } else if is("COUNTER.INCRBY") {
-        exact(cmd, 5, "counter.incrby", out, |out| idempotent_incr(cmd, state, out));
+        exact(cmd, 5, "counter.incrby", out, |out| idempotent_incr(cmd, state, pending, out));
     } else {
         return false;
     }
@@ -127,24 +130,35 @@ fn get(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     }
 }
 
-fn incr(cmd: &Command<'_>, state: &AppState, fixed: Option<i64>, out: &mut BytesMut) {
+fn incr(cmd: &Command<'_>, state: &AppState, fixed: Option<i64>, pending: &mut Pending, out: &mut BytesMut) {
     let key = match CounterKey::parse(cmd.arg(1).unwrap_or_default()) {
         Ok(key) => key,
         Err(msg) => return reply::error(out, msg),
     };
     let Some(delta) = fixed.or_else(|| cmd.arg(2).and_then(parse_i64)) else { return reply::error(out, NOT_INTEGER) };
-    write_delta(state, &key, key.column_or_default(), delta, None, out);
+    write_delta(state, &key, key.column_or_default(), delta, None, pending, out);
 }
 
-fn write_delta(state: &AppState, key: &CounterKey<'_>, column: &str, delta: i64, txid: Option<&str>, out: &mut BytesMut) {
-    let result = may_block(state, || state.counters.write(key.counter, column, |e| e.incr(key.counter, key.key(), column, delta, txid)));
+fn write_delta(
+    state: &AppState,
+    key: &CounterKey<'_>,
+    column: &str,
+    delta: i64,
+    txid: Option<&str>,
+    pending: &mut Pending,
+    out: &mut BytesMut,
+) {
+    let result = state.counters.write(key.counter, column, |e| e.incr_deferred(key.counter, key.key(), column, delta, txid));
     match result {
-        Ok(v) => reply_value(out, v),
+        Ok((v, p)) => {
+            *pending = (*pending).max(p);
+            reply_value(out, v)
+        }
         Err(e) => engine_error(out, &e),
     }
 }
 
-fn set(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
+fn set(cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut BytesMut) {
     if cmd.len() < 3 {
         return reply::error(out, "ERR wrong number of arguments for 'set' command");
     }
@@ -160,8 +174,11 @@ fn set(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
         _ => return reply::error(out, NOT_INTEGER),
     };
     let column = key.column_or_default();
-    match may_block(state, || state.counters.write(key.counter, column, |e| e.set(key.counter, key.key(), column, value))) {
-        Ok(()) => reply::simple(out, "OK"),
+    match state.counters.write(key.counter, column, |e| e.set_deferred(key.counter, key.key(), column, value)) {
+        Ok(p) => {
+            *pending = (*pending).max(p);
+            reply::simple(out, "OK")
+        }
         Err(e) => engine_error(out, &e),
     }
 }
@@ -177,18 +194,24 @@ fn mget(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     }
 }
 
-fn del(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
+fn del(cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut BytesMut) {
     let mut removed = 0i64;
     for raw in cmd.args().skip(1) {
         let key = match CounterKey::parse(raw) {
             Ok(key) => key,
             Err(msg) => return reply::error(out, msg),
         };
-        let result = may_block(state, || match key.column {
+        let result = match key.column {
             // A key naming a column resets that column.
-            Some(column) => reset_column(state, &key, column),
-            None => state.counters.read(|e| e.delete(key.counter, key.key())).map(|d| d.unwrap_or(false)),
-        });
+            Some(column) => reset_column(state, &key, column, pending),
+            None => state.counters.read(|e| e.delete_deferred(key.counter, key.key())).map(|d| match d {
+                Some((stored, p)) => {
+                    *pending = (*pending).max(p);
+                    stored
+                }
+                None => false,
+            }),
+        };
         match result {
             Ok(true) => removed += 1,
             Ok(false) => {}
@@ -199,9 +222,13 @@ fn del(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
 }
 
 /// Sets a column back to 0; true if it was set (what `DEL` and `HDEL` count).
-fn reset_column(state: &AppState, key: &CounterKey<'_>, column: &str) -> Result<bool, Error> {
+fn reset_column(state: &AppState, key: &CounterKey<'_>, column: &str, pending: &mut Pending) -> Result<bool, Error> {
     match state.counters.read(|e| e.get(key.counter, key.key(), column))? {
-        Some(v) if v != 0 => state.counters.engine.set(key.counter, key.key(), column, 0).map(|()| true),
+        Some(v) if v != 0 => {
+            let p = state.counters.engine.set_deferred(key.counter, key.key(), column, 0)?;
+            *pending = (*pending).max(p);
+            Ok(true)
+        }
         _ => Ok(false),
     }
 }
@@ -231,14 +258,14 @@ fn column_name<'a>(raw: &'a [u8], out: &mut BytesMut) -> Option<&'a str> {
     name
 }
 
-fn hincrby(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
+fn hincrby(cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut BytesMut) {
     let key = match CounterKey::parse_row(cmd.arg(1).unwrap_or_default()) {
         Ok(key) => key,
         Err(msg) => return reply::error(out, msg),
     };
     let Some(column) = column_name(cmd.arg(2).unwrap_or_default(), out) else { return };
     let Some(delta) = cmd.arg(3).and_then(parse_i64) else { return reply::error(out, NOT_INTEGER) };
-    write_delta(state, &key, column, delta, None, out);
+    write_delta(state, &key, column, delta, None, pending, out);
 }
 
 fn hget(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
@@ -288,7 +315,7 @@ fn hgetall(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     }
 }
 
-fn hdel(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
+fn hdel(cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut BytesMut) {
     let key = match CounterKey::parse_row(cmd.arg(1).unwrap_or_default()) {
         Ok(key) => key,
         Err(msg) => return reply::error(out, msg),
@@ -296,7 +323,7 @@ fn hdel(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     let mut removed = 0i64;
     for raw in cmd.args().skip(2) {
         let Ok(column) = std::str::from_utf8(raw) else { continue };
-        let result = may_block(state, || reset_column(state, &key, column));
+        let result = reset_column(state, &key, column, pending);
         match result {
             Ok(true) => removed += 1,
             Ok(false) => {}
@@ -388,7 +415,7 @@ fn info(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
 }
 
 /// `COUNTER.INCRBY key column delta txid`: counted once per txid within the window.
-fn idempotent_incr(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
+fn idempotent_incr(cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut BytesMut) {
     let key = match CounterKey::parse_row(cmd.arg(1).unwrap_or_default()) {
         Ok(key) => key,
         Err(msg) => return reply::error(out, msg),
@@ -396,5 +423,5 @@ fn idempotent_incr(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     let Some(column) = column_name(cmd.arg(2).unwrap_or_default(), out) else { return };
     let Some(delta) = cmd.arg(3).and_then(parse_i64) else { return reply::error(out, NOT_INTEGER) };
     let Some(txid) = utf8(cmd.arg(4), "transaction ids", out) else { return };
-    write_delta(state, &key, column, delta, Some(txid), out);
+    write_delta(state, &key, column, delta, Some(txid), pending, out);
 }

@@ -1,0 +1,93 @@
+//! Group commit for the RESP server under fsync `always`.
+//!
+//! A connection applies every write of a batch at once and then has to wait until the
+//! log holds them on disk before it may answer. Blocking a runtime thread on that wait
+//! (one per connection) costs a thread handoff per connection per fsync; instead, the
+//! connection asks here and awaits. One task does the fsyncs back to back, each
+//! covering everything appended before it began, and wakes every waiter after each.
+//! So 50 connections with 16 pipelined writes each share about one fsync per round.
+
+use crate::state::AppState;
+use shardkit_counters::Pending;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::{watch, Notify};
+
+/// The waiters' side of the fsync task: what is wanted, and a signal after each fsync.
+pub struct GroupCommit {
+    /// Highest log position any connection waits for.
+    wanted: AtomicU64,
+    /// Wakes the fsync task when `wanted` rose.
+    wake: Notify,
+    /// Bumped after every fsync attempt, so waiters re-check.
+    done: watch::Sender<u64>,
+    /// Set when the log failed: nothing waiting can be acknowledged any more.
+    failed: AtomicBool,
+}
+
+impl Default for GroupCommit {
+    fn default() -> Self {
+        Self { wanted: AtomicU64::new(0), wake: Notify::new(), done: watch::channel(0).0, failed: AtomicBool::new(false) }
+    }
+}
+
+impl std::fmt::Debug for GroupCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit").field("wanted", &self.wanted.load(Ordering::Relaxed)).finish()
+    }
+}
+
+/// Why a wait ended without the writes being durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotDurable;
+
+impl GroupCommit {
+    /// Waits until the writes behind `pending` are fsynced. `Err` means they may be
+    /// lost (the log failed, or the server stopped): the caller must not acknowledge them.
+    pub async fn wait(&self, state: &AppState, pending: Pending) -> Result<(), NotDurable> {
+        let engine = &state.counters.engine;
+        // Subscribe before asking, so an fsync finishing in between is not missed.
+        let mut done = self.done.subscribe();
+        self.wanted.fetch_max(pending.position(), Ordering::AcqRel);
+        self.wake.notify_one();
+        loop {
+            if engine.is_durable(pending) {
+                return Ok(());
+            }
+            if self.failed.load(Ordering::Acquire) {
+                return Err(NotDurable);
+            }
+            done.changed().await.map_err(|_| NotDurable)?;
+        }
+    }
+
+    /// The fsync task: runs until `stop` fires and nobody waits any more.
+    pub async fn run(state: Arc<AppState>, mut stop: watch::Receiver<bool>) {
+        let this = &state.counters.group_commit;
+        loop {
+            let wanted = this.wanted.load(Ordering::Acquire);
+            let target = Pending::at(wanted);
+            if wanted > 0 && !state.counters.engine.is_durable(target) {
+                let worker = Arc::clone(&state);
+                let result = tokio::task::spawn_blocking(move || worker.counters.engine.commit(target)).await;
+                if !matches!(result, Ok(Ok(()))) {
+                    tracing::error!("counter log fsync failed; writes are refused from now on");
+                    this.failed.store(true, Ordering::Release);
+                }
+                this.done.send_modify(|n| *n = n.wrapping_add(1));
+                if this.failed.load(Ordering::Acquire) {
+                    return;
+                }
+                continue;
+            }
+            tokio::select! {
+                _ = this.wake.notified() => {}
+                _ = stop.changed() => {
+                    if *stop.borrow() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
