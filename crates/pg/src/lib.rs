@@ -1,0 +1,19 @@
+//! shardkit past one machine, on the engines users already run:
+//!
+//! - [`cluster`]: Instagram's logical shards as PostgreSQL schemas `shard_NNNN` spread
+//!   over a few servers by a `shardkit-ring` shard map, ids made inside the database by
+//!   each schema's `next_id()` ([`schema`] has the SQL and why it differs from the
+//!   published function), the map recorded in `shardkit_meta`.
+//! - [`tickets`]: Flickr's ticket servers on MariaDB/MySQL (`REPLACE INTO` +
+//!   `LAST_INSERT_ID()`, two servers with odd and even numbers, fail-over) and a
+//!   PostgreSQL sequence store, both behind `shardkit-ids`'s `TicketStore`.
+//!
+//! The shardkit binary includes this crate with its cargo feature `sql`.
+
+pub mod cluster;
+pub mod connect;
+pub mod error;
+pub mod schema;
+
+pub use cluster::{init, Cluster, InitOptions, InitReport, ServerReport, MAX_LOGICAL_SHARDS};
+pub use error::{redact_url, PgError};
