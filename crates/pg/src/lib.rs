@@ -10,10 +10,12 @@
 //!
 //! The shardkit binary includes this crate with its cargo feature `sql`.
 
+pub mod blocking;
 pub mod cluster;
 pub mod connect;
 pub mod error;
 pub mod schema;
+pub mod tickets;
 
 pub use cluster::{init, Cluster, InitOptions, InitReport, ServerReport, MAX_LOGICAL_SHARDS};
 pub use error::{redact_url, PgError};

@@ -66,3 +66,55 @@ impl Drop for PgDb {
         .join();
     }
 }
+
+/// Runs one admin statement on MariaDB at `url` (a fresh connection each time).
+pub async fn mysql_exec(url: &str, sql: &str) {
+    use mysql_async::prelude::Queryable;
+    let mut conn = mysql_async::Conn::from_url(url).await.expect("MariaDB at SHARDKIT_MYSQL_URL");
+    conn.query_drop(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let _ = conn.disconnect().await;
+}
+
+/// Reads one column of u64 from MariaDB at `url`.
+pub async fn mysql_column(url: &str, sql: &str) -> Vec<u64> {
+    use mysql_async::prelude::Queryable;
+    let mut conn = mysql_async::Conn::from_url(url).await.expect("MariaDB");
+    let rows: Vec<u64> = conn.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let _ = conn.disconnect().await;
+    rows
+}
+
+/// A MariaDB database that exists for one test (a stand-in for one ticket server).
+pub struct MyDb {
+    /// Its name.
+    pub name: String,
+    /// A URL connecting to it.
+    pub url: String,
+}
+
+impl MyDb {
+    /// Creates a fresh database.
+    pub fn create(tag: &str) -> Self {
+        let name = unique_name(tag);
+        block_on(mysql_exec(&mysql_url(), &format!("CREATE DATABASE {name}")));
+        Self { url: with_db(&mysql_url(), &name), name }
+    }
+}
+
+impl Drop for MyDb {
+    fn drop(&mut self) {
+        let sql = format!("DROP DATABASE IF EXISTS {}", self.name);
+        let _ = std::thread::spawn(move || block_on(mysql_exec(&mysql_url(), &sql))).join();
+    }
+}
+
+/// Runs a future to completion on a throwaway runtime (for sync tests).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime").block_on(future)
+}
+
+/// `PgDb::create` for sync tests.
+pub fn pg_db(tag: &str) -> PgDb {
+    let tag = tag.to_string();
+    std::thread::spawn(move || block_on(PgDb::create(&tag))).join().expect("create database")
+}
