@@ -60,11 +60,12 @@ pub struct InitReport {
 
 /// What a server's `shardkit_meta` says, if it has one.
 #[derive(Debug, Clone)]
-struct Meta {
-    logical_shards: u32,
-    epoch_unix_ms: u64,
-    map: ShardMap,
+pub(crate) struct Meta {
+    pub(crate) logical_shards: u32,
+    pub(crate) epoch_unix_ms: u64,
+    pub(crate) map: ShardMap,
 }
+
 
 /// Checks the shard count: a power of two in `1..=8192`.
 pub fn check_logical_shards(s: u64) -> Result<u32, PgError> {
@@ -92,7 +93,7 @@ fn server_names(servers: &[String]) -> Result<Vec<String>, PgError> {
 }
 
 /// Reads `shardkit_meta` of one server: `None` if it has none yet.
-async fn read_meta(client: &Client, server: &str) -> Result<Option<Meta>, PgError> {
+pub(crate) async fn read_meta(client: &Client, server: &str) -> Result<Option<Meta>, PgError> {
     let exists: Option<String> = client
         .query_one("SELECT to_regclass('shardkit_meta.shard_maps')::text", &[])
         .await
@@ -214,7 +215,7 @@ pub async fn init(options: &InitOptions) -> Result<InitReport, PgError> {
 
 /// Writes the cluster row and this map version into `shardkit_meta` (no-ops if present),
 /// under a transaction-level advisory lock so two concurrent inits serialise.
-async fn record_meta(
+pub(crate) async fn record_meta(
     client: &mut Client,
     name: &str,
     shards: u32,
