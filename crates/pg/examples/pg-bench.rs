@@ -44,7 +44,7 @@ CREATE TABLE plain_links (id bigserial PRIMARY KEY, code text NOT NULL UNIQUE, u
 "#;
 
 /// Single-row inserts from `connections` connections for `secs`; `table(i)` picks the table of the i-th insert.
-async fn single_rows(url: &str, connections: usize, secs: u64, table: fn(u64) -> String) -> f64 {
+async fn single_rows(url: &str, connections: usize, secs: u64, tag: &'static str, table: fn(u64) -> String) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
@@ -56,7 +56,7 @@ async fn single_rows(url: &str, connections: usize, secs: u64, table: fn(u64) ->
             let mut i = c as u64;
             while !stop.load(Ordering::Relaxed) {
                 let sql = format!("INSERT INTO {} (code, url, url_hash) VALUES ($1, 'https://example.com/', 0)", table(i));
-                client.execute(sql.as_str(), &[&format!("s{c}-{i}")]).await.unwrap();
+                client.execute(sql.as_str(), &[&format!("{tag}{c}-{i}")]).await.unwrap();
                 i += connections as u64;
                 done.fetch_add(1, Ordering::Relaxed);
             }
@@ -124,10 +124,10 @@ async fn main() {
     shardkit_pg::connect::connect(&url).await.unwrap().batch_execute(PUBLISHED).await.unwrap();
 
     println!("## PostgreSQL inserts/s ({connections} connections, {secs} s each, single-row inserts)");
-    let plain = single_rows(&url, connections, secs, |_| "plain_links".into()).await;
-    let one = single_rows(&url, connections, secs, |_| "shard_0000.links".into()).await;
-    let many = single_rows(&url, connections, secs, |i| format!("shard_{:04}.links", i % 64)).await;
-    let published = single_rows(&url, connections, secs, |_| "published.links".into()).await;
+    let plain = single_rows(&url, connections, secs, "p", |_| "plain_links".into()).await;
+    let one = single_rows(&url, connections, secs, "o", |_| "shard_0000.links".into()).await;
+    let many = single_rows(&url, connections, secs, "m", |i| format!("shard_{:04}.links", i % 64)).await;
+    let published = single_rows(&url, connections, secs, "w", |_| "published.links".into()).await;
     println!("| key | rows/s | vs bigserial |\n|---|---:|---:|");
     for (what, rate) in [("bigserial", plain), ("next_id(), 1 shard", one), ("next_id(), 64 shards", many), ("published next_id() (wraps)", published)] {
         println!("| {what} | {rate:.0} | {:.2}x |", rate / plain);

@@ -167,13 +167,17 @@ pub async fn move_shard(servers: &[String], shard: u32, to: &str) -> Result<Move
     // 2. The pause: writes to this shard wait on the lock; catch up; carry the id state.
     let paused = Instant::now();
     let tx = source.transaction().await.map_err(|e| query_error(&from, "starting the pause", &e))?;
+    // Tables first, then the id lock: an insert in flight holds its table lock and may
+    // wait for the id lock, so the other order could deadlock with it.
+    for table in SHARD_TABLES {
+        tx.batch_execute(&format!("LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE"))
+            .await
+            .map_err(|e| query_error(&from, "pausing writes", &e))?;
+    }
     tx.execute("SELECT pg_advisory_xact_lock($1, $2)", &[&ADVISORY_CLASS, &(shard as i32)])
         .await
         .map_err(|e| query_error(&from, "taking the shard's id lock", &e))?;
     for (table, after) in SHARD_TABLES.iter().zip(&last) {
-        tx.batch_execute(&format!("LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE"))
-            .await
-            .map_err(|e| query_error(&from, "pausing writes", &e))?;
         rows += copy_rows(&tx, &target, &schema, table, *after, (&from, &to_name)).await?.0;
     }
     let state: i64 = tx
@@ -182,7 +186,7 @@ pub async fn move_shard(servers: &[String], shard: u32, to: &str) -> Result<Move
         .map_err(|e| query_error(&from, "reading the id state", &e))?
         .get(0);
     target
-        .execute("SELECT setval($1::text::regclass, greatest($2, 1))", &[&format!("{schema}.id_state"), &state])
+        .execute("SELECT setval($1::text::regclass, greatest($2::bigint, 1))", &[&format!("{schema}.id_state"), &state])
         .await
         .map_err(|e| query_error(&to_name, "carrying the id state over", &e))?;
 
