@@ -23,7 +23,8 @@ struct Db {
 impl Db {
     fn create() -> Self {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let name = format!("sk_cli_{}_{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos());
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let name = format!("sk_cli_{}_{}_{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::Relaxed), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos());
         rt.block_on(async {
             let admin = shardkit_pg::connect::connect(&pg_url()).await.unwrap();
             admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
@@ -78,6 +79,19 @@ fn pg_init_then_decode_an_id_from_next_id() {
     assert!(decoded.status.success());
     let decoded: serde_json::Value = serde_json::from_slice(&decoded.stdout).unwrap();
     assert_eq!(decoded["shard"], 3);
+}
+
+#[test]
+fn pg_move_shard_switches_the_map() {
+    let (a, b) = (Db::create(), Db::create());
+    assert!(shardkit(&["pg", "init", "--servers", &a.url, "--logical-shards", "2"]).status.success());
+    a.query_i64("WITH x AS (INSERT INTO shard_0001.links (code, url, url_hash) VALUES ('x', 'https://example.com/', 0) RETURNING id) SELECT id FROM x");
+    let out = shardkit(&["pg", "move-shard", "1", "--to", &b.url, "--servers", &a.url]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["map_version"], 2);
+    assert_eq!(report["rows"], 1);
+    assert_eq!(b.query_i64("SELECT count(*) FROM shard_0001.links"), 1);
 }
 
 #[test]

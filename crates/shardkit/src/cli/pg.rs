@@ -13,6 +13,22 @@ pub enum PgCommand {
     /// Create (or check and complete) a cluster of logical shards as schemas
     /// `shard_0000`.. on the servers, each with next_id() and the link tables.
     Init(InitArgs),
+    /// Move one logical shard to another server (copy, catch up, brief write pause for
+    /// that shard only, switch the map version, drop the old copy).
+    MoveShard(MoveArgs),
+}
+
+/// Arguments of `shardkit pg move-shard`.
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    /// The logical shard to move.
+    shard: u32,
+    /// The server to move it to (may be new to the cluster).
+    #[arg(long)]
+    to: String,
+    /// Every server of the current map, comma-separated.
+    #[arg(long, value_delimiter = ',', required = true, env = "SHARDKIT_PG_SERVERS")]
+    servers: Vec<String>,
 }
 
 /// Arguments of `shardkit pg init`.
@@ -55,6 +71,21 @@ pub fn run(cmd: PgCommand, out: &mut impl Write) -> anyhow::Result<()> {
                 "map_version": report.map_version,
                 "new_cluster": report.new_cluster,
                 "servers": servers,
+            });
+            writeln!(out, "{line}")?;
+            Ok(())
+        }
+        PgCommand::MoveShard(args) => {
+            let report = runtime
+                .block_on(shardkit_pg::move_shard(&args.servers, args.shard, &args.to))
+                .with_context(|| format!("moving shard {}", args.shard))?;
+            let line = serde_json::json!({
+                "shard": report.shard,
+                "from": report.from,
+                "to": report.to,
+                "rows": report.rows,
+                "map_version": report.map_version,
+                "pause_ms": report.pause.as_secs_f64() * 1000.0,
             });
             writeln!(out, "{line}")?;
             Ok(())
