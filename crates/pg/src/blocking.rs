@@ -14,7 +14,8 @@ use std::future::Future;
 /// Owns the runtime that drives a store's connections; see the module docs for why.
 #[derive(Debug)]
 pub struct Bridge {
-    runtime: tokio::runtime::Runtime,
+    /// Always `Some` until dropped.
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Bridge {
@@ -22,7 +23,7 @@ impl Bridge {
     pub fn new(thread_name: &str) -> std::io::Result<Self> {
         let runtime =
             tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name(thread_name).enable_all().build()?;
-        Ok(Self { runtime })
+        Ok(Self { runtime: Some(runtime) })
     }
 
     /// Runs `future` on the bridge's runtime and waits for its output. `None` if the
@@ -33,15 +34,28 @@ impl Bridge {
         F::Output: Send + 'static,
     {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.runtime.spawn(async move {
+        self.runtime.as_ref()?.spawn(async move {
             let _ = tx.send(future.await);
         });
         rx.recv().ok()
     }
 
     /// A handle for spawning on the bridge's runtime (pools are built inside it).
-    pub fn handle(&self) -> &tokio::runtime::Handle {
-        self.runtime.handle()
+    pub fn handle(&self) -> tokio::runtime::Handle {
+        match &self.runtime {
+            Some(runtime) => runtime.handle().clone(),
+            None => unreachable!("the runtime is only taken when the bridge is dropped"),
+        }
+    }
+}
+
+impl Drop for Bridge {
+    /// Shuts the runtime down without waiting: dropping a runtime the ordinary way
+    /// panics inside another runtime's async context, where a store may well be dropped.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 
@@ -56,5 +70,7 @@ mod tests {
         let outer = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let b = bridge.clone();
         assert_eq!(outer.block_on(async move { b.run(async { 3 }) }), Some(3));
+        // Dropping the last handle inside an async context must not panic.
+        outer.block_on(async move { drop(bridge) });
     }
 }

@@ -11,6 +11,8 @@
 //!
 //! The shardkit binary includes this crate with its cargo feature `sql`.
 
+#![warn(missing_docs)]
+
 pub mod blocking;
 pub mod cluster;
 pub mod connect;

@@ -127,35 +127,46 @@ async fn many_connections_into_one_shard_never_duplicate() {
 }
 
 /// Forces the case the published function gets wrong: the state is put 40 ms ahead of
-/// the clock near the end of a millisecond, so thousands of ids fall into a few
-/// milliseconds; the sequence field must carry into the time field, not wrap.
+/// the clock at sequence 1000, so the next 100 ids must use up the millisecond (1000 to
+/// 1023) and carry into the next one at sequence 0, rather than wrap to 0 in the same
+/// millisecond. 100 calls take well under 40 ms even on a loaded machine, so the clock
+/// cannot catch up and hide the carry.
 #[tokio::test]
 async fn past_1024_ids_in_one_millisecond_the_time_field_carries() {
     let a = PgDb::create("carry").await;
     init(&options(&[&a], 1)).await.unwrap();
     let client = shardkit_pg::connect::connect(&a.url).await.unwrap();
     let epoch = shardkit_ids::DEFAULT_EPOCH_UNIX_MS as i64;
-    client
-        .execute(
-            "SELECT setval('shard_0000.id_state', \
-             ((floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1 + 40) << 10) | 1000)",
-            &[&epoch],
-        )
-        .await
-        .unwrap();
-    let ids: Vec<i64> = client
-        .query("SELECT shard_0000.next_id() FROM generate_series(1, 5000) ORDER BY 1", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 5000, "duplicate ids");
     let layout = Layout::instagram();
+    let mut all = HashSet::new();
+    for _ in 0..3 {
+        let start: i64 = client
+            .query_one(
+                "SELECT setval('shard_0000.id_state', \
+                 ((floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1 + 40) << 10) | 1000)",
+                &[&epoch],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        let ids: Vec<i64> = client
+            .query("SELECT shard_0000.next_id() FROM generate_series(1, 100)", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let parts: Vec<_> = ids.iter().map(|&id| layout.decode(id as u64).unwrap().parts).collect();
+        let ms = (start >> 10) as u64;
+        let expected: Vec<(u64, u64)> = (1001..1024).map(|q| (ms, q)).chain((0..77).map(|q| (ms + 1, q))).collect();
+        assert_eq!(parts.iter().map(|p| (p.time_units, p.sequence)).collect::<Vec<_>>(), expected);
+        for id in ids {
+            assert!(all.insert(id), "duplicate id {id}");
+        }
+    }
     let mut per_ms: BTreeMap<u64, u32> = BTreeMap::new();
-    for &id in &ids {
+    for &id in &all {
         *per_ms.entry(layout.decode(id as u64).unwrap().parts.time_units).or_default() += 1;
     }
-    // Whole milliseconds of 1,024 ids (at least two, as the clock catches up on a loaded machine): the sequence carried into the time field.
-    assert!(per_ms.values().filter(|&&n| n == 1024).count() >= 2, "{per_ms:?}");
+    assert!(per_ms.len() >= 2);
 }

@@ -100,7 +100,8 @@ impl MysqlTicketServers {
                 .init(init)
                 .pool_opts(mysql_async::PoolOpts::default().with_constraints(constraints));
             // The pool's background work runs on the bridge's runtime.
-            let _guard = bridge.handle().enter();
+            let handle = bridge.handle();
+            let _guard = handle.enter();
             let pool = mysql_async::Pool::new(opts);
             servers.push(Server { name, pool, ready: Mutex::new(HashSet::new()), down_until: Mutex::new(None) });
         }

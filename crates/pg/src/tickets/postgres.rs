@@ -2,6 +2,10 @@
 //! `shardkit_tickets."<name>"` with `INCREMENT BY` and `START WITH` set from the
 //! server's increment and offset (odd and even tickets on two servers, as Flickr's),
 //! and one `nextval` per block of [`BlockSize`] positions.
+//!
+//! Unlike the MariaDB store, the block size is not recorded in the database yet: keep
+//! it fixed per sequence (a different one for an existing sequence would make blocks
+//! overlap).
 
 use super::{store_error, BlockSize};
 use crate::blocking::Bridge;
@@ -33,7 +37,8 @@ impl PgTicketStore {
         let name = redact_url(url);
         let bridge = Bridge::new("shardkit-tickets-pg").map_err(|e| store_error(&name, format!("starting the runtime: {e}")))?;
         let pool = {
-            let _guard = bridge.handle().enter();
+            let handle = bridge.handle();
+            let _guard = handle.enter();
             pool(url, 4).map_err(|e| store_error(&name, e.to_string()))?
         };
         Ok(Self { name, pool, increment, offset, block, ready: Arc::new(Mutex::new(HashSet::new())), bridge })
