@@ -3,6 +3,8 @@
 mod data_dir;
 mod id;
 mod layout_args;
+#[cfg(feature = "sql")]
+mod pg;
 mod ring;
 mod serve;
 mod ticket;
@@ -33,6 +35,10 @@ pub enum Command {
     /// Map keys to shards and nodes: ring statistics and move plans.
     #[command(subcommand)]
     Ring(ring::RingCommand),
+    /// PostgreSQL logical shards past one machine (built with the cargo feature `sql`).
+    #[cfg(feature = "sql")]
+    #[command(subcommand)]
+    Pg(pg::PgCommand),
 }
 
 /// Runs the parsed command line.
@@ -44,6 +50,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Id(cmd) => id::run(cmd, &mut out),
         Command::Ticket(cmd) => ticket::run(cmd, &mut out),
         Command::Ring(cmd) => ring::run(cmd),
+        #[cfg(feature = "sql")]
+        Command::Pg(cmd) => pg::run(cmd, &mut out),
     };
     result.and_then(|()| out.flush().map_err(Into::into))
 }
