@@ -6,6 +6,7 @@ pub mod config;
 pub mod counter_access;
 pub mod decoded_json;
 pub mod http;
+pub mod links;
 pub mod resp;
 pub mod server;
 pub mod state;

@@ -3,6 +3,7 @@
 mod data_dir;
 mod id;
 mod layout_args;
+mod links;
 mod ring;
 mod serve;
 mod ticket;
@@ -33,6 +34,9 @@ pub enum Command {
     /// Map keys to shards and nodes: ring statistics and move plans.
     #[command(subcommand)]
     Ring(ring::RingCommand),
+    /// Import and export short links through a running server.
+    #[command(subcommand)]
+    Links(links::LinksCommand),
 }
 
 /// Runs the parsed command line.
@@ -44,6 +48,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Id(cmd) => id::run(cmd, &mut out),
         Command::Ticket(cmd) => ticket::run(cmd, &mut out),
         Command::Ring(cmd) => ring::run(cmd),
+        Command::Links(cmd) => links::run(cmd, &mut out),
     };
     result.and_then(|()| out.flush().map_err(Into::into))
 }

@@ -6,9 +6,15 @@ mod error;
 mod health;
 mod ids;
 mod ids_body;
+mod links;
+mod links_bulk;
 mod metrics;
 mod openapi;
+mod pages;
+mod rate_limit;
+mod redirect;
 mod tickets;
+mod ui;
 
 pub use error::ApiError;
 
@@ -21,9 +27,20 @@ use axum::routing::{get, post};
 use axum::Router;
 use std::sync::Arc;
 
-/// All routes, with the API-key check in front of every write.
+/// All routes, with the API-key check in front of every write and the per-client
+/// rate limit in front of link creation.
 pub fn router(state: Arc<AppState>) -> Router {
+    let limiter = rate_limit::limiter(state.settings.links.create_per_second, state.settings.links.create_burst);
+    let limited = || middleware::from_fn_with_state(limiter.clone(), rate_limit::creation);
     Router::new()
+        .route("/", get(ui::index))
+        .route("/{code}", get(redirect::follow))
+        .route("/ui/links/{code}", get(ui::link_page))
+        .route("/ui/links/{code}/qr.svg", get(ui::qr))
+        .route("/api/links", post(links::create).route_layer(limited()).get(links::list))
+        .route("/api/links/bulk", post(links_bulk::create).route_layer(limited()))
+        .route("/api/links/export", get(links_bulk::export))
+        .route("/api/links/{code}", get(links::get).patch(links::update).put(links::replace).delete(links::delete))
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::metrics))
         .route("/openapi.json", get(openapi::openapi))
