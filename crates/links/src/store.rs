@@ -50,7 +50,7 @@ pub trait LinkStore: Send + Sync {
     /// Deletes the link with this id and its index entries; answers what was deleted.
     fn delete(&self, id: u64) -> Result<Option<Link>, StoreError>;
 
-    /// Up to `limit` links in id (creation) order with id above `after`, only those
+    /// Up to `limit` links in id order (creation time, then shard) with id above `after`, only those
     /// tagged `tag` if given. The last id is the cursor of the next page.
     fn list(&self, tag: Option<&str>, after: Option<u64>, limit: usize) -> Result<Vec<Link>, StoreError>;
 

@@ -114,7 +114,7 @@ pub struct ListQuery {
     limit: Option<usize>,
 }
 
-/// Links in creation order, a page at a time.
+/// Links in id order (creation time, then shard), a page at a time.
 #[utoipa::path(get, path = "/api/links", tag = "links", params(ListQuery),
     responses(
         (status = 200, description = "`{\"links\":[…],\"next_cursor\":\"…\"|null}`"),

@@ -62,7 +62,7 @@ pub fn qr_svg(text: &str) -> Option<String> {
 pub async fn link_page(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
     let link = match state.links.lookup(&code) {
         Ok(Some(link)) => link,
-        Ok(None) => return pages::not_found(&code),
+        Ok(None) => return pages::not_found(true, &code),
         Err(e) => return pages::message(StatusCode::SERVICE_UNAVAILABLE, "Try again", &e.to_string()),
     };
     let engine = &state.counters.engine;
@@ -96,7 +96,7 @@ pub async fn qr(State(state): State<Arc<AppState>>, Path(code): Path<String>) ->
             Some(svg) => ([(header::CONTENT_TYPE, "image/svg+xml"), (header::CACHE_CONTROL, "public, max-age=86400")], svg).into_response(),
             None => pages::message(StatusCode::SERVICE_UNAVAILABLE, "No QR code", "the short URL is too long for a QR code"),
         },
-        Ok(None) => pages::not_found(&code),
+        Ok(None) => pages::not_found(true, &code),
         Err(e) => pages::message(StatusCode::SERVICE_UNAVAILABLE, "Try again", &e.to_string()),
     }
 }
