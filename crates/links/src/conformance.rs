@@ -2,6 +2,7 @@
 //! embedded store and the PostgreSQL store (issue 7) are held to the same behaviour.
 //! It panics (like an `assert!`) on the first broken rule; give it an empty store.
 
+use crate::error::StoreError;
 use crate::model::{Link, Redirect};
 use crate::store::{InsertOutcome, LinkStore};
 
@@ -48,10 +49,20 @@ pub fn run(store: &dyn LinkStore) {
     assert_eq!(outcomes[0], InsertOutcome::AliasTaken { alias: "bee-alias".into(), owner_code: "b000001".into() });
     assert_eq!(outcomes[1], InsertOutcome::Inserted);
     assert_eq!(store.get(40).unwrap(), None);
-    // Duplicates of code or id are refused, not overwritten.
-    let dup = store.insert_batch(&[link(60, "a000001", "https://x.example/"), link(10, "f000001", "https://x.example/")]).unwrap();
-    assert!(matches!(dup[0], InsertOutcome::Duplicate(_)) && matches!(dup[1], InsertOutcome::Duplicate(_)), "{dup:?}");
+    // Duplicates of code or id fail the whole batch, overwrite nothing.
+    assert!(matches!(store.insert_batch(&[link(60, "a000001", "https://x.example/")]), Err(StoreError::Duplicate(_))));
+    assert!(matches!(store.insert_batch(&[link(61, "g000001", "https://x.example/"), link(10, "f000001", "https://x.example/")]), Err(StoreError::Duplicate(_))));
     assert_eq!(store.get(10).unwrap(), Some(a.clone()));
+    assert_eq!(store.get(61).unwrap(), None);
+    assert_eq!(store.resolve("g000001").unwrap(), None);
+    // Two equal aliases in one batch: the first wins, the second names its code.
+    let mut g = link(80, "h000001", "https://example.com/g");
+    g.alias = Some("twice".into());
+    let mut h = link(90, "i000001", "https://example.com/h");
+    h.alias = Some("twice".into());
+    let outcomes = store.insert_batch(&[g, h]).unwrap();
+    assert_eq!(outcomes[1], InsertOutcome::AliasTaken { alias: "twice".into(), owner_code: "h000001".into() });
+    assert_eq!(store.delete(80).unwrap().map(|l| l.id), Some(80));
 
     // Reuse: the oldest plain link of the URL.
     assert_eq!(store.find_reusable("https://example.com/a").unwrap().map(|l| l.id), Some(10));

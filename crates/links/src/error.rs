@@ -76,6 +76,10 @@ pub enum StoreError {
         /// What did not decode.
         reason: String,
     },
+    /// A code or id already stored: codes are unique by construction, so this is a bug
+    /// (or two servers sharing ticket sequences); the batch was not stored.
+    #[error("{0} is already stored; nothing of the batch was stored (are two servers using the same ticket offset?)")]
+    Duplicate(String),
     /// `replace` of a link that is not stored (deleted meanwhile).
     #[error("link {0} does not exist")]
     Missing(u64),

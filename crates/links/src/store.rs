@@ -22,15 +22,15 @@ pub enum InsertOutcome {
         /// The code of the link that owns it.
         owner_code: String,
     },
-    /// The code or id is already used: a bug in code minting, never expected.
-    Duplicate(String),
 }
 
 /// Durable storage of links.
 pub trait LinkStore: Send + Sync {
     /// Stores `links` in one durable transaction (committed and fsynced before this
     /// returns) and answers one outcome per link, in order. A link whose alias is taken
-    /// is skipped; the others are stored.
+    /// (stored, or earlier in the batch) is skipped; the others are stored. A code or
+    /// id that is already stored (a minting bug, never expected) fails the whole batch
+    /// with [`StoreError::Duplicate`] and stores nothing.
     fn insert_batch(&self, links: &[Link]) -> Result<Vec<InsertOutcome>, StoreError>;
 
     /// The link with this id.

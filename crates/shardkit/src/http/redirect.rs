@@ -39,5 +39,6 @@ pub async fn follow(State(state): State<Arc<AppState>>, Path(code): Path<String>
         return pages::message(StatusCode::SERVICE_UNAVAILABLE, "Broken link", "the stored target is not a valid header value");
     };
     let status = StatusCode::from_u16(link.redirect.status()).unwrap_or(StatusCode::FOUND);
+    crate::telemetry::add(&crate::telemetry::LINK_REDIRECTS, 1);
     (status, [(header::LOCATION, location)]).into_response()
 }

@@ -26,11 +26,33 @@ pub const COLUMN: &str = "clicks";
 
 const SHARDS: usize = 64;
 
+/// One link's clicks. The unflushed clicks of the current day sit inline (no
+/// allocation on the redirect path); other days, rare, go to `older`.
 #[derive(Debug, Default)]
 struct Slot {
     total: u64,
     pending: u64,
-    days: Vec<(u64, u64)>,
+    day: u64,
+    day_pending: u64,
+    older: Vec<(u64, u64)>,
+}
+
+impl Slot {
+    fn add_day(&mut self, day: u64, n: u64) {
+        if self.day_pending == 0 || self.day == day {
+            self.day = day;
+            self.day_pending += n;
+        } else {
+            match self.older.iter_mut().find(|(d, _)| *d == day) {
+                Some((_, m)) => *m += n,
+                None => self.older.push((day, n)),
+            }
+        }
+    }
+
+    fn days(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        (self.day_pending > 0).then_some((self.day, self.day_pending)).into_iter().chain(self.older.iter().copied())
+    }
 }
 
 /// In-memory clicks in front of the counter engine.
@@ -86,10 +108,7 @@ impl ClickBook {
         }
         slot.total += 1;
         slot.pending += 1;
-        match slot.days.iter_mut().find(|(d, _)| *d == day) {
-            Some((_, n)) => *n += 1,
-            None => slot.days.push((day, 1)),
-        }
+        slot.add_day(day, 1);
         Some(slot.total)
     }
 
@@ -108,7 +127,7 @@ impl ClickBook {
         let mut counts = engine.mget(DAILY_COUNTER, &parsed, COLUMN).unwrap_or_else(|_| vec![0; days.len()]);
         if let Some(slot) = self.shard(id).lock().get(&id) {
             for (i, day) in days.iter().enumerate() {
-                counts[i] += slot.days.iter().filter(|(d, _)| d == day).map(|(_, n)| n).sum::<u64>();
+                counts[i] += slot.days().filter(|(d, _)| d == day).map(|(_, n)| n).sum::<u64>();
             }
         }
         counts
@@ -133,7 +152,9 @@ impl ClickBook {
                     return false;
                 }
                 totals.push((id, std::mem::take(&mut slot.pending)));
-                days.extend(slot.days.drain(..).map(|(d, n)| (id, d, n)));
+                days.extend(slot.days().map(|(d, n)| (id, d, n)));
+                slot.day_pending = 0;
+                slot.older.clear();
                 true
             });
         }
@@ -153,7 +174,7 @@ impl ClickBook {
             }
             for &(id, d, n) in &days {
                 let mut shard = self.shard(id).lock();
-                shard.entry(id).or_default().days.push((d, n));
+                shard.entry(id).or_default().add_day(d, n);
             }
             return Err(e);
         }

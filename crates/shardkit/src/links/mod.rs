@@ -209,9 +209,12 @@ impl Links {
             match outcomes.next() {
                 Some(InsertOutcome::Inserted) => {}
                 Some(InsertOutcome::AliasTaken { alias, owner_code }) => *result = Err(LinkOpError::AliasTaken { alias, owner_code }),
-                Some(InsertOutcome::Duplicate(why)) => *result = Err(LinkOpError::Unavailable(why)),
                 None => *result = Err(LinkOpError::Unavailable("the store answered fewer outcomes than links".into())),
             }
+        }
+        // A new link is likely to be followed soon: put it in the redirect cache.
+        for link in results.iter().flatten() {
+            self.cache.insert(link.path().to_string(), Arc::new(link.clone()));
         }
         Ok(results)
     }
