@@ -23,7 +23,8 @@ pub async fn index() -> Html<String> {
 pub fn chart(days: &[(String, u64)]) -> String {
     let (width, height, pad) = (600u64, 160u64, 20u64);
     let max = days.iter().map(|(_, n)| *n).max().unwrap_or(0).max(1);
-    let slot = (width - 2 * pad) / days.len().max(1) as u64;
+    // Bars at most 40 wide, so a link a day old shows one bar, not a wall of blue.
+    let slot = ((width - 2 * pad) / days.len().max(1) as u64).min(40);
     let mut svg = format!("<svg class=\"chart\" role=\"img\" aria-label=\"clicks per day\" viewBox=\"0 0 {width} {}\" width=\"100%\">", height + 24);
     for (i, (day, n)) in days.iter().enumerate() {
         let h = (height - pad) * n / max;
@@ -32,7 +33,9 @@ pub fn chart(days: &[(String, u64)]) -> String {
     }
     if let (Some((first, _)), Some((last, _))) = (days.first(), days.last()) {
         let _ = write!(svg, "<text x=\"{pad}\" y=\"{}\" font-size=\"12\">{first}</text>", height + 18);
-        let _ = write!(svg, "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\">{last}</text>", width - pad, height + 18);
+        if days.len() > 1 {
+            let _ = write!(svg, "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\">{last}</text>", pad + slot * days.len() as u64, height + 18);
+        }
     }
     let _ = write!(svg, "<text x=\"{pad}\" y=\"12\" font-size=\"12\">max {max}/day</text></svg>");
     svg
