@@ -207,6 +207,9 @@ fn bulk_create_export_and_the_cli_import_export_round_trip() {
     assert_eq!(answer["created"], 2, "{answer}");
     assert_eq!(follow(&c, &server, "csv-alias").headers()["location"], "https://example.com/c2?a=1,2");
     assert_eq!(c.post(server.url("/api/links/bulk")).header("content-type", "text/csv").body("link\nx\n").send().unwrap().status().as_u16(), 400);
+    let r = c.post(server.url("/api/links/bulk")).body(vec![0xffu8, 0xfe, b'\n']).send().unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    assert!(r.json::<Value>().unwrap()["error"].as_str().unwrap().contains("UTF-8"));
 
     // Export as CSV and JSON lines: 4 links, in the import format.
     let exported = c.get(server.url("/api/links/export?format=csv")).send().unwrap().text().unwrap();

@@ -6,7 +6,8 @@ use super::ApiError;
 use crate::links::lines::{self, Format};
 use crate::links::LinkOpError;
 use crate::state::AppState;
-use axum::extract::rejection::QueryRejection;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
@@ -14,6 +15,9 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
+
+/// Largest bulk body, bytes (64 MiB): room for 100,000 long lines.
+pub const MAX_BODY: usize = 64 << 20;
 
 /// Links read from the store per export step.
 const EXPORT_PAGE: usize = 10_000;
@@ -25,9 +29,11 @@ const EXPORT_PAGE: usize = 10_000;
         (status = 200, description = "`{\"created\":N,\"failed\":M,\"results\":[{\"line\":1,\"code\":…,\"short_url\":…}|{\"line\":2,\"error\":…}]}`"),
         (status = 400, description = "Unreadable body or header, or too many lines", body = super::openapi::ErrorBody),
     ))]
-pub async fn create(State(state): State<Arc<AppState>>, headers: HeaderMap, body: String) -> Result<Json<Value>, ApiError> {
+pub async fn create(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<Json<Value>, ApiError> {
+    let body = body.map_err(|e| ApiError::bad_request(format!("{} (at most {MAX_BODY} bytes per request: split the file)", e.body_text())))?;
+    let body = std::str::from_utf8(&body).map_err(|e| ApiError::bad_request(format!("the body is not UTF-8 text: {e}")))?;
     let format = Format::detect(headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or(""));
-    let requests = lines::parse(format, &body).map_err(ApiError::bad_request)?;
+    let requests = lines::parse(format, body).map_err(ApiError::bad_request)?;
     let worker = Arc::clone(&state);
     let results = blocking(move || worker.links.create_many(requests, &worker.ids)).await?;
     let mut created = 0;

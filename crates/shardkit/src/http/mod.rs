@@ -19,7 +19,7 @@ mod ui;
 pub use error::ApiError;
 
 use crate::state::AppState;
-use axum::extract::{Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, Method};
 use axum::middleware::{self, Next};
 use axum::response::Response;
@@ -37,7 +37,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/ui/links/{code}", get(ui::link_page))
         .route("/ui/links/{code}/qr.svg", get(ui::qr))
         .route("/api/links", post(links::create).route_layer(limited()).get(links::list))
-        .route("/api/links/bulk", post(links_bulk::create).route_layer(limited()))
+        .route("/api/links/bulk", post(links_bulk::create).route_layer(limited()).layer(DefaultBodyLimit::max(links_bulk::MAX_BODY)))
         .route("/api/links/export", get(links_bulk::export))
         .route("/api/links/{code}", get(links::get).patch(links::update).put(links::replace).delete(links::delete))
         .route("/healthz", get(health::healthz))
