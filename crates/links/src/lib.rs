@@ -23,6 +23,8 @@
 //! assert_eq!(codec.decode(&code), Some((5, 41)));
 //! ```
 
+#![warn(missing_docs)]
+
 mod alias;
 mod code;
 pub mod conformance;
