@@ -128,6 +128,17 @@ pub fn write(format: Format, links: &[Link], header: bool, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        // The bulk parsers take whatever a client sends: they answer, never panic.
+        #[test]
+        fn parsers_never_panic(body in "(?s).{0,400}", csv_first in any::<bool>()) {
+            let _ = parse(Format::JsonLines, &body);
+            let csv = if csv_first { format!("url,alias,tags\n{body}") } else { body.clone() };
+            let _ = parse(Format::Csv, &csv);
+        }
+    }
 
     #[test]
     fn both_formats_parse_and_write_back() {
