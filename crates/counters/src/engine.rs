@@ -270,6 +270,42 @@ impl Engine {
         pending.0 == 0 || self.inner.log.is_durable(pending.0)
     }
 
+    /// Adds each `(key, delta)` to one column of one counter with a single wait for
+    /// the log: the records are appended one by one, then committed together, so a
+    /// batch of N increments costs one fsync instead of N. Exists for callers that
+    /// aggregate in memory and flush (short-link clicks). Items that fail (a count
+    /// that would go negative or past the max, a bad key) are skipped and counted in
+    /// the answer; the others are applied and durable when this returns.
+    pub fn incr_batch(&self, counter: &str, column: &str, items: &[(Key<'_>, i64)]) -> Result<usize> {
+        let c = self.counter(counter)?;
+        let schema = c.schema.read();
+        let col = col_index(&schema, counter, column)?;
+        let spec = &schema[col];
+        let ts = now_ms();
+        let mut last = None;
+        let mut skipped = 0;
+        for &(key, delta) in items {
+            if key.validate().is_err() {
+                skipped += 1;
+                continue;
+            }
+            let mut st = c.stripe(key).write();
+            let cur = st.get(key, col, &schema);
+            let Ok(value) = apply_delta(cur, delta, spec) else {
+                skipped += 1;
+                continue;
+            };
+            let lsn = self.inner.log.append(ts, |b| encode_set_body(b, counter, key, col as u16, value, None))?;
+            st.set(key, col, value, &schema);
+            last = Some(lsn);
+        }
+        drop(schema);
+        if let Some(lsn) = last {
+            self.inner.log.commit(lsn)?;
+        }
+        Ok(skipped)
+    }
+
     /// Sets one column of one row (refused past the column's max).
     pub fn set(&self, counter: &str, key: Key<'_>, column: &str, value: u64) -> Result<()> {
         let pending = self.set_deferred(counter, key, column, value)?;

@@ -296,3 +296,20 @@ fn a_second_engine_on_the_same_directory_is_refused_until_the_first_closes() {
     first.close().unwrap();
     assert!(shardkit_counters::Engine::open(dir.path(), shardkit_counters::Options::default()).is_ok());
 }
+
+#[test]
+fn incr_batch_applies_every_good_item_with_one_commit_and_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+        setup(&e);
+        let items = [(Key::Id(1), 2), (Key::parse("page:2026"), 5), (Key::Id(1), 3), (Key::Id(2), -1)];
+        assert_eq!(e.incr_batch("weibo", "comments", &items).unwrap(), 1, "the item going negative is skipped");
+        assert_eq!(e.get("weibo", Key::Id(1), "comments").unwrap(), 5);
+        assert!(matches!(e.incr_batch("nope", "comments", &items), Err(Error::NoSuchCounter(_))));
+    }
+    let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+    assert_eq!(e.get("weibo", Key::Id(1), "comments").unwrap(), 5);
+    assert_eq!(e.get("weibo", Key::parse("page:2026"), "comments").unwrap(), 5);
+    assert_eq!(e.get("weibo", Key::Id(2), "comments").unwrap(), 0);
+}

@@ -40,6 +40,34 @@ pub struct Settings {
     pub resp_limits: RespLimitSettings,
     /// The counter engine.
     pub counters: CounterSettings,
+    /// Short links.
+    pub links: LinkSettings,
+}
+
+/// `[links]`: short links (codes, cache, limits, click flushing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinkSettings {
+    /// Start of every short URL, e.g. `https://sho.rt`; `http://<http address>` when absent.
+    /// Long URLs pointing there are refused.
+    pub base_url: Option<String>,
+    /// Plain sequential codes (`a000001`, `a000002`, …) instead of scrambled ones.
+    pub sequential_codes: bool,
+    /// Links kept in the redirect cache.
+    pub cache_entries: usize,
+    /// Link creations per second per client address (0: no limit).
+    pub create_per_second: u32,
+    /// Creations a client may make at once before the rate applies.
+    pub create_burst: u32,
+    /// How often clicks counted in memory are written to the counter engine, ms:
+    /// the most clicks a SIGKILL can lose.
+    pub click_flush_ms: u64,
+}
+
+impl Default for LinkSettings {
+    fn default() -> Self {
+        Self { base_url: None, sequential_codes: false, cache_entries: 100_000, create_per_second: 100, create_burst: 1_000, click_flush_ms: 100 }
+    }
 }
 
 /// `[counters]`: durability and schema behaviour of the counter engine.
@@ -112,6 +140,7 @@ impl Default for Settings {
             tickets: TicketSettings::default(),
             resp_limits: RespLimitSettings::default(),
             counters: CounterSettings::default(),
+            links: LinkSettings::default(),
         }
     }
 }
@@ -202,6 +231,9 @@ impl Settings {
         }
         if !matches!(self.ids.on_clock_backwards.as_str(), "refuse" | "wait") {
             anyhow::bail!("ids.on_clock_backwards must be \"refuse\" or \"wait\", got {:?}", self.ids.on_clock_backwards);
+        }
+        if let Some(base) = &self.links.base_url {
+            shardkit_links::OwnOrigin::from_base_url(base).map_err(|e| anyhow::anyhow!("links.base_url {base:?} is not a usable URL: {e}"))?;
         }
         Ok(())
     }

@@ -7,6 +7,7 @@ pub mod counter_access;
 pub mod decoded_json;
 pub mod group_commit;
 pub mod http;
+pub mod links;
 pub mod resp;
 pub mod server;
 pub mod state;

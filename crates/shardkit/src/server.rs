@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs the server to completion.
-pub async fn run(settings: Settings) -> anyhow::Result<()> {
+pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
     let limits = Limits {
         max_bulk_len: settings.resp_limits.max_bulk_len,
         max_array_len: settings.resp_limits.max_array_len,
@@ -25,6 +25,10 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     };
     let http_listener = TcpListener::bind(settings.http).await.with_context(|| format!("cannot listen for HTTP on {}", settings.http))?;
     let resp_listener = TcpListener::bind(settings.resp).await.with_context(|| format!("cannot listen for RESP on {}", settings.resp))?;
+    if settings.links.base_url.is_none() {
+        // The bound address (port 0 becomes a real port), so short URLs work as printed.
+        settings.links.base_url = Some(format!("http://{}", http_listener.local_addr()?));
+    }
     let state = Arc::new(tokio::task::spawn_blocking(move || AppState::open(settings)).await??);
     tracing::info!(
         http = %http_listener.local_addr()?,
@@ -39,7 +43,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     let router = crate::http::router(Arc::clone(&state));
     let mut http_stopped = stopped.clone();
     let http = tokio::spawn(async move {
-        axum::serve(http_listener, router)
+        axum::serve(http_listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
             .with_graceful_shutdown(async move {
                 let _ = http_stopped.changed().await;
             })
@@ -47,6 +51,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     });
     let (stop_fsync, fsync_stopped) = watch::channel(false);
     let group_commit = tokio::spawn(crate::group_commit::GroupCommit::run(Arc::clone(&state), fsync_stopped));
+    let clicks = tokio::spawn(flush_clicks(Arc::clone(&state), stopped.clone()));
     let resp = tokio::spawn(accept_resp(resp_listener, Arc::clone(&state), limits, stopped));
 
     wait_for_signal().await;
@@ -64,12 +69,31 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     // fsync task only now.
     let _ = stop_fsync.send(true);
     let _ = group_commit.await;
+    let _ = clicks.await;
     match Arc::try_unwrap(state) {
         Ok(state) => tokio::task::spawn_blocking(move || state.close()).await??,
         Err(_) => tracing::warn!("state still in use at exit; the time guard keeps its written-ahead mark"),
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Writes the clicks counted in memory to the counter engine every
+/// `links.click_flush_ms` until told to stop (`AppState::close` flushes the rest).
+async fn flush_clicks(state: Arc<AppState>, mut stopped: watch::Receiver<bool>) {
+    let every = Duration::from_millis(state.settings.links.click_flush_ms.max(1));
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stopped.changed() => return,
+        }
+        let flushing = Arc::clone(&state);
+        match tokio::task::spawn_blocking(move || flushing.links.clicks.flush(&flushing.counters.engine)).await {
+            Ok(Err(e)) => tracing::warn!(error = %e, "clicks could not be written to the counter engine; retrying"),
+            Err(e) => tracing::warn!(error = %e, "the click flusher failed"),
+            Ok(Ok(_)) => {}
+        }
+    }
 }
 
 /// Accepts RESP connections until told to stop, then waits for them to end.

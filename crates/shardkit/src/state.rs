@@ -3,6 +3,8 @@
 
 use crate::config::Settings;
 use crate::counter_access::Counters;
+use crate::links::Links;
+use shardkit_links::{load_or_create_key, LinkStore, Minter, RedbLinkStore, TicketSequences};
 use shardkit_counters::{Engine, FsyncPolicy};
 use anyhow::Context;
 use parking_lot::Mutex;
@@ -29,6 +31,8 @@ pub struct AppState {
     pub ids: ShardedGenerator,
     /// The counter engine (in `<data>/counters`), with the auto-create rule.
     pub counters: Counters,
+    /// Short links (`<data>/links.redb`, code key `<data>/links.key`).
+    pub links: Links,
     tickets: TicketBook,
 }
 
@@ -50,6 +54,7 @@ impl AppState {
         let spec = SequenceSpec::new(settings.tickets.increment, settings.tickets.offset)?;
         let store = Arc::new(EmbeddedTicketStore::open(settings.data.join("tickets.redb"))?);
         let segment = SegmentOptions { initial_step: settings.tickets.initial_step, ..SegmentOptions::default() };
+        let link_sequences = TicketSequences::new(Arc::clone(&store), spec, segment.clone())?;
         let tickets = TicketBook { store, spec, segment, sequences: Mutex::new(HashMap::new()) };
         let engine_options = shardkit_counters::Options {
             fsync: match settings.counters.fsync.as_str() {
@@ -66,13 +71,21 @@ impl AppState {
         tracing::info!(report = ?recovery, "counters recovered");
         let writes_wait_for_disk = settings.counters.fsync == "always";
         let counters = Counters { engine, auto_create: settings.counters.auto_create, writes_wait_for_disk, group_commit: Default::default() };
-        Ok(Self { settings, layout, ids, counters, tickets })
+        crate::links::clicks::ensure_counters(&counters.engine)?;
+        let key_path = settings.data.join("links.key");
+        let key = load_or_create_key(&key_path).with_context(|| format!("cannot read or make the code key {}", key_path.display()))?;
+        let minter = Minter::new(Links::codec(settings.links.sequential_codes, key), Box::new(link_sequences));
+        let store: Arc<dyn LinkStore> = Arc::new(RedbLinkStore::open(settings.data.join("links.redb"))?);
+        let base_url = settings.links.base_url.clone().unwrap_or_else(|| format!("http://{}", settings.http));
+        let links = Links::new(store, minter, base_url, settings.links.cache_entries)?;
+        Ok(Self { settings, layout, ids, counters, links, tickets })
     }
 
     /// Clean shutdown: the counter log is flushed and a snapshot written; the id
     /// guard records the exact last time when `self` is dropped.
     pub fn close(self) -> anyhow::Result<()> {
-        let Self { counters, .. } = self;
+        let Self { counters, links, .. } = self;
+        links.clicks.flush(&counters.engine)?;
         counters.engine.snapshot()?;
         counters.engine.close()?;
         Ok(())

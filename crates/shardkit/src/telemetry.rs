@@ -13,6 +13,9 @@ pub static RESP_COMMANDS: AtomicU64 = AtomicU64::new(0);
 pub static RESP_ERRORS: AtomicU64 = AtomicU64::new(0);
 /// RESP connections accepted.
 pub static RESP_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+/// Short-link redirects answered (`GET /{code}` with a 3xx; kept off the per-route
+/// histogram so the redirect path pays one atomic add).
+pub static LINK_REDIRECTS: AtomicU64 = AtomicU64::new(0);
 /// Ids handed out (HTTP and RESP).
 pub static IDS_ISSUED: AtomicU64 = AtomicU64::new(0);
 /// Tickets handed out (HTTP and RESP).
@@ -50,6 +53,7 @@ pub fn render(state: &crate::state::AppState) -> String {
     counter(&mut text, "shardkit_resp_errors_total", "RESP commands answered with an error.", RESP_ERRORS.load(Ordering::Relaxed));
     counter(&mut text, "shardkit_resp_connections_total", "RESP connections accepted.", RESP_CONNECTIONS.load(Ordering::Relaxed));
     counter(&mut text, "shardkit_ids_issued_total", "Ids handed out.", IDS_ISSUED.load(Ordering::Relaxed));
+    counter(&mut text, "shardkit_link_redirects_total", "Short-link redirects answered.", LINK_REDIRECTS.load(Ordering::Relaxed));
     counter(&mut text, "shardkit_tickets_issued_total", "Ticket numbers handed out.", TICKETS_ISSUED.load(Ordering::Relaxed));
     let stats = state.counters.engine.stats();
     let _ = write!(text, "# HELP shardkit_counter_rows Rows stored per counter.\n# TYPE shardkit_counter_rows gauge\n");

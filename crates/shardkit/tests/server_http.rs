@@ -170,6 +170,18 @@ fn openapi_describes_every_route() {
         ("/api/counters/{counter}/{key}", "get"),
         ("/api/counters/{counter}/{key}/incr", "post"),
         ("/api/counters/{counter}/mget", "post"),
+        ("/api/links", "post"),
+        ("/api/links", "get"),
+        ("/api/links/{code}", "get"),
+        ("/api/links/{code}", "patch"),
+        ("/api/links/{code}", "put"),
+        ("/api/links/{code}", "delete"),
+        ("/api/links/bulk", "post"),
+        ("/api/links/export", "get"),
+        ("/{code}", "get"),
+        ("/", "get"),
+        ("/ui/links/{code}", "get"),
+        ("/ui/links/{code}/qr.svg", "get"),
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from /openapi.json");
     }

@@ -5,6 +5,7 @@ mod id;
 mod layout_args;
 #[cfg(feature = "sql")]
 mod pg;
+mod links;
 mod ring;
 mod serve;
 mod ticket;
@@ -39,6 +40,9 @@ pub enum Command {
     #[cfg(feature = "sql")]
     #[command(subcommand)]
     Pg(pg::PgCommand),
+    /// Import and export short links through a running server.
+    #[command(subcommand)]
+    Links(links::LinksCommand),
 }
 
 /// Runs the parsed command line.
@@ -52,6 +56,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ring(cmd) => ring::run(cmd),
         #[cfg(feature = "sql")]
         Command::Pg(cmd) => pg::run(cmd, &mut out),
+        Command::Links(cmd) => links::run(cmd, &mut out),
     };
     result.and_then(|()| out.flush().map_err(Into::into))
 }

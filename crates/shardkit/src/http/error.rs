@@ -9,33 +9,55 @@ use axum::Json;
 pub struct ApiError {
     status: StatusCode,
     message: String,
+    /// One more field beside `error` (409's owner `code`).
+    extra: Option<(&'static str, String)>,
 }
 
 impl ApiError {
+    /// Any status with a message.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self { status, message: message.into(), extra: None }
+    }
+    /// 409: taken by someone else; `field` names the owner (e.g. `code`).
+    pub fn conflict(message: impl Into<String>, field: &'static str, owner: impl Into<String>) -> Self {
+        Self { extra: Some((field, owner.into())), ..Self::new(StatusCode::CONFLICT, message) }
+    }
+    /// 429: the client's creation rate is used up.
+    pub fn too_many_requests(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::TOO_MANY_REQUESTS, message)
+    }
+    /// The sentence for the caller.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
     /// 400: the request is wrong; the message says how.
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self { status: StatusCode::BAD_REQUEST, message: message.into() }
+        Self::new(StatusCode::BAD_REQUEST, message)
     }
     /// 404.
     pub fn not_found(message: impl Into<String>) -> Self {
-        Self { status: StatusCode::NOT_FOUND, message: message.into() }
+        Self::new(StatusCode::NOT_FOUND, message)
     }
     /// 405.
     pub fn method_not_allowed() -> Self {
-        Self { status: StatusCode::METHOD_NOT_ALLOWED, message: "method not allowed on this endpoint".into() }
+        Self::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed on this endpoint")
     }
     /// 401: missing or wrong API key.
     pub fn unauthorized() -> Self {
-        Self { status: StatusCode::UNAUTHORIZED, message: "this endpoint needs the API key: send Authorization: Bearer <key>".into() }
+        Self::new(StatusCode::UNAUTHORIZED, "this endpoint needs the API key: send Authorization: Bearer <key>")
     }
     /// 503: the server cannot do it now (clock behind, storage failing); retry later.
     pub fn unavailable(message: impl Into<String>) -> Self {
-        Self { status: StatusCode::SERVICE_UNAVAILABLE, message: message.into() }
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, message)
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(serde_json::json!({ "error": self.message }))).into_response()
+        let mut body = serde_json::json!({ "error": self.message });
+        if let (Some((field, value)), Some(object)) = (self.extra, body.as_object_mut()) {
+            object.insert(field.to_string(), serde_json::Value::String(value));
+        }
+        (self.status, Json(body)).into_response()
     }
 }

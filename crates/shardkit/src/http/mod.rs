@@ -6,14 +6,20 @@ mod error;
 mod health;
 mod ids;
 mod ids_body;
+mod links;
+mod links_bulk;
 mod metrics;
 mod openapi;
+mod pages;
+mod rate_limit;
+mod redirect;
 mod tickets;
+mod ui;
 
 pub use error::ApiError;
 
 use crate::state::AppState;
-use axum::extract::{Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, Method};
 use axum::middleware::{self, Next};
 use axum::response::Response;
@@ -21,9 +27,19 @@ use axum::routing::{get, post};
 use axum::Router;
 use std::sync::Arc;
 
-/// All routes, with the API-key check in front of every write.
+/// All routes, with the API-key check in front of every write and the per-client
+/// rate limit in front of link creation.
 pub fn router(state: Arc<AppState>) -> Router {
+    let limiter = rate_limit::limiter(state.settings.links.create_per_second, state.settings.links.create_burst);
+    let limited = || middleware::from_fn_with_state(limiter.clone(), rate_limit::creation);
     Router::new()
+        .route("/", get(ui::index))
+        .route("/ui/links/{code}", get(ui::link_page))
+        .route("/ui/links/{code}/qr.svg", get(ui::qr))
+        .route("/api/links", post(links::create).route_layer(limited()).get(links::list))
+        .route("/api/links/bulk", post(links_bulk::create).route_layer(limited()).layer(DefaultBodyLimit::max(links_bulk::MAX_BODY)))
+        .route("/api/links/export", get(links_bulk::export))
+        .route("/api/links/{code}", get(links::get).patch(links::update).put(links::replace).delete(links::delete))
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::metrics))
         .route("/openapi.json", get(openapi::openapi))
@@ -37,6 +53,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(middleware::from_fn_with_state(Arc::clone(&state), require_key_for_writes))
         .route_layer(middleware::from_fn(metrics::track))
+        // The redirect hot path, after the layers: GET needs no key, and it is counted
+        // by one atomic (`shardkit_link_redirects_total`) instead of the per-route
+        // histogram, which costs more than the redirect itself.
+        .route("/{code}", get(redirect::follow))
         .with_state(state)
 }
 

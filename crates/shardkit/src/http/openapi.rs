@@ -59,7 +59,7 @@ pub struct MgetAnswer {
 #[openapi(
     info(
         title = "shardkit",
-        description = "Ids, tickets and counters for sharded applications. 64-bit ids are JSON strings. \
+        description = "Ids, tickets, counters and short links for sharded applications. 64-bit ids are JSON strings. \
                        With an API key configured, every method but GET and HEAD needs `Authorization: Bearer <key>`."
     ),
     paths(
@@ -72,8 +72,20 @@ pub struct MgetAnswer {
         super::counters::get,
         super::counters::incr,
         super::counters::mget,
+        super::links::create,
+        super::links::list,
+        super::links::get,
+        super::links::update,
+        super::links::replace,
+        super::links::delete,
+        super::links_bulk::create,
+        super::links_bulk::export,
+        super::redirect::follow,
+        super::ui::index,
+        super::ui::link_page,
+        super::ui::qr,
     ),
-    components(schemas(HealthBody, IdsBody, ErrorBody, CounterRowBody, IncrAnswer, MgetAnswer, crate::decoded_json::DecodedIdJson, super::counters::IncrBody, super::counters::MgetBody))
+    components(schemas(HealthBody, IdsBody, ErrorBody, CounterRowBody, IncrAnswer, MgetAnswer, crate::decoded_json::DecodedIdJson, super::counters::IncrBody, super::counters::MgetBody, crate::links::NewLink, crate::links::LinkPatch))
 )]
 pub struct ApiDoc;
 

@@ -1,0 +1,106 @@
+//! The contract of [`LinkStore`] as one function any backend's tests call, so the
+//! embedded store and the PostgreSQL store (issue 7) are held to the same behaviour.
+//! It panics (like an `assert!`) on the first broken rule; give it an empty store.
+
+use crate::error::StoreError;
+use crate::model::{Link, Redirect};
+use crate::store::{InsertOutcome, LinkStore};
+
+fn link(id: u64, code: &str, url: &str) -> Link {
+    Link {
+        id,
+        url: url.to_string(),
+        code: code.to_string(),
+        alias: None,
+        created_at: 1_790_000_000_000 + id,
+        expires_at: None,
+        max_visits: None,
+        redirect: Redirect::Found,
+        tags: Vec::new(),
+    }
+}
+
+/// Runs every check against `store`, which must be empty.
+pub fn run(store: &dyn LinkStore) {
+    assert_eq!(store.count().unwrap(), 0, "the conformance suite needs an empty store");
+
+    // Batch insert, lookups by id, code and alias.
+    let mut a = link(10, "a000001", "https://example.com/a");
+    a.tags = vec!["red".into(), "blue".into()];
+    let mut b = link(20, "b000001", "https://example.com/b");
+    b.alias = Some("bee-alias".into());
+    b.tags = vec!["red".into()];
+    let c = link(30, "c000001", "https://example.com/a");
+    let outcomes = store.insert_batch(&[a.clone(), b.clone(), c.clone()]).unwrap();
+    assert_eq!(outcomes, vec![InsertOutcome::Inserted; 3]);
+    assert_eq!(store.count().unwrap(), 3);
+    assert_eq!(store.get(10).unwrap(), Some(a.clone()));
+    assert_eq!(store.resolve("a000001").unwrap(), Some(a.clone()));
+    assert_eq!(store.resolve("bee-alias").unwrap(), Some(b.clone()));
+    assert_eq!(store.resolve("b000001").unwrap(), Some(b.clone()));
+    assert_eq!(store.resolve("nope").unwrap(), None);
+    assert_eq!(store.resolve("z999999").unwrap(), None);
+
+    // A taken alias names its owner's code; the rest of the batch is stored.
+    let mut d = link(40, "d000001", "https://example.com/d");
+    d.alias = Some("bee-alias".into());
+    let e = link(50, "e000001", "https://example.com/e");
+    let outcomes = store.insert_batch(&[d, e.clone()]).unwrap();
+    assert_eq!(outcomes[0], InsertOutcome::AliasTaken { alias: "bee-alias".into(), owner_code: "b000001".into() });
+    assert_eq!(outcomes[1], InsertOutcome::Inserted);
+    assert_eq!(store.get(40).unwrap(), None);
+    // Duplicates of code or id fail the whole batch, overwrite nothing.
+    assert!(matches!(store.insert_batch(&[link(60, "a000001", "https://x.example/")]), Err(StoreError::Duplicate(_))));
+    assert!(matches!(store.insert_batch(&[link(61, "g000001", "https://x.example/"), link(10, "f000001", "https://x.example/")]), Err(StoreError::Duplicate(_))));
+    assert_eq!(store.get(10).unwrap(), Some(a.clone()));
+    assert_eq!(store.get(61).unwrap(), None);
+    assert_eq!(store.resolve("g000001").unwrap(), None);
+    // Two equal aliases in one batch: the first wins, the second names its code.
+    let mut g = link(80, "h000001", "https://example.com/g");
+    g.alias = Some("twice".into());
+    let mut h = link(90, "i000001", "https://example.com/h");
+    h.alias = Some("twice".into());
+    let outcomes = store.insert_batch(&[g, h]).unwrap();
+    assert_eq!(outcomes[1], InsertOutcome::AliasTaken { alias: "twice".into(), owner_code: "h000001".into() });
+    assert_eq!(store.delete(80).unwrap().map(|l| l.id), Some(80));
+
+    // Reuse: the oldest plain link of the URL.
+    assert_eq!(store.find_reusable("https://example.com/a").unwrap().map(|l| l.id), Some(10));
+    assert_eq!(store.find_reusable("https://example.com/b").unwrap(), None, "a link with an alias is not reused");
+    assert_eq!(store.find_reusable("https://example.com/zzz").unwrap(), None);
+
+    // Lists: creation order, cursor, tags.
+    let ids = |links: Vec<Link>| links.into_iter().map(|l| l.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.list(None, None, 10).unwrap()), [10, 20, 30, 50]);
+    assert_eq!(ids(store.list(None, Some(20), 1).unwrap()), [30]);
+    assert_eq!(ids(store.list(Some("red"), None, 10).unwrap()), [10, 20]);
+    assert_eq!(ids(store.list(Some("red"), Some(10), 10).unwrap()), [20]);
+    assert_eq!(ids(store.list(Some("none"), None, 10).unwrap()), Vec::<u64>::new());
+
+    // Replace: new target and tags move the indexes; code and alias are fixed.
+    let mut a2 = a.clone();
+    a2.url = "https://example.com/moved".into();
+    a2.tags = vec!["green".into()];
+    a2.redirect = Redirect::Permanent;
+    store.replace(&a2).unwrap();
+    assert_eq!(store.resolve("a000001").unwrap(), Some(a2.clone()));
+    assert_eq!(ids(store.list(Some("red"), None, 10).unwrap()), [20]);
+    assert_eq!(ids(store.list(Some("green"), None, 10).unwrap()), [10]);
+    assert_eq!(store.find_reusable("https://example.com/a").unwrap().map(|l| l.id), Some(30));
+    assert_eq!(store.find_reusable("https://example.com/moved").unwrap().map(|l| l.id), Some(10));
+    let mut renamed = a2.clone();
+    renamed.code = "q000001".into();
+    assert!(store.replace(&renamed).is_err());
+    assert!(store.replace(&link(999, "y000001", "https://example.com/")).is_err());
+
+    // Delete frees the code, the alias and the indexes.
+    assert_eq!(store.delete(20).unwrap().map(|l| l.id), Some(20));
+    assert_eq!(store.delete(20).unwrap(), None);
+    assert_eq!(store.resolve("bee-alias").unwrap(), None);
+    assert_eq!(store.resolve("b000001").unwrap(), None);
+    assert_eq!(ids(store.list(Some("red"), None, 10).unwrap()), Vec::<u64>::new());
+    let mut f = link(70, "f000001", "https://example.com/f");
+    f.alias = Some("bee-alias".into());
+    assert_eq!(store.insert_batch(&[f]).unwrap(), [InsertOutcome::Inserted]);
+    assert_eq!(store.count().unwrap(), 4);
+}

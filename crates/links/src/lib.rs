@@ -1,0 +1,49 @@
+//! # shardkit-links
+//!
+//! The short-link domain of shardkit (the TinyURL service), with no HTTP in it, so the
+//! server, the command line and a future PostgreSQL backend share one set of rules.
+//!
+//! - [`Codec`]: a code's first character names its shard group (hash of the
+//!   normalized long URL over 62 groups); the rest is base62 of that group's ticket
+//!   sequence number, passed through a keyed [`Feistel`] bijection so codes look random
+//!   yet never collide. 7 characters for the first 62^7 links, longer only past that.
+//! - [`normalize_url`]: only `http`/`https` URLs with a host, at most 8 KiB, never
+//!   the service's own short domain.
+//! - [`validate_alias`]: custom aliases, provably disjoint from generated codes.
+//! - [`Link`]: the stored record; [`LinkStore`]: storage behind a trait;
+//!   [`RedbLinkStore`]: the embedded implementation; [`conformance`]: the suite every
+//!   store must pass.
+//! - [`Minter`]: codes from per-group ticket sequences ([`shardkit_ids::tickets`]).
+//!
+//! ```
+//! use shardkit_links::{Codec, Feistel};
+//! let codec = Codec::scrambled(Feistel::new([7; 16]));
+//! let code = codec.encode(5, 41).unwrap();
+//! assert_eq!(code.len(), 7);
+//! assert_eq!(codec.decode(&code), Some((5, 41)));
+//! ```
+
+#![warn(missing_docs)]
+
+mod alias;
+mod code;
+pub mod conformance;
+mod error;
+mod feistel;
+mod key;
+mod minter;
+mod model;
+mod redb_store;
+mod store;
+mod url_rules;
+
+pub use alias::{is_reserved, validate_alias, MAX_ALIAS_LEN, RESERVED};
+pub use code::{group_of, Codec, GROUPS, MIN_CODE_LEN, MIN_REST_WIDTH};
+pub use error::{AliasError, CodeError, LinkError, StoreError, UrlError};
+pub use feistel::Feistel;
+pub use key::load_or_create_key;
+pub use minter::{GroupSequences, Minter, TicketSequences};
+pub use model::{day_of, format_day, format_time, now_ms, parse_time, validate_tags, Link, Redirect, MAX_TAGS};
+pub use redb_store::RedbLinkStore;
+pub use store::{InsertOutcome, LinkStore};
+pub use url_rules::{normalize_url, OwnOrigin, MAX_URL_LEN};

@@ -1,0 +1,86 @@
+//! Where links live, behind a trait: the embedded [`crate::RedbLinkStore`] now, the
+//! PostgreSQL backend later. Synchronous and object-safe (`Arc<dyn LinkStore>`), so a
+//! caller picks the backend at start-up; async callers run it on a blocking thread.
+//!
+//! Every implementation keeps four lookups consistent in one transaction: the link
+//! by id, its code, its alias, the normalized URL (for `"reuse": true`) and its tags.
+//! [`crate::conformance::run`] checks an implementation against this contract.
+
+use crate::error::StoreError;
+use crate::model::Link;
+
+/// What happened to one link of a batch insert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InsertOutcome {
+    /// Stored.
+    Inserted,
+    /// The alias belongs to another link (whose code is given); nothing of this
+    /// link was stored.
+    AliasTaken {
+        /// The alias asked for.
+        alias: String,
+        /// The code of the link that owns it.
+        owner_code: String,
+    },
+}
+
+/// Durable storage of links.
+pub trait LinkStore: Send + Sync {
+    /// Stores `links` in one durable transaction (committed and fsynced before this
+    /// returns) and answers one outcome per link, in order. A link whose alias is taken
+    /// (stored, or earlier in the batch) is skipped; the others are stored. A code or
+    /// id that is already stored (a minting bug, never expected) fails the whole batch
+    /// with [`StoreError::Duplicate`] and stores nothing.
+    fn insert_batch(&self, links: &[Link]) -> Result<Vec<InsertOutcome>, StoreError>;
+
+    /// The link with this id.
+    fn get(&self, id: u64) -> Result<Option<Link>, StoreError>;
+
+    /// The link reached at `/{path}`: by generated code or by alias.
+    fn resolve(&self, path: &str) -> Result<Option<Link>, StoreError>;
+
+    /// A link for normalized URL `url` that `"reuse": true` may hand out again: one
+    /// with no alias, no expiry and no visit limit, the oldest first.
+    fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError>;
+
+    /// Replaces the stored link with `link.id` (new target, expiry, limits, redirect,
+    /// tags), updating the URL and tag indexes. Code and alias cannot change.
+    fn replace(&self, link: &Link) -> Result<(), StoreError>;
+
+    /// Deletes the link with this id and its index entries; answers what was deleted.
+    fn delete(&self, id: u64) -> Result<Option<Link>, StoreError>;
+
+    /// Up to `limit` links in id order (creation time, then shard) with id above `after`, only those
+    /// tagged `tag` if given. The last id is the cursor of the next page.
+    fn list(&self, tag: Option<&str>, after: Option<u64>, limit: usize) -> Result<Vec<Link>, StoreError>;
+
+    /// How many links are stored.
+    fn count(&self) -> Result<u64, StoreError>;
+}
+
+impl<T: LinkStore + ?Sized> LinkStore for std::sync::Arc<T> {
+    fn insert_batch(&self, links: &[Link]) -> Result<Vec<InsertOutcome>, StoreError> {
+        (**self).insert_batch(links)
+    }
+    fn get(&self, id: u64) -> Result<Option<Link>, StoreError> {
+        (**self).get(id)
+    }
+    fn resolve(&self, path: &str) -> Result<Option<Link>, StoreError> {
+        (**self).resolve(path)
+    }
+    fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
+        (**self).find_reusable(url)
+    }
+    fn replace(&self, link: &Link) -> Result<(), StoreError> {
+        (**self).replace(link)
+    }
+    fn delete(&self, id: u64) -> Result<Option<Link>, StoreError> {
+        (**self).delete(id)
+    }
+    fn list(&self, tag: Option<&str>, after: Option<u64>, limit: usize) -> Result<Vec<Link>, StoreError> {
+        (**self).list(tag, after, limit)
+    }
+    fn count(&self) -> Result<u64, StoreError> {
+        (**self).count()
+    }
+}

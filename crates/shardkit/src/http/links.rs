@@ -1,0 +1,138 @@
+//! `POST /api/links`, `GET /api/links`, `GET|PATCH|PUT|DELETE /api/links/{code}`:
+//! the JSON API of short links. Storage work runs on a blocking thread (every write
+//! is an fsynced transaction).
+
+use super::ApiError;
+use crate::links::{LinkOpError, LinkPatch, NewLink};
+use crate::state::AppState;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Most links one list page holds.
+pub const MAX_PAGE: usize = 1_000;
+
+/// An operation error as the API answers it.
+pub fn op_error(e: LinkOpError) -> ApiError {
+    match e {
+        LinkOpError::Invalid(m) => ApiError::bad_request(m),
+        LinkOpError::AliasTaken { ref owner_code, .. } => {
+            let owner = owner_code.clone();
+            ApiError::conflict(e.to_string(), "code", owner)
+        }
+        LinkOpError::NotFound(_) => ApiError::not_found(e.to_string()),
+        LinkOpError::Unavailable(m) => ApiError::unavailable(m),
+    }
+}
+
+/// Runs storage work off the async threads.
+pub async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T, LinkOpError> + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| ApiError::unavailable(format!("the request was cut short: {e}")))?.map_err(op_error)
+}
+
+fn json_body<T>(parsed: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+    parsed.map(|Json(v)| v).map_err(|e| ApiError::bad_request(e.body_text()))
+}
+
+/// Creates a link: 201 with the link, or 200 with an existing one for `"reuse": true`.
+#[utoipa::path(post, path = "/api/links", tag = "links", request_body = NewLink,
+    responses(
+        (status = 201, description = "Created: the link with code, short_url, url and id (a string)"),
+        (status = 200, description = "An existing link for the same URL (reuse)"),
+        (status = 400, description = "Bad URL, alias, expiry, limit or redirect", body = super::openapi::ErrorBody),
+        (status = 401, description = "API key missing or wrong", body = super::openapi::ErrorBody),
+        (status = 409, description = "Alias taken: `code` names the owner", body = super::openapi::ErrorBody),
+        (status = 429, description = "Too many creations from this client", body = super::openapi::ErrorBody),
+    ))]
+pub async fn create(State(state): State<Arc<AppState>>, body: Result<Json<NewLink>, JsonRejection>) -> Result<Response, ApiError> {
+    let request = json_body(body)?;
+    let worker = Arc::clone(&state);
+    let (link, created) = blocking(move || worker.links.create(&request, &worker.ids)).await?;
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(state.links.view(&link))).into_response())
+}
+
+/// The link with its clicks and daily series.
+#[utoipa::path(get, path = "/api/links/{code}", tag = "links",
+    params(("code" = String, Path, description = "Code or alias")),
+    responses(
+        (status = 200, description = "The link with `clicks` (total) and `daily` ([{day, clicks}], last 30 days)"),
+        (status = 404, description = "No such link", body = super::openapi::ErrorBody),
+    ))]
+pub async fn get(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Result<Json<Value>, ApiError> {
+    let link = state.links.lookup(&code).map_err(|e| ApiError::unavailable(e.to_string()))?;
+    let link = link.ok_or_else(|| op_error(LinkOpError::NotFound(code)))?;
+    Ok(Json(state.links.view_with_clicks(&state.counters.engine, &link)))
+}
+
+/// Changes the target, expiry, limit, redirect or tags (PATCH and PUT alike).
+#[utoipa::path(patch, path = "/api/links/{code}", tag = "links", request_body = LinkPatch,
+    params(("code" = String, Path, description = "Code or alias")),
+    responses(
+        (status = 200, description = "The link as changed"),
+        (status = 400, description = "Bad field", body = super::openapi::ErrorBody),
+        (status = 404, description = "No such link", body = super::openapi::ErrorBody),
+    ))]
+pub async fn update(State(state): State<Arc<AppState>>, Path(code): Path<String>, body: Result<Json<LinkPatch>, JsonRejection>) -> Result<Json<Value>, ApiError> {
+    let patch = json_body(body)?;
+    let worker = Arc::clone(&state);
+    let link = blocking(move || worker.links.update(&code, &patch)).await?;
+    Ok(Json(state.links.view(&link)))
+}
+
+/// `PUT /api/links/{code}`: the same as PATCH.
+#[utoipa::path(put, path = "/api/links/{code}", tag = "links", request_body = LinkPatch,
+    params(("code" = String, Path, description = "Code or alias")),
+    responses((status = 200, description = "The link as changed"), (status = 404, description = "No such link", body = super::openapi::ErrorBody)))]
+pub async fn replace(state: State<Arc<AppState>>, code: Path<String>, body: Result<Json<LinkPatch>, JsonRejection>) -> Result<Json<Value>, ApiError> {
+    update(state, code, body).await
+}
+
+/// Deletes a link; its code and alias then answer 404.
+#[utoipa::path(delete, path = "/api/links/{code}", tag = "links",
+    params(("code" = String, Path, description = "Code or alias")),
+    responses((status = 204, description = "Deleted"), (status = 404, description = "No such link", body = super::openapi::ErrorBody)))]
+pub async fn delete(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Result<StatusCode, ApiError> {
+    blocking(move || state.links.delete(&code, &state.counters.engine)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Query of the list.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Only links with this tag.
+    tag: Option<String>,
+    /// `next_cursor` of the previous page.
+    cursor: Option<String>,
+    /// Links per page (1 to 1000, default 100).
+    limit: Option<usize>,
+}
+
+/// Links in id order (creation time, then shard), a page at a time.
+#[utoipa::path(get, path = "/api/links", tag = "links", params(ListQuery),
+    responses(
+        (status = 200, description = "`{\"links\":[…],\"next_cursor\":\"…\"|null}`"),
+        (status = 400, description = "Bad cursor or limit", body = super::openapi::ErrorBody),
+    ))]
+pub async fn list(State(state): State<Arc<AppState>>, query: Result<Query<ListQuery>, QueryRejection>) -> Result<Json<Value>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let limit = query.limit.unwrap_or(100);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::bad_request(format!("limit must be between 1 and {MAX_PAGE}, got {limit}")));
+    }
+    let after = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(c.parse::<u64>().map_err(|_| ApiError::bad_request(format!("cursor {c:?} is not one this API gave out")))?),
+    };
+    let worker = Arc::clone(&state);
+    let links = blocking(move || Ok(worker.links.store().list(query.tag.as_deref(), after, limit)?)).await?;
+    let next = if links.len() == limit { links.last().map(|l| l.id.to_string()) } else { None };
+    let views: Vec<Value> = links.iter().map(|l| state.links.view(l)).collect();
+    Ok(Json(json!({ "links": views, "next_cursor": next })))
+}

@@ -1,0 +1,116 @@
+//! The web page: `/` (a form that shortens a URL and shows the short link and its
+//! QR code), `/ui/links/{code}` (target, total clicks, an inline-SVG chart of clicks
+//! per day) and `/ui/links/{code}/qr.svg`. Everything is embedded in the binary;
+//! nothing is loaded from elsewhere.
+
+use super::pages::{self, escape, page};
+use crate::state::AppState;
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use std::fmt::Write;
+use std::sync::Arc;
+
+const INDEX: &str = include_str!("assets/index.html");
+
+/// The form.
+#[utoipa::path(get, path = "/", tag = "ui", responses((status = 200, description = "HTML form to shorten a URL")))]
+pub async fn index() -> Html<String> {
+    Html(page("Shorten a link", INDEX))
+}
+
+/// Bars of clicks per day as an SVG (no script, no outside file).
+pub fn chart(days: &[(String, u64)]) -> String {
+    let (width, height, pad) = (600u64, 160u64, 20u64);
+    let max = days.iter().map(|(_, n)| *n).max().unwrap_or(0).max(1);
+    // Bars at most 40 wide, so a link a day old shows one bar, not a wall of blue.
+    let slot = ((width - 2 * pad) / days.len().max(1) as u64).min(40);
+    let mut svg = format!("<svg class=\"chart\" role=\"img\" aria-label=\"clicks per day\" viewBox=\"0 0 {width} {}\" width=\"100%\">", height + 24);
+    for (i, (day, n)) in days.iter().enumerate() {
+        let h = (height - pad) * n / max;
+        let x = pad + i as u64 * slot;
+        let _ = write!(svg, "<rect x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{h}\"><title>{day}: {n}</title></rect>", height - h, slot.saturating_sub(2).max(1));
+    }
+    if let (Some((first, _)), Some((last, _))) = (days.first(), days.last()) {
+        let _ = write!(svg, "<text x=\"{pad}\" y=\"{}\" font-size=\"12\">{first}</text>", height + 18);
+        if days.len() > 1 {
+            let _ = write!(svg, "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\">{last}</text>", pad + slot * days.len() as u64, height + 18);
+        }
+    }
+    let _ = write!(svg, "<text x=\"{pad}\" y=\"12\" font-size=\"12\">max {max}/day</text></svg>");
+    svg
+}
+
+/// The QR code of `text` as SVG, drawn from the module matrix (no renderer feature).
+pub fn qr_svg(text: &str) -> Option<String> {
+    let code = qrcode::QrCode::new(text.as_bytes()).ok()?;
+    let width = code.width();
+    let quiet = 4;
+    let size = width + 2 * quiet;
+    let colors = code.to_colors();
+    let mut path = String::new();
+    for (i, color) in colors.iter().enumerate() {
+        if *color == qrcode::Color::Dark {
+            let _ = write!(path, "M{} {}h1v1h-1z", i % width + quiet, i / width + quiet);
+        }
+    }
+    Some(format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {size} {size}\" shape-rendering=\"crispEdges\"><rect width=\"{size}\" height=\"{size}\" fill=\"#fff\"/><path d=\"{path}\" fill=\"#000\"/></svg>"
+    ))
+}
+
+/// A link's page: target, total clicks, the chart and the QR code.
+#[utoipa::path(get, path = "/ui/links/{code}", tag = "ui", params(("code" = String, Path, description = "Code or alias")),
+    responses((status = 200, description = "HTML page of the link"), (status = 404, description = "Unknown code (HTML)")))]
+pub async fn link_page(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
+    let link = match state.links.lookup(&code) {
+        Ok(Some(link)) => link,
+        Ok(None) => return pages::not_found(true, &code),
+        Err(e) => return pages::message(StatusCode::SERVICE_UNAVAILABLE, "Try again", &e.to_string()),
+    };
+    let engine = &state.counters.engine;
+    let total = state.links.clicks.total(engine, link.id);
+    let days = state.links.daily(engine, &link);
+    let short = state.links.short_url(&link);
+    let qr = qr_svg(&short).unwrap_or_default();
+    let mut body = format!(
+        "<h1>/{path}</h1><p>Short link: <a id=\"short\" href=\"{s}\">{s}</a></p><p>Goes to <a id=\"target\" href=\"{t}\">{t}</a></p>\
+         <p><span id=\"clicks\" class=\"big\">{total}</span> clicks</p>",
+        path = escape(link.path()),
+        s = escape(&short),
+        t = escape(&link.url),
+    );
+    if let Some(expires) = crate::links::expiry_text(&link) {
+        let _ = write!(body, "<p class=\"muted\">Expires {}</p>", escape(&expires));
+    }
+    if let Some(max) = link.max_visits {
+        let _ = write!(body, "<p class=\"muted\">At most {max} visits</p>");
+    }
+    let _ = write!(body, "<h2>Clicks per day</h2>{}<div style=\"width:180px\">{qr}</div><p><a href=\"/\">Shorten another</a></p>", chart(&days));
+    Html(page(&format!("/{}", link.path()), &body)).into_response()
+}
+
+/// The QR code of a link's short URL.
+#[utoipa::path(get, path = "/ui/links/{code}/qr.svg", tag = "ui", params(("code" = String, Path, description = "Code or alias")),
+    responses((status = 200, description = "SVG image"), (status = 404, description = "Unknown code")))]
+pub async fn qr(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
+    match state.links.lookup(&code) {
+        Ok(Some(link)) => match qr_svg(&state.links.short_url(&link)) {
+            Some(svg) => ([(header::CONTENT_TYPE, "image/svg+xml"), (header::CACHE_CONTROL, "public, max-age=86400")], svg).into_response(),
+            None => pages::message(StatusCode::SERVICE_UNAVAILABLE, "No QR code", "the short URL is too long for a QR code"),
+        },
+        Ok(None) => pages::not_found(true, &code),
+        Err(e) => pages::message(StatusCode::SERVICE_UNAVAILABLE, "Try again", &e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn qr_and_chart_are_svg() {
+        let svg = super::qr_svg("http://127.0.0.1:8080/a000001").unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("h1v1h-1z"));
+        let chart = super::chart(&[("2026-11-21".into(), 0), ("2026-11-22".into(), 5)]);
+        assert_eq!(chart.matches("<rect").count(), 2);
+    }
+}

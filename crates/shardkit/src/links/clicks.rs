@@ -1,0 +1,212 @@
+//! Click counting without a storage write on the redirect path.
+//!
+//! A redirect adds one click to an in-memory slot (a sharded mutex-guarded map);
+//! a flusher writes the accumulated clicks to the counter engine every
+//! `links.click_flush_ms` with [`Engine::incr_batch`] (one fsync per flush): counter
+//! `links` column `clicks` keyed by link id (the total), and counter `link_days`
+//! column `clicks` keyed `<id>:<day>` (UTC days since 1970). A SIGKILL loses at most
+//! the clicks of one flush interval; a clean stop flushes everything.
+//!
+//! The slot's `total` is the authoritative count while the slot exists (engine value
+//! at load + every click since), so `max_visits` is enforced exactly: the check and
+//! the increment happen under one lock. A slot with nothing unflushed is dropped at
+//! the next flush; flushes run one at a time, so by then the engine holds every
+//! earlier click and a reload from it is exact.
+
+use parking_lot::Mutex;
+use shardkit_counters::{ColumnOptions, Engine, Error, Key};
+use std::collections::HashMap;
+
+/// Counter holding each link's total clicks (row = link id).
+pub const TOTAL_COUNTER: &str = "links";
+/// Counter holding clicks per link and day (row = `<id>:<day>`).
+pub const DAILY_COUNTER: &str = "link_days";
+/// The column of both counters.
+pub const COLUMN: &str = "clicks";
+
+const SHARDS: usize = 64;
+
+/// One link's clicks. The unflushed clicks of the current day sit inline (no
+/// allocation on the redirect path); other days, rare, go to `older`.
+#[derive(Debug, Default)]
+struct Slot {
+    total: u64,
+    pending: u64,
+    day: u64,
+    day_pending: u64,
+    older: Vec<(u64, u64)>,
+}
+
+impl Slot {
+    fn add_day(&mut self, day: u64, n: u64) {
+        if self.day_pending == 0 || self.day == day {
+            self.day = day;
+            self.day_pending += n;
+        } else {
+            match self.older.iter_mut().find(|(d, _)| *d == day) {
+                Some((_, m)) => *m += n,
+                None => self.older.push((day, n)),
+            }
+        }
+    }
+
+    fn days(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        (self.day_pending > 0).then_some((self.day, self.day_pending)).into_iter().chain(self.older.iter().copied())
+    }
+}
+
+/// In-memory clicks in front of the counter engine.
+#[derive(Debug)]
+pub struct ClickBook {
+    shards: Box<[Mutex<HashMap<u64, Slot>>]>,
+    flushing: Mutex<()>,
+}
+
+impl Default for ClickBook {
+    fn default() -> Self {
+        Self { shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(), flushing: Mutex::new(()) }
+    }
+}
+
+/// The engine's stored total of a link (0 if none or unreadable).
+fn stored_total(engine: &Engine, id: u64) -> u64 {
+    engine.get(TOTAL_COUNTER, Key::Id(id), COLUMN).unwrap_or(0)
+}
+
+/// The `link_days` row key of a link and day.
+pub fn day_key(id: u64, day: u64) -> String {
+    format!("{id}:{day}")
+}
+
+/// Makes the two counters if they do not exist yet.
+pub fn ensure_counters(engine: &Engine) -> Result<(), Error> {
+    for counter in [TOTAL_COUNTER, DAILY_COUNTER] {
+        match engine.create_counter(counter) {
+            Ok(()) | Err(Error::CounterExists(_)) => {}
+            Err(e) => return Err(e),
+        }
+        match engine.add_column(counter, COLUMN, ColumnOptions::default()) {
+            Ok(()) | Err(Error::ColumnExists { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+impl ClickBook {
+    fn shard(&self, id: u64) -> &Mutex<HashMap<u64, Slot>> {
+        &self.shards[(id as usize ^ (id >> 17) as usize) % SHARDS]
+    }
+
+    /// Counts one click of link `id` on `day` unless `max` clicks were reached;
+    /// answers the new total, or `None` when the link is used up.
+    pub fn hit(&self, engine: &Engine, id: u64, day: u64, max: Option<u64>) -> Option<u64> {
+        let mut shard = self.shard(id).lock();
+        let slot = shard.entry(id).or_insert_with(|| Slot { total: stored_total(engine, id), ..Slot::default() });
+        if max.is_some_and(|m| slot.total >= m) {
+            return None;
+        }
+        slot.total += 1;
+        slot.pending += 1;
+        slot.add_day(day, 1);
+        Some(slot.total)
+    }
+
+    /// Total clicks of link `id`, counted or still in memory.
+    pub fn total(&self, engine: &Engine, id: u64) -> u64 {
+        match self.shard(id).lock().get(&id) {
+            Some(slot) => slot.total,
+            None => stored_total(engine, id),
+        }
+    }
+
+    /// Clicks per day for `days` (in order), stored plus not yet flushed.
+    pub fn daily(&self, engine: &Engine, id: u64, days: &[u64]) -> Vec<u64> {
+        let keys: Vec<String> = days.iter().map(|&d| day_key(id, d)).collect();
+        let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::parse(k)).collect();
+        let mut counts = engine.mget(DAILY_COUNTER, &parsed, COLUMN).unwrap_or_else(|_| vec![0; days.len()]);
+        if let Some(slot) = self.shard(id).lock().get(&id) {
+            for (i, day) in days.iter().enumerate() {
+                counts[i] += slot.days().filter(|(d, _)| d == day).map(|(_, n)| n).sum::<u64>();
+            }
+        }
+        counts
+    }
+
+    /// Drops the clicks of a deleted link (memory and engine total).
+    pub fn forget(&self, engine: &Engine, id: u64) {
+        self.shard(id).lock().remove(&id);
+        let _ = engine.delete(TOTAL_COUNTER, Key::Id(id));
+    }
+
+    /// Writes every unflushed click to the engine (durable when this returns).
+    /// On failure the clicks stay in memory for the next try.
+    pub fn flush(&self, engine: &Engine) -> Result<usize, Error> {
+        let _one_at_a_time = self.flushing.lock();
+        let mut totals: Vec<(u64, u64)> = Vec::new();
+        let mut days: Vec<(u64, u64, u64)> = Vec::new();
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            shard.retain(|&id, slot| {
+                if slot.pending == 0 {
+                    return false;
+                }
+                totals.push((id, std::mem::take(&mut slot.pending)));
+                days.extend(slot.days().map(|(d, n)| (id, d, n)));
+                slot.day_pending = 0;
+                slot.older.clear();
+                true
+            });
+        }
+        if totals.is_empty() {
+            return Ok(0);
+        }
+        let day_keys: Vec<String> = days.iter().map(|&(id, d, _)| day_key(id, d)).collect();
+        let total_items: Vec<(Key<'_>, i64)> = totals.iter().map(|&(id, n)| (Key::Id(id), n as i64)).collect();
+        let day_items: Vec<(Key<'_>, i64)> = day_keys.iter().zip(&days).map(|(k, &(_, _, n))| (Key::parse(k), n as i64)).collect();
+        let result = engine.incr_batch(DAILY_COUNTER, COLUMN, &day_items).and_then(|_| engine.incr_batch(TOTAL_COUNTER, COLUMN, &total_items));
+        if let Err(e) = result {
+            // Put them back; a later flush retries (a partly applied batch may then count twice, never lose).
+            for &(id, n) in &totals {
+                let mut shard = self.shard(id).lock();
+                let slot = shard.entry(id).or_default();
+                slot.pending += n;
+            }
+            for &(id, d, n) in &days {
+                let mut shard = self.shard(id).lock();
+                shard.entry(id).or_default().add_day(d, n);
+            }
+            return Err(e);
+        }
+        Ok(totals.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clicks_count_limit_and_survive_a_flush_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+            ensure_counters(&engine).unwrap();
+            let book = ClickBook::default();
+            assert_eq!(book.hit(&engine, 7, 100, Some(2)), Some(1));
+            assert_eq!(book.hit(&engine, 7, 101, Some(2)), Some(2));
+            assert_eq!(book.hit(&engine, 7, 101, Some(2)), None);
+            assert_eq!(book.total(&engine, 7), 2);
+            assert_eq!(book.flush(&engine).unwrap(), 1);
+            assert_eq!(book.daily(&engine, 7, &[100, 101, 102]), [1, 1, 0]);
+            assert_eq!(book.flush(&engine).unwrap(), 0, "nothing new; the idle slot is dropped");
+            assert_eq!(book.total(&engine, 7), 2);
+            assert_eq!(book.hit(&engine, 7, 101, Some(2)), None, "the limit holds after a reload from the engine");
+            book.hit(&engine, 8, 100, None);
+        }
+        let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+        let book = ClickBook::default();
+        assert_eq!(book.total(&engine, 7), 2);
+        assert_eq!(book.total(&engine, 8), 0, "never flushed");
+    }
+}

@@ -1,0 +1,313 @@
+//! The short-link service inside the server: the [`shardkit_links`] rules and store,
+//! a hot cache in front of the store for redirects, clicks counted in memory and
+//! flushed to the counter engine, and the per-client creation limit. HTTP handlers
+//! and the bulk formats call into this; it knows nothing of HTTP.
+
+pub mod clicks;
+pub mod lines;
+
+use clicks::ClickBook;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use shardkit_counters::Engine;
+use shardkit_ids::ShardedGenerator;
+use shardkit_links::{
+    day_of, format_day, format_time, normalize_url, now_ms, parse_time, validate_alias, validate_tags, Codec, Feistel, InsertOutcome,
+    Link, LinkError, LinkStore, Minter, OwnOrigin, Redirect, StoreError,
+};
+use std::sync::Arc;
+
+/// Days in the daily series of `GET /api/links/{code}` and the chart.
+pub const SERIES_DAYS: u64 = 30;
+
+/// A link to create: the JSON body of `POST /api/links`, one line of a bulk JSON-lines
+/// file, or one CSV row.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewLink {
+    /// The long URL (http or https, at most 8 KiB).
+    pub url: String,
+    /// Custom alias: 1 to 64 of `A-Z a-z 0-9 _ -`; 7 or more characters need a `-` or `_`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    /// RFC 3339 instant after which the link answers 410.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// Clicks after which the link answers 410.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_visits: Option<u64>,
+    /// 301, 302 (default), 307 or 308.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect: Option<u16>,
+    /// Labels for listing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    /// Hand back an existing plain link for the same URL instead of making a new one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<bool>,
+}
+
+/// A change to a link (`PATCH`/`PUT /api/links/{code}`): fields present are replaced.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkPatch {
+    /// New target.
+    pub url: Option<String>,
+    /// New expiry (RFC 3339).
+    pub expires_at: Option<String>,
+    /// New visit limit.
+    pub max_visits: Option<u64>,
+    /// New redirect status.
+    pub redirect: Option<u16>,
+    /// New tags (replacing the old ones).
+    pub tags: Option<Vec<String>>,
+}
+
+/// Why a link operation failed, in the terms the API answers with.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkOpError {
+    /// Bad input: 400.
+    #[error("{0}")]
+    Invalid(String),
+    /// The alias is taken: 409 with the owner's code.
+    #[error("the alias {alias:?} is taken by the link with code {owner_code}")]
+    AliasTaken {
+        /// The alias asked for.
+        alias: String,
+        /// The owner's code.
+        owner_code: String,
+    },
+    /// No such link: 404.
+    #[error("no link has the code or alias {0:?}")]
+    NotFound(String),
+    /// Storage, the id clock or a sequence failed: 503.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl From<LinkError> for LinkOpError {
+    fn from(e: LinkError) -> Self {
+        match e {
+            LinkError::Url(_) | LinkError::Alias(_) | LinkError::Invalid(_) => LinkOpError::Invalid(e.to_string()),
+            LinkError::Code(_) | LinkError::Ticket(_) | LinkError::Store(_) => LinkOpError::Unavailable(e.to_string()),
+        }
+    }
+}
+
+impl From<StoreError> for LinkOpError {
+    fn from(e: StoreError) -> Self {
+        LinkOpError::Unavailable(e.to_string())
+    }
+}
+
+/// Everything the links endpoints share.
+pub struct Links {
+    store: Arc<dyn LinkStore>,
+    minter: Minter,
+    cache: quick_cache::sync::Cache<String, Arc<Link>>,
+    /// Clicks in memory, flushed to the counter engine.
+    pub clicks: ClickBook,
+    own: Vec<OwnOrigin>,
+    base_url: String,
+}
+
+impl std::fmt::Debug for Links {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Links").field("base_url", &self.base_url).finish()
+    }
+}
+
+fn expiry(text: &str, now: u64) -> Result<u64, LinkOpError> {
+    let at = parse_time(text).map_err(|e| LinkOpError::Invalid(format!("expires_at: {e}")))?;
+    if at <= now {
+        return Err(LinkOpError::Invalid(format!("expires_at {text} is in the past")));
+    }
+    Ok(at)
+}
+
+fn redirect(status: Option<u16>) -> Result<Redirect, LinkOpError> {
+    match status {
+        None => Ok(Redirect::default()),
+        Some(s) => Redirect::from_status(s).ok_or_else(|| LinkOpError::Invalid(format!("redirect must be 301, 302, 307 or 308, got {s}"))),
+    }
+}
+
+fn max_visits(n: Option<u64>) -> Result<Option<u64>, LinkOpError> {
+    match n {
+        Some(0) => Err(LinkOpError::Invalid("max_visits must be at least 1".into())),
+        other => Ok(other),
+    }
+}
+
+impl Links {
+    /// The service over `store`, minting with `minter`; `base_url` starts every short URL.
+    pub fn new(store: Arc<dyn LinkStore>, minter: Minter, base_url: String, cache_entries: usize) -> anyhow::Result<Self> {
+        let own = vec![OwnOrigin::from_base_url(&base_url)?];
+        Ok(Self { store, minter, cache: quick_cache::sync::Cache::new(cache_entries.max(16)), clicks: ClickBook::default(), own, base_url })
+    }
+
+    /// The codec for `sequential` codes or scrambled ones with `key`.
+    pub fn codec(sequential: bool, key: [u8; 16]) -> Codec {
+        if sequential {
+            Codec::sequential()
+        } else {
+            Codec::scrambled(Feistel::new(key))
+        }
+    }
+
+    /// The store (for export and listing).
+    pub fn store(&self) -> &dyn LinkStore {
+        &*self.store
+    }
+
+    /// `<base_url>/<alias or code>`.
+    pub fn short_url(&self, link: &Link) -> String {
+        format!("{}/{}", self.base_url.trim_end_matches('/'), link.path())
+    }
+
+    /// A stored link from a validated request (code minted, id made), not yet stored.
+    fn draft(&self, request: &NewLink, ids: &ShardedGenerator, now: u64) -> Result<Link, LinkOpError> {
+        let url = normalize_url(&request.url, &self.own).map_err(LinkError::from)?;
+        if let Some(alias) = &request.alias {
+            validate_alias(alias).map_err(LinkError::from)?;
+        }
+        let tags = request.tags.clone().unwrap_or_default();
+        validate_tags(&tags).map_err(LinkOpError::Invalid)?;
+        let expires_at = request.expires_at.as_deref().map(|t| expiry(t, now)).transpose()?;
+        let max_visits = max_visits(request.max_visits)?;
+        let redirect = redirect(request.redirect)?;
+        let (group, code) = self.minter.mint(&url)?;
+        let id = ids.next_for_key(u64::from(group)).map_err(|e| LinkOpError::Unavailable(e.to_string()))?;
+        Ok(Link { id, url, code, alias: request.alias.clone(), created_at: now, expires_at, max_visits, redirect, tags })
+    }
+
+    /// Creates one link (blocking: one fsynced transaction). Answers the link and
+    /// whether it is new (`false`: an existing link handed back for `reuse`).
+    pub fn create(&self, request: &NewLink, ids: &ShardedGenerator) -> Result<(Link, bool), LinkOpError> {
+        if request.reuse == Some(true) && request.alias.is_none() && request.expires_at.is_none() && request.max_visits.is_none() {
+            let url = normalize_url(&request.url, &self.own).map_err(LinkError::from)?;
+            if let Some(found) = self.store.find_reusable(&url)? {
+                return Ok((found, false));
+            }
+        }
+        let mut results = self.create_many(vec![Ok(request.clone())], ids)?;
+        results.pop().unwrap_or_else(|| Err(LinkOpError::Unavailable("no result".into()))).map(|l| (l, true))
+    }
+
+    /// Creates many links in one durable transaction; one result per request, in
+    /// order. Requests that failed to parse come in as `Err(reason)`.
+    pub fn create_many(&self, requests: Vec<Result<NewLink, String>>, ids: &ShardedGenerator) -> Result<Vec<Result<Link, LinkOpError>>, LinkOpError> {
+        let now = now_ms();
+        let mut results: Vec<Result<Link, LinkOpError>> =
+            requests.into_iter().map(|r| r.map_err(LinkOpError::Invalid).and_then(|r| self.draft(&r, ids, now))).collect();
+        let drafts: Vec<Link> = results.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
+        if drafts.is_empty() {
+            return Ok(results);
+        }
+        let mut outcomes = self.store.insert_batch(&drafts)?.into_iter();
+        for result in results.iter_mut().filter(|r| r.is_ok()) {
+            match outcomes.next() {
+                Some(InsertOutcome::Inserted) => {}
+                Some(InsertOutcome::AliasTaken { alias, owner_code }) => *result = Err(LinkOpError::AliasTaken { alias, owner_code }),
+                None => *result = Err(LinkOpError::Unavailable("the store answered fewer outcomes than links".into())),
+            }
+        }
+        // A new link is likely to be followed soon: put it in the redirect cache.
+        for link in results.iter().flatten() {
+            self.cache.insert(link.path().to_string(), Arc::new(link.clone()));
+        }
+        Ok(results)
+    }
+
+    /// The link at `/{path}`, from the cache or the store.
+    pub fn lookup(&self, path: &str) -> Result<Option<Arc<Link>>, StoreError> {
+        if let Some(link) = self.cache.get(path) {
+            return Ok(Some(link));
+        }
+        let Some(link) = self.store.resolve(path)? else {
+            return Ok(None);
+        };
+        let link = Arc::new(link);
+        self.cache.insert(path.to_string(), Arc::clone(&link));
+        Ok(Some(link))
+    }
+
+    fn forget_cached(&self, link: &Link) {
+        self.cache.remove(link.code.as_str());
+        if let Some(alias) = &link.alias {
+            self.cache.remove(alias.as_str());
+        }
+    }
+
+    /// Applies `patch` to the link at `/{path}` (blocking).
+    pub fn update(&self, path: &str, patch: &LinkPatch) -> Result<Link, LinkOpError> {
+        let mut link = self.store.resolve(path)?.ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
+        let now = now_ms();
+        if let Some(url) = &patch.url {
+            link.url = normalize_url(url, &self.own).map_err(LinkError::from)?;
+        }
+        if let Some(t) = &patch.expires_at {
+            link.expires_at = Some(expiry(t, now)?);
+        }
+        if patch.max_visits.is_some() {
+            link.max_visits = max_visits(patch.max_visits)?;
+        }
+        if patch.redirect.is_some() {
+            link.redirect = redirect(patch.redirect)?;
+        }
+        if let Some(tags) = &patch.tags {
+            validate_tags(tags).map_err(LinkOpError::Invalid)?;
+            link.tags = tags.clone();
+        }
+        self.store.replace(&link).map_err(|e| match e {
+            StoreError::Missing(_) => LinkOpError::NotFound(path.to_string()),
+            other => other.into(),
+        })?;
+        self.forget_cached(&link);
+        Ok(link)
+    }
+
+    /// Deletes the link at `/{path}` and its click total (blocking).
+    pub fn delete(&self, path: &str, engine: &Engine) -> Result<Link, LinkOpError> {
+        let link = self.store.resolve(path)?.ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
+        let deleted = self.store.delete(link.id)?.ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
+        self.forget_cached(&deleted);
+        self.clicks.forget(engine, deleted.id);
+        Ok(deleted)
+    }
+
+    /// The API's JSON for a link: the stored fields plus `short_url`.
+    pub fn view(&self, link: &Link) -> Value {
+        let mut value = serde_json::to_value(link).unwrap_or_else(|_| json!({}));
+        if let Some(object) = value.as_object_mut() {
+            object.insert("short_url".into(), json!(self.short_url(link)));
+        }
+        value
+    }
+
+    /// The last [`SERIES_DAYS`] days (from the link's creation day at the earliest) with
+    /// their clicks, oldest first: `[("2026-11-22", 3), …]`.
+    pub fn daily(&self, engine: &Engine, link: &Link) -> Vec<(String, u64)> {
+        let today = day_of(now_ms());
+        let first = day_of(link.created_at).max(today.saturating_sub(SERIES_DAYS - 1)).min(today);
+        let days: Vec<u64> = (first..=today).collect();
+        let counts = self.clicks.daily(engine, link.id, &days);
+        days.iter().map(|&d| format_day(d)).zip(counts).collect()
+    }
+
+    /// The view plus `clicks` and `daily`.
+    pub fn view_with_clicks(&self, engine: &Engine, link: &Link) -> Value {
+        let mut value = self.view(link);
+        let daily: Vec<Value> = self.daily(engine, link).into_iter().map(|(day, clicks)| json!({ "day": day, "clicks": clicks })).collect();
+        if let Some(object) = value.as_object_mut() {
+            object.insert("clicks".into(), json!(self.clicks.total(engine, link.id)));
+            object.insert("daily".into(), json!(daily));
+        }
+        value
+    }
+}
+
+/// `expires_at` of a link as RFC 3339 (for the web page).
+pub fn expiry_text(link: &Link) -> Option<String> {
+    link.expires_at.map(format_time)
+}
