@@ -313,3 +313,43 @@ fn incr_batch_applies_every_good_item_with_one_commit_and_survives_reopen() {
     assert_eq!(e.get("weibo", Key::parse("page:2026"), "comments").unwrap(), 5);
     assert_eq!(e.get("weibo", Key::Id(2), "comments").unwrap(), 0);
 }
+
+#[test]
+fn deferred_writes_are_visible_at_once_and_durable_after_one_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+        setup(&e);
+        let mut newest = shardkit_counters::Pending::NONE;
+        for i in 0..100u64 {
+            let (v, p) = e.incr_deferred("weibo", Key::Id(i % 10), "comments", 1, None).unwrap();
+            assert_eq!(v, i / 10 + 1);
+            assert!(p > newest, "positions grow in log order");
+            newest = newest.max(p);
+        }
+        let p = e.set_deferred("weibo", Key::Id(500), "comments", 7).unwrap();
+        newest = newest.max(p);
+        let (stored, p) = e.delete_deferred("weibo", Key::Id(9)).unwrap();
+        assert!(stored);
+        newest = newest.max(p);
+        let (stored, nothing) = e.delete_deferred("weibo", Key::Id(9)).unwrap();
+        assert!(!stored);
+        assert!(nothing.is_none() && e.is_durable(nothing), "deleting an absent row waits for nothing");
+        // Readers see the writes before they are committed.
+        assert_eq!(e.get("weibo", Key::Id(0), "comments").unwrap(), 10);
+        e.commit(newest).unwrap();
+        assert!(e.is_durable(newest));
+        // A retried txid waits for whatever was appended before it.
+        let (_, first) = e.incr_deferred("weibo", Key::Id(1), "comments", 5, Some("tx-1")).unwrap();
+        let (again, retry) = e.incr_deferred("weibo", Key::Id(1), "comments", 5, Some("tx-1")).unwrap();
+        assert_eq!(again, 15);
+        assert!(retry >= first);
+        e.commit(retry).unwrap();
+        assert!(e.is_durable(first));
+    }
+    let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+    assert_eq!(e.get("weibo", Key::Id(0), "comments").unwrap(), 10);
+    assert_eq!(e.get("weibo", Key::Id(1), "comments").unwrap(), 15);
+    assert_eq!(e.get("weibo", Key::Id(9), "comments").unwrap(), 0);
+    assert_eq!(e.get("weibo", Key::Id(500), "comments").unwrap(), 7);
+}
