@@ -62,7 +62,7 @@ impl Codec {
         let (width, start, size) = tiers().find(|&(_, start, size)| index >= start && index - start < size).ok_or(CodeError::Exhausted(index))?;
         let local = index - start;
         let value = match &self.feistel {
-            Some(f) => f.permute(local, size),
+            Some(f) => f.permute_tweaked(local, size, u64::from(group)),
             None => local,
         };
         let mut code = String::with_capacity(1 + width);
@@ -86,7 +86,7 @@ impl Codec {
             return None;
         }
         let local = match &self.feistel {
-            Some(f) => f.invert(value, size),
+            Some(f) => f.invert_tweaked(value, size, u64::from(group)),
             None => value,
         };
         Some((group, start + local))
@@ -122,6 +122,20 @@ mod tests {
         assert!(c.encode(0, u64::MAX).is_err());
         assert_eq!(c.decode("abc"), None);
         assert_eq!(c.decode("a-bcdefg"), None);
+    }
+
+    #[test]
+    fn the_same_index_in_two_groups_gives_unrelated_suffixes() {
+        let codec = Codec::scrambled(Feistel::new(*b"0123456789abcdef"));
+        let mut same = 0;
+        for index in 0..1000u64 {
+            let a = codec.encode(0, index).unwrap();
+            let b = codec.encode(1, index).unwrap();
+            same += usize::from(a[1..] == b[1..]);
+            assert_eq!(codec.decode(&a), Some((0, index)));
+            assert_eq!(codec.decode(&b), Some((1, index)));
+        }
+        assert_eq!(same, 0, "a code's suffix must not reveal the codes of other groups");
     }
 
     #[test]

@@ -46,26 +46,27 @@ impl Feistel {
         bits.div_ceil(2)
     }
 
-    fn round(&self, round: usize, half: u32, value: u64) -> u64 {
-        mix(value ^ self.round_keys[round] ^ (u64::from(half) << 56)) & ((1u64 << half) - 1)
+    fn round(&self, round: usize, half: u32, tweak: u64, value: u64) -> u64 {
+        let key = self.round_keys[round] ^ tweak.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        mix(value ^ key ^ (u64::from(half) << 56)) & ((1u64 << half) - 1)
     }
 
-    fn forward(&self, x: u64, half: u32) -> u64 {
+    fn forward(&self, x: u64, half: u32, tweak: u64) -> u64 {
         let mask = (1u64 << half) - 1;
         let (mut left, mut right) = (x >> half, x & mask);
         for r in 0..ROUNDS {
-            let next = left ^ self.round(r, half, right);
+            let next = left ^ self.round(r, half, tweak, right);
             left = right;
             right = next;
         }
         (left << half) | right
     }
 
-    fn backward(&self, y: u64, half: u32) -> u64 {
+    fn backward(&self, y: u64, half: u32, tweak: u64) -> u64 {
         let mask = (1u64 << half) - 1;
         let (mut left, mut right) = (y >> half, y & mask);
         for r in (0..ROUNDS).rev() {
-            let previous = right ^ self.round(r, half, left);
+            let previous = right ^ self.round(r, half, tweak, left);
             right = left;
             left = previous;
         }
@@ -79,22 +80,35 @@ impl Feistel {
     /// result is a permutation of `[0, n)` (each cycle of the big permutation is walked
     /// in one direction only).
     pub fn permute(&self, x: u64, n: u64) -> u64 {
+        self.permute_tweaked(x, n, 0)
+    }
+
+    /// [`Feistel::permute`] under a public `tweak`: each tweak gives an unrelated
+    /// permutation with the same key. Codes use the group as the tweak, so the same
+    /// index in two groups does not give the same code suffix (which would let anyone
+    /// who sees one code find 61 more by changing its first character).
+    pub fn permute_tweaked(&self, x: u64, n: u64, tweak: u64) -> u64 {
         debug_assert!(x < n && n <= 1 << 62);
         let half = Self::half_bits(n);
-        let mut y = self.forward(x, half);
+        let mut y = self.forward(x, half, tweak);
         while y >= n {
-            y = self.forward(y, half);
+            y = self.forward(y, half, tweak);
         }
         y
     }
 
     /// The inverse of [`Feistel::permute`]: `invert(permute(x, n), n) == x`.
     pub fn invert(&self, y: u64, n: u64) -> u64 {
+        self.invert_tweaked(y, n, 0)
+    }
+
+    /// The inverse of [`Feistel::permute_tweaked`] with the same tweak.
+    pub fn invert_tweaked(&self, y: u64, n: u64, tweak: u64) -> u64 {
         debug_assert!(y < n && n <= 1 << 62);
         let half = Self::half_bits(n);
-        let mut x = self.backward(y, half);
+        let mut x = self.backward(y, half, tweak);
         while x >= n {
-            x = self.backward(x, half);
+            x = self.backward(x, half, tweak);
         }
         x
     }
