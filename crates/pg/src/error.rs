@@ -62,6 +62,9 @@ pub enum PgError {
     /// The shard map in `shardkit_meta` could not be read or built.
     #[error("shard map: {0}")]
     Map(#[from] shardkit_ring::RingError),
+    /// A store could not start the runtime that drives its connections.
+    #[error("cannot start the PostgreSQL store's runtime: {0}")]
+    Runtime(String),
     /// The epoch is not usable (in the future, unparsable).
     #[error("epoch: {0}")]
     Epoch(String),

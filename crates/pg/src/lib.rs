@@ -5,6 +5,8 @@
 //!   each schema's `next_id()` ([`schema`] has the SQL and why it differs from the
 //!   published function), the map recorded in `shardkit_meta`; [`move_shard`] moves
 //!   one logical shard to another server with a brief write pause for that shard only.
+//! - [`links`]: [`PgLinkStore`], the short-link store on those shards: a link lives
+//!   in the logical shard of its code's group, so a redirect reads one shard.
 //! - [`tickets`]: Flickr's ticket servers on MariaDB/MySQL (`REPLACE INTO` +
 //!   `LAST_INSERT_ID()`, two servers with odd and even numbers, fail-over) and a
 //!   PostgreSQL sequence store, both behind `shardkit-ids`'s `TicketStore`.
@@ -17,10 +19,12 @@ pub mod blocking;
 pub mod cluster;
 pub mod connect;
 pub mod error;
+pub mod links;
 pub mod move_shard;
 pub mod schema;
 pub mod tickets;
 
 pub use cluster::{init, Cluster, InitOptions, InitReport, ServerReport, MAX_LOGICAL_SHARDS};
 pub use error::{redact_url, PgError};
+pub use links::PgLinkStore;
 pub use move_shard::{move_shard, MoveReport};

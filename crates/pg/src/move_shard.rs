@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::GenericClient;
 
 /// Tables of a shard schema, copied in this order.
-pub const SHARD_TABLES: &[&str] = &["links"];
+pub const SHARD_TABLES: &[&str] = &["links", "link_aliases", "link_urls"];
 
 /// Rows per copy batch.
 const BATCH: i64 = 5_000;

@@ -61,6 +61,13 @@ CREATE TABLE IF NOT EXISTS shardkit_meta.shard_maps (
 "#;
 
 /// The DDL of one logical shard: schema, id state, `next_id()`, link tables.
+///
+/// The link tables (used by [`crate::links::PgLinkStore`]): `links` holds the links
+/// whose code routes here (`alias_name` the custom alias, `tags` for listing);
+/// `link_aliases` is the alias index of aliases that hash to this shard's group, and
+/// `link_urls` the index of reusable links (no alias, expiry or visit limit) whose
+/// normalized URL hashes here, which `"reuse": true` reads. In both, `id` is the link id
+/// (so `move_shard` copies them like `links`, in id order).
 /// Every statement is idempotent (`IF NOT EXISTS`, `OR REPLACE` with the same text).
 pub fn shard_ddl(shard: u32, epoch_unix_ms: u64) -> String {
     let s = shard_schema(shard);
@@ -112,6 +119,21 @@ CREATE TABLE IF NOT EXISTS {s}.links (
     tags text[] NOT NULL DEFAULT '{{}}'
 );
 CREATE INDEX IF NOT EXISTS links_url_hash ON {s}.links (url_hash);
+ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS alias_name text;
+CREATE INDEX IF NOT EXISTS links_tags ON {s}.links USING gin (tags);
+CREATE TABLE IF NOT EXISTS {s}.link_aliases (
+    alias text PRIMARY KEY,
+    id bigint NOT NULL,
+    code text NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {s}.link_urls (
+    id bigint PRIMARY KEY,
+    url_hash bigint NOT NULL,
+    url text NOT NULL,
+    code text NOT NULL,
+    created_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS link_urls_hash ON {s}.link_urls (url_hash, created_at, id);
 "#,
         class = ADVISORY_CLASS,
         refuse = REFUSE_LEAD_MS,

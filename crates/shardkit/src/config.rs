@@ -62,11 +62,25 @@ pub struct LinkSettings {
     /// How often clicks counted in memory are written to the counter engine, ms:
     /// the most clicks a SIGKILL can lose.
     pub click_flush_ms: u64,
+    /// Where links live: `redb` (embedded, `<data>/links.redb`) or `postgres` (the
+    /// logical shards of `servers`, made by `shardkit pg init`; needs feature `sql`).
+    pub store: String,
+    /// PostgreSQL server URLs of the cluster when `store` is `postgres`.
+    pub servers: Vec<String>,
 }
 
 impl Default for LinkSettings {
     fn default() -> Self {
-        Self { base_url: None, sequential_codes: false, cache_entries: 100_000, create_per_second: 100, create_burst: 1_000, click_flush_ms: 100 }
+        Self {
+            base_url: None,
+            sequential_codes: false,
+            cache_entries: 100_000,
+            create_per_second: 100,
+            create_burst: 1_000,
+            click_flush_ms: 100,
+            store: "redb".into(),
+            servers: Vec::new(),
+        }
     }
 }
 
@@ -178,6 +192,10 @@ pub struct Overrides {
     pub api_key: Option<String>,
     /// `--log-format` / `SHARDKIT_LOG_FORMAT`.
     pub log_format: Option<LogFormat>,
+    /// `--store` / `SHARDKIT_STORE`: where links live (`links.store`).
+    pub store: Option<String>,
+    /// `--servers` / `SHARDKIT_PG_SERVERS`: PostgreSQL servers (`links.servers`).
+    pub servers: Option<Vec<String>>,
 }
 
 impl Settings {
@@ -204,6 +222,12 @@ impl Settings {
         }
         if let Some(v) = overrides.log_format {
             settings.log_format = v;
+        }
+        if let Some(v) = overrides.store {
+            settings.links.store = v;
+        }
+        if let Some(v) = overrides.servers.filter(|s| !s.is_empty()) {
+            settings.links.servers = v;
         }
         settings.check()?;
         Ok(settings)
@@ -232,6 +256,17 @@ impl Settings {
         if !matches!(self.ids.on_clock_backwards.as_str(), "refuse" | "wait") {
             anyhow::bail!("ids.on_clock_backwards must be \"refuse\" or \"wait\", got {:?}", self.ids.on_clock_backwards);
         }
+        match self.links.store.as_str() {
+            "redb" => {}
+            "postgres" if !cfg!(feature = "sql") => {
+                anyhow::bail!("links.store \"postgres\" needs a shardkit built with the cargo feature `sql`")
+            }
+            "postgres" if self.links.servers.is_empty() => {
+                anyhow::bail!("links.store \"postgres\" needs the cluster's servers: pass --servers URL[,URL...] (or links.servers)")
+            }
+            "postgres" => {}
+            other => anyhow::bail!("links.store must be \"redb\" or \"postgres\", got {other:?}"),
+        }
         if let Some(base) = &self.links.base_url {
             shardkit_links::OwnOrigin::from_base_url(base).map_err(|e| anyhow::anyhow!("links.base_url {base:?} is not a usable URL: {e}"))?;
         }
@@ -244,8 +279,21 @@ impl Settings {
         if shown.api_key.is_some() {
             shown.api_key = Some("<redacted>".into());
         }
+        shown.links.servers = shown.links.servers.iter().map(|url| redact_password(url)).collect();
         Ok(toml::to_string_pretty(&shown)?)
     }
+}
+
+/// `url` without the password of its user part (`postgres://u:pw@h/db` -> `postgres://u@h/db`).
+fn redact_password(url: &str) -> String {
+    if let Some(scheme_end) = url.find("://") {
+        let rest = &url[scheme_end + 3..];
+        if let Some(at) = rest.rfind('@') {
+            let user = rest[..at].split(':').next().unwrap_or("");
+            return format!("{}://{}@{}", &url[..scheme_end], user, &rest[at + 1..]);
+        }
+    }
+    url.to_string()
 }
 
 #[cfg(test)]

@@ -75,7 +75,10 @@ impl AppState {
         let key_path = settings.data.join("links.key");
         let key = load_or_create_key(&key_path).with_context(|| format!("cannot read or make the code key {}", key_path.display()))?;
         let minter = Minter::new(Links::codec(settings.links.sequential_codes, key), Box::new(link_sequences));
-        let store: Arc<dyn LinkStore> = Arc::new(RedbLinkStore::open(settings.data.join("links.redb"))?);
+        let store: Arc<dyn LinkStore> = match settings.links.store.as_str() {
+            "postgres" => open_postgres_links(&settings.links.servers)?,
+            _ => Arc::new(RedbLinkStore::open(settings.data.join("links.redb"))?),
+        };
         let base_url = settings.links.base_url.clone().unwrap_or_else(|| format!("http://{}", settings.http));
         let links = Links::new(store, minter, base_url, settings.links.cache_entries)?;
         Ok(Self { settings, layout, ids, counters, links, tickets })
@@ -108,6 +111,24 @@ impl AppState {
             }
         }
     }
+}
+
+/// Connections per PostgreSQL server for the link store.
+#[cfg(feature = "sql")]
+const PG_POOL_SIZE: usize = 8;
+
+/// The link store on the PostgreSQL cluster at `servers`; an unreachable server is named.
+#[cfg(feature = "sql")]
+fn open_postgres_links(servers: &[String]) -> anyhow::Result<Arc<dyn LinkStore>> {
+    let store = shardkit_pg::PgLinkStore::open(servers, PG_POOL_SIZE).context("cannot open the PostgreSQL link store")?;
+    tracing::info!(cluster = ?store.cluster(), "links on PostgreSQL");
+    Ok(Arc::new(store))
+}
+
+/// Without feature `sql` there is no PostgreSQL store (settings refuse it earlier).
+#[cfg(not(feature = "sql"))]
+fn open_postgres_links(_servers: &[String]) -> anyhow::Result<Arc<dyn LinkStore>> {
+    anyhow::bail!("links.store \"postgres\" needs a shardkit built with the cargo feature `sql`")
 }
 
 /// Ticket sequences by name, each with its own segment allocator over one store.

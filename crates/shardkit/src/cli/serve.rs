@@ -25,6 +25,12 @@ pub struct ServeArgs {
     /// Log format.
     #[arg(long, env = "SHARDKIT_LOG_FORMAT", value_enum)]
     log_format: Option<LogFormat>,
+    /// Where links live: `redb` (embedded, the default) or `postgres` (feature `sql`).
+    #[arg(long, env = "SHARDKIT_STORE", value_name = "redb|postgres")]
+    store: Option<String>,
+    /// PostgreSQL servers of the cluster (`shardkit pg init`), comma-separated, for `--store postgres`.
+    #[arg(long, env = "SHARDKIT_PG_SERVERS", value_delimiter = ',', value_name = "URL[,URL...]")]
+    servers: Option<Vec<String>>,
     /// Print the settings in effect (API key hidden) and exit.
     #[arg(long)]
     print_config: bool,
@@ -38,6 +44,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         resp: args.resp,
         api_key: std::env::var("SHARDKIT_API_KEY").ok(),
         log_format: args.log_format,
+        store: args.store,
+        servers: args.servers,
     };
     let settings = Settings::load(args.config.as_deref(), overrides)?;
     if args.print_config {
