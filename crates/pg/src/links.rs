@@ -211,18 +211,25 @@ impl Shards {
         rows.first().map(row_to_link).transpose()
     }
 
+    /// Runs `template` (with `{s}` for the schema) on one shard and returns its row,
+    /// if any: the shape of every single-shard look-up.
+    async fn query_opt_in(
+        &self,
+        shard: u32,
+        template: &str,
+        params: &[&(dyn ToSql + Sync)],
+        what: &str,
+    ) -> Result<Option<Row>, StoreError> {
+        let (client, server) = self.client(shard).await?;
+        let sql = template.replace("{s}", &shard_schema(shard));
+        client.query_opt(&sql, params).await.map_err(|e| query_failed(&server, what, &e))
+    }
+
     /// The link with generated code `code`, from its group's shard.
     async fn by_code(&self, code: &str) -> Result<Option<Link>, StoreError> {
         let shard = self.shard_of(group_of_code(code)?);
-        let (client, server) = self.client(shard).await?;
-        let sql = format!(
-            "SELECT {COLUMNS} FROM {}.links WHERE code = $1",
-            shard_schema(shard)
-        );
-        let row = client
-            .query_opt(&sql, &[&code])
-            .await
-            .map_err(|e| query_failed(&server, "reading a link by code", &e))?;
+        let sql = format!("SELECT {COLUMNS} FROM {{s}}.links WHERE code = $1");
+        let row = self.query_opt_in(shard, &sql, &[&code], "reading a link by code").await?;
         row.as_ref().map(row_to_link).transpose()
     }
 
@@ -231,16 +238,8 @@ impl Shards {
             return self.by_code(path).await;
         }
         let shard = self.shard_of(group_of(path));
-        let (client, server) = self.client(shard).await?;
-        let sql = format!(
-            "SELECT code FROM {}.link_aliases WHERE alias = $1",
-            shard_schema(shard)
-        );
-        let row = client
-            .query_opt(&sql, &[&path])
-            .await
-            .map_err(|e| query_failed(&server, "reading an alias", &e))?;
-        drop(client);
+        let sql = "SELECT code FROM {s}.link_aliases WHERE alias = $1";
+        let row = self.query_opt_in(shard, sql, &[&path], "reading an alias").await?;
         match row {
             Some(row) => {
                 let code: String = row.get(0);
@@ -255,16 +254,8 @@ impl Shards {
 
     async fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
         let shard = self.shard_of(group_of(url));
-        let (client, server) = self.client(shard).await?;
-        let sql = format!(
-            "SELECT code FROM {}.link_urls WHERE url_hash = $1 AND url = $2 ORDER BY created_at, id LIMIT 1",
-            shard_schema(shard)
-        );
-        let row = client
-            .query_opt(&sql, &[&url_hash(url), &url])
-            .await
-            .map_err(|e| query_failed(&server, "reading the URL index", &e))?;
-        drop(client);
+        let sql = "SELECT code FROM {s}.link_urls WHERE url_hash = $1 AND url = $2 ORDER BY created_at, id LIMIT 1";
+        let row = self.query_opt_in(shard, sql, &[&url_hash(url), &url], "reading the URL index").await?;
         match row {
             Some(row) => {
                 let code: String = row.get(0);
