@@ -277,32 +277,18 @@ impl Engine {
     /// that would go negative or past the max, a bad key) are skipped and counted in
     /// the answer; the others are applied and durable when this returns.
     pub fn incr_batch(&self, counter: &str, column: &str, items: &[(Key<'_>, i64)]) -> Result<usize> {
-        let c = self.counter(counter)?;
-        let schema = c.schema.read();
-        let col = col_index(&schema, counter, column)?;
-        let spec = &schema[col];
-        let ts = now_ms();
-        let mut last = None;
+        // A missing counter or column is an error even for an empty batch.
+        col_index(&self.counter(counter)?.schema.read(), counter, column)?;
+        let mut newest = Pending::NONE;
         let mut skipped = 0;
         for &(key, delta) in items {
-            if key.validate().is_err() {
-                skipped += 1;
-                continue;
+            match self.incr_deferred(counter, key, column, delta, None) {
+                Ok((_, pending)) => newest = newest.max(pending),
+                Err(Error::BadKey(_) | Error::Negative { .. } | Error::TooLarge { .. }) => skipped += 1,
+                Err(e) => return Err(e),
             }
-            let mut st = c.stripe(key).write();
-            let cur = st.get(key, col, &schema);
-            let Ok(value) = apply_delta(cur, delta, spec) else {
-                skipped += 1;
-                continue;
-            };
-            let lsn = self.inner.log.append(ts, |b| encode_set_body(b, counter, key, col as u16, value, None))?;
-            st.set(key, col, value, &schema);
-            last = Some(lsn);
         }
-        drop(schema);
-        if let Some(lsn) = last {
-            self.inner.log.commit(lsn)?;
-        }
+        self.commit(newest)?;
         Ok(skipped)
     }
 
