@@ -1,6 +1,6 @@
 //! Short codes: `<group><rest>`. The group (one base62 digit) is the hash of the
-//! normalized long URL over 62 groups, so both directions find their shard without
-//! asking every shard; the rest is the group's ticket sequence number, optionally
+//! normalized long URL over 62 groups (of the alias, for a link with a custom alias),
+//! so both directions find their shard without asking every shard; the rest is the group's ticket sequence number, optionally
 //! scrambled by a keyed [`Feistel`] bijection, in fixed-width base62.
 //!
 //! Sequence indexes are laid out in tiers: tier `w` (`w` = 6, 7, … 10) holds the next
@@ -21,7 +21,8 @@ const MAX_REST_WIDTH: usize = 10;
 /// The shortest generated code (group + first tier).
 pub const MIN_CODE_LEN: usize = 1 + MIN_REST_WIDTH;
 
-/// The shard group of a normalized long URL: the same URL always lands in one group.
+/// The shard group of a normalized long URL (or of an alias): the same text always
+/// lands in one group.
 pub fn group_of(normalized_url: &str) -> u8 {
     (shardkit_ring::hash_bytes(normalized_url.as_bytes()) % u64::from(GROUPS)) as u8
 }

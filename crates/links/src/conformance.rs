@@ -2,7 +2,9 @@
 //! embedded store and the PostgreSQL store (issue 7) are held to the same behaviour.
 //! It panics (like an `assert!`) on the first broken rule; give it an empty store.
 
+use crate::code::group_of;
 use crate::error::StoreError;
+use shardkit_ids::base62;
 use crate::model::{Link, Redirect};
 use crate::store::{InsertOutcome, LinkStore};
 
@@ -63,6 +65,19 @@ pub fn run(store: &dyn LinkStore) {
     let outcomes = store.insert_batch(&[g, h]).unwrap();
     assert_eq!(outcomes[1], InsertOutcome::AliasTaken { alias: "twice".into(), owner_code: "h000001".into() });
     assert_eq!(store.delete(80).unwrap().map(|l| l.id), Some(80));
+
+    // A link minted with its alias has its code in the alias's group (as the server
+    // mints it); it resolves both ways and `delete_link` removes it once.
+    let grouped = format!("{}000002", char::from(base62::ALPHABET[usize::from(group_of("one-shard"))]));
+    let mut k = link(85, &grouped, "https://example.com/k");
+    k.alias = Some("one-shard".into());
+    assert_eq!(store.insert_batch(std::slice::from_ref(&k)).unwrap(), [InsertOutcome::Inserted]);
+    assert_eq!(store.resolve("one-shard").unwrap(), Some(k.clone()));
+    assert_eq!(store.resolve(&grouped).unwrap(), Some(k.clone()));
+    assert_eq!(store.delete_link(&k).unwrap(), Some(k.clone()));
+    assert_eq!(store.delete_link(&k).unwrap(), None);
+    assert_eq!(store.resolve("one-shard").unwrap(), None);
+    assert_eq!(store.resolve(&grouped).unwrap(), None);
 
     // Reuse: the oldest plain link of the URL.
     assert_eq!(store.find_reusable("https://example.com/a").unwrap().map(|l| l.id), Some(10));

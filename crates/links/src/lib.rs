@@ -4,7 +4,7 @@
 //! server, the command line and a future PostgreSQL backend share one set of rules.
 //!
 //! - [`Codec`]: a code's first character names its shard group (hash of the
-//!   normalized long URL over 62 groups); the rest is base62 of that group's ticket
+//!   normalized long URL over 62 groups, or of the alias for an aliased link); the rest is base62 of that group's ticket
 //!   sequence number, passed through a keyed [`Feistel`] bijection so codes look random
 //!   yet never collide. 7 characters for the first 62^7 links, longer only past that.
 //! - [`normalize_url`]: only `http`/`https` URLs with a host, at most 8 KiB, never

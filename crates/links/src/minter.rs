@@ -70,7 +70,13 @@ impl Minter {
     /// A fresh code for `normalized_url`, in the URL's group. A code that spells one
     /// of the server's own paths (`healthz`, `metrics`) is skipped.
     pub fn mint(&self, normalized_url: &str) -> Result<(u8, String), LinkError> {
-        let group = group_of(normalized_url);
+        self.mint_in(group_of(normalized_url))
+    }
+
+    /// A fresh code in group `group`. A link with a custom alias gets its code in the
+    /// alias's group ([`group_of`] of the alias), so a sharded store keeps the alias
+    /// index entry and the link in one shard and resolves the alias with one read.
+    pub fn mint_in(&self, group: u8) -> Result<(u8, String), LinkError> {
         loop {
             let number = self.sequences.next(group)?;
             let code = self.codec.encode(group, number.saturating_sub(1))?;

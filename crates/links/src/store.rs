@@ -50,6 +50,13 @@ pub trait LinkStore: Send + Sync {
     /// Deletes the link with this id and its index entries; answers what was deleted.
     fn delete(&self, id: u64) -> Result<Option<Link>, StoreError>;
 
+    /// Deletes `link` (as [`LinkStore::resolve`] answered it) and its index entries;
+    /// answers what was deleted. The same as `delete(link.id)`, but a sharded store can
+    /// route by the link's code instead of asking every shard for the id.
+    fn delete_link(&self, link: &Link) -> Result<Option<Link>, StoreError> {
+        self.delete(link.id)
+    }
+
     /// Up to `limit` links in id order (creation time, then shard) with id above `after`, only those
     /// tagged `tag` if given. The last id is the cursor of the next page.
     fn list(&self, tag: Option<&str>, after: Option<u64>, limit: usize) -> Result<Vec<Link>, StoreError>;
@@ -76,6 +83,9 @@ impl<T: LinkStore + ?Sized> LinkStore for std::sync::Arc<T> {
     }
     fn delete(&self, id: u64) -> Result<Option<Link>, StoreError> {
         (**self).delete(id)
+    }
+    fn delete_link(&self, link: &Link) -> Result<Option<Link>, StoreError> {
+        (**self).delete_link(link)
     }
     fn list(&self, tag: Option<&str>, after: Option<u64>, limit: usize) -> Result<Vec<Link>, StoreError> {
         (**self).list(tag, after, limit)

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use shardkit_counters::Engine;
 use shardkit_ids::ShardedGenerator;
 use shardkit_links::{
-    day_of, format_day, format_time, normalize_url, now_ms, parse_time, validate_alias, validate_tags, Codec, Feistel, InsertOutcome,
+    day_of, format_day, format_time, group_of, normalize_url, now_ms, parse_time, validate_alias, validate_tags, Codec, Feistel, InsertOutcome,
     Link, LinkError, LinkStore, Minter, OwnOrigin, Redirect, StoreError,
 };
 use std::sync::Arc;
@@ -176,7 +176,12 @@ impl Links {
         let expires_at = request.expires_at.as_deref().map(|t| expiry(t, now)).transpose()?;
         let max_visits = max_visits(request.max_visits)?;
         let redirect = redirect(request.redirect)?;
-        let (group, code) = self.minter.mint(&url)?;
+        // An aliased link's code lives in the alias's group: a sharded store then finds
+        // the alias and the link in one shard.
+        let (group, code) = match &request.alias {
+            Some(alias) => self.minter.mint_in(group_of(alias))?,
+            None => self.minter.mint(&url)?,
+        };
         let id = ids.next_for_key(u64::from(group)).map_err(|e| LinkOpError::Unavailable(e.to_string()))?;
         Ok(Link { id, url, code, alias: request.alias.clone(), created_at: now, expires_at, max_visits, redirect, tags })
     }
@@ -270,7 +275,7 @@ impl Links {
     /// Deletes the link at `/{path}` and its click total (blocking).
     pub fn delete(&self, path: &str, engine: &Engine) -> Result<Link, LinkOpError> {
         let link = self.store.resolve(path)?.ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
-        let deleted = self.store.delete(link.id)?.ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
+        let deleted = self.store.delete_link(&link)?.ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
         self.forget_cached(&deleted);
         self.clicks.forget(engine, deleted.id);
         Ok(deleted)
