@@ -17,6 +17,9 @@ use tokio_postgres::Client;
 /// The most logical shards a cluster may have: the 13 shard bits of an Instagram id.
 pub const MAX_LOGICAL_SHARDS: u32 = 8192;
 
+/// How long [`Cluster::refresh`] waits for the servers' shard maps.
+pub const REFRESH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How many shards one transaction creates: bounded so that a large cluster does not
 /// run out of `max_locks_per_transaction`; a re-run completes an interrupted init.
 const SHARDS_PER_TRANSACTION: usize = 32;
@@ -311,6 +314,58 @@ impl Cluster {
             ordered.push(node.name.clone());
         }
         Ok(Self { map: meta.map, epoch_unix_ms: meta.epoch_unix_ms, names: ordered, pools })
+    }
+
+    /// The cluster under a newer shard map, if any server has one (after `shardkit pg
+    /// move-shard`): asks every server of the map and every URL in `servers`, waiting
+    /// at most [`REFRESH_TIMEOUT`] for each (a lost server is skipped, not waited
+    /// for). Pools of servers still in the map are kept; a server new to the map is
+    /// reached by its URL in `servers`, else by its node name (the URL without password).
+    pub async fn refresh(&self, servers: &[String], pool_size: usize) -> Result<Option<Cluster>, PgError> {
+        let mut asks = tokio::task::JoinSet::new();
+        for (name, pool) in self.names.iter().zip(&self.pools) {
+            let (name, pool) = (name.clone(), pool.clone());
+            asks.spawn(async move {
+                let client = pool.get().await.ok()?;
+                read_meta(&client, &name).await.ok().flatten()
+            });
+        }
+        for url in servers {
+            let name = redact_url(url.trim());
+            if !self.names.contains(&name) {
+                let url = url.trim().to_string();
+                asks.spawn(async move {
+                    let client = connect(&url).await.ok()?;
+                    read_meta(&client, &name).await.ok().flatten()
+                });
+            }
+        }
+        let mut newest: Option<Meta> = None;
+        let deadline = tokio::time::Instant::now() + REFRESH_TIMEOUT;
+        while let Ok(Some(answer)) = tokio::time::timeout_at(deadline, asks.join_next()).await {
+            if let Ok(Some(meta)) = answer {
+                if meta.map.version() > self.map.version() && newest.as_ref().is_none_or(|seen| meta.map.version() > seen.map.version()) {
+                    newest = Some(meta);
+                }
+            }
+        }
+        asks.abort_all();
+        let Some(meta) = newest else { return Ok(None) };
+        let mut pools = Vec::with_capacity(meta.map.nodes().len());
+        let mut ordered = Vec::with_capacity(meta.map.nodes().len());
+        for node in meta.map.nodes() {
+            let kept = self.names.iter().position(|n| *n == node.name).map(|i| self.pools[i].clone());
+            let server_pool = match kept {
+                Some(kept) => kept,
+                None => {
+                    let url = servers.iter().map(|u| u.trim()).find(|u| redact_url(u) == node.name).unwrap_or(node.name.as_str());
+                    pool(url, pool_size)?
+                }
+            };
+            pools.push(server_pool);
+            ordered.push(node.name.clone());
+        }
+        Ok(Some(Self { map: meta.map, epoch_unix_ms: meta.epoch_unix_ms, names: ordered, pools }))
     }
 
     /// The shard map in force.
