@@ -4,7 +4,7 @@
 use crate::config::Settings;
 use crate::counter_access::Counters;
 use crate::links::Links;
-use shardkit_links::{load_or_create_key, LinkStore, Minter, RedbLinkStore, TicketSequences};
+use shardkit_links::{load_or_create_key, GroupSequences, LinkStore, Minter, RedbLinkStore, TicketSequences};
 use shardkit_counters::{Engine, FsyncPolicy};
 use anyhow::Context;
 use parking_lot::Mutex;
@@ -54,7 +54,7 @@ impl AppState {
         let spec = SequenceSpec::new(settings.tickets.increment, settings.tickets.offset)?;
         let store = Arc::new(EmbeddedTicketStore::open(settings.data.join("tickets.redb"))?);
         let segment = SegmentOptions { initial_step: settings.tickets.initial_step, ..SegmentOptions::default() };
-        let link_sequences = TicketSequences::new(Arc::clone(&store), spec, segment.clone())?;
+        let embedded_sequences = TicketSequences::new(Arc::clone(&store), spec, segment.clone())?;
         let tickets = TicketBook { store, spec, segment, sequences: Mutex::new(HashMap::new()) };
         let engine_options = shardkit_counters::Options {
             fsync: match settings.counters.fsync.as_str() {
@@ -74,11 +74,11 @@ impl AppState {
         crate::links::clicks::ensure_counters(&counters.engine)?;
         let key_path = settings.data.join("links.key");
         let key = load_or_create_key(&key_path).with_context(|| format!("cannot read or make the code key {}", key_path.display()))?;
-        let minter = Minter::new(Links::codec(settings.links.sequential_codes, key), Box::new(link_sequences));
-        let store: Arc<dyn LinkStore> = match settings.links.store.as_str() {
+        let (store, link_sequences): (Arc<dyn LinkStore>, Box<dyn GroupSequences>) = match settings.links.store.as_str() {
             "postgres" => open_postgres_links(&settings.links.servers)?,
-            _ => Arc::new(RedbLinkStore::open(settings.data.join("links.redb"))?),
+            _ => (Arc::new(RedbLinkStore::open(settings.data.join("links.redb"))?), Box::new(embedded_sequences)),
         };
+        let minter = Minter::new(Links::codec(settings.links.sequential_codes, key), link_sequences);
         let base_url = settings.links.base_url.clone().unwrap_or_else(|| format!("http://{}", settings.http));
         let links = Links::new(store, minter, base_url, settings.links.cache_entries)?;
         Ok(Self { settings, layout, ids, counters, links, tickets })
@@ -117,17 +117,33 @@ impl AppState {
 #[cfg(feature = "sql")]
 const PG_POOL_SIZE: usize = 8;
 
-/// The link store on the PostgreSQL cluster at `servers`; an unreachable server is named.
+/// Codes per `nextval` of a group's code sequence on PostgreSQL: one database write
+/// per thousand links minted.
 #[cfg(feature = "sql")]
-fn open_postgres_links(servers: &[String]) -> anyhow::Result<Arc<dyn LinkStore>> {
+const PG_CODE_BLOCK: u64 = 1000;
+
+/// The link store on the PostgreSQL cluster at `servers` (an unreachable server is
+/// named), and code sequences shared by every shardkit in front of that cluster: one
+/// PostgreSQL sequence per group (`shardkit_tickets."links.gNN"`) on the first server
+/// of the shard map, one `nextval` per block of [`PG_CODE_BLOCK`] codes. Sequences in
+/// each server's own data directory would let two servers mint the same code.
+#[cfg(feature = "sql")]
+fn open_postgres_links(servers: &[String]) -> anyhow::Result<(Arc<dyn LinkStore>, Box<dyn GroupSequences>)> {
+    use shardkit_pg::tickets::{postgres::PgTicketStore, segment_options, BlockSize};
     let store = shardkit_pg::PgLinkStore::open(servers, PG_POOL_SIZE).context("cannot open the PostgreSQL link store")?;
     tracing::info!(cluster = ?store.cluster(), "links on PostgreSQL");
-    Ok(Arc::new(store))
+    let cluster = store.cluster();
+    let first = cluster.map().nodes().first().map(|n| n.name.clone()).context("the shard map has no servers")?;
+    let url = servers.iter().map(|u| u.trim()).find(|u| shardkit_pg::redact_url(u) == first).unwrap_or(&first).to_string();
+    let block = BlockSize::new(PG_CODE_BLOCK);
+    let tickets = Arc::new(PgTicketStore::new(&url, 1, 1, block)?);
+    let sequences = TicketSequences::new(tickets, SequenceSpec::default(), segment_options(block))?;
+    Ok((Arc::new(store), Box::new(sequences)))
 }
 
 /// Without feature `sql` there is no PostgreSQL store (settings refuse it earlier).
 #[cfg(not(feature = "sql"))]
-fn open_postgres_links(_servers: &[String]) -> anyhow::Result<Arc<dyn LinkStore>> {
+fn open_postgres_links(_servers: &[String]) -> anyhow::Result<(Arc<dyn LinkStore>, Box<dyn GroupSequences>)> {
     anyhow::bail!("links.store \"postgres\" needs a shardkit built with the cargo feature `sql`")
 }
 

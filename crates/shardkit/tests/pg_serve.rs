@@ -105,3 +105,135 @@ fn an_unreachable_server_at_start_is_named() {
     .expect("the server must not start");
     assert!(err.contains("127.0.0.1:1/nowhere") && !err.contains("secret"), "{err}");
 }
+
+/// The schemas on `db` holding a `links` row with `code` and a `link_aliases` row for `alias`.
+fn schemas_holding(db: &Db, code: &str, alias: &str) -> (Vec<String>, Vec<String>) {
+    db.rt.block_on(async {
+        let client = shardkit_pg::connect::connect(&db.url).await.unwrap();
+        let schemas: Vec<String> = client
+            .query(r"SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'shard\_%' ORDER BY 1", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let (mut links, mut aliases) = (Vec::new(), Vec::new());
+        for s in schemas {
+            let n: i64 = client.query_one(&format!("SELECT count(*) FROM {s}.links WHERE code = $1"), &[&code]).await.unwrap().get(0);
+            if n > 0 {
+                links.push(s.clone());
+            }
+            let n: i64 = client.query_one(&format!("SELECT count(*) FROM {s}.link_aliases WHERE alias = $1"), &[&alias]).await.unwrap().get(0);
+            if n > 0 {
+                aliases.push(s);
+            }
+        }
+        (links, aliases)
+    })
+}
+
+#[test]
+fn an_aliased_link_and_its_alias_share_one_shard() {
+    let (a, b) = (Db::create("al_a"), Db::create("al_b"));
+    let servers = format!("{},{}", a.url, b.url);
+    let init = Command::new(env!("CARGO_BIN_EXE_shardkit")).args(["pg", "init", "--servers", &servers, "--logical-shards", "16"]).output().unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::try_start(dir.path(), &["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0", "--store", "postgres", "--servers", &servers], &[]).unwrap();
+    let client = Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    for i in 0..8 {
+        let alias = format!("team-page-{i}");
+        let r = client.post(server.url("/api/links")).json(&json!({ "url": format!("https://example.com/t/{i}"), "alias": alias })).send().unwrap();
+        assert_eq!(r.status().as_u16(), 201);
+        let code = r.json::<Value>().unwrap()["code"].as_str().unwrap().to_string();
+        let (la, aa) = schemas_holding(&a, &code, &alias);
+        let (lb, ab) = schemas_holding(&b, &code, &alias);
+        let (links, aliases) = ([la.clone(), lb.clone()].concat(), [aa.clone(), ab.clone()].concat());
+        assert_eq!(links.len(), 1, "link {code} stored in {links:?}");
+        assert_eq!(links, aliases, "alias {alias} is not beside its link {code}");
+        assert_eq!(la.is_empty(), aa.is_empty(), "link and alias on different servers");
+        let r = client.get(server.url(&format!("/{alias}"))).send().unwrap();
+        assert_eq!(r.status().as_u16(), 302);
+        assert_eq!(r.headers()["location"], format!("https://example.com/t/{i}").as_str());
+    }
+}
+
+#[test]
+fn a_lost_server_fails_only_its_shards_with_503_and_is_used_again_when_back() {
+    use common::tcp_proxy::TcpProxy;
+    let (a, b) = (Db::create("lost_a"), Db::create("lost_b"));
+    // Server B is reached through a loopback forwarder the test can cut.
+    let mut proxy = TcpProxy::start("127.0.0.1:5432".parse().unwrap());
+    let b_url = format!("postgres://postgres@127.0.0.1:{}/{}", proxy.port(), b.name);
+    let servers = format!("{},{b_url}", a.url);
+    let init = Command::new(env!("CARGO_BIN_EXE_shardkit")).args(["pg", "init", "--servers", &servers, "--logical-shards", "4"]).output().unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0", "--store", "postgres", "--servers", &servers];
+    let client = Client::builder().redirect(reqwest::redirect::Policy::none()).timeout(std::time::Duration::from_secs(30)).build().unwrap();
+    let mut codes = Vec::new();
+    {
+        let server = Server::try_start(dir.path(), &args, &[]).unwrap();
+        for i in 0..24 {
+            let r = client.post(server.url("/api/links")).json(&json!({ "url": format!("https://example.com/lost/{i}") })).send().unwrap();
+            assert_eq!(r.status().as_u16(), 201);
+            codes.push(r.json::<Value>().unwrap()["code"].as_str().unwrap().to_string());
+        }
+    }
+    let (on_a, on_b): (Vec<String>, Vec<String>) = codes.iter().cloned().partition(|c| a.links_with_code(c) == 1);
+    assert!(!on_a.is_empty() && !on_b.is_empty(), "24 links should land on both servers: {on_a:?} {on_b:?}");
+    assert!(on_b.iter().all(|c| b.links_with_code(c) == 1));
+
+    // A fresh server (empty redirect cache), then B is lost.
+    let server = Server::try_start(dir.path(), &args, &[]).unwrap();
+    proxy.kill();
+    let b_name = format!("127.0.0.1:{}", proxy.port());
+    for code in &on_a {
+        let r = client.get(server.url(&format!("/{code}"))).send().unwrap();
+        assert_eq!(r.status().as_u16(), 302, "{code} lives on the server that is still up");
+    }
+    for code in &on_b {
+        let r = client.get(server.url(&format!("/{code}"))).send().unwrap();
+        assert_eq!(r.status().as_u16(), 503, "{code} lives on the lost server");
+        let body = r.text().unwrap();
+        assert!(body.contains(&b_name), "the reason names the lost server: {body}");
+        let r = client.get(server.url(&format!("/api/links/{code}"))).send().unwrap();
+        assert_eq!(r.status().as_u16(), 503);
+        let error: Value = r.json().unwrap();
+        assert!(error["error"].as_str().unwrap().contains(&b_name), "{error}");
+    }
+    // Creates that route to the live server still work; those for the lost one say why.
+    let (mut created, mut refused) = (0, 0);
+    for i in 0..16 {
+        let r = client.post(server.url("/api/links")).json(&json!({ "url": format!("https://example.com/while-lost/{i}") })).send().unwrap();
+        match r.status().as_u16() {
+            201 => {
+                let code = r.json::<Value>().unwrap()["code"].as_str().unwrap().to_string();
+                assert_eq!(a.links_with_code(&code), 1);
+                created += 1;
+            }
+            503 => {
+                assert!(r.text().unwrap().contains(&b_name));
+                refused += 1;
+            }
+            other => panic!("create while a server is lost answered {other}"),
+        }
+    }
+    assert!(created > 0 && refused > 0, "created {created}, refused {refused}");
+    assert_eq!(client.get(server.url("/healthz")).send().unwrap().status().as_u16(), 200);
+
+    // B comes back on the same address: its links redirect again.
+    proxy.restart();
+    for code in &on_b {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let status = client.get(server.url(&format!("/{code}"))).send().unwrap().status().as_u16();
+            if status == 302 {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{code} still answers {status} after the server came back");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
