@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Issue 7: redirects per second with the PostgreSQL link store behind the redirect
+# cache, against the embedded (redb) store, in the same run. Two fresh databases on the
+# machine's PostgreSQL stand in for two servers (`shardkit pg init`, 64 logical shards);
+# two shardkit servers (embedded, postgres) get the same N links through the bulk API;
+# wrk then asks each for random codes, first with a cache holding every link, then with
+# a cache of N/10 entries so most redirects read the store. Loopback only; each wrk run
+# is bounded by -d. Prints a markdown table with the ratios postgres / embedded.
+#
+#   bash bench/pg-redirect.sh           # N=200000 D=10s, 2 threads, 50 connections
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-200000}
+D=${D:-10s}
+PG=${SHARDKIT_PG_URL:-postgres://postgres@127.0.0.1:5432/test}
+command -v wrk >/dev/null || { echo "needs wrk (apt-get install -y wrk)" >&2; exit 1; }
+command -v psql >/dev/null || { echo "needs psql" >&2; exit 1; }
+bash scripts/services-up
+TARGET=${CARGO_TARGET_DIR:-target}
+cargo build --release -q -p shardkit --features sql --bin shardkit
+WORK=$(mktemp -d)
+cp "$TARGET/release/shardkit" "$WORK/"
+DB_A="sk_bench_redirect_a_$$"
+DB_B="sk_bench_redirect_b_$$"
+BASE=${PG%/*}
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 0.5
+  psql -q "$PG" -c "DROP DATABASE IF EXISTS $DB_A WITH (FORCE)" -c "DROP DATABASE IF EXISTS $DB_B WITH (FORCE)" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+
+psql -q "$PG" -c "CREATE DATABASE $DB_A" -c "CREATE DATABASE $DB_B" >/dev/null
+SERVERS="$BASE/$DB_A,$BASE/$DB_B"
+"$WORK/shardkit" pg init --servers "$SERVERS" --logical-shards 64 >/dev/null
+
+python3 - "$N" > "$WORK/links.jsonl" <<'PY'
+import sys
+for i in range(int(sys.argv[1])):
+    print('{"url":"https://example.com/articles/%d?ref=bench"}' % i)
+PY
+
+# serve NAME PORT CACHE [store flags...]: a server with its own data directory.
+serve() {
+  local name=$1 port=$2 cache=$3; shift 3
+  printf '[links]\ncreate_per_second = 0\ncache_entries = %s\n' "$cache" > "$WORK/$name.toml"
+  SHARDKIT_LOG=warn "$WORK/shardkit" serve --config "$WORK/$name.toml" --data "$WORK/data-$name" \
+    --http "127.0.0.1:$port" --resp "127.0.0.1:$((port + 1))" "$@" 2>>"$WORK/$name.log" &
+  PIDS+=($!)
+  wait_port "$port"
+}
+stop_all() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; PIDS=(); }
+
+# 1. Create the links once in each store (the embedded server keeps its data directory).
+serve embedded 18100 16
+serve postgres 18110 16 --store postgres --servers "$SERVERS"
+for name in embedded postgres; do
+  port=$([ "$name" = embedded ] && echo 18100 || echo 18110)
+  start=$(date +%s.%N)
+  "$WORK/shardkit" links import "$WORK/links.jsonl" --batch 10000 --server "http://127.0.0.1:$port" > "$WORK/$name.results" 2>/dev/null
+  end=$(date +%s.%N)
+  python3 -c "import sys; print(f'bulk create, $name store: $N links in {float(sys.argv[2]) - float(sys.argv[1]):.1f} s = {$N / (float(sys.argv[2]) - float(sys.argv[1])):,.0f} links/s')" "$start" "$end"
+  python3 - "$WORK/$name.results" > "$WORK/$name.codes" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    print(json.loads(line)["code"])
+PY
+  cat > "$WORK/$name.lua" <<LUA
+local codes = {}
+for line in io.lines("$WORK/$name.codes") do codes[#codes + 1] = "/" .. line end
+local n = #codes
+math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
+request = function() return wrk.format("GET", codes[math.random(n)]) end
+LUA
+done
+stop_all
+
+# 2. Redirects: both stores with a cache of every link, then of N/10 links.
+run() { wrk -t2 -c50 -d"$D" --latency -s "$WORK/$1.lua" "http://127.0.0.1:$2"; }
+: > "$WORK/figures"
+for cache in "$N" "$((N / 10))"; do
+  serve embedded 18100 "$cache"
+  out_e=$(run embedded 18100)
+  stop_all
+  serve postgres 18110 "$cache" --store postgres --servers "$SERVERS"
+  out_p=$(run postgres 18110)
+  stop_all
+  printf '%s\x1e%s\x1e%s\n' "$cache" "$out_e" "$out_p" | tr '\n' '\x1f' >> "$WORK/figures"
+  printf '\n' >> "$WORK/figures"
+done
+python3 - "$N" "$WORK/figures" <<'PY'
+import re, sys
+n = int(sys.argv[1])
+def figures(out):
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p99 = re.search(r"99%\s+([\d.]+\w+)", out).group(1)
+    non = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    return rps, p99, int(non.group(1)) if non else 0
+print(f"\nGET /{{code}}, random over {n:,} links, wrk -t2 -c50\n")
+print("| cache entries | embedded req/s | p99 | postgres req/s | p99 | postgres / embedded | errors (e/p) |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for line in open(sys.argv[2]):
+    line = line.rstrip("\n")
+    if not line:
+        continue
+    cache, e, p = line.replace("\x1f", "\n").split("\x1e")
+    e, p = figures(e), figures(p)
+    print(f"| {int(cache):,} | {e[0]:,.0f} | {e[1]} | {p[0]:,.0f} | {p[1]} | {p[0] / e[0]:.2f} | {e[2]}/{p[2]} |")
+PY
