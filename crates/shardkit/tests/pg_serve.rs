@@ -237,3 +237,51 @@ fn a_lost_server_fails_only_its_shards_with_503_and_is_used_again_when_back() {
         }
     }
 }
+
+#[test]
+fn a_running_server_follows_a_shard_moved_by_the_cli() {
+    let (a, b) = (Db::create("mv_a"), Db::create("mv_b"));
+    let init = Command::new(env!("CARGO_BIN_EXE_shardkit")).args(["pg", "init", "--servers", &a.url, "--logical-shards", "4"]).output().unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let servers = format!("{},{}", a.url, b.url);
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0", "--store", "postgres", "--servers", &servers];
+    let client = Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let mut links = Vec::new();
+    {
+        let server = Server::try_start(dir.path(), &args, &[]).unwrap();
+        for i in 0..16 {
+            let url = format!("https://example.com/moved/{i}");
+            let r = client.post(server.url("/api/links")).json(&json!({ "url": url })).send().unwrap();
+            assert_eq!(r.status().as_u16(), 201);
+            links.push((r.json::<Value>().unwrap()["code"].as_str().unwrap().to_string(), url));
+        }
+    }
+    // The shard of the first link moves while a fresh server (empty cache) is running.
+    let group = shardkit_links::Codec::group_of_code(&links[0].0).unwrap();
+    let shard = u32::from(group) % 4;
+    let server = Server::try_start(dir.path(), &args, &[]).unwrap();
+    let moved = Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args(["pg", "move-shard", &shard.to_string(), "--to", &b.url, "--servers", &a.url])
+        .output()
+        .unwrap();
+    assert!(moved.status.success(), "{}", String::from_utf8_lossy(&moved.stderr));
+    assert_eq!(b.links_with_code(&links[0].0), 1, "the link is on the new server");
+    assert_eq!(a.links_with_code(&links[0].0), 0, "the old copy is gone");
+    for (code, url) in &links {
+        let r = client.get(server.url(&format!("/{code}"))).send().unwrap();
+        assert_eq!(r.status().as_u16(), 302, "{code} after the move");
+        assert_eq!(r.headers()["location"], url.as_str());
+    }
+    // New links of the moved shard's groups are written to the new server.
+    let r = client.post(server.url("/api/links")).json(&json!({ "url": links[0].1.clone() + "?again" })).send().unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let code = r.json::<Value>().unwrap()["code"].as_str().unwrap().to_string();
+    let on = |db: &Db| db.links_with_code(&code);
+    let new_shard = u32::from(shardkit_links::Codec::group_of_code(&code).unwrap()) % 4;
+    if new_shard == shard {
+        assert_eq!((on(&a), on(&b)), (0, 1));
+    } else {
+        assert_eq!((on(&a), on(&b)), (1, 0));
+    }
+}
