@@ -10,6 +10,7 @@ use crate::schema::shard_schema;
 use shardkit_links::{group_of, Codec, InsertOutcome, Link, StoreError, GROUPS};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::SystemTime;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
@@ -24,6 +25,12 @@ fn group_of_code(code: &str) -> Result<u8, StoreError> {
     Codec::group_of_code(code)
         .filter(|_| looks_generated(code))
         .ok_or_else(|| StoreError::Backend(format!("code {code:?} is not a generated code, so it names no shard")))
+}
+
+/// Tags as a JSON array of strings: one text value per link, so a batch's tags fit
+/// one `text[]` parameter (PostgreSQL arrays cannot be ragged).
+fn tags_json(tags: &[String]) -> String {
+    serde_json::to_string(tags).unwrap_or_else(|_| "[]".into())
 }
 
 fn backend(e: PgError) -> StoreError {
@@ -286,8 +293,10 @@ impl Shards {
         }
     }
 
-    /// Writes `links` to their code shards, one transaction per shard, with the URL
-    /// index rows that belong to the same shard; other URL index rows follow.
+    /// Writes `links` to their code shards, one transaction per shard holding one
+    /// multi-row insert of the links (arrays through `unnest`, so a batch of 10,000
+    /// is one round trip, not 10,000) and one of the URL index rows that belong to the
+    /// same shard; other URL index rows follow.
     async fn write_links(&self, links: &[&Link]) -> Result<(), StoreError> {
         let mut by_shard: BTreeMap<u32, Vec<&Link>> = BTreeMap::new();
         for &link in links {
@@ -298,42 +307,45 @@ impl Shards {
             let (mut client, server) = self.client(shard).await?;
             let s = shard_schema(shard);
             let fail = |what: &str, e: tokio_postgres::Error| query_failed(&server, what, &e);
-            let tx = client.transaction().await.map_err(|e| fail("starting a transaction", e))?;
             let insert = format!(
                 "INSERT INTO {s}.links (id, code, alias, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+                 SELECT id, code, alias_name IS NOT NULL, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, \
+                        ARRAY(SELECT json_array_elements_text(tags::json)) \
+                 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], \
+                             $7::timestamptz[], $8::bigint[], $9::smallint[], $10::text[]) \
+                   AS t(id, code, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags)"
             );
-            let index = format!("INSERT INTO {s}.link_urls (id, url_hash, url, code, created_at) VALUES ($1, $2, $3, $4, $5)");
-            for link in links {
-                let hash = url_hash(&link.url);
-                let created = to_time(link.created_at);
-                tx.execute(
-                    &insert,
-                    &[
-                        &(link.id as i64),
-                        &link.code,
-                        &link.alias.is_some(),
-                        &link.alias,
-                        &link.url,
-                        &hash,
-                        &created,
-                        &link.expires_at.map(to_time),
-                        &link.max_visits.map(|v| v as i64),
-                        &(link.redirect.status() as i16),
-                        &link.tags,
-                    ],
-                )
+            let index = format!(
+                "INSERT INTO {s}.link_urls (id, url_hash, url, code, created_at) \
+                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[])"
+            );
+            let ids: Vec<i64> = links.iter().map(|l| l.id as i64).collect();
+            let codes: Vec<&str> = links.iter().map(|l| l.code.as_str()).collect();
+            let aliases: Vec<Option<&str>> = links.iter().map(|l| l.alias.as_deref()).collect();
+            let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
+            let hashes: Vec<i64> = links.iter().map(|l| url_hash(&l.url)).collect();
+            let created: Vec<SystemTime> = links.iter().map(|l| to_time(l.created_at)).collect();
+            let expires: Vec<Option<SystemTime>> = links.iter().map(|l| l.expires_at.map(to_time)).collect();
+            let visits: Vec<Option<i64>> = links.iter().map(|l| l.max_visits.map(|v| v as i64)).collect();
+            let statuses: Vec<i16> = links.iter().map(|l| l.redirect.status() as i16).collect();
+            let tags: Vec<String> = links.iter().map(|l| tags_json(&l.tags)).collect();
+            let here: Vec<usize> = (0..links.len()).filter(|&i| reusable(links[i]) && self.shard_of(group_of(&links[i].url)) == shard).collect();
+            elsewhere.extend(links.iter().filter(|l| reusable(l) && self.shard_of(group_of(&l.url)) != shard).copied());
+
+            let tx = client.transaction().await.map_err(|e| fail("starting a transaction", e))?;
+            tx.execute(&insert, &[&ids, &codes, &aliases, &urls, &hashes, &created, &expires, &visits, &statuses, &tags])
                 .await
-                .map_err(|e| fail("storing a link", e))?;
-                if reusable(link) {
-                    if self.shard_of(group_of(&link.url)) == shard {
-                        tx.execute(&index, &[&(link.id as i64), &hash, &link.url, &link.code, &created])
-                            .await
-                            .map_err(|e| fail("writing the URL index", e))?;
-                    } else {
-                        elsewhere.push(link);
-                    }
-                }
+                .map_err(|e| fail("storing links", e))?;
+            if !here.is_empty() {
+                let pick = |column: &dyn Fn(usize) -> i64| here.iter().map(|&i| column(i)).collect::<Vec<i64>>();
+                let index_ids = pick(&|i| ids[i]);
+                let index_hashes = pick(&|i| hashes[i]);
+                let index_urls: Vec<&str> = here.iter().map(|&i| urls[i]).collect();
+                let index_codes: Vec<&str> = here.iter().map(|&i| codes[i]).collect();
+                let index_created: Vec<SystemTime> = here.iter().map(|&i| created[i]).collect();
+                tx.execute(&index, &[&index_ids, &index_hashes, &index_urls, &index_codes, &index_created])
+                    .await
+                    .map_err(|e| fail("writing the URL index", e))?;
             }
             tx.commit().await.map_err(|e| fail("committing links", e))?;
         }

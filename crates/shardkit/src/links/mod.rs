@@ -224,12 +224,20 @@ impl Links {
         Ok(results)
     }
 
-    /// The link at `/{path}`, from the cache or the store.
+    /// The link at `/{path}`, from the cache or the store. Called from async handlers:
+    /// on a cache miss the store read (a file read, or a PostgreSQL round trip) runs in
+    /// `block_in_place`, so the runtime hands this worker's other tasks to another
+    /// thread instead of stalling them behind the read.
     pub fn lookup(&self, path: &str) -> Result<Option<Arc<Link>>, StoreError> {
         if let Some(link) = self.cache.get(path) {
             return Ok(Some(link));
         }
-        let Some(link) = self.store.resolve(path)? else {
+        let resolve = || self.store.resolve(path);
+        let found = match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(resolve),
+            _ => resolve(),
+        };
+        let Some(link) = found? else {
             return Ok(None);
         };
         let link = Arc::new(link);
