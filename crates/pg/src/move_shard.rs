@@ -32,14 +32,23 @@
 //!    every writer queued behind it, and a lock-order deadlock with a writer that touches
 //!    several shard tables costs a retry, not the move.
 //!
-//! The source's commit is the switch. Until then the target's copy and the new map
-//! version are not visible to anyone (the map rows on the other servers are inserted in
-//! transactions committed only after the source's); after it, every server that answers
+//! Triggers rather than logical replication: they need no `wal_level = logical`, no
+//! replication slot or publication, no privileges beyond the shard's own, and they go
+//! away with the schema.
+//!
+//! The source's commit is the switch. Until then no server holds the new map version, so
+//! nobody reads the target's copy (the map rows on the target and the other servers are
+//! inserted in transactions committed only after the source's); after it, every server
 //! holds the new version or an older one, and clients take the newest they find. When
 //! the move fails before the switch, the capture is removed from the source and the
 //! target's partial schema dropped, so the shard serves on as before and a re-run starts
-//! clean. The pause covers the lock waits, the last round, the id state and the map
-//! writes: its length is what [`MoveReport::pause`] says.
+//! clean. A move whose process dies leaves the capture on the source (each write of the
+//! shard then also writes a log row) until the next move of the shard replaces it; two
+//! moves of one shard at once are refused (a session advisory lock on the source).
+//!
+//! The pause covers the lock waits, the last round, the id state and the map writes: its
+//! length is what [`MoveReport::pause`] says. Reads of the shard go on during it, except
+//! for the moment the old copy is dropped.
 
 use crate::cluster::{read_meta, record_meta, Meta};
 use crate::connect::{connect, error_text, query_error};
