@@ -590,8 +590,19 @@ async fn a_move_that_fails_part_way_leaves_the_shard_serving_without_capture() {
     let present: i64 = on_a.query_one("SELECT count(*) FROM shard_0002.links WHERE code = ANY($1)", &[&acked_so_far]).await.unwrap().get(0);
     assert_eq!(present as usize, acked_so_far.len(), "acknowledged creates lost on the source");
 
-    // 3. Without the obstacle a re-run moves the shard.
+    // 3. Without the obstacle a re-run moves the shard, even over what a killed move
+    // would leave on the source (capture installed, log filling).
     on_b.batch_execute("DROP TRIGGER refuse_map ON shardkit_meta.shard_maps").await.unwrap();
+    on_a.batch_execute(
+        "CREATE TABLE shard_0002.move_changes (seq bigserial PRIMARY KEY, tbl text NOT NULL, id bigint NOT NULL);
+         CREATE FUNCTION shard_0002.move_capture() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN INSERT INTO shard_0002.move_changes (tbl, id) VALUES (TG_TABLE_NAME, NEW.id); RETURN NULL; END $$;
+         CREATE TRIGGER move_capture AFTER INSERT ON shard_0002.links FOR EACH ROW EXECUTE FUNCTION shard_0002.move_capture();",
+    )
+    .await
+    .unwrap();
+    assert_eq!(capture_on(&a.url).await, (1, true, true), "the probe does not see a capture");
+    writes_past(&acked, 20).await;
     let report = move_shard(std::slice::from_ref(&a.url), SHARD, &b.url).await.unwrap();
     assert_eq!(report.map_version, 2);
     writes_past(&acked, 50).await;
