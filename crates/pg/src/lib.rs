@@ -3,7 +3,7 @@
 //! - [`cluster`]: Instagram's logical shards as PostgreSQL schemas `shard_NNNN` spread
 //!   over a few servers by a `shardkit-ring` shard map, ids made inside the database by
 //!   each schema's `next_id()` ([`schema`] has the SQL and why it differs from the
-//!   published function), the map recorded in `shardkit_meta`; [`move_shard`] moves
+//!   published function), the map recorded in `shardkit_meta`; [`mod@move_shard`] moves
 //!   one logical shard to another server with a brief write pause for that shard only.
 //! - [`links`]: [`PgLinkStore`], the short-link store on those shards: a link lives
 //!   in the logical shard of its code's group, so a redirect reads one shard.

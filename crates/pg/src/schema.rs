@@ -67,7 +67,7 @@ CREATE TABLE IF NOT EXISTS shardkit_meta.shard_maps (
 /// `link_aliases` is the alias index of aliases that hash to this shard's group, and
 /// `link_urls` the index of reusable links (no alias, expiry or visit limit) whose
 /// normalized URL hashes here, which `"reuse": true` reads. In both, `id` is the link id
-/// (so `move_shard` copies them like `links`, in id order).
+/// (so `move_shard` tracks and copies their rows by id, like `links`).
 /// Every statement is idempotent (`IF NOT EXISTS`, `OR REPLACE` with the same text).
 pub fn shard_ddl(shard: u32, epoch_unix_ms: u64) -> String {
     let s = shard_schema(shard);

@@ -84,6 +84,10 @@ pub fn run(cmd: PgCommand, out: &mut impl Write) -> anyhow::Result<()> {
                 "from": report.from,
                 "to": report.to,
                 "rows": report.rows,
+                "copied": report.copied,
+                "changed": report.changed,
+                "rounds": report.rounds,
+                "changed_in_pause": report.changed_in_pause,
                 "map_version": report.map_version,
                 "pause_ms": report.pause.as_secs_f64() * 1000.0,
             });
