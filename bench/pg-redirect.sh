@@ -3,8 +3,9 @@
 # cache, against the embedded (redb) store, in the same run. Two fresh databases on the
 # machine's PostgreSQL stand in for two servers (`shardkit pg init`, 64 logical shards);
 # two shardkit servers (embedded, postgres) get the same N links through the bulk API;
-# wrk then asks each for random codes, first with a cache holding every link, then with
-# a cache of N/10 entries so most redirects read the store. Loopback only; each wrk run
+# each is restarted (empty cache), warmed by D of requests for the codes in order, then
+# wrk asks it for random codes: first with a cache that can hold every link, then with a
+# cache of N/10 entries so most redirects read the store. Loopback only; each wrk run
 # is bounded by -d. Prints a markdown table with the ratios postgres / embedded.
 #
 #   bash bench/pg-redirect.sh           # N=200000 D=10s, 2 threads, 50 connections
@@ -75,38 +76,43 @@ local n = #codes
 math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
 request = function() return wrk.format("GET", codes[math.random(n)]) end
 LUA
+  # Warm-up: every code in order, once per pass (one thread, so one counter).
+  cat > "$WORK/$name-warm.lua" <<LUA
+local codes = {}
+for line in io.lines("$WORK/$name.codes") do codes[#codes + 1] = "/" .. line end
+local i = 0
+request = function() i = i % #codes + 1; return wrk.format("GET", codes[i]) end
+LUA
 done
 stop_all
 
 # 2. Redirects: both stores with a cache of every link, then of N/10 links.
-run() { wrk -t2 -c50 -d"$D" --latency -s "$WORK/$1.lua" "http://127.0.0.1:$2"; }
-: > "$WORK/figures"
-for cache in "$N" "$((N / 10))"; do
+run() {
+  wrk -t1 -c50 -d"$D" -s "$WORK/$1-warm.lua" "http://127.0.0.1:$2" > /dev/null
+  wrk -t2 -c50 -d"$D" --latency -s "$WORK/$1.lua" "http://127.0.0.1:$2"
+}
+caches="$N $((N / 10))"
+for cache in $caches; do
   serve embedded 18100 "$cache"
-  out_e=$(run embedded 18100)
+  run embedded 18100 > "$WORK/wrk-$cache-embedded.txt"
   stop_all
   serve postgres 18110 "$cache" --store postgres --servers "$SERVERS"
-  out_p=$(run postgres 18110)
+  run postgres 18110 > "$WORK/wrk-$cache-postgres.txt"
   stop_all
-  printf '%s\x1e%s\x1e%s\n' "$cache" "$out_e" "$out_p" | tr '\n' '\x1f' >> "$WORK/figures"
-  printf '\n' >> "$WORK/figures"
 done
-python3 - "$N" "$WORK/figures" <<'PY'
+python3 - "$N" "$WORK" $caches <<'PY'
 import re, sys
-n = int(sys.argv[1])
-def figures(out):
+n, work, caches = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+def figures(path):
+    out = open(path).read()
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    p99 = re.search(r"99%\s+([\d.]+\w+)", out).group(1)
+    p99 = re.search(r"99%\s+([\d.]+[a-z]+)", out).group(1)
     non = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     return rps, p99, int(non.group(1)) if non else 0
-print(f"\nGET /{{code}}, random over {n:,} links, wrk -t2 -c50\n")
+print(f"\nGET /{{code}}, random over {n:,} links, wrk -t2 -c50, after a warm-up pass of D over the codes in order\n")
 print("| cache entries | embedded req/s | p99 | postgres req/s | p99 | postgres / embedded | errors (e/p) |")
 print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-for line in open(sys.argv[2]):
-    line = line.rstrip("\n")
-    if not line:
-        continue
-    cache, e, p = line.replace("\x1f", "\n").split("\x1e")
-    e, p = figures(e), figures(p)
+for cache in caches:
+    e, p = figures(f"{work}/wrk-{cache}-embedded.txt"), figures(f"{work}/wrk-{cache}-postgres.txt")
     print(f"| {int(cache):,} | {e[0]:,.0f} | {e[1]} | {p[0]:,.0f} | {p[1]} | {p[0] / e[0]:.2f} | {e[2]}/{p[2]} |")
 PY

@@ -111,13 +111,16 @@ impl Shards {
                 Err(_) if skip_unreachable => continue,
                 Err(e) => return Err(e),
             };
-            rows.extend(client.query(&sql, params).await.map_err(|e| query_failed(&server, what, &e))?);
+            let statement = client.prepare_cached(&sql).await.map_err(|e| query_failed(&server, what, &e))?;
+            rows.extend(client.query(&statement, params).await.map_err(|e| query_failed(&server, what, &e))?);
         }
         Ok(rows)
     }
 
     /// Runs `template` (with `{s}` for the schema) on one shard and returns its row,
-    /// if any: the shape of every single-shard look-up.
+    /// if any: the shape of every single-shard look-up. Statements are prepared once
+    /// per pooled connection (`prepare_cached`): a look-up is then one round trip and
+    /// no parse or plan on the server.
     async fn query_opt_in(
         &self,
         shard: u32,
@@ -127,7 +130,8 @@ impl Shards {
     ) -> Result<Option<Row>, StoreError> {
         let (client, server) = self.client(shard).await?;
         let sql = template.replace("{s}", &shard_schema(shard));
-        client.query_opt(&sql, params).await.map_err(|e| query_failed(&server, what, &e))
+        let statement = client.prepare_cached(&sql).await.map_err(|e| query_failed(&server, what, &e))?;
+        client.query_opt(&statement, params).await.map_err(|e| query_failed(&server, what, &e))
     }
 
     /// Runs statement `template` (with `{s}` for the schema) on one shard; answers the
@@ -135,7 +139,8 @@ impl Shards {
     async fn execute_in(&self, shard: u32, template: &str, params: &[&(dyn ToSql + Sync)], what: &str) -> Result<u64, StoreError> {
         let (client, server) = self.client(shard).await?;
         let sql = template.replace("{s}", &shard_schema(shard));
-        client.execute(&sql, params).await.map_err(|e| query_failed(&server, what, &e))
+        let statement = client.prepare_cached(&sql).await.map_err(|e| query_failed(&server, what, &e))?;
+        client.execute(&statement, params).await.map_err(|e| query_failed(&server, what, &e))
     }
 
     pub(super) async fn get(&self, id: u64) -> Result<Option<Link>, StoreError> {
