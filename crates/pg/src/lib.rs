@@ -28,3 +28,6 @@ pub use cluster::{init, Cluster, InitOptions, InitReport, ServerReport, MAX_LOGI
 pub use error::{redact_url, PgError};
 pub use links::PgLinkStore;
 pub use move_shard::{move_shard, MoveReport};
+/// The driver, re-exported: [`connect::connect`] hands out its `Client`, so callers
+/// (the binary's tests, tools) can name the type without a dependency of their own.
+pub use tokio_postgres;

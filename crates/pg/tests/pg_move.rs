@@ -43,6 +43,36 @@ async fn with_retry<T>(
     panic!("shard {SHARD} unavailable for 200 tries");
 }
 
+/// A task inserting links `k0`, `k1`, ... into the moved shard until `stop`, each
+/// through [`with_retry`], pushing every acknowledged code to `acked`.
+fn spawn_creates(
+    cluster: &Arc<RwLock<Cluster>>,
+    urls: &[String],
+    stop: &Arc<AtomicBool>,
+    retries: &Arc<AtomicU64>,
+    acked: &Arc<parking_lot::Mutex<Vec<String>>>,
+) -> tokio::task::JoinHandle<()> {
+    let (cluster, urls, stop, retries, acked) = (cluster.clone(), urls.to_vec(), stop.clone(), retries.clone(), acked.clone());
+    tokio::spawn(async move {
+        let mut k = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            let code = format!("k{k}");
+            let c = code.clone();
+            with_retry(&cluster, &urls, &retries, move |client| {
+                let c = c.clone();
+                Box::pin(async move {
+                    client
+                        .execute("INSERT INTO shard_0002.links (code, url, url_hash) VALUES ($1, 'https://example.com/' || $1, 0)", &[&c])
+                        .await
+                })
+            })
+            .await;
+            acked.lock().push(code);
+            k += 1;
+        }
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_shard_moves_under_creates_and_reads_without_loss() {
     let (a, b) = (PgDb::create("mv_a").await, PgDb::create("mv_b").await);
@@ -53,30 +83,7 @@ async fn a_shard_moves_under_creates_and_reads_without_loss() {
     let retries = Arc::new(AtomicU64::new(0));
     let acked = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
 
-    let writer = {
-        let (cluster, urls, stop, retries, acked) = (cluster.clone(), urls.clone(), stop.clone(), retries.clone(), acked.clone());
-        tokio::spawn(async move {
-            let mut k = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let code = format!("k{k}");
-                let c = code.clone();
-                with_retry(&cluster, &urls, &retries, move |client| {
-                    let c = c.clone();
-                    Box::pin(async move {
-                        client
-                            .execute(
-                                "INSERT INTO shard_0002.links (code, url, url_hash) VALUES ($1, 'https://example.com/' || $1, 0)",
-                                &[&c],
-                            )
-                            .await
-                    })
-                })
-                .await;
-                acked.lock().push(code);
-                k += 1;
-            }
-        })
-    };
+    let writer = spawn_creates(&cluster, &urls, &stop, &retries, &acked);
     let reader = {
         let (cluster, urls, stop, retries, acked) = (cluster.clone(), urls.clone(), stop.clone(), retries.clone(), acked.clone());
         tokio::spawn(async move {
@@ -531,30 +538,7 @@ async fn a_move_that_fails_part_way_leaves_the_shard_serving_without_capture() {
     let stop = Arc::new(AtomicBool::new(false));
     let retries = Arc::new(AtomicU64::new(0));
     let acked = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
-    let writer = {
-        let (cluster, urls, stop, retries, acked) = (cluster.clone(), urls.clone(), stop.clone(), retries.clone(), acked.clone());
-        tokio::spawn(async move {
-            let mut k = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let code = format!("k{k}");
-                let c = code.clone();
-                with_retry(&cluster, &urls, &retries, move |client| {
-                    let c = c.clone();
-                    Box::pin(async move {
-                        client
-                            .execute(
-                                "INSERT INTO shard_0002.links (code, url, url_hash) VALUES ($1, 'https://example.com/' || $1, 0)",
-                                &[&c],
-                            )
-                            .await
-                    })
-                })
-                .await;
-                acked.lock().push(code);
-                k += 1;
-            }
-        })
-    };
+    let writer = spawn_creates(&cluster, &urls, &stop, &retries, &acked);
     let (b_name, on_a, on_b) =
         (redact_url(&b.url), shardkit_pg::connect::connect(&a.url).await.unwrap(), shardkit_pg::connect::connect(&b.url).await.unwrap());
     writes_past(&acked, 50).await;

@@ -39,13 +39,7 @@ impl Db {
     fn links_with_code(&self, code: &str) -> i64 {
         self.rt.block_on(async {
             let client = shardkit_pg::connect::connect(&self.url).await.unwrap();
-            let schemas: Vec<String> = client
-                .query(r"SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'shard\_%'", &[])
-                .await
-                .unwrap()
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
+            let schemas = shard_schemas(&client).await;
             let mut n = 0;
             for s in schemas {
                 let row = client.query_one(&format!("SELECT count(*) FROM {s}.links WHERE code = $1"), &[&code]).await.unwrap();
@@ -54,6 +48,12 @@ impl Db {
             n
         })
     }
+}
+
+/// The `shard_NNNN` schemas of the database `client` is connected to, in order.
+async fn shard_schemas(client: &shardkit_pg::tokio_postgres::Client) -> Vec<String> {
+    let sql = r"SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'shard\_%' ORDER BY 1";
+    client.query(sql, &[]).await.unwrap().iter().map(|r| r.get(0)).collect()
 }
 
 impl Drop for Db {
@@ -110,13 +110,7 @@ fn an_unreachable_server_at_start_is_named() {
 fn schemas_holding(db: &Db, code: &str, alias: &str) -> (Vec<String>, Vec<String>) {
     db.rt.block_on(async {
         let client = shardkit_pg::connect::connect(&db.url).await.unwrap();
-        let schemas: Vec<String> = client
-            .query(r"SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'shard\_%' ORDER BY 1", &[])
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let schemas = shard_schemas(&client).await;
         let (mut links, mut aliases) = (Vec::new(), Vec::new());
         for s in schemas {
             let n: i64 = client.query_one(&format!("SELECT count(*) FROM {s}.links WHERE code = $1"), &[&code]).await.unwrap().get(0);
