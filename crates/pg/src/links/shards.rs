@@ -250,16 +250,23 @@ impl Shards {
         Ok(())
     }
 
-    /// Claims `link`'s alias in the alias's shard: `None` if claimed, else the owner's code.
+    /// Claims `link`'s alias in the alias's shard: `None` if claimed, else the owner's
+    /// code. A claim this link already holds counts as claimed, so a batch retried
+    /// after a failure (a shard that moved between the claim and the write) goes on.
     async fn claim_alias(&self, alias: &str, link: &Link) -> Result<Option<String>, StoreError> {
         let shard = self.shard_of(group_of(alias));
         let claim = "INSERT INTO {s}.link_aliases (alias, id, code) VALUES ($1, $2, $3) ON CONFLICT (alias) DO NOTHING";
         if self.execute_in(shard, claim, &[&alias, &(link.id as i64), &link.code], "claiming an alias").await? == 1 {
             return Ok(None);
         }
-        let row = self.query_opt_in(shard, "SELECT code FROM {s}.link_aliases WHERE alias = $1", &[&alias], "reading an alias").await?;
-        // Freed between the two statements: report it taken anyway; the caller may retry.
-        Ok(Some(row.map(|r| r.get(0)).unwrap_or_default()))
+        let owner = "SELECT id, code FROM {s}.link_aliases WHERE alias = $1";
+        let row = self.query_opt_in(shard, owner, &[&alias], "reading an alias").await?;
+        match row {
+            Some(row) if row.get::<_, i64>(0) == link.id as i64 && row.get::<_, String>(1) == link.code => Ok(None),
+            Some(row) => Ok(Some(row.get(1))),
+            // Freed between the two statements: report it taken anyway; the caller may retry.
+            None => Ok(Some(String::new())),
+        }
     }
 
     pub(super) async fn insert_batch(&self, links: &[Link]) -> Result<Vec<InsertOutcome>, StoreError> {
