@@ -127,3 +127,27 @@ fn postgres_sequences_hand_out_odd_and_even_blocks() {
         assert!(all.insert(alloc_b.next().unwrap()));
     }
 }
+
+#[test]
+fn first_uses_racing_on_one_postgres_server_all_get_their_sequences() {
+    // Eight stores (eight processes' worth) each make a different sequence at once: they
+    // race to create the shared schema; the losers must still create their own sequence.
+    for round in 0..3 {
+        let db = pg_db(&format!("pgt_race{round}"));
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let (url, barrier) = (db.url.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let store = PgTicketStore::new(&url, 1, 1, BlockSize::ONE).unwrap();
+                    barrier.wait();
+                    store.reserve(&format!("race{i}"), SequenceSpec::default(), 1)
+                })
+            })
+            .collect();
+        for thread in threads {
+            let first = thread.join().unwrap().unwrap_or_else(|e| panic!("a racing first use failed: {e}"));
+            assert_eq!(first, 0);
+        }
+    }
+}

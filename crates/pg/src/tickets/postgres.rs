@@ -61,9 +61,14 @@ impl TicketStore for PgTicketStore {
                     "CREATE SCHEMA IF NOT EXISTS shardkit_tickets; \
                      CREATE SEQUENCE IF NOT EXISTS {seq} AS bigint INCREMENT BY {increment} MINVALUE 1 START WITH {offset} NO CYCLE"
                 );
-                if let Err(e) = client.batch_execute(&ddl).await {
-                    // Two first uses racing on CREATE ... IF NOT EXISTS: the loser sees a unique violation; the sequence exists.
-                    if e.code() != Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
+                // Two first uses racing on CREATE ... IF NOT EXISTS: the loser sees a unique
+                // violation, of the schema or of the sequence. It tries again: the schema (or
+                // the sequence) made by the winner is committed by then, and the `IF NOT
+                // EXISTS` skips it; a loser of the schema race still has its sequence to make.
+                let mut attempts = 0;
+                while let Err(e) = client.batch_execute(&ddl).await {
+                    attempts += 1;
+                    if e.code() != Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) || attempts == 3 {
                         return Err(format!("creating {seq}: {}", error_text(&e)));
                     }
                 }
