@@ -71,6 +71,14 @@ pub fn run(store: &dyn LinkStore) {
     let grouped = format!("{}000002", char::from(base62::ALPHABET[usize::from(group_of("one-shard"))]));
     let mut k = link(85, &grouped, "https://example.com/k");
     k.alias = Some("one-shard".into());
+    // Ids the store assigns (if it does) are distinct, kept by the insert and found again.
+    let mut assigned = [k.clone(), link(86, &format!("{}000003", &grouped[..1]), "https://example.com/k2")];
+    store.assign_ids(&mut assigned).unwrap();
+    assert_ne!(assigned[0].id, assigned[1].id);
+    let k = assigned[0].clone();
+    assert_eq!(store.insert_batch(&assigned[1..]).unwrap(), [InsertOutcome::Inserted]);
+    assert_eq!(store.resolve(&assigned[1].code).unwrap(), Some(assigned[1].clone()));
+    assert_eq!(store.delete_link(&assigned[1]).unwrap(), Some(assigned[1].clone()));
     assert_eq!(store.insert_batch(std::slice::from_ref(&k)).unwrap(), [InsertOutcome::Inserted]);
     assert_eq!(store.resolve("one-shard").unwrap(), Some(k.clone()));
     assert_eq!(store.resolve(&grouped).unwrap(), Some(k.clone()));

@@ -33,6 +33,15 @@ pub trait LinkStore: Send + Sync {
     /// with [`StoreError::Duplicate`] and stores nothing.
     fn insert_batch(&self, links: &[Link]) -> Result<Vec<InsertOutcome>, StoreError>;
 
+    /// Replaces the ids of `links` (not yet stored) with ids the store makes, where
+    /// ids must be unique across every server sharing the store: the PostgreSQL store
+    /// takes them from each code shard's `next_id()`. The default keeps the ids the
+    /// caller made (an embedded store has one writer).
+    fn assign_ids(&self, links: &mut [Link]) -> Result<(), StoreError> {
+        let _ = links;
+        Ok(())
+    }
+
     /// The link with this id.
     fn get(&self, id: u64) -> Result<Option<Link>, StoreError>;
 
@@ -68,6 +77,9 @@ pub trait LinkStore: Send + Sync {
 impl<T: LinkStore + ?Sized> LinkStore for std::sync::Arc<T> {
     fn insert_batch(&self, links: &[Link]) -> Result<Vec<InsertOutcome>, StoreError> {
         (**self).insert_batch(links)
+    }
+    fn assign_ids(&self, links: &mut [Link]) -> Result<(), StoreError> {
+        (**self).assign_ids(links)
     }
     fn get(&self, id: u64) -> Result<Option<Link>, StoreError> {
         (**self).get(id)

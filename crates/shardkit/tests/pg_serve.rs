@@ -279,3 +279,41 @@ fn a_running_server_follows_a_shard_moved_by_the_cli() {
         assert_eq!((on(&a), on(&b)), (1, 0));
     }
 }
+
+#[test]
+fn two_servers_on_one_cluster_never_make_the_same_code_or_id() {
+    let (a, b) = (Db::create("two_a"), Db::create("two_b"));
+    let servers = format!("{},{}", a.url, b.url);
+    let init = Command::new(env!("CARGO_BIN_EXE_shardkit")).args(["pg", "init", "--servers", &servers, "--logical-shards", "8"]).output().unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let (dir1, dir2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let args = ["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0", "--store", "postgres", "--servers", &servers];
+    let one = Server::try_start(dir1.path(), &args, &[]).unwrap();
+    let two = Server::try_start(dir2.path(), &args, &[]).unwrap();
+    let create = |base: String, tag: &'static str| {
+        std::thread::spawn(move || {
+            let client = Client::new();
+            let lines: String = (0..300).map(|i| format!("{{\"url\":\"https://example.com/{tag}/{}\"}}\n", i % 50)).collect();
+            let r = client.post(format!("{base}/api/links/bulk")).header("content-type", "application/x-ndjson").body(lines).send().unwrap();
+            assert_eq!(r.status().as_u16(), 200, "{}", r.text().unwrap_or_default());
+            let answer: Value = r.json().unwrap();
+            assert_eq!(answer["failed"], 0, "{answer}");
+            answer["results"].as_array().unwrap().clone()
+        })
+    };
+    let (first, second) = (create(one.url(""), "one"), create(two.url(""), "two"));
+    let links: Vec<Value> = [first.join().unwrap(), second.join().unwrap()].concat();
+    assert_eq!(links.len(), 600);
+    let codes: std::collections::HashSet<&str> = links.iter().map(|l| l["code"].as_str().expect("every line created")).collect();
+    let ids: std::collections::HashSet<&str> = links.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    assert_eq!(codes.len(), 600, "a code was minted twice");
+    assert_eq!(ids.len(), 600, "an id was made twice");
+    // Each server follows the other's links.
+    let client = Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    for link in links.iter().step_by(37) {
+        for server in [&one, &two] {
+            let r = client.get(server.url(&format!("/{}", link["code"].as_str().unwrap()))).send().unwrap();
+            assert_eq!(r.status().as_u16(), 302);
+        }
+    }
+}

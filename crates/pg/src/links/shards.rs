@@ -143,6 +143,29 @@ impl Shards {
         client.execute(&statement, params).await.map_err(|e| query_failed(&server, what, &e))
     }
 
+    /// Ids for links with these codes, from the `next_id()` of each code's shard (one
+    /// query per shard), in the order of `codes`.
+    pub(super) async fn next_ids(&self, codes: &[String]) -> Result<Vec<u64>, StoreError> {
+        let mut by_shard: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (i, code) in codes.iter().enumerate() {
+            by_shard.entry(self.shard_of_code(code)?).or_default().push(i);
+        }
+        let mut ids = vec![0u64; codes.len()];
+        for (shard, positions) in by_shard {
+            let (client, server) = self.client(shard).await?;
+            let sql = format!("SELECT {}.next_id() FROM generate_series(1, $1::int)", shard_schema(shard));
+            let statement = client.prepare_cached(&sql).await.map_err(|e| query_failed(&server, "making ids", &e))?;
+            let rows = client
+                .query(&statement, &[&(positions.len() as i32)])
+                .await
+                .map_err(|e| query_failed(&server, "making ids", &e))?;
+            for (&i, row) in positions.iter().zip(&rows) {
+                ids[i] = row.get::<_, i64>(0) as u64;
+            }
+        }
+        Ok(ids)
+    }
+
     pub(super) async fn get(&self, id: u64) -> Result<Option<Link>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM {{s}}.links WHERE id = $1");
         let rows = self.scatter(&sql, &[&(id as i64)], "reading a link by id").await?;

@@ -80,6 +80,20 @@ impl LinkStore for PgLinkStore {
         })
     }
 
+    /// Ids from each code shard's `next_id()` (Instagram's layout, made in the
+    /// database), so servers sharing the cluster never make the same link id.
+    fn assign_ids(&self, links: &mut [Link]) -> Result<(), StoreError> {
+        let codes: Arc<Vec<String>> = Arc::new(links.iter().map(|l| l.code.clone()).collect());
+        let ids = self.run(move |s| {
+            let codes = Arc::clone(&codes);
+            async move { s.next_ids(&codes).await }
+        })?;
+        for (link, id) in links.iter_mut().zip(ids) {
+            link.id = id;
+        }
+        Ok(())
+    }
+
     fn get(&self, id: u64) -> Result<Option<Link>, StoreError> {
         self.run(move |s| async move { s.get(id).await })
     }

@@ -205,9 +205,14 @@ impl Links {
         let now = now_ms();
         let mut results: Vec<Result<Link, LinkOpError>> =
             requests.into_iter().map(|r| r.map_err(LinkOpError::Invalid).and_then(|r| self.draft(&r, ids, now))).collect();
-        let drafts: Vec<Link> = results.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
+        let mut drafts: Vec<Link> = results.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
         if drafts.is_empty() {
             return Ok(results);
+        }
+        // A store shared by many servers makes the ids (PostgreSQL: each shard's next_id()).
+        self.store.assign_ids(&mut drafts)?;
+        for (result, draft) in results.iter_mut().filter_map(|r| r.as_mut().ok()).zip(&drafts) {
+            result.id = draft.id;
         }
         let mut outcomes = self.store.insert_batch(&drafts)?.into_iter();
         for result in results.iter_mut().filter(|r| r.is_ok()) {
