@@ -111,8 +111,10 @@ impl Shards {
                 Err(_) if skip_unreachable => continue,
                 Err(e) => return Err(e),
             };
-            let statement = client.prepare_cached(&sql).await.map_err(|e| query_failed(&server, what, &e))?;
-            rows.extend(client.query(&statement, params).await.map_err(|e| query_failed(&server, what, &e))?);
+            // Not prepared: these take arrays of thousands (a batch's ids), where the
+            // plan for the actual array (often a hash of it over a small shard) beats
+            // the generic plan a cached statement settles on (an index probe per id).
+            rows.extend(client.query(&sql, params).await.map_err(|e| query_failed(&server, what, &e))?);
         }
         Ok(rows)
     }
