@@ -41,7 +41,14 @@ fn pg_link_store_passes_the_conformance_suite_on_two_servers() {
         redirect: Redirect::Found,
         tags: Vec::new(),
     };
+    // Ids the store makes carry the shard of the code (so a look-up by id reads one shard).
+    let mut assigned = [link.clone()];
+    store.assign_ids(&mut assigned).unwrap();
+    let decoded = store.cluster().layout().decode(assigned[0].id).unwrap();
+    assert_eq!(decoded.parts.shard, u64::from(shard_of_group(group, 8)));
+    let link = assigned[0].clone();
     store.insert_batch(std::slice::from_ref(&link)).unwrap();
+    assert_eq!(store.get(link.id).unwrap(), Some(link.clone()));
     assert_eq!(store.resolve(&code).unwrap(), Some(link.clone()));
     assert_eq!(store.find_reusable(url).unwrap(), Some(link));
     let shard = shard_of_group(group, 8);

@@ -17,8 +17,10 @@
 //!   shard (a link whose target was later replaced may sit in another);
 //! - replace and delete of a resolved link: by its code, one shard (plus the URL and
 //!   alias index rows where they live);
-//! - by id alone (`get`, `delete`), `list` and `count`: every shard that holds groups,
-//!   one `UNION ALL` query per server.
+//! - by id alone (`get`, `delete`): ids the store made (each shard's `next_id()`)
+//!   carry their shard, so one query; an id of another kind (an imported link) is then
+//!   looked for on every shard;
+//! - `list` and `count`: every shard that holds groups, one `UNION ALL` query per server.
 //!
 //! Following the map. The store reads the shard map at start and again whenever a
 //! call fails (at most every [`live_map::REFRESH_EVERY`]): after `shardkit pg

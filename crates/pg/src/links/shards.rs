@@ -168,8 +168,18 @@ impl Shards {
         Ok(ids)
     }
 
+    /// The link with id `id`. Ids the store made ([`Shards::next_ids`]) carry their
+    /// shard, so one query usually finds it; a link imported with an id of another
+    /// kind is looked for on every shard.
     pub(super) async fn get(&self, id: u64) -> Result<Option<Link>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM {{s}}.links WHERE id = $1");
+        let shard = self.cluster.layout().decode(id).map(|d| d.parts.shard).ok();
+        let groups = u64::from(GROUPS).min(u64::from(self.cluster.map().shard_count()));
+        if let Some(shard) = shard.filter(|s| *s < groups) {
+            if let Some(row) = self.query_opt_in(shard as u32, &sql, &[&(id as i64)], "reading a link by id").await? {
+                return row_to_link(&row).map(Some);
+            }
+        }
         let rows = self.scatter(&sql, &[&(id as i64)], "reading a link by id").await?;
         rows.first().map(row_to_link).transpose()
     }
