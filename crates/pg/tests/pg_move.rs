@@ -43,6 +43,28 @@ async fn with_retry<T>(
     panic!("shard {SHARD} unavailable for 200 tries");
 }
 
+/// Two databases (servers), a 4-shard cluster on the first, and the shared state of a
+/// stream of creates into shard 2 ([`spawn_creates`]).
+struct Stream {
+    a: PgDb,
+    b: PgDb,
+    urls: Vec<String>,
+    cluster: Arc<RwLock<Cluster>>,
+    stop: Arc<AtomicBool>,
+    retries: Arc<AtomicU64>,
+    acked: Arc<parking_lot::Mutex<Vec<String>>>,
+}
+
+impl Stream {
+    async fn new(tag: &str) -> Self {
+        let (a, b) = (PgDb::create(&format!("{tag}_a")).await, PgDb::create(&format!("{tag}_b")).await);
+        init(&InitOptions { servers: vec![a.url.clone()], logical_shards: 4, epoch_unix_ms: None }).await.unwrap();
+        let urls = vec![a.url.clone(), b.url.clone()];
+        let cluster = Arc::new(RwLock::new(Cluster::open(&urls, 4).await.unwrap()));
+        Self { a, b, urls, cluster, stop: Arc::default(), retries: Arc::default(), acked: Arc::default() }
+    }
+}
+
 /// A task inserting links `k0`, `k1`, ... into the moved shard until `stop`, each
 /// through [`with_retry`], pushing every acknowledged code to `acked`.
 fn spawn_creates(
@@ -75,13 +97,7 @@ fn spawn_creates(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_shard_moves_under_creates_and_reads_without_loss() {
-    let (a, b) = (PgDb::create("mv_a").await, PgDb::create("mv_b").await);
-    init(&InitOptions { servers: vec![a.url.clone()], logical_shards: 4, epoch_unix_ms: None }).await.unwrap();
-    let urls = vec![a.url.clone(), b.url.clone()];
-    let cluster = Arc::new(RwLock::new(Cluster::open(&urls, 4).await.unwrap()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let retries = Arc::new(AtomicU64::new(0));
-    let acked = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+    let Stream { a, b, urls, cluster, stop, retries, acked } = Stream::new("mv").await;
 
     let writer = spawn_creates(&cluster, &urls, &stop, &retries, &acked);
     let reader = {
@@ -531,13 +547,7 @@ async fn writes_past(acked: &parking_lot::Mutex<Vec<String>>, more: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_move_that_fails_part_way_leaves_the_shard_serving_without_capture() {
-    let (a, b) = (PgDb::create("mvf_a").await, PgDb::create("mvf_b").await);
-    init(&InitOptions { servers: vec![a.url.clone()], logical_shards: 4, epoch_unix_ms: None }).await.unwrap();
-    let urls = vec![a.url.clone(), b.url.clone()];
-    let cluster = Arc::new(RwLock::new(Cluster::open(&urls, 4).await.unwrap()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let retries = Arc::new(AtomicU64::new(0));
-    let acked = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+    let Stream { a, b, urls, cluster, stop, retries, acked } = Stream::new("mvf").await;
     let writer = spawn_creates(&cluster, &urls, &stop, &retries, &acked);
     let (b_name, on_a, on_b) =
         (redact_url(&b.url), shardkit_pg::connect::connect(&a.url).await.unwrap(), shardkit_pg::connect::connect(&b.url).await.unwrap());
