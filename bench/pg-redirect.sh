@@ -3,16 +3,17 @@
 # cache, against the embedded (redb) store, in the same run. Two fresh databases on the
 # machine's PostgreSQL stand in for two servers (`shardkit pg init`, 64 logical shards);
 # two shardkit servers (embedded, postgres) get the same N links through the bulk API;
-# each is restarted (empty cache), warmed by D of requests for the codes in order, then
+# each is restarted (empty cache), warmed by WARM of requests for the codes in order, then
 # wrk asks it for random codes: first with a cache that can hold every link, then with a
 # cache of N/10 entries so most redirects read the store. Loopback only; each wrk run
 # is bounded by -d. Prints a markdown table with the ratios postgres / embedded.
 #
-#   bash bench/pg-redirect.sh           # N=200000 D=10s, 2 threads, 50 connections
+#   bash bench/pg-redirect.sh           # N=200000 D=10s WARM=30s, 2 threads, 50 connections
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-200000}
 D=${D:-10s}
+WARM=${WARM:-30s}
 PG=${SHARDKIT_PG_URL:-postgres://postgres@127.0.0.1:5432/test}
 command -v wrk >/dev/null || { echo "needs wrk (apt-get install -y wrk)" >&2; exit 1; }
 command -v psql >/dev/null || { echo "needs psql" >&2; exit 1; }
@@ -88,7 +89,7 @@ stop_all
 
 # 2. Redirects: both stores with a cache of every link, then of N/10 links.
 run() {
-  wrk -t1 -c50 -d"$D" -s "$WORK/$1-warm.lua" "http://127.0.0.1:$2" > /dev/null
+  wrk -t1 -c50 -d"$WARM" -s "$WORK/$1-warm.lua" "http://127.0.0.1:$2" > /dev/null
   wrk -t2 -c50 -d"$D" --latency -s "$WORK/$1.lua" "http://127.0.0.1:$2"
 }
 caches="$N $((N / 10))"
@@ -109,7 +110,7 @@ def figures(path):
     p99 = re.search(r"99%\s+([\d.]+[a-z]+)", out).group(1)
     non = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     return rps, p99, int(non.group(1)) if non else 0
-print(f"\nGET /{{code}}, random over {n:,} links, wrk -t2 -c50, after a warm-up pass of D over the codes in order\n")
+print(f"\nGET /{{code}}, random over {n:,} links, wrk -t2 -c50, after a warm-up over the codes in order\n")
 print("| cache entries | embedded req/s | p99 | postgres req/s | p99 | postgres / embedded | errors (e/p) |")
 print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for cache in caches:
