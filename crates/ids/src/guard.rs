@@ -15,7 +15,6 @@ use crate::clock::Clock;
 use crate::error::GenerateError;
 use parking_lot::Mutex;
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -159,20 +158,7 @@ fn read_mark(path: &Path) -> Result<u64, GenerateError> {
 
 /// Replaces the guard file atomically and durably.
 fn write_mark(path: &Path, unix_ms: u64) -> std::io::Result<()> {
-    let mut tmp_name = path.as_os_str().to_owned();
-    tmp_name.push(".tmp");
-    let tmp = PathBuf::from(tmp_name);
-    {
-        let mut file = File::create(&tmp)?;
-        writeln!(file, "{HEADER}{unix_ms}")?;
-        file.sync_all()?;
-    }
-    fs::rename(&tmp, path)?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    File::open(dir)?.sync_all()
+    crate::durable_file::replace_durably(path, format!("{HEADER}{unix_ms}\n").as_bytes())
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 
 pub mod base62;
 mod clock;
+pub mod durable_file;
 mod error;
 mod guard;
 mod issuer;

@@ -1,7 +1,6 @@
 //! The Feistel key: 16 random bytes in a file of the data directory, made once, so
 //! codes stay decodable across restarts and differ between installations.
 
-use std::io::Write;
 use std::path::Path;
 
 /// Reads the key at `path`, or makes a random one and writes it there (hex, written
@@ -15,17 +14,7 @@ pub fn load_or_create_key(path: &Path) -> std::io::Result<[u8; 16]> {
             let mut key = [0u8; 16];
             getrandom::fill(&mut key).map_err(|e| std::io::Error::other(format!("no randomness for the code key: {e}")))?;
             let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
-            let tmp = path.with_extension("tmp");
-            let mut file = std::fs::File::create(&tmp)?;
-            file.write_all(hex.as_bytes())?;
-            file.write_all(b"\n")?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, path)?;
-            if let Some(dir) = path.parent() {
-                if let Ok(d) = std::fs::File::open(dir) {
-                    let _ = d.sync_all();
-                }
-            }
+            shardkit_ids::durable_file::replace_durably(path, format!("{hex}\n").as_bytes())?;
             Ok(key)
         }
         Err(e) => Err(e),
