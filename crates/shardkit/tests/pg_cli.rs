@@ -3,59 +3,18 @@
 //! next_id() that `shardkit id decode --layout instagram` takes apart.
 #![cfg(feature = "sql")]
 
+mod common;
+
+use common::pg_db::Db;
 use std::process::{Command, Output};
 
 fn shardkit(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_shardkit")).args(args).output().expect("run shardkit")
 }
 
-fn pg_url() -> String {
-    std::env::var("SHARDKIT_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-}
-
-/// A database of its own for this test, dropped at the end.
-struct Db {
-    name: String,
-    url: String,
-    rt: tokio::runtime::Runtime,
-}
-
-impl Db {
-    fn create() -> Self {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let name = format!("sk_cli_{}_{}_{}", std::process::id(), N.fetch_add(1, std::sync::atomic::Ordering::Relaxed), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos());
-        rt.block_on(async {
-            let admin = shardkit_pg::connect::connect(&pg_url()).await.unwrap();
-            admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
-        });
-        let base = pg_url();
-        let url = format!("{}/{name}", &base[..base.rfind('/').unwrap()]);
-        Self { name, url, rt }
-    }
-
-    fn query_i64(&self, sql: &str) -> i64 {
-        self.rt.block_on(async {
-            let client = shardkit_pg::connect::connect(&self.url).await.unwrap();
-            client.query_one(sql, &[]).await.unwrap().get(0)
-        })
-    }
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        let name = self.name.clone();
-        self.rt.block_on(async {
-            if let Ok(admin) = shardkit_pg::connect::connect(&pg_url()).await {
-                let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
-            }
-        });
-    }
-}
-
 #[test]
 fn pg_init_then_decode_an_id_from_next_id() {
-    let db = Db::create();
+    let db = Db::create("cli");
     let out = shardkit(&["pg", "init", "--servers", &db.url, "--logical-shards", "4"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -83,7 +42,7 @@ fn pg_init_then_decode_an_id_from_next_id() {
 
 #[test]
 fn pg_move_shard_switches_the_map() {
-    let (a, b) = (Db::create(), Db::create());
+    let (a, b) = (Db::create("cli"), Db::create("cli"));
     assert!(shardkit(&["pg", "init", "--servers", &a.url, "--logical-shards", "2"]).status.success());
     a.query_i64("WITH x AS (INSERT INTO shard_0001.links (code, url, url_hash) VALUES ('x', 'https://example.com/', 0) RETURNING id) SELECT id FROM x");
     let out = shardkit(&["pg", "move-shard", "1", "--to", &b.url, "--servers", &a.url]);

@@ -5,67 +5,11 @@
 
 mod common;
 
+use common::pg_db::{shard_schemas, Db};
 use common::Server;
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 use std::process::Command;
-
-fn pg_url() -> String {
-    std::env::var("SHARDKIT_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-}
-
-/// A database of its own for this test (one stand-in server), dropped at the end.
-struct Db {
-    name: String,
-    url: String,
-    rt: tokio::runtime::Runtime,
-}
-
-impl Db {
-    fn create(tag: &str) -> Self {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-        let name = format!("sk_serve_{tag}_{}_{nanos}", std::process::id());
-        rt.block_on(async {
-            let admin = shardkit_pg::connect::connect(&pg_url()).await.unwrap();
-            admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
-        });
-        let base = pg_url();
-        let url = format!("{}/{name}", &base[..base.rfind('/').unwrap()]);
-        Self { name, url, rt }
-    }
-
-    /// Links stored in every shard schema of this database whose code is `code`.
-    fn links_with_code(&self, code: &str) -> i64 {
-        self.rt.block_on(async {
-            let client = shardkit_pg::connect::connect(&self.url).await.unwrap();
-            let schemas = shard_schemas(&client).await;
-            let mut n = 0;
-            for s in schemas {
-                let row = client.query_one(&format!("SELECT count(*) FROM {s}.links WHERE code = $1"), &[&code]).await.unwrap();
-                n += row.get::<_, i64>(0);
-            }
-            n
-        })
-    }
-}
-
-/// The `shard_NNNN` schemas of the database `client` is connected to, in order.
-async fn shard_schemas(client: &shardkit_pg::tokio_postgres::Client) -> Vec<String> {
-    let sql = r"SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'shard\_%' ORDER BY 1";
-    client.query(sql, &[]).await.unwrap().iter().map(|r| r.get(0)).collect()
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        let name = self.name.clone();
-        self.rt.block_on(async {
-            if let Ok(admin) = shardkit_pg::connect::connect(&pg_url()).await {
-                let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
-            }
-        });
-    }
-}
 
 #[test]
 fn serve_with_the_postgres_store_creates_and_follows_a_link() {

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+#[cfg(feature = "sql")]
+pub mod pg_db;
 pub mod tcp_proxy;
 
 use std::io::{BufRead, BufReader};
