@@ -49,10 +49,27 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
             })
             .await
     });
+    // RESP (and the fsync task its connections wait on) run on a runtime of their own,
+    // sized by `resp_threads`; HTTP keeps the main one.
+    let resp_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(state.settings.resp_threads)
+        .thread_name("shardkit-resp")
+        .enable_all()
+        .build()
+        .context("cannot start the RESP runtime")?;
     let (stop_fsync, fsync_stopped) = watch::channel(false);
-    let group_commit = tokio::spawn(crate::group_commit::GroupCommit::run(Arc::clone(&state), fsync_stopped));
+    let group_commit = resp_runtime.spawn(crate::group_commit::GroupCommit::run(Arc::clone(&state), fsync_stopped));
     let clicks = tokio::spawn(flush_clicks(Arc::clone(&state), stopped.clone()));
-    let resp = tokio::spawn(accept_resp(resp_listener, Arc::clone(&state), limits, stopped));
+    let resp_listener = resp_listener.into_std()?;
+    let resp = resp_runtime.spawn({
+        let state = Arc::clone(&state);
+        async move {
+            match TcpListener::from_std(resp_listener) {
+                Ok(listener) => accept_resp(listener, state, limits, stopped).await,
+                Err(e) => tracing::error!(error = %e, "cannot move the RESP listener to its runtime"),
+            }
+        }
+    });
 
     wait_for_signal().await;
     tracing::info!("shutting down: no new connections, finishing requests");
@@ -69,6 +86,8 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
     // fsync task only now.
     let _ = stop_fsync.send(true);
     let _ = group_commit.await;
+    // Everything on it has ended; dropping a runtime inside another's context would panic.
+    resp_runtime.shutdown_background();
     let _ = clicks.await;
     match Arc::try_unwrap(state) {
         Ok(state) => tokio::task::spawn_blocking(move || state.close()).await??,
