@@ -1,5 +1,6 @@
-//! One open-addressing table: keys once, in a packed byte array, and each column in its
-//! own array at its own width.
+//! One open-addressing table: keys once, packed, and each column at its own width, all
+//! in one buffer (keys, then column 0, column 1, ...) so a big partition is one region
+//! of huge pages ([`HugeBuf`]) rather than several smaller ones.
 //!
 //! The table is an *ordered* linear-probing table (Amble and Knuth's ordered hash
 //! table, which is Robin Hood hashing with ties broken by key). Each key is stored
@@ -26,7 +27,8 @@
 //!   column default (this is how `add_column` avoids touching existing rows);
 //! - every occupied slot holds a row with at least one column away from its default.
 
-use crate::column::{grow_exact, ColumnArray, ColumnSpec};
+use crate::column::ColumnSpec;
+use crate::hugemem::HugeBuf;
 
 /// Prefetch hint; a no-op where the architecture has none wired up.
 #[inline(always)]
@@ -115,9 +117,10 @@ pub(crate) struct Partition {
     kw: usize,
     bits: u32,
     empty: u64,
-    /// Stored (scrambled) keys, `kw` bytes each, `slots * kw + 8` bytes (8 bytes of
-    /// padding so every slot can be read as a whole `u64`).
-    keys: Vec<u8>,
+    /// Stored (scrambled) keys, `kw` bytes each, at the start: `slots * kw + 8` bytes (8
+    /// bytes of padding so every slot can be read as a whole `u64`); then each column's
+    /// values, `slots` of them, where `cols` says.
+    buf: HugeBuf,
     /// Nominal capacity, the base of the load bound.
     cap: usize,
     /// Home slots are `0..homes` (`homes < cap`: the slots above are for spilling runs).
@@ -125,7 +128,87 @@ pub(crate) struct Partition {
     /// Physical slots: `cap`, or a few more once a run has reached the end.
     slots: usize,
     len: usize,
-    cols: Vec<ColumnArray>,
+    /// Where each present column lives in `buf`.
+    cols: Vec<Col>,
+}
+
+/// One column's region of a partition's buffer: `slots` little-endian values of `w`
+/// bytes (1, 2, 4 or 8) from byte `off`.
+#[derive(Debug, Clone, Copy)]
+struct Col {
+    off: usize,
+    w: usize,
+}
+
+impl Col {
+    #[inline(always)]
+    fn get(self, buf: &[u8], i: usize) -> u64 {
+        let o = self.off + i * self.w;
+        match self.w {
+            1 => buf[o] as u64,
+            2 => u16::from_le_bytes([buf[o], buf[o + 1]]) as u64,
+            4 => u32::from_le_bytes(buf[o..o + 4].try_into().expect("4 bytes")) as u64,
+            _ => u64::from_le_bytes(buf[o..o + 8].try_into().expect("8 bytes")),
+        }
+    }
+
+    #[inline(always)]
+    fn set(self, buf: &mut [u8], i: usize, x: u64) {
+        let o = self.off + i * self.w;
+        match self.w {
+            1 => buf[o] = x as u8,
+            2 => buf[o..o + 2].copy_from_slice(&(x as u16).to_le_bytes()),
+            4 => buf[o..o + 4].copy_from_slice(&(x as u32).to_le_bytes()),
+            _ => buf[o..o + 8].copy_from_slice(&x.to_le_bytes()),
+        }
+    }
+
+    /// Sets slots `from..to` to `x`.
+    fn fill(self, buf: &mut [u8], from: usize, to: usize, x: u64) {
+        let region = &mut buf[self.off + from * self.w..self.off + to * self.w];
+        if x == 0 {
+            region.fill(0);
+        } else {
+            let b = x.to_le_bytes();
+            for v in region.chunks_exact_mut(self.w) {
+                v.copy_from_slice(&b[..self.w]);
+            }
+        }
+    }
+
+    /// Moves slots `from..to` one place up (to `from+1..=to`): the column half of
+    /// inserting a row into a sorted run.
+    #[inline]
+    fn shift_up(self, buf: &mut [u8], from: usize, to: usize) {
+        buf.copy_within(self.off + from * self.w..self.off + to * self.w, self.off + (from + 1) * self.w);
+    }
+
+    /// Moves slots `from+1..to` one place down (to `from..to-1`): the column half of
+    /// removing a row from a sorted run.
+    #[inline]
+    fn shift_down(self, buf: &mut [u8], from: usize, to: usize) {
+        buf.copy_within(self.off + (from + 1) * self.w..self.off + to * self.w, self.off + from * self.w);
+    }
+}
+
+/// A buffer for `slots` keys of `kw` bytes and the given columns, keys all empty and
+/// every column at its default.
+fn alloc(kw: usize, slots: usize, specs: &[ColumnSpec]) -> (HugeBuf, Vec<Col>) {
+    let mut off = slots * kw + 8;
+    let cols: Vec<Col> = specs
+        .iter()
+        .map(|s| {
+            let c = Col { off, w: s.bits as usize / 8 };
+            off += slots * c.w;
+            c
+        })
+        .collect();
+    let mut buf = HugeBuf::zeroed(off);
+    buf[..slots * kw + 8].fill(0xFF);
+    for (c, s) in cols.iter().zip(specs) {
+        c.fill(&mut buf, 0, slots, s.default);
+    }
+    (buf, cols)
 }
 
 impl Partition {
@@ -135,10 +218,8 @@ impl Partition {
         let bits = 8 * kw as u32;
         let empty = if kw >= 8 { u64::MAX } else { (1u64 << bits) - 1 };
         let slots = cap;
-        let mut keys = vec![0xFFu8; slots * kw + 8];
-        keys.shrink_to_fit();
-        let cols = specs[..ncols].iter().map(|s| ColumnArray::new(s.bits, slots, s.default)).collect();
-        Partition { kw, bits, empty, keys, cap, homes: Self::homes_for(cap), slots, len: 0, cols }
+        let (buf, cols) = alloc(kw, slots, &specs[..ncols]);
+        Partition { kw, bits, empty, buf, cap, homes: Self::homes_for(cap), slots, len: 0, cols }
     }
 
     /// Home range for a capacity: a run at 96% load ends about a dozen slots past its
@@ -168,9 +249,9 @@ impl Partition {
         self.len
     }
 
-    /// Heap bytes held by this table (keys and inline columns).
+    /// Bytes held by this table (keys and inline columns).
     pub(crate) fn bytes(&self) -> usize {
-        self.keys.capacity() + self.cols.iter().map(ColumnArray::bytes).sum::<usize>()
+        self.buf.bytes()
     }
 
     /// Stored key at slot `i` (`empty` if the slot is free).
@@ -178,7 +259,7 @@ impl Partition {
     fn key_at(&self, i: usize) -> u64 {
         let p = i * self.kw;
         let mut b = [0u8; 8];
-        b.copy_from_slice(&self.keys[p..p + 8]);
+        b.copy_from_slice(&self.buf[p..p + 8]);
         u64::from_le_bytes(b) & self.empty
     }
 
@@ -186,7 +267,7 @@ impl Partition {
     fn set_key(&mut self, i: usize, h: u64) {
         let p = i * self.kw;
         let kw = self.kw;
-        self.keys[p..p + kw].copy_from_slice(&h.to_le_bytes()[..kw]);
+        self.buf[p..p + kw].copy_from_slice(&h.to_le_bytes()[..kw]);
     }
 
     #[inline(always)]
@@ -226,11 +307,12 @@ impl Partition {
     pub(crate) fn prefetch(&self, k: u64, c: usize) {
         let h = self.stored(k);
         let home = self.home(h);
-        let p = self.keys.as_ptr().wrapping_add(home * self.kw);
+        let base = self.buf.as_ptr();
+        let p = base.wrapping_add(home * self.kw);
         prefetch(p);
         prefetch(p.wrapping_add(64));
         if let Some(col) = self.cols.get(c) {
-            prefetch(col.addr(home + 8));
+            prefetch(base.wrapping_add(col.off + (home + 8) * col.w));
         }
     }
 
@@ -238,7 +320,7 @@ impl Partition {
     #[inline]
     pub(crate) fn raw(&self, i: usize, c: usize, spec: &ColumnSpec) -> u64 {
         match self.cols.get(c) {
-            Some(a) => a.get(i),
+            Some(a) => a.get(&self.buf, i),
             None => spec.default,
         }
     }
@@ -249,19 +331,33 @@ impl Partition {
         if c >= self.cols.len() {
             self.ensure_cols(c + 1, specs);
         }
-        self.cols[c].set(i, x);
+        self.cols[c].set(&mut self.buf, i, x);
     }
 
     fn ensure_cols(&mut self, n: usize, specs: &[ColumnSpec]) {
-        while self.cols.len() < n {
-            let s = &specs[self.cols.len()];
-            self.cols.push(ColumnArray::new(s.bits, self.slots, s.default));
+        if self.cols.len() < n {
+            self.relayout(self.slots, n, specs);
         }
+    }
+
+    /// Moves everything into a new buffer of `slots` slots and `ncols` columns (neither
+    /// fewer than now); new slots are empty, new columns at their defaults.
+    fn relayout(&mut self, slots: usize, ncols: usize, specs: &[ColumnSpec]) {
+        let (mut buf, cols) = alloc(self.kw, slots, &specs[..ncols]);
+        let n = self.slots * self.kw;
+        buf[..n].copy_from_slice(&self.buf[..n]);
+        for (new, old) in cols.iter().zip(&self.cols) {
+            let n = self.slots * old.w;
+            buf[new.off..new.off + n].copy_from_slice(&self.buf[old.off..old.off + n]);
+        }
+        self.buf = buf;
+        self.cols = cols;
+        self.slots = slots;
     }
 
     /// Whether every column of the row at `i` is at its default.
     pub(crate) fn all_default(&self, i: usize, specs: &[ColumnSpec]) -> bool {
-        self.cols.iter().zip(specs).all(|(a, s)| a.get(i) == s.default)
+        self.cols.iter().zip(specs).all(|(a, s)| a.get(&self.buf, i) == s.default)
     }
 
     /// Inserts a new key (not present, not `empty`) with every column at its default;
@@ -303,11 +399,11 @@ impl Partition {
             self.extend_tail(specs);
         }
         let kw = self.kw;
-        self.keys.copy_within(p * kw..e * kw, (p + 1) * kw);
+        self.buf.copy_within(p * kw..e * kw, (p + 1) * kw);
         self.set_key(p, h);
-        for (c, col) in self.cols.iter_mut().enumerate() {
-            col.shift_up(p, e);
-            col.set(p, carry[c]);
+        for (c, col) in self.cols.iter().enumerate() {
+            col.shift_up(&mut self.buf, p, e);
+            col.set(&mut self.buf, p, carry[c]);
         }
         self.len += 1;
         p
@@ -316,14 +412,7 @@ impl Partition {
     /// Adds spare slots at the end so the last run can move up and a sentinel stays.
     fn extend_tail(&mut self, specs: &[ColumnSpec]) {
         let slots = self.slots + Self::tail_for(self.slots);
-        let mut keys = std::mem::take(&mut self.keys);
-        keys.truncate(self.slots * self.kw);
-        grow_exact(&mut keys, slots * self.kw + 8, 0xFF);
-        self.keys = keys;
-        for (col, s) in self.cols.iter_mut().zip(specs) {
-            col.extend_to(slots, s.default);
-        }
-        self.slots = slots;
+        self.relayout(slots, self.cols.len(), specs);
     }
 
     /// Removes the row at slot `i`, shifting the following run back by one.
@@ -337,12 +426,12 @@ impl Partition {
             end += 1;
         }
         let kw = self.kw;
-        self.keys.copy_within((hole + 1) * kw..end * kw, hole * kw);
+        self.buf.copy_within((hole + 1) * kw..end * kw, hole * kw);
         let last = end - 1;
         let empty = self.empty;
         self.set_key(last, empty);
-        for col in &mut self.cols {
-            col.shift_down(hole, end);
+        for col in &self.cols {
+            col.shift_down(&mut self.buf, hole, end);
         }
         self.len -= 1;
     }
@@ -364,8 +453,15 @@ impl Partition {
     /// key goes to `max(its new home, the previous key's slot + 1)`: one pass, no probing.
     fn grow(&mut self, new_cap: usize, specs: &[ColumnSpec]) {
         let cap = new_cap.max(4);
-        let mut next =
-            Partition { cap, homes: Self::homes_for(cap), keys: Vec::new(), slots: 0, len: 0, cols: Vec::new(), ..*self };
+        let mut next = Partition {
+            cap,
+            homes: Self::homes_for(cap),
+            buf: HugeBuf::zeroed(0),
+            slots: 0,
+            len: 0,
+            cols: Vec::new(),
+            ..*self
+        };
         // First pass: where the last key lands, so the arrays are allocated once.
         let mut last: Option<usize> = None;
         for i in 0..self.slots {
@@ -377,9 +473,7 @@ impl Partition {
         }
         let needed = last.map_or(0, |l| l + 2);
         next.slots = needed.max(next.cap);
-        next.keys = vec![0xFFu8; next.slots * next.kw + 8];
-        next.keys.shrink_to_fit();
-        next.cols = self.cols.iter().zip(specs).map(|(_, s)| ColumnArray::new(s.bits, next.slots, s.default)).collect();
+        (next.buf, next.cols) = alloc(next.kw, next.slots, &specs[..self.cols.len()]);
         let mut prev: Option<usize> = None;
         for i in 0..self.slots {
             let h = self.key_at(i);
@@ -387,8 +481,8 @@ impl Partition {
                 let home = next.home(h);
                 let at = prev.map_or(home, |l| home.max(l + 1));
                 next.set_key(at, h);
-                for (c, col) in self.cols.iter().enumerate() {
-                    next.cols[c].set(at, col.get(i));
+                for (new, old) in next.cols.iter().zip(&self.cols) {
+                    new.set(&mut next.buf, at, old.get(&self.buf, i));
                 }
                 prev = Some(at);
                 next.len += 1;
@@ -424,7 +518,7 @@ impl Partition {
 
     /// Raw values of every present column array at slot `i`.
     pub(crate) fn raw_row(&self, i: usize) -> Vec<u64> {
-        self.cols.iter().map(|a| a.get(i)).collect()
+        self.cols.iter().map(|a| a.get(&self.buf, i)).collect()
     }
 }
 
@@ -521,6 +615,52 @@ mod tests {
             want.sort_unstable();
             assert_eq!(keys, want);
         }
+    }
+
+    #[test]
+    fn big_partitions_on_mapped_buffers_keep_rows_through_growth_new_columns_and_removal() {
+        // 250,000 rows of 7-byte keys pass the mapping threshold several growth steps
+        // before the end; a 32-bit default column added late (relayout) and removals
+        // must keep every value.
+        let s = vec![
+            ColumnSpec { name: "a".into(), bits: 16, max_bits: 32, default: 0 },
+            ColumnSpec { name: "b".into(), bits: 32, max_bits: 64, default: 7 },
+        ];
+        let mut p = Partition::new(7, 0, &s, 0);
+        let n = 250_000u64;
+        let key = |k: u64| mix64(k) & p_mask(7) & !1;
+        for k in 0..n {
+            let i = p.insert(key(k), &s);
+            p.set_raw(i, 0, k % 1000 + 1, &s);
+        }
+        assert!(p.buf.is_mapped() || !cfg!(target_os = "linux"));
+        for k in (0..n).step_by(5) {
+            let i = p.find(key(k)).expect("present");
+            assert_eq!(p.raw(i, 1, &s[1]), 7, "column not there yet reads as its default");
+            p.set_raw(i, 1, k, &s);
+        }
+        for k in (0..n).step_by(3) {
+            let i = p.find(key(k)).expect("present");
+            p.remove(i);
+        }
+        check_sorted(&p);
+        for k in 0..n {
+            let got = p.find(key(k)).map(|i| (p.raw(i, 0, &s[0]), p.raw(i, 1, &s[1])));
+            let want = (k % 3 != 0).then(|| (k % 1000 + 1, if k % 5 == 0 { k } else { 7 }));
+            assert_eq!(got, want, "k={k}");
+        }
+        let copy = p.clone();
+        p.compact(&s);
+        check_sorted(&p);
+        assert_eq!(copy.len(), p.len());
+        for (i, k) in copy.slots() {
+            let j = p.find(k).expect("kept by compact");
+            assert_eq!(copy.raw_row(i), p.raw_row(j));
+        }
+    }
+
+    fn p_mask(kw: u32) -> u64 {
+        (1u64 << (8 * kw)) - 1
     }
 
     #[test]
