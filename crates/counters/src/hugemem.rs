@@ -18,6 +18,7 @@
 //! - dropping a mapped buffer unmaps it, so the memory goes back to the system at once.
 
 use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
 
 /// Size from which a buffer gets its own mapping. Below 2 MiB no page of it could be a
 /// huge page; 1 MiB still keeps big arrays out of the allocator's heap, where freed
@@ -31,15 +32,21 @@ const HUGE: usize = 2 << 20;
 const PAGE: usize = 4096;
 
 /// A zero-initialised byte buffer of fixed length; see the module doc.
+///
+/// Holds its start and length directly so reading it is one pointer, no branch on the
+/// kind of memory (a look-up reads it several times per increment).
 pub(crate) struct HugeBuf {
-    mem: Mem,
+    ptr: NonNull<u8>,
+    len: usize,
+    mapped: bool,
 }
 
-enum Mem {
-    Heap(Box<[u8]>),
-    #[cfg(target_os = "linux")]
-    Mapped(mapped::Mapping),
-}
+// SAFETY: a `HugeBuf` owns its memory exclusively, like a `Box<[u8]>` (no other pointer
+// to it exists), so sending it or sharing `&HugeBuf` (which only reads) across threads is
+// as safe as for a boxed slice.
+unsafe impl Send for HugeBuf {}
+// SAFETY: as above; `&HugeBuf` only gives out `&[u8]`.
+unsafe impl Sync for HugeBuf {}
 
 impl HugeBuf {
     /// `len` zero bytes, mapped on huge pages when `len >= MAP_MIN`.
@@ -51,28 +58,45 @@ impl HugeBuf {
     pub(crate) fn zeroed_with(len: usize, map_min: usize) -> HugeBuf {
         #[cfg(target_os = "linux")]
         if len >= map_min && len > 0 {
-            if let Some(m) = mapped::Mapping::new(len) {
-                return HugeBuf { mem: Mem::Mapped(m) };
+            if let Some(ptr) = mapped::map(len) {
+                return HugeBuf { ptr, len, mapped: true };
             }
         }
         #[cfg(not(target_os = "linux"))]
         let _ = map_min;
-        HugeBuf { mem: Mem::Heap(vec![0u8; len].into_boxed_slice()) }
+        let heap: Box<[u8]> = vec![0u8; len].into_boxed_slice();
+        let ptr = NonNull::new(Box::into_raw(heap) as *mut u8).expect("Box pointers are not null");
+        HugeBuf { ptr, len, mapped: false }
     }
 
     /// Bytes of memory held: the mapping rounded to whole pages, or the heap block.
     pub(crate) fn bytes(&self) -> usize {
-        match &self.mem {
-            Mem::Heap(b) => b.len(),
-            #[cfg(target_os = "linux")]
-            Mem::Mapped(m) => m.len.div_ceil(PAGE) * PAGE,
+        if self.mapped {
+            self.len.div_ceil(PAGE) * PAGE
+        } else {
+            self.len
         }
     }
 
     /// Whether the buffer is its own huge-page-advised mapping (else it is on the heap).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_mapped(&self) -> bool {
-        !matches!(self.mem, Mem::Heap(_))
+        self.mapped
+    }
+}
+
+impl Drop for HugeBuf {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        if self.mapped {
+            // SAFETY: `ptr..ptr + len` is exactly what `mapped::map(len)` returned, mapped
+            // once and never unmapped before; no reference into it outlives `self`.
+            unsafe { mapped::unmap(self.ptr, self.len) };
+            return;
+        }
+        // SAFETY: a heap buffer's pointer came from `Box::into_raw` of a `[u8]` of `len`
+        // bytes and is given back exactly once, here.
+        unsafe { drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.len))) };
     }
 }
 
@@ -80,29 +104,24 @@ impl Deref for HugeBuf {
     type Target = [u8];
     #[inline(always)]
     fn deref(&self) -> &[u8] {
-        match &self.mem {
-            Mem::Heap(b) => b,
-            #[cfg(target_os = "linux")]
-            Mem::Mapped(m) => m.as_slice(),
-        }
+        // SAFETY: `ptr..ptr + len` is owned by `self`, initialised (zero filled at first)
+        // and valid until drop; it is only written through `&mut self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 }
 
 impl DerefMut for HugeBuf {
     #[inline(always)]
     fn deref_mut(&mut self) -> &mut [u8] {
-        match &mut self.mem {
-            Mem::Heap(b) => b,
-            #[cfg(target_os = "linux")]
-            Mem::Mapped(m) => m.as_mut_slice(),
-        }
+        // SAFETY: as in `deref`, and `&mut self` makes this the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 
 impl Clone for HugeBuf {
     fn clone(&self) -> HugeBuf {
-        let map_min = if self.is_mapped() { 0 } else { usize::MAX };
-        let mut b = HugeBuf::zeroed_with(self.len(), map_min);
+        let map_min = if self.mapped { 0 } else { usize::MAX };
+        let mut b = HugeBuf::zeroed_with(self.len, map_min);
         b.copy_from_slice(self);
         b
     }
@@ -110,7 +129,7 @@ impl Clone for HugeBuf {
 
 impl std::fmt::Debug for HugeBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HugeBuf").field("len", &self.len()).field("mapped", &self.is_mapped()).finish()
+        f.debug_struct("HugeBuf").field("len", &self.len).field("mapped", &self.mapped).finish()
     }
 }
 
@@ -119,83 +138,55 @@ mod mapped {
     use super::{HUGE, PAGE};
     use std::ptr::NonNull;
 
-    /// A private anonymous read-write mapping of `len` bytes (rounded up to whole pages),
-    /// 2 MiB-aligned, owned exclusively by this value.
-    pub(super) struct Mapping {
-        ptr: NonNull<u8>,
-        pub(super) len: usize,
+    /// Maps `len > 0` zero bytes (rounded up to whole pages) at a 2 MiB-aligned address,
+    /// advised for huge pages; `None` if the kernel refuses. Undo with [`unmap`].
+    pub(super) fn map(len: usize) -> Option<NonNull<u8>> {
+        let size = len.checked_add(PAGE - 1)? / PAGE * PAGE;
+        let span = size.checked_add(HUGE - PAGE)?;
+        // SAFETY: a fresh private anonymous mapping at an address of the kernel's choosing
+        // touches no existing memory.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                span,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return None;
+        }
+        let base = raw as usize;
+        let start = (base + HUGE - 1) & !(HUGE - 1);
+        let head = start - base;
+        let tail = span - head - size;
+        // SAFETY: `base..start` and `start + size..base + span` lie inside the mapping just
+        // made and nothing points into them; unmapping them leaves `start..start + size`
+        // mapped.
+        unsafe {
+            if head > 0 {
+                libc::munmap(raw, head);
+            }
+            if tail > 0 {
+                libc::munmap((start + size) as *mut libc::c_void, tail);
+            }
+            // A hint: refused where THP is off or missing, and then small pages serve.
+            libc::madvise(start as *mut libc::c_void, size, libc::MADV_HUGEPAGE);
+        }
+        NonNull::new(start as *mut u8)
     }
 
-    // SAFETY: the mapping is owned by this value alone (like a `Box<[u8]>`): no other
-    // pointer to it exists, so moving or sharing `&Mapping` across threads is as safe as
-    // for a boxed slice.
-    unsafe impl Send for Mapping {}
-    // SAFETY: as above; `&Mapping` only gives out `&[u8]`.
-    unsafe impl Sync for Mapping {}
-
-    impl Mapping {
-        /// Maps `len > 0` zero bytes; `None` if the kernel refuses.
-        pub(super) fn new(len: usize) -> Option<Mapping> {
-            let size = len.checked_add(PAGE - 1)? / PAGE * PAGE;
-            let span = size.checked_add(HUGE - PAGE)?;
-            // SAFETY: a fresh private anonymous mapping at an address of the kernel's
-            // choosing touches no existing memory.
-            let raw = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    span,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            if raw == libc::MAP_FAILED {
-                return None;
-            }
-            let base = raw as usize;
-            let start = (base + HUGE - 1) & !(HUGE - 1);
-            let head = start - base;
-            let tail = span - head - size;
-            // SAFETY: `base..start` and `start + size..base + span` lie inside the mapping
-            // just made and nothing points into them; unmapping them cannot fail in a way
-            // that leaves `start..start + size` unmapped.
-            unsafe {
-                if head > 0 {
-                    libc::munmap(raw, head);
-                }
-                if tail > 0 {
-                    libc::munmap((start + size) as *mut libc::c_void, tail);
-                }
-                // A hint: refused where THP is off or missing, and then small pages serve.
-                libc::madvise(start as *mut libc::c_void, size, libc::MADV_HUGEPAGE);
-            }
-            Some(Mapping { ptr: NonNull::new(start as *mut u8)?, len })
-        }
-
-        #[inline(always)]
-        pub(super) fn as_slice(&self) -> &[u8] {
-            // SAFETY: `ptr..ptr + len` is mapped read-write for the life of `self`, zero
-            // filled at first, and only written through `&mut self`.
-            unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-        }
-
-        #[inline(always)]
-        pub(super) fn as_mut_slice(&mut self) -> &mut [u8] {
-            // SAFETY: as in `as_slice`, and `&mut self` makes this the only reference.
-            unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-        }
-    }
-
-    impl Drop for Mapping {
-        fn drop(&mut self) {
-            let size = self.len.div_ceil(PAGE) * PAGE;
-            // SAFETY: exactly the range `new` kept mapped; no reference into it outlives
-            // `self`.
-            unsafe {
-                libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, size);
-            }
-        }
+    /// Unmaps what [`map`] returned for `len`.
+    ///
+    /// # Safety
+    /// `ptr` must come from `map(len)` with the same `len`, not unmapped yet, and nothing
+    /// may use the memory afterwards.
+    pub(super) unsafe fn unmap(ptr: NonNull<u8>, len: usize) {
+        let size = len.div_ceil(PAGE) * PAGE;
+        // SAFETY: per this function's contract, exactly the range `map` kept mapped.
+        unsafe { libc::munmap(ptr.as_ptr() as *mut libc::c_void, size) };
     }
 }
 
