@@ -5,8 +5,9 @@
 //! resident memory growth per row (from /proc/self/statm) and the engine's own count;
 //! `--snapshot` then writes a snapshot and prints how long writers of one stripe waited.
 //!
-//! `counters-mem speed --rows N [--batch-only] [--collapse]` times random `+1`s on existing rows
-//! of a `Table` (one call each, then `incr_many` batches of 1,000); `--collapse` repeats the
+//! `counters-mem speed --rows N [--ops M] [--batch-only] [--collapse]` times M (default 20 M)
+//! random `+1`s on existing rows of a `Table` (one call each, then `incr_many` batches of
+//! 1,000; it says `filled` on stderr when the timed part starts); `--collapse` repeats the
 //! batch run after moving the table onto huge pages. The JSON line ends with the resident
 //! set and how much of it is on transparent huge pages (`anon_huge_mb`).
 //!
@@ -110,7 +111,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let id = ids.rand();
             t.incr(Key::Id(id), 0, 1)?;
         }
-        let ops = 20_000_000u64;
+        eprintln!("filled {rows} rows");
+        let ops: u64 = arg(&args, "--ops", "20000000").parse()?;
         // The m-th id the fill made, for a pseudo-random m (same splitmix64 as Ids::rand).
         let pick = |j: u64| {
             let m = ((j.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) * rows) >> 32;

@@ -117,6 +117,8 @@ pub(crate) struct Partition {
     kw: usize,
     bits: u32,
     empty: u64,
+    /// `mix(empty) ^ empty`, the constant half of [`scramble`], kept so a look-up mixes once.
+    flip: u64,
     /// Stored (scrambled) keys, `kw` bytes each, at the start: `slots * kw + 8` bytes (8
     /// bytes of padding so every slot can be read as a whole `u64`); then each column's
     /// values, `slots` of them, where `cols` says.
@@ -219,7 +221,8 @@ impl Partition {
         let empty = if kw >= 8 { u64::MAX } else { (1u64 << bits) - 1 };
         let slots = cap;
         let (buf, cols) = alloc(kw, slots, &specs[..ncols]);
-        Partition { kw, bits, empty, buf, cap, homes: Self::homes_for(cap), slots, len: 0, cols }
+        let flip = mix(empty, bits, empty) ^ empty;
+        Partition { kw, bits, empty, flip, buf, cap, homes: Self::homes_for(cap), slots, len: 0, cols }
     }
 
     /// Home range for a capacity: a run at 96% load ends about a dozen slots past its
@@ -272,7 +275,9 @@ impl Partition {
 
     #[inline(always)]
     fn stored(&self, k: u64) -> u64 {
-        scramble(k & self.empty, self.bits, self.empty)
+        let h = mix(k & self.empty, self.bits, self.empty) ^ self.flip;
+        debug_assert_eq!(h, scramble(k & self.empty, self.bits, self.empty));
+        h
     }
 
     /// Home slot of stored key `h`: its top bits scaled onto `0..homes`, so homes grow
@@ -303,7 +308,7 @@ impl Partition {
     /// Asks the CPU to start loading the cache lines a look-up of `k` in column `c` will
     /// touch, so a batch of look-ups overlaps its memory misses. A run at 96% load puts
     /// a key about a dozen slots past its home, so the line after the home is wanted too.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn prefetch(&self, k: u64, c: usize) {
         let h = self.stored(k);
         let home = self.home(h);
@@ -314,6 +319,28 @@ impl Partition {
         if let Some(col) = self.cols.get(c) {
             prefetch(base.wrapping_add(col.off + (home + 8) * col.w));
         }
+    }
+
+    /// Adds `delta` to column `c` of the row keyed `k` when that is a plain in-place
+    /// update: the row and the column's values are there, the value is inline, and the
+    /// result stays inline, not negative and away from the default (which would free the
+    /// row). Returns the new value, or `None` (nothing changed) to leave the op to the
+    /// general path. Inline means below `2^bits - 1`, which is within the column's max.
+    #[inline(always)]
+    pub(crate) fn incr_inline(&mut self, k: u64, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
+        let col = *self.cols.get(c)?;
+        let i = self.find(k)?;
+        let raw = col.get(&self.buf, i);
+        let marker = spec.marker();
+        if raw == marker {
+            return None;
+        }
+        let next = raw.checked_add_signed(delta)?;
+        if next >= marker || next == spec.default {
+            return None;
+        }
+        col.set(&mut self.buf, i, next);
+        Some(next)
     }
 
     /// Raw inline value of column `c` at slot `i` (the default if the array is not there).
