@@ -242,6 +242,25 @@ mod tests {
         }
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn mapped_buffers_work_with_huge_pages_turned_off() {
+        // PR_SET_THP_DISABLE stands in for a machine with THP `never`: MADV_HUGEPAGE is
+        // then refused or ignored and the mapping must still be plain working memory.
+        // SAFETY: prctl with these arguments only changes this process's THP policy.
+        let off = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+        let mut b = HugeBuf::zeroed_with(5 * HUGE + 3, 0);
+        assert!(b.is_mapped());
+        assert!(b.iter().all(|&x| x == 0));
+        pattern(&mut b);
+        let c = b.clone();
+        assert_eq!(&c[..], &b[..]);
+        if off == 0 {
+            // SAFETY: as above, turning the policy back.
+            unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0) };
+        }
+    }
+
     #[test]
     fn heap_fallback_behaves_like_a_mapping() {
         let mut a = HugeBuf::zeroed_with(100_000, 0);
