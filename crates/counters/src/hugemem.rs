@@ -49,7 +49,8 @@ unsafe impl Send for HugeBuf {}
 unsafe impl Sync for HugeBuf {}
 
 impl HugeBuf {
-    /// `len` zero bytes, mapped on huge pages when `len >= MAP_MIN`.
+    /// `len` zero bytes, mapped on huge pages when `len >= MAP_MIN`: how partitions get
+    /// their storage.
     pub(crate) fn zeroed(len: usize) -> HugeBuf {
         HugeBuf::zeroed_with(len, MAP_MIN)
     }
@@ -69,7 +70,8 @@ impl HugeBuf {
         HugeBuf { ptr, len, mapped: false }
     }
 
-    /// Bytes of memory held: the mapping rounded to whole pages, or the heap block.
+    /// Bytes of memory held: the mapping rounded to whole pages, or the heap block; what
+    /// the engine's memory statistics count.
     pub(crate) fn bytes(&self) -> usize {
         if self.mapped {
             self.len.div_ceil(PAGE) * PAGE
