@@ -20,7 +20,8 @@ rc() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" "$@"; }
 used() { rc INFO memory | tr -d '\r' | awk -F: '$1=="used_memory"{print $2}'; }
 
 nice -n 5 cargo build --release -q -p shardkit-counters --example counters-mem
-BIN=target/release/examples/counters-mem
+# Honour CARGO_TARGET_DIR: with a shared or per-worktree target dir, target/ may hold a stale binary.
+BIN=${CARGO_TARGET_DIR:-target}/release/examples/counters-mem
 
 echo "redis: $(rc INFO server | tr -d '\r' | grep '^redis_version')"
 printf '%-10s %12s %14s %14s %8s\n' ids rows shardkit_B/row redis_B/row ratio

@@ -5,9 +5,11 @@
 //! resident memory growth per row (from /proc/self/statm) and the engine's own count;
 //! `--snapshot` then writes a snapshot and prints how long writers of one stripe waited.
 //!
-//! `counters-mem speed --rows N [--batch-only] [--collapse]` times random `+1`s on existing rows
-//! of a `Table` (one call each, then `incr_many` batches of 1,000); `--collapse` repeats the
-//! batch run after moving the table onto huge pages.
+//! `counters-mem speed --rows N [--ops M] [--batch-only] [--collapse]` times M (default 20 M)
+//! random `+1`s on existing rows of a `Table` (one call each, then `incr_many` batches of
+//! 1,000; it says `filled` on stderr when the timed part starts); `--collapse` repeats the
+//! batch run after moving the table onto huge pages. The JSON line ends with the resident
+//! set and how much of it is on transparent huge pages (`anon_huge_mb`).
 //!
 //! `counters-mem redis-resp --ids instagram|random --rows N` writes the same rows as
 //! Redis protocol `HSET <id> c <v1> r <v2>` commands to stdout, for `redis-cli --pipe`.
@@ -66,6 +68,15 @@ fn rss() -> u64 {
     pages * 4096
 }
 
+/// Anonymous memory on transparent huge pages (AnonHugePages of /proc/self/smaps_rollup).
+fn anon_huge_kb() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix("AnonHugePages:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
 fn arg(args: &[String], name: &str, default: &str) -> String {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.to_string())
 }
@@ -100,7 +111,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let id = ids.rand();
             t.incr(Key::Id(id), 0, 1)?;
         }
-        let ops = 20_000_000u64;
+        eprintln!("filled {rows} rows");
+        let ops: u64 = arg(&args, "--ops", "20000000").parse()?;
         // The m-th id the fill made, for a pseudo-random m (same splitmix64 as Ids::rand).
         let pick = |j: u64| {
             let m = ((j.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) * rows) >> 32;
@@ -129,12 +141,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let batched = batched_run(&mut t, &mut out);
         if args.iter().any(|a| a == "--collapse") {
+            eprintln!("on huge pages before collapse: {} MB", anon_huge_kb() >> 10);
             collapse_all();
             let after = batched_run(&mut t, &mut out);
             eprintln!("batch before collapse {batched:.0}/s, after {after:.0}/s");
         }
         let misses = out.iter().filter(|r| r.is_err()).count();
-        println!("{{\"rows\":{rows},\"incr_per_s_single\":{single:.0},\"incr_per_s_incr_many\":{batched:.0},\"errors\":{misses}}}");
+        println!(
+            "{{\"rows\":{rows},\"incr_per_s_single\":{single:.0},\"incr_per_s_incr_many\":{batched:.0},\"errors\":{misses},\"rss_mb\":{},\"anon_huge_mb\":{}}}",
+            rss() >> 20,
+            anon_huge_kb() >> 10
+        );
         return Ok(());
     }
     if mode != "shardkit" {

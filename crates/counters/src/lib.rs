@@ -16,6 +16,7 @@ mod counter;
 mod engine;
 mod error;
 mod hash;
+mod hugemem;
 mod key;
 mod log;
 mod logread;

@@ -47,7 +47,7 @@ pub(crate) struct Stripe {
 }
 
 impl Stripe {
-    #[inline]
+    #[inline(always)]
     fn loc(&self, id: u64) -> Loc {
         let lo = id & 0xFFFF_FFFF;
         if lo != 0xFFFF_FFFF && !self.dense.is_empty() && self.dense.contains_key(&((id >> 32) as u32)) {
@@ -61,6 +61,7 @@ impl Stripe {
         }
     }
 
+    #[inline(always)]
     fn part(&self, loc: &Loc) -> Option<&Partition> {
         match *loc {
             Loc::Dense(hi, _) => self.dense.get(&hi),
@@ -69,6 +70,7 @@ impl Stripe {
         }
     }
 
+    #[inline(always)]
     fn part_mut(&mut self, loc: &Loc) -> Option<&mut Partition> {
         match *loc {
             Loc::Dense(hi, _) => self.dense.get_mut(&hi),
@@ -103,7 +105,7 @@ impl Stripe {
     }
 
     /// Starts loading what an access to column `c` of numeric row `id` will touch.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn prefetch(&self, id: u64, c: usize) {
         let loc = self.loc(id);
         if let Some(p) = self.part(&loc) {
@@ -111,24 +113,23 @@ impl Stripe {
         }
     }
 
+    /// The common case of an increment of a numeric row, with one look-up and no
+    /// `Result`: see [`Partition::incr_inline`]. `None` (nothing changed) leaves the op to
+    /// [`Stripe::incr_id`].
+    #[inline(always)]
+    pub(crate) fn incr_inline(&mut self, id: u64, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
+        let loc = self.loc(id);
+        let low = Self::low(&loc);
+        self.part_mut(&loc)?.incr_inline(low, c, delta, spec)
+    }
+
     /// Adds `delta` to column `c` of a numeric row with one look-up when the row exists
     /// and stays inline (the common case); anything else takes the general path.
     #[inline]
     pub(crate) fn incr_id(&mut self, id: u64, c: usize, delta: i64, specs: &[ColumnSpec]) -> crate::Result<u64> {
         let spec = &specs[c];
-        let loc = self.loc(id);
-        let low = Self::low(&loc);
-        if let Some(p) = self.part_mut(&loc) {
-            if let Some(i) = p.find(low) {
-                let raw = p.raw(i, c, spec);
-                if raw != spec.marker() {
-                    let next = crate::column::apply_delta(raw, delta, spec)?;
-                    if next < spec.marker() && next != spec.default {
-                        p.set_raw(i, c, next, specs);
-                        return Ok(next);
-                    }
-                }
-            }
+        if let Some(next) = self.incr_inline(id, c, delta, spec) {
+            return Ok(next);
         }
         let cur = self.get_id(id, c, specs);
         let next = crate::column::apply_delta(cur, delta, spec)?;

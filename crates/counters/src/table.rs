@@ -62,10 +62,13 @@ impl Table {
 
     /// Applies many increments of numeric rows in one call, in order, with the memory
     /// look-ups of the op 16 places ahead started early (prefetch) so cache misses
-    /// overlap. `out` receives one result per op.
+    /// overlap. `out` receives one result per op. The common case (row there, value stays
+    /// inline) goes straight to the partition without building an error path; anything
+    /// else is [`Table::incr`].
     pub fn incr_many(&mut self, ops: &[(u64, usize, i64)], out: &mut Vec<Result<u64>>) {
         const AHEAD: usize = 16;
         out.clear();
+        out.reserve(ops.len());
         for &(id, col, _) in ops.iter().take(AHEAD) {
             if col < self.specs.len() {
                 self.rows.prefetch(id, col);
@@ -77,7 +80,14 @@ impl Table {
                     self.rows.prefetch(nid, ncol);
                 }
             }
-            out.push(self.incr(Key::Id(id), col, delta));
+            let fast = match self.specs.get(col) {
+                Some(spec) => self.rows.incr_inline(id, col, delta, spec),
+                None => None,
+            };
+            out.push(match fast {
+                Some(next) => Ok(next),
+                None => self.incr(Key::Id(id), col, delta),
+            });
         }
     }
 

@@ -223,3 +223,43 @@ fn incr_many_matches_one_by_one() {
     }
     assert_eq!(a.rows(), b.rows());
 }
+
+/// `incr_many`'s in-place path must hand every case it does not cover to `incr`: values
+/// reaching the inline marker (overflow) and coming back, a row returning to its
+/// defaults (freed), refused decrements, a column a partition has no values for yet, a
+/// non-zero default, ids of the odd map, an unknown column.
+#[test]
+fn incr_many_edge_cases_match_one_by_one() {
+    let mut a = Table::new();
+    let mut b = Table::new();
+    for t in [&mut a, &mut b] {
+        t.add_column("x", ColumnOptions::new(8, 32)).unwrap();
+        t.add_column("y", ColumnOptions { bits: 16, max_bits: 32, default: 5 }).unwrap();
+    }
+    let ids: Vec<u64> = (0..40u64)
+        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .chain([u64::MAX, (1u64 << 56) - 1, 7, 8])
+        .collect();
+    let deltas = [1i64, 200, 60, -250, -11, 3, -5, 100_000, -100_000, 254, -254, 0];
+    let mut ops = Vec::new();
+    for r in 0..60usize {
+        for (k, &id) in ids.iter().enumerate() {
+            let col = (r + k) % 3; // 2 is no column
+            ops.push((id, col, deltas[(r * 7 + k) % deltas.len()]));
+        }
+    }
+    let mut out = Vec::new();
+    for chunk in ops.chunks(97) {
+        a.incr_many(chunk, &mut out);
+        for (op, got) in chunk.iter().zip(&out) {
+            let want = b.incr(Key::Id(op.0), op.1, op.2);
+            assert_eq!(got.as_ref().ok(), want.as_ref().ok(), "op {op:?}");
+            assert_eq!(got.is_err(), want.is_err(), "op {op:?}");
+        }
+    }
+    assert_eq!(a.rows(), b.rows());
+    assert!(a.overflow_entries() > 0 || b.overflow_entries() == 0);
+    for &id in &ids {
+        assert_eq!(a.get_row(Key::Id(id)), b.get_row(Key::Id(id)), "id {id:#x}");
+    }
+}
