@@ -301,19 +301,27 @@ impl Cluster {
             server: names[0].clone(),
             reason: "no shardkit_meta found on any server given: run `shardkit pg init` first".into(),
         })?;
+        Self::assemble(meta, |name| match names.iter().position(|n| n == name) {
+            Some(i) => pool(servers[i].trim(), pool_size),
+            None => Err(PgError::ClusterMismatch {
+                server: name.to_string(),
+                reason: "the shard map places shards on this server, but no URL for it was given".into(),
+            }),
+        })
+    }
+
+    /// The cluster of `meta`'s map, with the pool `pool_for` gives each of its servers (by name).
+    fn assemble(
+        meta: Meta,
+        mut pool_for: impl FnMut(&str) -> Result<deadpool_postgres::Pool, PgError>,
+    ) -> Result<Self, PgError> {
         let mut pools = Vec::with_capacity(meta.map.nodes().len());
-        let mut ordered = Vec::with_capacity(meta.map.nodes().len());
+        let mut names = Vec::with_capacity(meta.map.nodes().len());
         for node in meta.map.nodes() {
-            let Some(i) = names.iter().position(|n| *n == node.name) else {
-                return Err(PgError::ClusterMismatch {
-                    server: node.name.clone(),
-                    reason: "the shard map places shards on this server, but no URL for it was given".into(),
-                });
-            };
-            pools.push(pool(servers[i].trim(), pool_size)?);
-            ordered.push(node.name.clone());
+            pools.push(pool_for(&node.name)?);
+            names.push(node.name.clone());
         }
-        Ok(Self { map: meta.map, epoch_unix_ms: meta.epoch_unix_ms, names: ordered, pools })
+        Ok(Self { map: meta.map, epoch_unix_ms: meta.epoch_unix_ms, names, pools })
     }
 
     /// The cluster under a newer shard map, if any server has one (after `shardkit pg
@@ -351,21 +359,11 @@ impl Cluster {
         }
         asks.abort_all();
         let Some(meta) = newest else { return Ok(None) };
-        let mut pools = Vec::with_capacity(meta.map.nodes().len());
-        let mut ordered = Vec::with_capacity(meta.map.nodes().len());
-        for node in meta.map.nodes() {
-            let kept = self.names.iter().position(|n| *n == node.name).map(|i| self.pools[i].clone());
-            let server_pool = match kept {
-                Some(kept) => kept,
-                None => {
-                    let url = servers.iter().map(|u| u.trim()).find(|u| redact_url(u) == node.name).unwrap_or(node.name.as_str());
-                    pool(url, pool_size)?
-                }
-            };
-            pools.push(server_pool);
-            ordered.push(node.name.clone());
-        }
-        Ok(Some(Self { map: meta.map, epoch_unix_ms: meta.epoch_unix_ms, names: ordered, pools }))
+        let fresh = Self::assemble(meta, |name| match self.names.iter().position(|n| n == name) {
+            Some(i) => Ok(self.pools[i].clone()),
+            None => pool(servers.iter().map(|u| u.trim()).find(|u| redact_url(u) == name).unwrap_or(name), pool_size),
+        })?;
+        Ok(Some(fresh))
     }
 
     /// The shard map in force.

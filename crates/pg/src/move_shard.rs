@@ -562,35 +562,19 @@ impl Move {
         for (_, client) in &self.others {
             let _ = client.batch_execute("ROLLBACK").await;
         }
-        let fresh;
-        let source = if self.source.is_closed() {
-            match connect(source_url).await {
-                Ok(client) => {
-                    fresh = client;
-                    &fresh
-                }
-                Err(e) => return cleanup_failed(failure, &self.from, "removing change capture", &e.to_string()),
-            }
-        } else {
-            let _ = self.source.batch_execute("ROLLBACK").await;
-            &self.source
+        let fresh_source = match reopened(&self.source, source_url).await {
+            Ok(fresh) => fresh,
+            Err(e) => return cleanup_failed(failure, &self.from, "removing change capture", &e.to_string()),
         };
+        let source = fresh_source.as_ref().unwrap_or(&self.source);
         if let Err(e) = remove_capture(source, &self.from, &self.schema).await {
             return cleanup_failed(failure, &self.from, "removing change capture", &e.to_string());
         }
-        let fresh_target;
-        let target = if self.target.is_closed() {
-            match connect(target_url).await {
-                Ok(client) => {
-                    fresh_target = client;
-                    &fresh_target
-                }
-                Err(e) => return cleanup_failed(failure, &self.to, "dropping the partial copy", &e.to_string()),
-            }
-        } else {
-            let _ = self.target.batch_execute("ROLLBACK").await;
-            &self.target
+        let fresh_target = match reopened(&self.target, target_url).await {
+            Ok(fresh) => fresh,
+            Err(e) => return cleanup_failed(failure, &self.to, "dropping the partial copy", &e.to_string()),
         };
+        let target = fresh_target.as_ref().unwrap_or(&self.target);
         if let Err(e) = target.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema)).await {
             return cleanup_failed(failure, &self.to, "dropping the partial copy", &error_text(&e));
         }
@@ -599,6 +583,16 @@ impl Move {
 }
 
 /// The error of a clean-up that failed after `failure`: names both.
+/// For clean-up after a failure: a fresh connection to `url` if `client` is closed,
+/// else `None` with `client`'s open transaction (if any) rolled back.
+async fn reopened(client: &Client, url: &str) -> Result<Option<Client>, PgError> {
+    if client.is_closed() {
+        return connect(url).await.map(Some);
+    }
+    let _ = client.batch_execute("ROLLBACK").await;
+    Ok(None)
+}
+
 fn cleanup_failed(failure: PgError, server: &str, what: &str, reason: &str) -> PgError {
     PgError::Query { server: server.to_string(), what: format!("{what} after a failed move ({failure})"), reason: reason.to_string() }
 }

@@ -404,13 +404,12 @@ impl Shards {
 
     /// Replaces the link with `link.id` and `link.code`, found on its code's shard.
     pub(super) async fn replace(&self, link: &Link) -> Result<(), StoreError> {
-        let shard = self.shard_of_code(&link.code).ok();
         let sql = format!("SELECT {COLUMNS} FROM {{s}}.links WHERE id = $1 AND code = $2");
-        let old = match shard {
-            Some(shard) => self.query_opt_in(shard, &sql, &[&(link.id as i64), &link.code], "reading a link").await?,
-            None => None,
+        let found = match self.shard_of_code(&link.code) {
+            Ok(shard) => self.query_opt_in(shard, &sql, &[&(link.id as i64), &link.code], "reading a link").await?.map(|row| (shard, row)),
+            Err(_) => None,
         };
-        let Some(old) = old.as_ref().map(row_to_link).transpose()? else {
+        let Some((shard, old)) = found.map(|(shard, row)| row_to_link(&row).map(|l| (shard, l))).transpose()? else {
             // Not under that code: say whether the id exists with another code.
             return Err(match self.get(link.id).await? {
                 Some(_) => StoreError::Immutable(link.id),
@@ -420,7 +419,6 @@ impl Shards {
         if old.alias != link.alias {
             return Err(StoreError::Immutable(link.id));
         }
-        let shard = self.shard_of_code(&old.code)?;
         let sql = "UPDATE {s}.links SET url = $2, url_hash = $3, expires_at = $4, max_visits = $5, redirect = $6, tags = $7 WHERE id = $1";
         let params: [&(dyn ToSql + Sync); 7] = [
             &(link.id as i64),
