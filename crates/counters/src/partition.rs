@@ -198,6 +198,15 @@ impl Col {
     }
 }
 
+/// Where a key's look-up starts, worked out ahead by [`Partition::aim`]: its stored
+/// form, its home slot and the home range that home was computed for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Aim {
+    h: u64,
+    home: usize,
+    homes: usize,
+}
+
 /// Buffers for `slots` keys of `kw` bytes and the given columns, keys all empty and every
 /// column at its default: one buffer if that is at least [`crate::hugemem::MAP_MIN`]
 /// bytes, else one for the keys and one per column.
@@ -328,7 +337,15 @@ impl Partition {
         if h == self.empty {
             return None;
         }
-        let mut i = self.home(h);
+        self.find_from(h, self.home(h))
+    }
+
+    /// Slot holding stored key `h`, walking up from slot `from` (below `slots`). Any
+    /// start finds no wrong row: stored keys are unique and sorted, so meeting `h` is its
+    /// row, and a start past it only misses (meets a larger key or the empty sentinel).
+    #[inline(always)]
+    fn find_from(&self, h: u64, from: usize) -> Option<usize> {
+        let mut i = from;
         loop {
             let sk = self.key_at(i);
             if sk >= h {
@@ -338,32 +355,40 @@ impl Partition {
         }
     }
 
-    /// Asks the CPU to start loading the cache lines a look-up of `k` in column `c` will
-    /// touch, so a batch of look-ups overlaps its memory misses. A run at 96% load puts
-    /// a key about a dozen slots past its home, so the line after the home is wanted too.
+    /// Works out where key `k` would be and asks the CPU to start loading the cache lines
+    /// an increment of column `c` will touch (prefetch), so a batch overlaps its memory
+    /// misses and hashes each key once. A run at 96% load puts a key about a dozen slots
+    /// past its home, so the line after the home is wanted too.
     #[inline(always)]
-    pub(crate) fn prefetch(&self, k: u64, c: usize) {
+    pub(crate) fn aim(&self, k: u64, c: usize) -> Aim {
         let h = self.stored(k);
         let home = self.home(h);
-        let base = self.buf.as_ptr();
-        let p = base.wrapping_add(home * self.kw);
+        let p = self.buf.as_ptr().wrapping_add(home * self.kw);
         prefetch(p);
         prefetch(p.wrapping_add(64));
         if let Some(col) = self.cols.get(c) {
             let cb = colbuf(&self.buf, &self.own, c).as_ptr();
             prefetch(cb.wrapping_add(col.off + (home + 8) * col.w));
         }
+        Aim { h, home, homes: self.homes }
     }
 
-    /// Adds `delta` to column `c` of the row keyed `k` when that is a plain in-place
-    /// update: the row and the column's values are there, the value is inline, and the
-    /// result stays inline, not negative and away from the default (which would free the
-    /// row). Returns the new value, or `None` (nothing changed) to leave the op to the
-    /// general path. Inline means below `2^bits - 1`, which is within the column's max.
+    /// Adds `delta` to column `c` of the row [`Partition::aim`] aimed at, when that is a
+    /// plain in-place update: the row and the column's values are there, the value is
+    /// inline, and the result stays inline, not negative and away from the default (which
+    /// would free the row). Returns the new value, or `None` (nothing changed) to leave the
+    /// op to the general path. Inline means below `2^bits - 1`, which is within the
+    /// column's max. The aim may be stale (rows inserted or the table grown since): a
+    /// changed home range means the home is worked out again, and any start finds only
+    /// the right row ([`Partition::find_from`]).
     #[inline(always)]
-    pub(crate) fn incr_inline(&mut self, k: u64, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
+    pub(crate) fn incr_aimed(&mut self, aim: Aim, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
         let col = *self.cols.get(c)?;
-        let i = self.find(k)?;
+        if aim.h == self.empty {
+            return None;
+        }
+        let from = if aim.homes == self.homes { aim.home } else { self.home(aim.h) };
+        let i = self.find_from(aim.h, from)?;
         let raw = col.get(colbuf(&self.buf, &self.own, c), i);
         let marker = spec.marker();
         if raw == marker {
@@ -375,6 +400,15 @@ impl Partition {
         }
         col.set(colbuf_mut(&mut self.buf, &mut self.own, c), i, next);
         Some(next)
+    }
+
+    /// Adds `delta` to column `c` of the row keyed `k` in place; see
+    /// [`Partition::incr_aimed`].
+    #[inline(always)]
+    pub(crate) fn incr_inline(&mut self, k: u64, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
+        let h = self.stored(k);
+        let aim = Aim { h, home: self.home(h), homes: self.homes };
+        self.incr_aimed(aim, c, delta, spec)
     }
 
     /// Raw inline value of column `c` at slot `i` (the default if the array is not there).

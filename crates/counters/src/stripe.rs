@@ -19,7 +19,7 @@
 use crate::column::ColumnSpec;
 use crate::hash::FastMap;
 use crate::key::Key;
-use crate::partition::Partition;
+use crate::partition::{Aim, Partition};
 use crate::txwindow::TxWindow;
 
 /// Rows with one high-32 prefix needed before they get their own dense partition.
@@ -28,10 +28,18 @@ pub(crate) const PROMOTE_MIN: usize = 128;
 const LOW56: u64 = (1u64 << 56) - 1;
 
 /// Where an id lives, per the rules in the module doc.
+#[derive(Debug, Clone, Copy)]
 enum Loc {
     Dense(u32, u64),
     Wide(u8, u64),
     Odd,
+}
+
+/// A numeric id's row located ahead of time by [`Stripe::aim`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Aimed {
+    loc: Loc,
+    aim: Aim,
 }
 
 /// All rows of a counter whose key hashes to this stripe.
@@ -104,17 +112,25 @@ impl Stripe {
         }
     }
 
-    /// Starts loading what an access to column `c` of numeric row `id` will touch.
+    /// Works out where a numeric id's row would be and starts loading its cache lines
+    /// (see [`Partition::aim`]); `None` if it has no partition (yet). For batches that
+    /// hash each id once and overlap their memory misses.
     #[inline(always)]
-    pub(crate) fn prefetch(&self, id: u64, c: usize) {
+    pub(crate) fn aim(&self, id: u64, c: usize) -> Option<Aimed> {
         let loc = self.loc(id);
-        if let Some(p) = self.part(&loc) {
-            p.prefetch(Self::low(&loc), c);
-        }
+        self.part(&loc).map(|p| Aimed { loc, aim: p.aim(Self::low(&loc), c) })
+    }
+
+    /// [`Stripe::incr_inline`] for a row aimed at earlier. The aim may be stale (rows
+    /// inserted, a partition grown or a group promoted since): a stale one only misses,
+    /// leaving the op to the general path (see [`Partition::incr_aimed`]).
+    #[inline(always)]
+    pub(crate) fn incr_aimed(&mut self, a: Aimed, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
+        self.part_mut(&a.loc)?.incr_aimed(a.aim, c, delta, spec)
     }
 
     /// The common case of an increment of a numeric row, with one look-up and no
-    /// `Result`: see [`Partition::incr_inline`]. `None` (nothing changed) leaves the op to
+    /// `Result`: see [`Partition::incr_aimed`]. `None` (nothing changed) leaves the op to
     /// [`Stripe::incr_id`].
     #[inline(always)]
     pub(crate) fn incr_inline(&mut self, id: u64, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
