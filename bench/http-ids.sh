@@ -7,17 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=${D:-10s}
-command -v wrk >/dev/null || { echo "needs wrk (apt-get install -y wrk)" >&2; exit 1; }
+. bench/common.sh
+need wrk "apt-get install -y wrk"
 cargo build --release -q -p shardkit --bin shardkit --example bare_http
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; sleep 0.3; rm -rf "$WORK"; }
-trap cleanup EXIT
-wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+T=${CARGO_TARGET_DIR:-target}/release
 printf 'wrk.method = "POST"\n' > "$WORK/post.lua"
 
-target/release/examples/bare_http 127.0.0.1:18090 & PIDS+=($!)
-SHARDKIT_LOG=warn target/release/shardkit serve --data "$WORK/data" --http 127.0.0.1:18091 --resp 127.0.0.1:18092 2>/dev/null & PIDS+=($!)
+"$T/examples/bare_http" 127.0.0.1:18090 & PIDS+=($!)
+SHARDKIT_LOG=warn "$T/shardkit" serve --data "$WORK/data" --http 127.0.0.1:18091 --resp 127.0.0.1:18092 2>/dev/null & PIDS+=($!)
 wait_port 18090; wait_port 18091
 
 rps() { wrk -t2 -c50 -d"$D" -s "$WORK/post.lua" "$1" | awk '/Requests\/sec/ {print $2}'; }

@@ -15,16 +15,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-500000}
 C=${C:-50}
-command -v redis-benchmark >/dev/null || { echo "needs redis-benchmark (apt-get install -y redis-tools)" >&2; exit 1; }
-command -v redis-server >/dev/null || { echo "needs redis-server" >&2; exit 1; }
+. bench/common.sh
+need redis-benchmark "apt-get install -y redis-tools"
+need redis-server "apt-get install -y redis-server"
 cargo build --release -q -p shardkit
 BIN=${CARGO_TARGET_DIR:-target}/release/shardkit
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; sleep 0.5; rm -rf "$WORK"; }
-trap cleanup EXIT
 
-wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
 
 # One benchmark run: label port -> lines "label,test,rps" in $WORK/results.csv
 run_suite() {
