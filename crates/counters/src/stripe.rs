@@ -147,6 +147,14 @@ impl Stripe {
         if let Some(next) = self.incr_inline(id, c, delta, spec) {
             return Ok(next);
         }
+        self.incr_id_general(id, c, delta, specs)
+    }
+
+    /// [`Stripe::incr_id`] past its in-place attempt: read, check, write back, which
+    /// inserts, frees or overflows the row as the new value needs. For callers whose own
+    /// in-place attempt has just missed, so the row is not looked up in place twice.
+    pub(crate) fn incr_id_general(&mut self, id: u64, c: usize, delta: i64, specs: &[ColumnSpec]) -> crate::Result<u64> {
+        let spec = &specs[c];
         let cur = self.get_id(id, c, specs);
         let next = crate::column::apply_delta(cur, delta, spec)?;
         self.set_id(id, c, next, specs);

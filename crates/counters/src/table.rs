@@ -94,16 +94,17 @@ impl Table {
                 (Some(a), Some(spec)) => self.rows.incr_aimed(a, col, delta, spec),
                 _ => None,
             };
-            out.push(match fast {
-                Some(next) => next,
-                None => match self.incr(Key::Id(id), col, delta) {
-                    Ok(next) => next,
-                    Err(e) => {
-                        refused.push((j, e));
-                        0
-                    }
-                },
-            });
+            let result = match fast {
+                Some(next) => Ok(next),
+                // The in-place attempt missed: straight to the general path (an unknown
+                // column gets its error from `incr`).
+                None if col < ncols => self.rows.incr_id_general(id, col, delta, &self.specs),
+                None => self.incr(Key::Id(id), col, delta),
+            };
+            out.push(result.unwrap_or_else(|e| {
+                refused.push((j, e));
+                0
+            }));
         }
         refused
     }
