@@ -1,18 +1,52 @@
 # Shared by the bench scripts that start their own servers; source it after
 # `set -euo pipefail` and `cd` to the repository root. It gives each run a scratch
 # directory ($WORK), kills every process whose pid is added to PIDS when the script
-# exits, waits for loopback ports, and names a missing tool with how to install it.
+# exits, waits for loopback ports, names a missing tool with how to install it, and
+# makes the links, codes and wrk scripts of the short-link benchmarks.
 WORK=$(mktemp -d)
 PIDS=()
-bench_cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; sleep 0.5; rm -rf "$WORK"; }
+# Extra clean-up a script needs (dropping its databases, say): redefine
+# bench_cleanup_extra; it runs after the processes are killed.
+bench_cleanup_extra() { :; }
+bench_cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; sleep 0.5; bench_cleanup_extra; rm -rf "$WORK"; }
 trap bench_cleanup EXIT
 
-# wait_port PORT: until 127.0.0.1:PORT accepts a connection (10 s at most).
+# wait_port PORT: until 127.0.0.1:PORT accepts a connection (20 s at most).
 wait_port() {
-  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done
+  for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done
   echo "port $1 never opened" >&2
   return 1
 }
 
 # need COMMAND HOW: stop with "needs COMMAND (HOW)" unless COMMAND is on the PATH.
 need() { command -v "$1" >/dev/null || { echo "needs $1 ($2)" >&2; exit 1; }; }
+
+
+# links_jsonl N FILE: N distinct links, one JSON object per line, for `shardkit links import`.
+links_jsonl() {
+  python3 - "$1" > "$2" <<'PY'
+import sys
+for i in range(int(sys.argv[1])):
+    print('{"url":"https://example.com/articles/%d?ref=bench"}' % i)
+PY
+}
+
+# codes_of RESULTS CODES: the codes from `shardkit links import` output, one per line.
+codes_of() {
+  python3 - "$1" > "$2" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    print(json.loads(line)["code"])
+PY
+}
+
+# random_codes_lua CODES LUA: a wrk script that GETs /CODE for a random code per request.
+random_codes_lua() {
+  cat > "$2" <<LUA
+local codes = {}
+for line in io.lines("$1") do codes[#codes + 1] = "/" .. line end
+local n = #codes
+math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
+request = function() return wrk.format("GET", codes[math.random(n)]) end
+LUA
+}

@@ -12,43 +12,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-1000000}
 D=${D:-10s}
-command -v wrk >/dev/null || { echo "needs wrk (apt-get install -y wrk)" >&2; exit 1; }
+. bench/common.sh
+need wrk "apt-get install -y wrk"
 TARGET=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p shardkit --bin shardkit --example bare_http
-WORK=$(mktemp -d)
 # Copies, so a concurrent build into a shared target directory cannot swap them.
 cp "$TARGET/release/shardkit" "$TARGET/release/examples/bare_http" "$WORK/"
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; sleep 0.3; rm -rf "$WORK"; }
-trap cleanup EXIT
-wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
 printf '[links]\ncreate_per_second = 0\ncache_entries = 2000000\n' > "$WORK/shardkit.toml"
 "$WORK/bare_http" 127.0.0.1:18093 & PIDS+=($!)
 SHARDKIT_LOG=warn "$WORK/shardkit" serve --config "$WORK/shardkit.toml" --data "$WORK/data" --http 127.0.0.1:18094 --resp 127.0.0.1:18095 2>/dev/null & PIDS+=($!)
 wait_port 18093; wait_port 18094
 
-python3 - "$N" > "$WORK/links.jsonl" <<'PY'
-import sys
-for i in range(int(sys.argv[1])):
-    print('{"url":"https://example.com/articles/%d?ref=bench"}' % i)
-PY
+links_jsonl "$N" "$WORK/links.jsonl"
 start=$(date +%s.%N)
 "$WORK/shardkit" links import "$WORK/links.jsonl" --batch 10000 --server http://127.0.0.1:18094 > "$WORK/results.jsonl" 2>/dev/null
 end=$(date +%s.%N)
-python3 - "$WORK/results.jsonl" > "$WORK/codes.txt" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    print(json.loads(line)["code"])
-PY
-
-cat > "$WORK/codes.lua" <<LUA
-local codes = {}
-for line in io.lines("$WORK/codes.txt") do codes[#codes + 1] = "/" .. line end
-local n = #codes
-math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
-request = function() return wrk.format("GET", codes[math.random(n)]) end
-LUA
+codes_of "$WORK/results.jsonl" "$WORK/codes.txt"
+random_codes_lua "$WORK/codes.txt" "$WORK/codes.lua"
 run() { wrk -t2 -c50 -d"$D" --latency -s "$WORK/codes.lua" "$1"; }
 bare=$(run "http://127.0.0.1:18093")
 links=$(run "http://127.0.0.1:18094")

@@ -15,35 +15,25 @@ N=${N:-200000}
 D=${D:-10s}
 WARM=${WARM:-30s}
 PG=${SHARDKIT_PG_URL:-postgres://postgres@127.0.0.1:5432/test}
-command -v wrk >/dev/null || { echo "needs wrk (apt-get install -y wrk)" >&2; exit 1; }
-command -v psql >/dev/null || { echo "needs psql" >&2; exit 1; }
+. bench/common.sh
+need wrk "apt-get install -y wrk"
+need psql "apt-get install -y postgresql-client"
 bash scripts/services-up
 TARGET=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p shardkit --features sql --bin shardkit
-WORK=$(mktemp -d)
 cp "$TARGET/release/shardkit" "$WORK/"
 DB_A="sk_bench_redirect_a_$$"
 DB_B="sk_bench_redirect_b_$$"
 BASE=${PG%/*}
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  sleep 0.5
+bench_cleanup_extra() {
   psql -q "$PG" -c "DROP DATABASE IF EXISTS $DB_A WITH (FORCE)" -c "DROP DATABASE IF EXISTS $DB_B WITH (FORCE)" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
 }
-trap cleanup EXIT
-wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
 psql -q "$PG" -c "CREATE DATABASE $DB_A" -c "CREATE DATABASE $DB_B" >/dev/null
 SERVERS="$BASE/$DB_A,$BASE/$DB_B"
 "$WORK/shardkit" pg init --servers "$SERVERS" --logical-shards 64 >/dev/null
 
-python3 - "$N" > "$WORK/links.jsonl" <<'PY'
-import sys
-for i in range(int(sys.argv[1])):
-    print('{"url":"https://example.com/articles/%d?ref=bench"}' % i)
-PY
+links_jsonl "$N" "$WORK/links.jsonl"
 
 # serve NAME PORT CACHE [store flags...]: a server with its own data directory.
 serve() {
@@ -65,18 +55,8 @@ for name in embedded postgres; do
   "$WORK/shardkit" links import "$WORK/links.jsonl" --batch 10000 --server "http://127.0.0.1:$port" > "$WORK/$name.results" 2>/dev/null
   end=$(date +%s.%N)
   python3 -c "import sys; print(f'bulk create, $name store: $N links in {float(sys.argv[2]) - float(sys.argv[1]):.1f} s = {$N / (float(sys.argv[2]) - float(sys.argv[1])):,.0f} links/s')" "$start" "$end"
-  python3 - "$WORK/$name.results" > "$WORK/$name.codes" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    print(json.loads(line)["code"])
-PY
-  cat > "$WORK/$name.lua" <<LUA
-local codes = {}
-for line in io.lines("$WORK/$name.codes") do codes[#codes + 1] = "/" .. line end
-local n = #codes
-math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
-request = function() return wrk.format("GET", codes[math.random(n)]) end
-LUA
+  codes_of "$WORK/$name.results" "$WORK/$name.codes"
+  random_codes_lua "$WORK/$name.codes" "$WORK/$name.lua"
   # Warm-up: every code in order, once per pass (one thread, so one counter).
   cat > "$WORK/$name-warm.lua" <<LUA
 local codes = {}
