@@ -45,6 +45,14 @@ fn prefetch(p: *const u8) {
     let _ = p;
 }
 
+/// A fresh value for [`Partition::moves`]: each call returns a number no earlier call in
+/// the process returned.
+#[inline]
+fn next_moves() -> u64 {
+    static MOVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    MOVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Highest load before growing, in 1/100.
 const MAX_LOAD_PCT: usize = 96;
 
@@ -135,6 +143,12 @@ pub(crate) struct Partition {
     /// Physical slots: `cap`, or a few more once a run has reached the end.
     slots: usize,
     len: usize,
+    /// Renewed ([`next_moves`]) by every change that moves keys or buffers (insert,
+    /// remove, rebuild, relayout), so no two states of any partitions share it: a slot
+    /// found ahead of time ([`Partition::locate`]) is still right exactly while the
+    /// partition it was found in still has the same value, even if it was replaced by
+    /// another partition in between.
+    moves: u64,
     /// Where each present column lives (in `own[c]` if there is one, else in `buf`).
     cols: Vec<Col>,
 }
@@ -198,13 +212,32 @@ impl Col {
     }
 }
 
-/// Where a key's look-up starts, worked out ahead by [`Partition::aim`]: its stored
-/// form, its home slot and the home range that home was computed for.
+/// A key's look-up done in steps over a group of ops ([`Partition::aim`],
+/// [`Partition::locate`], [`Partition::incr_found`]), so that each step reads only cache
+/// lines an earlier step asked for and the memory waits of many ops overlap.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Aim {
+pub(crate) struct Look {
+    /// Stored form of the key.
     h: u64,
-    home: usize,
-    homes: usize,
+    /// The home slot at first; the row's slot once found; where the scan stopped if it
+    /// ran past the lines asked for.
+    at: usize,
+    /// [`Partition::moves`] when `at` was worked out.
+    moves: u64,
+    step: Step,
+}
+
+/// How far a [`Look`] has come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Home worked out, its key lines asked for.
+    Aimed,
+    /// The scan reached the end of the lines asked for; the next two are asked for.
+    Partial,
+    /// The row is at slot `at`; its column line is asked for.
+    Found,
+    /// The key is not stored.
+    Absent,
 }
 
 /// Buffers for `slots` keys of `kw` bytes and the given columns, keys all empty and every
@@ -264,7 +297,7 @@ impl Partition {
         let slots = cap;
         let (buf, own, cols) = alloc(kw, slots, &specs[..ncols]);
         let flip = mix(empty, bits, empty) ^ empty;
-        Partition { kw, bits, empty, flip, buf, own, cap, homes: Self::homes_for(cap), slots, len: 0, cols }
+        Partition { kw, bits, empty, flip, buf, own, cap, homes: Self::homes_for(cap), slots, len: 0, moves: next_moves(), cols }
     }
 
     /// Home range for a capacity: a run at 96% load ends about a dozen slots past its
@@ -355,12 +388,14 @@ impl Partition {
         }
     }
 
-    /// Works out where key `k` would be and asks the CPU to start loading the cache lines
-    /// an increment of column `c` will touch (prefetch), so a batch overlaps its memory
-    /// misses and hashes each key once. A run at 96% load puts a key about a dozen slots
-    /// past its home, so the line after the home is wanted too.
+    /// First step of a look-up of key `k` for an increment of column `c`: works out its
+    /// stored form and home slot, and asks the CPU for the two key lines from the home on
+    /// and for the column line the row most likely sits in (runs end about a dozen slots
+    /// past their home, so home + 8). Meant to run for a whole group of ops in a row: this
+    /// is where the page walks of a random op happen, and in a short loop many of them
+    /// overlap (in a loop that does the whole op, at most one or two do).
     #[inline(always)]
-    pub(crate) fn aim(&self, k: u64, c: usize) -> Aim {
+    pub(crate) fn aim(&self, k: u64, c: usize) -> Look {
         let h = self.stored(k);
         let home = self.home(h);
         let p = self.buf.as_ptr().wrapping_add(home * self.kw);
@@ -370,25 +405,72 @@ impl Partition {
             let cb = colbuf(&self.buf, &self.own, c).as_ptr();
             prefetch(cb.wrapping_add(col.off + (home + 8) * col.w));
         }
-        Aim { h, home, homes: self.homes }
+        Look { h, at: home, moves: self.moves, step: Step::Aimed }
     }
 
-    /// Adds `delta` to column `c` of the row [`Partition::aim`] aimed at, when that is a
+    /// Second step: scans the keys as far as the lines asked for reach. Found: asks for
+    /// the exact line of column `c` that holds the row's value. Scan not finished: asks
+    /// for the next two key lines. Does nothing if keys moved since the look-up began
+    /// (the last step then starts again).
+    #[inline(always)]
+    pub(crate) fn locate(&self, look: &mut Look, c: usize) {
+        if look.moves != self.moves || !matches!(look.step, Step::Aimed | Step::Partial) {
+            return;
+        }
+        if look.h == self.empty {
+            look.step = Step::Absent;
+            return;
+        }
+        let kw = self.kw;
+        // The last slot whose 8-byte read stays inside the two lines asked for.
+        let last = ((((look.at * kw) & !63) + 128) - 8) / kw;
+        let mut i = look.at;
+        while i <= last {
+            let sk = self.key_at(i);
+            if sk >= look.h {
+                if sk == look.h {
+                    look.at = i;
+                    look.step = Step::Found;
+                    if let Some(col) = self.cols.get(c) {
+                        prefetch(colbuf(&self.buf, &self.own, c).as_ptr().wrapping_add(col.off + i * col.w));
+                    }
+                } else {
+                    look.step = Step::Absent;
+                }
+                return;
+            }
+            i += 1;
+        }
+        look.at = i;
+        look.step = Step::Partial;
+        let p = self.buf.as_ptr().wrapping_add(i * kw);
+        prefetch(p);
+        prefetch(p.wrapping_add(64));
+    }
+
+    /// Last step: adds `delta` to column `c` of the row the look-up found, when that is a
     /// plain in-place update: the row and the column's values are there, the value is
     /// inline, and the result stays inline, not negative and away from the default (which
-    /// would free the row). Returns the new value, or `None` (nothing changed) to leave the
-    /// op to the general path. Inline means below `2^bits - 1`, which is within the
-    /// column's max. The aim may be stale (rows inserted or the table grown since): a
-    /// changed home range means the home is worked out again, and any start finds only
-    /// the right row ([`Partition::find_from`]).
+    /// would free the row). Returns the new value, or `None` (nothing changed) to leave
+    /// the op to the general path. Inline means below `2^bits - 1`, which is within the
+    /// column's max. If keys moved since the look-up began, it starts again from the
+    /// home; a slot found earlier is used only while [`Partition::moves`] is unchanged.
     #[inline(always)]
-    pub(crate) fn incr_aimed(&mut self, aim: Aim, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
+    pub(crate) fn incr_found(&mut self, look: Look, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
         let col = *self.cols.get(c)?;
-        if aim.h == self.empty {
+        if look.h == self.empty {
             return None;
         }
-        let from = if aim.homes == self.homes { aim.home } else { self.home(aim.h) };
-        let i = self.find_from(aim.h, from)?;
+        let i = if look.moves == self.moves {
+            match look.step {
+                Step::Found => look.at,
+                Step::Absent => return None,
+                // `at` is at or below the row's slot: any such start finds it.
+                Step::Aimed | Step::Partial => self.find_from(look.h, look.at)?,
+            }
+        } else {
+            self.find_from(look.h, self.home(look.h))?
+        };
         let raw = col.get(colbuf(&self.buf, &self.own, c), i);
         let marker = spec.marker();
         if raw == marker {
@@ -402,13 +484,13 @@ impl Partition {
         Some(next)
     }
 
-    /// Adds `delta` to column `c` of the row keyed `k` in place; see
-    /// [`Partition::incr_aimed`].
+    /// Adds `delta` to column `c` of the row keyed `k` in place, all steps at once; see
+    /// [`Partition::incr_found`].
     #[inline(always)]
     pub(crate) fn incr_inline(&mut self, k: u64, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
         let h = self.stored(k);
-        let aim = Aim { h, home: self.home(h), homes: self.homes };
-        self.incr_aimed(aim, c, delta, spec)
+        let look = Look { h, at: self.home(h), moves: self.moves, step: Step::Aimed };
+        self.incr_found(look, c, delta, spec)
     }
 
     /// Raw inline value of column `c` at slot `i` (the default if the array is not there).
@@ -450,6 +532,7 @@ impl Partition {
         self.own = own;
         self.cols = cols;
         self.slots = slots;
+        self.moves = next_moves();
     }
 
     /// Whether every column of the row at `i` is at its default.
@@ -504,6 +587,7 @@ impl Partition {
             col.set(b, p, carry[c]);
         }
         self.len += 1;
+        self.moves = next_moves();
         p
     }
 
@@ -532,6 +616,7 @@ impl Partition {
             col.shift_down(colbuf_mut(&mut self.buf, &mut self.own, c), hole, end);
         }
         self.len -= 1;
+        self.moves = next_moves();
     }
 
     /// Capacity after one growth step: x1.06, so the table stays 90-96% full.
@@ -558,6 +643,7 @@ impl Partition {
             own: Vec::new(),
             slots: 0,
             len: 0,
+            moves: next_moves(),
             cols: Vec::new(),
             ..*self
         };

@@ -19,7 +19,7 @@
 use crate::column::ColumnSpec;
 use crate::hash::FastMap;
 use crate::key::Key;
-use crate::partition::{Aim, Partition};
+use crate::partition::{Look, Partition};
 use crate::txwindow::TxWindow;
 
 /// Rows with one high-32 prefix needed before they get their own dense partition.
@@ -35,11 +35,12 @@ enum Loc {
     Odd,
 }
 
-/// A numeric id's row located ahead of time by [`Stripe::aim`].
+/// A numeric id's row being looked up in steps over a group of ops ([`Stripe::aim`],
+/// [`Stripe::locate`], [`Stripe::incr_found`]).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Aimed {
+pub(crate) struct Located {
     loc: Loc,
-    aim: Aim,
+    look: Look,
 }
 
 /// All rows of a counter whose key hashes to this stripe.
@@ -112,25 +113,32 @@ impl Stripe {
         }
     }
 
-    /// Works out where a numeric id's row would be and starts loading its cache lines
-    /// (see [`Partition::aim`]); `None` if it has no partition (yet). For batches that
-    /// hash each id once and overlap their memory misses.
+    /// First step of a look-up of a numeric id's row for column `c` (see
+    /// [`Partition::aim`]); `None` if the id has no partition (yet).
     #[inline(always)]
-    pub(crate) fn aim(&self, id: u64, c: usize) -> Option<Aimed> {
+    pub(crate) fn aim(&self, id: u64, c: usize) -> Option<Located> {
         let loc = self.loc(id);
-        self.part(&loc).map(|p| Aimed { loc, aim: p.aim(Self::low(&loc), c) })
+        self.part(&loc).map(|p| Located { loc, look: p.aim(Self::low(&loc), c) })
     }
 
-    /// [`Stripe::incr_inline`] for a row aimed at earlier. The aim may be stale (rows
-    /// inserted, a partition grown or a group promoted since): a stale one only misses,
-    /// leaving the op to the general path (see [`Partition::incr_aimed`]).
+    /// Second step (see [`Partition::locate`]).
     #[inline(always)]
-    pub(crate) fn incr_aimed(&mut self, a: Aimed, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
-        self.part_mut(&a.loc)?.incr_aimed(a.aim, c, delta, spec)
+    pub(crate) fn locate(&self, l: &mut Located, c: usize) {
+        if let Some(p) = self.part(&l.loc) {
+            p.locate(&mut l.look, c);
+        }
+    }
+
+    /// Last step: the in-place increment (see [`Partition::incr_found`]). The look-up
+    /// may be stale (rows inserted, a partition grown or a group promoted since): then
+    /// it starts again or misses, leaving the op to the general path.
+    #[inline(always)]
+    pub(crate) fn incr_found(&mut self, l: Located, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
+        self.part_mut(&l.loc)?.incr_found(l.look, c, delta, spec)
     }
 
     /// The common case of an increment of a numeric row, with one look-up and no
-    /// `Result`: see [`Partition::incr_aimed`]. `None` (nothing changed) leaves the op to
+    /// `Result`: see [`Partition::incr_found`]. `None` (nothing changed) leaves the op to
     /// [`Stripe::incr_id`].
     #[inline(always)]
     pub(crate) fn incr_inline(&mut self, id: u64, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {

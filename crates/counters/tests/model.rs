@@ -206,6 +206,20 @@ fn add_column_touches_no_rows() {
     assert_eq!(t.get(Key::Id(0x9E37_79B9_7F4A_7C15), 0).unwrap(), 1);
 }
 
+/// Runs `ops` through `a.incr_many` and one by one through `b.incr`, and asserts every
+/// answer and every refusal (by its message) are the same.
+fn assert_incr_many_matches_one_by_one(a: &mut Table, b: &mut Table, ops: &[(u64, usize, i64)]) {
+    let mut out = Vec::new();
+    let mut refused = a.incr_many(ops, &mut out).into_iter().peekable();
+    for (j, (op, got)) in ops.iter().zip(&out).enumerate() {
+        let want = b.incr(Key::Id(op.0), op.1, op.2);
+        let err = refused.next_if(|(i, _)| *i == j).map(|(_, e)| e);
+        assert_eq!(err.map(|e| e.to_string()), want.as_ref().err().map(|e| e.to_string()), "op {j}: {op:?}");
+        assert_eq!(*got, want.unwrap_or(0), "op {j}: {op:?}");
+    }
+    assert!(refused.next().is_none());
+}
+
 #[test]
 fn incr_many_matches_one_by_one() {
     let mut a = Table::new();
@@ -215,16 +229,7 @@ fn incr_many_matches_one_by_one() {
     }
     let ops: Vec<(u64, usize, i64)> =
         (0..5000u64).map(|i| ((i % 300).wrapping_mul(0x9E37_79B9_7F4A_7C15), (i % 3) as usize, (i % 7) as i64 - 2)).collect();
-    let mut out = Vec::new();
-    let refused = a.incr_many(&ops, &mut out);
-    let mut refused = refused.into_iter().peekable();
-    for (j, (op, got)) in ops.iter().zip(&out).enumerate() {
-        let want = b.incr(Key::Id(op.0), op.1, op.2);
-        let err = refused.next_if(|(i, _)| *i == j).map(|(_, e)| e);
-        assert_eq!(err.is_some(), want.is_err(), "op {j}");
-        assert_eq!(*got, want.unwrap_or(0), "op {j}");
-    }
-    assert!(refused.next().is_none());
+    assert_incr_many_matches_one_by_one(&mut a, &mut b, &ops);
     assert_eq!(a.rows(), b.rows());
 }
 
@@ -252,16 +257,8 @@ fn incr_many_edge_cases_match_one_by_one() {
             ops.push((id, col, deltas[(r * 7 + k) % deltas.len()]));
         }
     }
-    let mut out = Vec::new();
     for chunk in ops.chunks(97) {
-        let mut refused = a.incr_many(chunk, &mut out).into_iter().peekable();
-        for (j, (op, got)) in chunk.iter().zip(&out).enumerate() {
-            let want = b.incr(Key::Id(op.0), op.1, op.2);
-            let err = refused.next_if(|(i, _)| *i == j).map(|(_, e)| e);
-            assert_eq!(err.map(|e| e.to_string()), want.as_ref().err().map(|e| e.to_string()), "op {op:?}");
-            assert_eq!(*got, want.unwrap_or(0), "op {op:?}");
-        }
-        assert!(refused.next().is_none());
+        assert_incr_many_matches_one_by_one(&mut a, &mut b, chunk);
     }
     assert_eq!(a.rows(), b.rows());
     assert!(a.overflow_entries() > 0 || b.overflow_entries() == 0);
@@ -270,7 +267,47 @@ fn incr_many_edge_cases_match_one_by_one() {
     }
 }
 
-/// `incr_many` works out where each row is 16 ops before it applies the op; rows
+/// `incr_many` finds a whole group's rows before it applies the group's first op, so an
+/// op that inserts or frees a row shifts the slots of rows later ops of the group have
+/// already found. All ids here share one partition (same top byte) and its runs are
+/// long, and rows are freed (back to 0) and re-inserted in every group: each answer and
+/// every row must match one-by-one `incr`.
+#[test]
+fn incr_many_stays_right_when_its_group_shifts_rows_it_has_found() {
+    let mut a = Table::new();
+    let mut b = Table::new();
+    for t in [&mut a, &mut b] {
+        t.add_column("x", ColumnOptions::new(16, 32)).unwrap();
+        t.add_column("y", ColumnOptions::new(8, 32)).unwrap();
+    }
+    let id = |i: u64| (0x42u64 << 56) | (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 8);
+    let n = 3000u64;
+    let fill: Vec<(u64, usize, i64)> = (0..n).map(|i| (id(i), 0, 1)).collect();
+    assert_incr_many_matches_one_by_one(&mut a, &mut b, &fill);
+    let mut ops = Vec::new();
+    for r in 0..40u64 {
+        for k in 0..n / 10 {
+            let i = (k * 7 + r * 13) % n;
+            // Frees rows (x back to 0), brings them back, and bumps neighbours in between.
+            let delta = match (k + r) % 4 {
+                0 => -1,
+                1 => 1,
+                _ => 2,
+            };
+            ops.push((id(i), 0usize, delta));
+            ops.push((id((i + 1) % n), (k % 2) as usize, 1));
+        }
+    }
+    for chunk in ops.chunks(999) {
+        assert_incr_many_matches_one_by_one(&mut a, &mut b, chunk);
+    }
+    assert_eq!(a.rows(), b.rows());
+    for i in 0..n {
+        assert_eq!(a.get_row(Key::Id(id(i))), b.get_row(Key::Id(id(i))), "row {i}");
+    }
+}
+
+/// `incr_many` works out where each row is before it applies the op; rows
 /// inserted in between grow partitions and move a clustered group into a dense
 /// partition of its own (promotion) under those pending look-ups. Every answer and
 /// every row must still match one-by-one `incr`.
