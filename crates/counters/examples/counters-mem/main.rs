@@ -5,11 +5,16 @@
 //! resident memory growth per row (from /proc/self/statm) and the engine's own count;
 //! `--snapshot` then writes a snapshot and prints how long writers of one stripe waited.
 //!
-//! `counters-mem speed --rows N [--ops M] [--batch-only] [--collapse]` times M (default 20 M)
-//! random `+1`s on existing rows of a `Table` (one call each, then `incr_many` batches of
-//! 1,000; it says `filled` on stderr when the timed part starts); `--collapse` repeats the
-//! batch run after moving the table onto huge pages. The JSON line ends with the resident
-//! set and how much of it is on transparent huge pages (`anon_huge_mb`).
+//! `counters-mem speed --rows N [--ops M] [--batch-only] [--rounds R] [--probe] [--collapse]`
+//! times M (default 20 M) random `+1`s on existing rows of a `Table` (one call each, then
+//! `incr_many` batches of 1,000, in R slices (default 1); it says `filled` on stderr when
+//! the timed part starts). Before anything is timed every partition gets its second
+//! column's values (the first write to a column a partition lacks copies the partition,
+//! which used to land in the first timed pass). `--probe` alternates each slice with a
+//! slice of the machine's own random-access rate for the same lines ([`probe`]) and
+//! reports the medians and the ratio; `--collapse` repeats the batch run after moving
+//! the table onto huge pages. The JSON line ends with the resident set and how much of
+//! it is on transparent huge pages (`anon_huge_mb`).
 //!
 //! `counters-mem redis-resp --ids instagram|random --rows N` writes the same rows as
 //! Redis protocol `HSET <id> c <v1> r <v2>` commands to stdout, for `redis-cli --pipe`.
@@ -21,6 +26,8 @@ use std::io::{BufWriter, Write};
 use std::time::Instant;
 
 use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, Options, Table};
+
+mod probe;
 
 struct Ids {
     kind: String,
@@ -121,34 +128,67 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^ (z >> 31)
         };
+        let mut batch = Vec::with_capacity(1000);
+        let mut out = Vec::with_capacity(1000);
+        // Untimed: give every partition its second column (see the module doc).
+        batch.extend((0..rows.min(2_000_000)).map(|j| (pick(j), 1usize, 1i64)));
+        t.incr_many(&batch, &mut out);
         let t0 = Instant::now();
         let single_ops = if args.iter().any(|a| a == "--batch-only") { 0 } else { ops };
         for j in 0..single_ops {
             t.incr(Key::Id(pick(j)), 1, 1)?;
         }
         let single = single_ops as f64 / t0.elapsed().as_secs_f64();
-        let mut batch = Vec::with_capacity(1000);
-        let mut out = Vec::with_capacity(1000);
-        // `ops` increments in batches of 1,000 through incr_many; returns increments per second.
+        // `n` increments from op `from` in batches of 1,000 through incr_many; returns
+        // increments per second.
         let mut misses = 0;
-        let mut batched_run = |t: &mut Table, out: &mut Vec<_>| {
+        let mut batched_run = |t: &mut Table, out: &mut Vec<_>, from: u64, n: u64| {
             let t1 = Instant::now();
-            for j0 in (0..ops).step_by(1000) {
+            for j0 in (from..from + n).step_by(1000) {
                 batch.clear();
-                batch.extend((j0..j0 + 1000).map(|j| (pick(j), 1usize, 1i64)));
+                batch.extend((j0..(j0 + 1000).min(from + n)).map(|j| (pick(j), 1usize, 1i64)));
                 misses += t.incr_many(&batch, out).len();
             }
-            ops as f64 / t1.elapsed().as_secs_f64()
+            n as f64 / t1.elapsed().as_secs_f64()
         };
-        let batched = batched_run(&mut t, &mut out);
+        let rounds: u64 = arg(&args, "--rounds", "1").parse::<u64>()?.max(1);
+        let mut probe = if args.iter().any(|a| a == "--probe") { probe::Probe::new(t.bytes()) } else { None };
+        let (mut slices, mut probes) = (Vec::new(), Vec::new());
+        let t1 = Instant::now();
+        let mut probe_time = 0.0;
+        for r in 0..rounds {
+            slices.push(batched_run(&mut t, &mut out, r * ops / rounds, ops / rounds));
+            if let Some(p) = probe.as_mut() {
+                let tp = Instant::now();
+                probes.push(p.run(ops / rounds));
+                probe_time += tp.elapsed().as_secs_f64();
+            }
+        }
+        let batched = ops as f64 / (t1.elapsed().as_secs_f64() - probe_time);
+        let median = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(0.0)
+        };
+        let ratios: Vec<f64> = slices.iter().zip(&probes).map(|(s, p)| s / p).collect();
+        let probe_json = match &probe {
+            Some(p) => format!(
+                ",\"incr_many_slice_median\":{:.0},\"probe_per_s_median\":{:.0},\"incr_many_to_probe_median\":{:.3},\"probe_mb\":{}",
+                median(&slices),
+                median(&probes),
+                median(&ratios),
+                p.bytes() >> 20
+            ),
+            None => String::new(),
+        };
         if args.iter().any(|a| a == "--collapse") {
             eprintln!("on huge pages before collapse: {} MB", anon_huge_kb() >> 10);
             collapse_all();
-            let after = batched_run(&mut t, &mut out);
+            let after = batched_run(&mut t, &mut out, 0, ops);
             eprintln!("batch before collapse {batched:.0}/s, after {after:.0}/s");
         }
         println!(
-            "{{\"rows\":{rows},\"incr_per_s_single\":{single:.0},\"incr_per_s_incr_many\":{batched:.0},\"errors\":{misses},\"rss_mb\":{},\"anon_huge_mb\":{}}}",
+            "{{\"rows\":{rows},\"incr_per_s_single\":{single:.0},\"incr_per_s_incr_many\":{batched:.0},\"errors\":{misses}{probe_json},\"rss_mb\":{},\"anon_huge_mb\":{}}}",
             rss() >> 20,
             anon_huge_kb() >> 10
         );
