@@ -46,11 +46,26 @@ fn prefetch(p: *const u8) {
 }
 
 /// A fresh value for [`Partition::moves`]: each call returns a number no earlier call in
-/// the process returned.
+/// the process returned. Each thread takes stamps from a block of 2^20 of its own and
+/// touches the shared counter once per block, so inserts on many stripes at once do not
+/// all write one cache line.
 #[inline]
 fn next_moves() -> u64 {
-    static MOVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    MOVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    const BLOCK: u64 = 1 << 20;
+    static BLOCKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    thread_local! {
+        /// Next stamp of this thread's block; a multiple of `BLOCK` means the block is used up.
+        static NEXT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+    NEXT.with(|next| {
+        let mut n = next.get();
+        if n % BLOCK == 0 {
+            // Block 0 is never handed out, so 0 (the initial value) always asks for one.
+            n = (BLOCKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1) * BLOCK + 1;
+        }
+        next.set(n + 1);
+        n
+    })
 }
 
 /// Highest load before growing, in 1/100.
@@ -422,10 +437,10 @@ impl Partition {
             return;
         }
         let kw = self.kw;
-        // The last slot whose 8-byte read stays inside the two lines asked for.
-        let last = ((((look.at * kw) & !63) + 128) - 8) / kw;
+        // Read only keys whose 8-byte read stays inside the two lines asked for.
+        let end = ((look.at * kw) & !63) + 128;
         let mut i = look.at;
-        while i <= last {
+        while i * kw + 8 <= end {
             let sk = self.key_at(i);
             if sk >= look.h {
                 if sk == look.h {
@@ -715,6 +730,20 @@ mod tests {
 
     fn specs() -> Vec<ColumnSpec> {
         vec![ColumnSpec { name: "a".into(), bits: 16, max_bits: 32, default: 0 }]
+    }
+
+    #[test]
+    fn moves_stamps_are_unique_across_threads_and_blocks() {
+        // Each thread uses up more than one block of stamps.
+        let per_thread = (1usize << 20) + 1000;
+        let handles: Vec<_> =
+            (0..3).map(|_| std::thread::spawn(move || (0..per_thread).map(|_| next_moves()).collect::<Vec<u64>>())).collect();
+        let mut all: Vec<u64> = handles.into_iter().flat_map(|h| h.join().expect("thread")).collect();
+        all.sort_unstable();
+        let n = all.len();
+        all.dedup();
+        assert_eq!(all.len(), n, "a stamp was handed out twice");
+        assert!(all[0] > 0);
     }
 
     #[test]
