@@ -7,14 +7,16 @@
 //! across runs and days.
 //!
 //! The probe touches the lines one increment of a 100 M-row table touches: two adjacent
-//! lines (a key's home line and the next one) and one line elsewhere (its value), in a
-//! region of the table's size mapped the way the table's big partitions are (2 MiB
-//! aligned, advised for transparent huge pages), asking for each op's lines 16 ops ahead
-//! of reading and writing them.
+//! lines (a key's home line and the next one) and one line elsewhere (its value), in one
+//! region of the table's size, 2 MiB aligned and advised for transparent huge pages like
+//! the table's big partitions (but one mapping rounded to whole huge pages, where the
+//! table has a mapping per partition whose last partial 2 MiB stays on small pages, so
+//! the probe is a little kinder to the TLB), asking for each op's lines 16 ops ahead of
+//! reading and writing them.
 
 use std::time::Instant;
 
-/// A region of `bytes` bytes laid out like the table's big buffers, touched once.
+/// A region the size of the table, on huge pages where the kernel gives them, touched once.
 pub struct Probe {
     base: *mut u8,
     len: usize,
