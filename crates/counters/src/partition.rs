@@ -17,7 +17,7 @@
 //! and one compare per probe, no hash per probe. Deletion shifts the following run back
 //! (no tombstones). Capacity is any size, not a power of two, so growth steps can be
 //! small (x1.06) and the table stays between ~90% and 96% full (a big partition, whose
-//! look-ups miss the cache, between ~85% and 90%: shorter runs, fewer lines per look-up).
+//! look-ups miss the cache, between ~81% and 86%: shorter runs, fewer lines per look-up).
 //!
 //! Invariants:
 //! - a slot is empty iff its stored key equals `empty` (all ones in `kw` bytes); the
@@ -77,9 +77,9 @@ const MAX_LOAD_PCT: usize = 96;
 /// Highest load before growing, in 1/100, of a big partition: one whose look-ups miss
 /// the cache. Fewer slots per run mean fewer lines per look-up (at 96% a run ends ~13
 /// slots past its home, often in the next key line and another value line); measured at
-/// 100 M random rows, 87% against 93% average load: 1.13x the increments per second for
-/// ~1.1 bytes per row.
-const BIG_MAX_LOAD_PCT: usize = 90;
+/// 100 M random rows, one process, alternating: 87% against 93% average load 1.13x the
+/// increments per second for ~0.7 bytes per row, 83% against 87% another 1.23x for ~0.6.
+const BIG_MAX_LOAD_PCT: usize = 86;
 
 const M1: u64 = 0xFF51_AFD7_ED55_8CCD;
 const M2: u64 = 0xC4CE_B9FE_1A85_EC53;
@@ -710,8 +710,8 @@ impl Partition {
         self.moves = next_moves();
     }
 
-    /// Capacity after one growth step: x1.06, so the table stays 90-96% full (85-90% if
-    /// big; a small partition that grows into a big one goes to ~87% at once).
+    /// Capacity after one growth step: x1.06, so the table stays 90-96% full (81-86% if
+    /// big; a small partition that grows into a big one goes to ~83% at once).
     fn next_cap(&self) -> usize {
         let cap = self.cap + self.cap / 16 + 1;
         let slot_bytes = self.kw + self.cols.iter().map(|c| c.w).sum::<usize>();
@@ -977,7 +977,7 @@ mod tests {
     #[test]
     fn big_partitions_grow_at_a_lower_load_than_small_ones() {
         // Small partitions fill to 96% before they grow; once the one buffer reaches the
-        // mapping size, to 90% (fewer lines per look-up where look-ups miss the cache).
+        // mapping size, to 86% (fewer lines per look-up where look-ups miss the cache).
         let s = specs();
         let mut p = Partition::new(7, 0, &s, 1);
         let key = |k: u64| mix64(k) & p_mask(7) & !1;
@@ -986,7 +986,7 @@ mod tests {
             p.insert(key(k), &s);
             let load = p.len() as f64 / p.cap as f64;
             if p.buf.len() >= crate::hugemem::MAP_MIN {
-                assert!(load <= 0.90, "big partition at {load:.3} load");
+                assert!(load <= 0.86, "big partition at {load:.3} load");
                 big_peak = big_peak.max(load);
             } else {
                 assert!(load <= 0.96, "small partition at {load:.3} load");
@@ -994,7 +994,7 @@ mod tests {
             }
         }
         assert!(small_peak > 0.95, "small partitions fill to 96%: peak {small_peak:.3}");
-        assert!(big_peak > 0.89, "big partitions fill to 90%: peak {big_peak:.3}");
+        assert!(big_peak > 0.85, "big partitions fill to 86%: peak {big_peak:.3}");
         check_sorted(&p);
         let copy = p.clone();
         for k in (0..200_000u64).step_by(4) {
@@ -1003,7 +1003,7 @@ mod tests {
         }
         p.compact(&s);
         let load = p.len() as f64 / p.cap as f64;
-        assert!((0.86..=0.88).contains(&load), "compacted big partition at {load:.3}");
+        assert!((0.82..=0.84).contains(&load), "compacted big partition at {load:.3}");
         for k in 0..200_000u64 {
             assert_eq!(p.find(key(k)).is_some(), k % 4 != 0 && copy.find(key(k)).is_some(), "k={k}");
         }
