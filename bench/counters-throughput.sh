@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # In-process speed of shardkit-counters (criterion, one thread):
 #  - incr/table_random_existing_N: random increments of existing rows in a table of
-#    N random-id rows (COUNTERS_BENCH_ROWS, default here 100,000,000: needs ~2 GB RAM);
+#    N random-id rows (COUNTERS_BENCH_ROWS, default here 100,000,000: needs ~2 GB RAM),
+#    one `Table::incr` call per increment, and `..._incr_many_1000`: batches of 1,000;
 #  - engine/incr_logged_fsync_no_1M: the same through Engine (log appended, fsync no);
 #  - engine/mget_100_of_1M, mget_rows_100_of_1M: one call reading 100 random ids.
 # Redis side by side: redis-benchmark HINCRBY and a 100-key pipeline of HGET, for scale
