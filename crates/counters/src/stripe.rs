@@ -266,7 +266,9 @@ impl Stripe {
             return;
         }
         p.set_raw(slot, c, value, specs);
-        let freed = p.all_default(slot, specs);
+        // Only a write of the default can free the row; checking the other columns
+        // otherwise would read a line of each (a cache miss apiece on a big table).
+        let freed = value == spec.default && p.all_default(slot, specs);
         if freed {
             p.remove(slot);
         }
