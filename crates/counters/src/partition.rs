@@ -190,8 +190,9 @@ struct Col {
 }
 
 impl Col {
-    fn new(off: usize, w: usize) -> Col {
-        Col { off, w, marker: if w >= 8 { u64::MAX } else { (1u64 << (8 * w)) - 1 } }
+    /// Column `spec` from byte `off` of its buffer.
+    fn new(off: usize, spec: &ColumnSpec) -> Col {
+        Col { off, w: spec.bits as usize / 8, marker: spec.marker() }
     }
 
     /// Value at slot `i`, read without a bounds check: the in-place increment's read.
@@ -313,19 +314,15 @@ enum Step {
 /// bytes, else one for the keys and one per column.
 fn alloc(kw: usize, slots: usize, specs: &[ColumnSpec]) -> (HugeBuf, Vec<HugeBuf>, Vec<Col>) {
     let keys = slots * kw + 8;
-    let total = keys + specs.iter().map(|s| slots * (s.bits as usize / 8)).sum::<usize>();
+    let total = joined_bytes(kw, slots, specs.iter().map(|s| s.bits as usize / 8).sum());
     let joined = total >= crate::hugemem::MAP_MIN;
     let mut off = keys;
     let cols: Vec<Col> = specs
         .iter()
         .map(|s| {
-            let w = s.bits as usize / 8;
-            if joined {
-                off += slots * w;
-                Col::new(off - slots * w, w)
-            } else {
-                Col::new(0, w)
-            }
+            let col = Col::new(if joined { off } else { 0 }, s);
+            off += slots * col.w;
+            col
         })
         .collect();
     let mut buf = HugeBuf::zeroed(if joined { total } else { keys });
@@ -336,6 +333,13 @@ fn alloc(kw: usize, slots: usize, specs: &[ColumnSpec]) -> (HugeBuf, Vec<HugeBuf
         col.fill(colbuf_mut(&mut buf, &mut own, c), 0, slots, s.default);
     }
     (buf, own, cols)
+}
+
+/// Bytes of one buffer holding `slots` keys of `kw` bytes (with the scan's 8 bytes of
+/// padding) and columns of `col_bytes` bytes per slot in all: a table is big, one buffer
+/// with a lower load bound, iff this is at least [`crate::hugemem::MAP_MIN`].
+fn joined_bytes(kw: usize, slots: usize, col_bytes: usize) -> usize {
+    slots * (kw + col_bytes) + 8
 }
 
 /// The buffer column `c` lives in.
@@ -714,9 +718,9 @@ impl Partition {
     /// big; a small partition that grows into a big one goes to ~83% at once).
     fn next_cap(&self) -> usize {
         let cap = self.cap + self.cap / 16 + 1;
-        let slot_bytes = self.kw + self.cols.iter().map(|c| c.w).sum::<usize>();
-        if self.max_load_pct() == MAX_LOAD_PCT && cap * slot_bytes + 8 >= crate::hugemem::MAP_MIN {
-            // Growing into a big partition: straight to its lower load (~87%).
+        let col_bytes = self.cols.iter().map(|c| c.w).sum();
+        if self.max_load_pct() == MAX_LOAD_PCT && joined_bytes(self.kw, cap, col_bytes) >= crate::hugemem::MAP_MIN {
+            // Growing into a big partition: straight to 3 points under its bound (~83%).
             cap.max((self.len + 1) * 100 / (BIG_MAX_LOAD_PCT - 3))
         } else {
             cap
