@@ -9,14 +9,19 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, Options, Table};
 
 fn splitmix(i: u64) -> u64 {
-    let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut z = i
+        .wrapping_add(0x9E37_79B9_7F4A_7C15)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
 
 fn rows() -> u64 {
-    std::env::var("COUNTERS_BENCH_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000_000)
+    std::env::var("COUNTERS_BENCH_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000_000)
 }
 
 fn incr(c: &mut Criterion) {
@@ -43,17 +48,20 @@ fn incr(c: &mut Criterion) {
     const BATCH: usize = 1000;
     g.throughput(Throughput::Elements(BATCH as u64));
     let (mut ops, mut out) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));
-    g.bench_function(format!("table_random_existing_{n}_incr_many_{BATCH}"), |b| {
-        b.iter(|| {
-            ops.clear();
-            ops.extend((0..BATCH).map(|_| {
-                i = i.wrapping_add(1);
-                (splitmix(splitmix(i) % n), 1, 1)
-            }));
-            let refused = t.incr_many(&ops, &mut out);
-            assert!(refused.is_empty());
-        })
-    });
+    g.bench_function(
+        format!("table_random_existing_{n}_incr_many_{BATCH}"),
+        |b| {
+            b.iter(|| {
+                ops.clear();
+                ops.extend((0..BATCH).map(|_| {
+                    i = i.wrapping_add(1);
+                    (splitmix(splitmix(i) % n), 1, 1)
+                }));
+                let refused = t.incr_many(&ops, &mut out);
+                assert!(refused.is_empty());
+            })
+        },
+    );
     drop(t);
     g.finish();
 }
@@ -61,7 +69,11 @@ fn incr(c: &mut Criterion) {
 fn engine_ops(c: &mut Criterion) {
     let n = 1_000_000u64;
     let dir = tempfile::tempdir().unwrap();
-    let o = Options { fsync: FsyncPolicy::No, snapshot_log_bytes: None, ..Options::default() };
+    let o = Options {
+        fsync: FsyncPolicy::No,
+        snapshot_log_bytes: None,
+        ..Options::default()
+    };
     let e = Engine::open(dir.path(), o).unwrap();
     e.create_counter("w").unwrap();
     e.add_column("w", "c", ColumnOptions::new(16, 32)).unwrap();
@@ -75,7 +87,8 @@ fn engine_ops(c: &mut Criterion) {
     g.bench_function("incr_logged_fsync_no_1M", |b| {
         b.iter(|| {
             i = i.wrapping_add(1);
-            e.incr("w", Key::Id(splitmix(splitmix(i) % n)), "r", 1, None).unwrap()
+            e.incr("w", Key::Id(splitmix(splitmix(i) % n)), "r", 1, None)
+                .unwrap()
         })
     });
     g.throughput(Throughput::Elements(100));
@@ -83,7 +96,9 @@ fn engine_ops(c: &mut Criterion) {
         b.iter_batched(
             || {
                 i = i.wrapping_add(1);
-                (0..100u64).map(|j| Key::Id(splitmix(splitmix(i * 100 + j) % n))).collect::<Vec<_>>()
+                (0..100u64)
+                    .map(|j| Key::Id(splitmix(splitmix(i * 100 + j) % n)))
+                    .collect::<Vec<_>>()
             },
             |keys| e.mget("w", &keys, "c").unwrap(),
             BatchSize::SmallInput,
@@ -93,7 +108,9 @@ fn engine_ops(c: &mut Criterion) {
         b.iter_batched(
             || {
                 i = i.wrapping_add(1);
-                (0..100u64).map(|j| Key::Id(splitmix(splitmix(i * 100 + j) % n))).collect::<Vec<_>>()
+                (0..100u64)
+                    .map(|j| Key::Id(splitmix(splitmix(i * 100 + j) % n)))
+                    .collect::<Vec<_>>()
             },
             |keys| e.mget_rows("w", &keys).unwrap(),
             BatchSize::SmallInput,

@@ -27,7 +27,10 @@ impl ColumnSpec {
             return Err(format!("max must be 32 or 64, not {}", self.max_bits));
         }
         if self.bits > self.max_bits {
-            return Err(format!("bits ({}) must not exceed max ({})", self.bits, self.max_bits));
+            return Err(format!(
+                "bits ({}) must not exceed max ({})",
+                self.bits, self.max_bits
+            ));
         }
         if self.default >= self.marker() || self.default > self.max_value() {
             return Err(format!(
@@ -65,10 +68,19 @@ impl ColumnSpec {
 pub(crate) fn apply_delta(current: u64, delta: i64, spec: &ColumnSpec) -> crate::Result<u64> {
     let next = current as i128 + delta as i128;
     if next < 0 {
-        return Err(crate::Error::Negative { column: spec.name.clone(), current, delta });
+        return Err(crate::Error::Negative {
+            column: spec.name.clone(),
+            current,
+            delta,
+        });
     }
     if next > spec.max_value() as i128 {
-        return Err(crate::Error::TooLarge { column: spec.name.clone(), current, delta: delta as i128, max: spec.max_value() });
+        return Err(crate::Error::TooLarge {
+            column: spec.name.clone(),
+            current,
+            delta: delta as i128,
+            max: spec.max_value(),
+        });
     }
     Ok(next as u64)
 }
@@ -76,7 +88,12 @@ pub(crate) fn apply_delta(current: u64, delta: i64, spec: &ColumnSpec) -> crate:
 /// Checks a value given to `set` against the column's max.
 pub(crate) fn check_set(value: u64, spec: &ColumnSpec) -> crate::Result<u64> {
     if value > spec.max_value() {
-        return Err(crate::Error::TooLarge { column: spec.name.clone(), current: 0, delta: value as i128, max: spec.max_value() });
+        return Err(crate::Error::TooLarge {
+            column: spec.name.clone(),
+            current: 0,
+            delta: value as i128,
+            max: spec.max_value(),
+        });
     }
     Ok(value)
 }
@@ -84,14 +101,22 @@ pub(crate) fn check_set(value: u64, spec: &ColumnSpec) -> crate::Result<u64> {
 /// Checks a counter or column name: 1 to 200 bytes, no spaces, colons or control bytes
 /// (a colon separates counter, id and column in RESP keys).
 pub(crate) fn check_name(name: &str) -> crate::Result<()> {
-    let bad = |reason| Err(crate::Error::BadName { name: name.to_string(), reason });
+    let bad = |reason| {
+        Err(crate::Error::BadName {
+            name: name.to_string(),
+            reason,
+        })
+    };
     if name.is_empty() {
         return bad("a name must not be empty");
     }
     if name.len() > 200 {
         return bad("a name must be at most 200 bytes");
     }
-    if name.chars().any(|c| c == ':' || c.is_whitespace() || c.is_control()) {
+    if name
+        .chars()
+        .any(|c| c == ':' || c.is_whitespace() || c.is_control())
+    {
         return bad("a name must not contain ':', whitespace or control characters");
     }
     Ok(())

@@ -31,7 +31,9 @@ impl Counter {
         Counter {
             name: name.to_string(),
             schema: RwLock::new(Vec::new()),
-            stripes: (0..STRIPES).map(|_| RwLock::new(Stripe::default())).collect(),
+            stripes: (0..STRIPES)
+                .map(|_| RwLock::new(Stripe::default()))
+                .collect(),
         }
     }
 

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use crate::codec::Put;
 use crate::column::{apply_delta, check_name, check_set, ColumnSpec};
 use crate::counter::{Counter, STRIPES};
 use crate::error::{io_err, Error, Result};
@@ -16,7 +17,6 @@ use crate::hash::FastMap;
 use crate::key::Key;
 use crate::log::{FsyncPolicy, Log};
 use crate::record::{encode_set_body, write_key, write_spec};
-use crate::codec::Put;
 use crate::{logread, recover, snapshot};
 use crate::{ColumnOptions, CounterStats, Options, RecoveryReport, SnapshotInfo, Stats};
 
@@ -24,7 +24,10 @@ use crate::{ColumnOptions, CounterStats, Options, RecoveryReport, SnapshotInfo, 
 pub const MAX_TXID_LEN: usize = 128;
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 struct Inner {
@@ -61,7 +64,12 @@ impl Engine {
         std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         // Before recovery, which may truncate log files: one engine per directory.
         let lock_path = dir.join("LOCK");
-        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io_err(&lock_path))?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_err(&lock_path))?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked(dir)),
@@ -83,7 +91,10 @@ impl Engine {
             last_bg_error: Mutex::new(None),
             _lock: lock,
         });
-        let engine = Engine { inner, threads: Mutex::new(Vec::new()) };
+        let engine = Engine {
+            inner,
+            threads: Mutex::new(Vec::new()),
+        };
         engine.start_threads();
         Ok(engine)
     }
@@ -101,13 +112,21 @@ impl Engine {
                 }
             }));
         }
-        if self.inner.opts.snapshot_log_bytes.is_some() || self.inner.opts.snapshot_interval.is_some() {
+        if self.inner.opts.snapshot_log_bytes.is_some()
+            || self.inner.opts.snapshot_interval.is_some()
+        {
             let inner = self.inner.clone();
             threads.push(std::thread::spawn(move || {
                 let mut last = Instant::now();
                 while !inner.sleep(Duration::from_millis(100)) {
-                    let by_bytes = inner.opts.snapshot_log_bytes.is_some_and(|b| inner.log.bytes_since_rotate() >= b);
-                    let by_time = inner.opts.snapshot_interval.is_some_and(|t| last.elapsed() >= t)
+                    let by_bytes = inner
+                        .opts
+                        .snapshot_log_bytes
+                        .is_some_and(|b| inner.log.bytes_since_rotate() >= b);
+                    let by_time = inner
+                        .opts
+                        .snapshot_interval
+                        .is_some_and(|t| last.elapsed() >= t)
                         && inner.log.bytes_since_rotate() > 0;
                     if by_bytes || by_time {
                         last = Instant::now();
@@ -132,7 +151,12 @@ impl Engine {
 
     fn counter(&self, name: &str) -> Result<Arc<Counter>> {
         self.inner.check_open()?;
-        self.inner.counters.read().get(name).cloned().ok_or_else(|| Error::NoSuchCounter(name.to_string()))
+        self.inner
+            .counters
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchCounter(name.to_string()))
     }
 
     /// Creates an empty counter with no columns.
@@ -165,13 +189,24 @@ impl Engine {
     /// written), so this is O(1) however many rows the counter holds.
     pub fn add_column(&self, counter: &str, column: &str, opts: ColumnOptions) -> Result<()> {
         check_name(column)?;
-        let spec = ColumnSpec { name: column.to_string(), bits: opts.bits, max_bits: opts.max_bits, default: opts.default };
-        spec.check().map_err(|reason| Error::BadColumn { column: column.to_string(), reason })?;
+        let spec = ColumnSpec {
+            name: column.to_string(),
+            bits: opts.bits,
+            max_bits: opts.max_bits,
+            default: opts.default,
+        };
+        spec.check().map_err(|reason| Error::BadColumn {
+            column: column.to_string(),
+            reason,
+        })?;
         let c = self.counter(counter)?;
         let lsn = {
             let mut schema = c.schema.write();
             if schema.iter().any(|s| s.name == column) {
-                return Err(Error::ColumnExists { counter: counter.to_string(), column: column.to_string() });
+                return Err(Error::ColumnExists {
+                    counter: counter.to_string(),
+                    column: column.to_string(),
+                });
             }
             if schema.len() >= 1024 {
                 return Err(Error::TooManyColumns(counter.to_string()));
@@ -198,7 +233,14 @@ impl Engine {
     /// [`Error::TooLarge`] past the column's max; a refused call changes nothing.
     /// With a `txid`, a repeat of an id already applied to this row within the window
     /// returns the current value without counting again.
-    pub fn incr(&self, counter: &str, key: Key<'_>, column: &str, delta: i64, txid: Option<&str>) -> Result<u64> {
+    pub fn incr(
+        &self,
+        counter: &str,
+        key: Key<'_>,
+        column: &str,
+        delta: i64,
+        txid: Option<&str>,
+    ) -> Result<u64> {
         let (value, pending) = self.incr_deferred(counter, key, column, delta, txid)?;
         self.commit(pending)?;
         Ok(value)
@@ -233,7 +275,8 @@ impl Engine {
         let (lsn, value) = {
             let mut st = c.stripe(key).write();
             if let Some(t) = txid {
-                st.txids.expire(ts.saturating_sub(self.inner.opts.txid_window.as_millis() as u64));
+                st.txids
+                    .expire(ts.saturating_sub(self.inner.opts.txid_window.as_millis() as u64));
                 if st.txids.contains(&key.to_owned_key(), t) {
                     let v = st.get(key, col, &schema);
                     // The first application may still be on its way to disk: wait for
@@ -244,7 +287,9 @@ impl Engine {
             }
             let cur = st.get(key, col, &schema);
             let value = apply_delta(cur, delta, spec)?;
-            let lsn = self.inner.log.append(ts, |b| encode_set_body(b, counter, key, col as u16, value, txid))?;
+            let lsn = self.inner.log.append(ts, |b| {
+                encode_set_body(b, counter, key, col as u16, value, txid)
+            })?;
             st.set(key, col, value, &schema);
             if let Some(t) = txid {
                 st.txids.insert(key.to_owned_key(), t, ts);
@@ -276,7 +321,12 @@ impl Engine {
     /// aggregate in memory and flush (short-link clicks). Items that fail (a count
     /// that would go negative or past the max, a bad key) are skipped and counted in
     /// the answer; the others are applied and durable when this returns.
-    pub fn incr_batch(&self, counter: &str, column: &str, items: &[(Key<'_>, i64)]) -> Result<usize> {
+    pub fn incr_batch(
+        &self,
+        counter: &str,
+        column: &str,
+        items: &[(Key<'_>, i64)],
+    ) -> Result<usize> {
         // A missing counter or column is an error even for an empty batch.
         col_index(&self.counter(counter)?.schema.read(), counter, column)?;
         let mut newest = Pending::NONE;
@@ -284,7 +334,9 @@ impl Engine {
         for &(key, delta) in items {
             match self.incr_deferred(counter, key, column, delta, None) {
                 Ok((_, pending)) => newest = newest.max(pending),
-                Err(Error::BadKey(_) | Error::Negative { .. } | Error::TooLarge { .. }) => skipped += 1,
+                Err(Error::BadKey(_) | Error::Negative { .. } | Error::TooLarge { .. }) => {
+                    skipped += 1
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -299,7 +351,13 @@ impl Engine {
     }
 
     /// [`Engine::set`] without waiting for the log; see [`Engine::incr_deferred`].
-    pub fn set_deferred(&self, counter: &str, key: Key<'_>, column: &str, value: u64) -> Result<Pending> {
+    pub fn set_deferred(
+        &self,
+        counter: &str,
+        key: Key<'_>,
+        column: &str,
+        value: u64,
+    ) -> Result<Pending> {
         key.validate()?;
         let c = self.counter(counter)?;
         let schema = c.schema.read();
@@ -307,7 +365,9 @@ impl Engine {
         check_set(value, &schema[col])?;
         let lsn = {
             let mut st = c.stripe(key).write();
-            let lsn = self.inner.log.append(now_ms(), |b| encode_set_body(b, counter, key, col as u16, value, None))?;
+            let lsn = self.inner.log.append(now_ms(), |b| {
+                encode_set_body(b, counter, key, col as u16, value, None)
+            })?;
             st.set(key, col, value, &schema);
             lsn
         };
@@ -378,19 +438,29 @@ impl Engine {
         let c = self.counter(counter)?;
         let schema = c.schema.read();
         let col = col_index(&schema, counter, column)?;
-        Ok(keys.iter().map(|k| c.stripe(*k).read().get(*k, col, &schema)).collect())
+        Ok(keys
+            .iter()
+            .map(|k| c.stripe(*k).read().get(*k, col, &schema))
+            .collect())
     }
 
     /// Every column of many rows in one call: the column names, then one row of values
     /// (in that order) per key.
-    pub fn mget_rows(&self, counter: &str, keys: &[Key<'_>]) -> Result<(Vec<String>, Vec<Vec<u64>>)> {
+    pub fn mget_rows(
+        &self,
+        counter: &str,
+        keys: &[Key<'_>],
+    ) -> Result<(Vec<String>, Vec<Vec<u64>>)> {
         for k in keys {
             k.validate()?;
         }
         let c = self.counter(counter)?;
         let schema = c.schema.read();
         let names = schema.iter().map(|s| s.name.clone()).collect();
-        let rows = keys.iter().map(|k| c.stripe(*k).read().get_row(*k, &schema)).collect();
+        let rows = keys
+            .iter()
+            .map(|k| c.stripe(*k).read().get_row(*k, &schema))
+            .collect();
         Ok((names, rows))
     }
 
@@ -471,11 +541,18 @@ fn col_index(schema: &[ColumnSpec], counter: &str, column: &str) -> Result<usize
     schema
         .iter()
         .position(|s| s.name == column)
-        .ok_or_else(|| Error::NoSuchColumn { counter: counter.to_string(), column: column.to_string() })
+        .ok_or_else(|| Error::NoSuchColumn {
+            counter: counter.to_string(),
+            column: column.to_string(),
+        })
 }
 
 fn counter_stats(c: &Counter) -> CounterStats {
-    let mut s = CounterStats { name: c.name.clone(), columns: c.schema.read().len(), ..Default::default() };
+    let mut s = CounterStats {
+        name: c.name.clone(),
+        columns: c.schema.read().len(),
+        ..Default::default()
+    };
     for st in c.stripes.iter() {
         let st = st.read();
         s.rows += st.rows() as u64;
@@ -487,8 +564,13 @@ fn counter_stats(c: &Counter) -> CounterStats {
         s.dense_partitions += d as u64;
         s.wide_partitions += w as u64;
     }
-    s.bytes += (std::mem::size_of::<Counter>() + STRIPES * std::mem::size_of::<RwLock<crate::stripe::Stripe>>()) as u64;
-    s.bytes_per_row = if s.rows == 0 { 0.0 } else { s.bytes as f64 / s.rows as f64 };
+    s.bytes += (std::mem::size_of::<Counter>()
+        + STRIPES * std::mem::size_of::<RwLock<crate::stripe::Stripe>>()) as u64;
+    s.bytes_per_row = if s.rows == 0 {
+        0.0
+    } else {
+        s.bytes as f64 / s.rows as f64
+    };
     s
 }
 
@@ -535,7 +617,13 @@ impl Inner {
         }
         let path = w.finish(&self.dir)?;
         self.prune()?;
-        Ok(SnapshotInfo { path, lsn: x, rows, duration: started.elapsed(), longest_stripe_pause: longest_pause })
+        Ok(SnapshotInfo {
+            path,
+            lsn: x,
+            rows,
+            duration: started.elapsed(),
+            longest_stripe_pause: longest_pause,
+        })
     }
 
     /// Keeps the newest `keep_snapshots` snapshots and the log segments they need.
@@ -545,7 +633,9 @@ impl Inner {
         for (_, p) in snaps.iter().skip(keep) {
             std::fs::remove_file(p).map_err(io_err(p))?;
         }
-        let Some((oldest_kept, _)) = snaps.iter().take(keep).next_back() else { return Ok(()) };
+        let Some((oldest_kept, _)) = snaps.iter().take(keep).next_back() else {
+            return Ok(());
+        };
         let segs = logread::list_segments(&self.dir)?;
         for pair in segs.windows(2) {
             if pair[1].first_lsn <= *oldest_kept {

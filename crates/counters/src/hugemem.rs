@@ -60,14 +60,22 @@ impl HugeBuf {
         #[cfg(target_os = "linux")]
         if len >= map_min && len > 0 {
             if let Some(ptr) = mapped::map(len) {
-                return HugeBuf { ptr, len, mapped: true };
+                return HugeBuf {
+                    ptr,
+                    len,
+                    mapped: true,
+                };
             }
         }
         #[cfg(not(target_os = "linux"))]
         let _ = map_min;
         let heap: Box<[u8]> = vec![0u8; len].into_boxed_slice();
         let ptr = NonNull::new(Box::into_raw(heap) as *mut u8).expect("Box pointers are not null");
-        HugeBuf { ptr, len, mapped: false }
+        HugeBuf {
+            ptr,
+            len,
+            mapped: false,
+        }
     }
 
     /// Bytes of memory held: the mapping rounded to whole pages, or the heap block; what
@@ -98,7 +106,12 @@ impl Drop for HugeBuf {
         }
         // SAFETY: a heap buffer's pointer came from `Box::into_raw` of a `[u8]` of `len`
         // bytes and is given back exactly once, here.
-        unsafe { drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.len))) };
+        unsafe {
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                self.ptr.as_ptr(),
+                self.len,
+            )))
+        };
     }
 }
 
@@ -131,7 +144,10 @@ impl Clone for HugeBuf {
 
 impl std::fmt::Debug for HugeBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HugeBuf").field("len", &self.len).field("mapped", &self.mapped).finish()
+        f.debug_struct("HugeBuf")
+            .field("len", &self.len)
+            .field("mapped", &self.mapped)
+            .finish()
     }
 }
 

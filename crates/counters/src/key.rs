@@ -38,9 +38,9 @@ impl<'a> Key<'a> {
         match self {
             Key::Id(_) => Ok(()),
             Key::Name("") => Err(crate::Error::BadKey("a string key must not be empty")),
-            Key::Name(s) if s.len() > MAX_KEY_LEN => {
-                Err(crate::Error::BadKey("a string key must be at most 1024 bytes"))
-            }
+            Key::Name(s) if s.len() > MAX_KEY_LEN => Err(crate::Error::BadKey(
+                "a string key must be at most 1024 bytes",
+            )),
             Key::Name(_) => Ok(()),
         }
     }
@@ -95,7 +95,10 @@ mod tests {
         assert_eq!(Key::parse("42"), Key::Id(42));
         assert_eq!(Key::parse("0"), Key::Id(0));
         assert_eq!(Key::parse("18446744073709551615"), Key::Id(u64::MAX));
-        assert_eq!(Key::parse("18446744073709551616"), Key::Name("18446744073709551616"));
+        assert_eq!(
+            Key::parse("18446744073709551616"),
+            Key::Name("18446744073709551616")
+        );
         assert_eq!(Key::parse("007"), Key::Name("007"));
         assert_eq!(Key::parse("-1"), Key::Name("-1"));
         assert_eq!(Key::parse("+1"), Key::Name("+1"));

@@ -85,14 +85,22 @@ pub struct ColumnOptions {
 
 impl Default for ColumnOptions {
     fn default() -> Self {
-        ColumnOptions { bits: 16, max_bits: 64, default: 0 }
+        ColumnOptions {
+            bits: 16,
+            max_bits: 64,
+            default: 0,
+        }
     }
 }
 
 impl ColumnOptions {
     /// `bits` inline, `max_bits` at most, default 0.
     pub fn new(bits: u8, max_bits: u8) -> Self {
-        ColumnOptions { bits, max_bits, default: 0 }
+        ColumnOptions {
+            bits,
+            max_bits,
+            default: 0,
+        }
     }
 }
 

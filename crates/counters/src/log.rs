@@ -70,20 +70,34 @@ pub(crate) fn segment_name(lsn: u64) -> String {
 
 /// Fsyncs a directory so renames and new files in it survive a crash.
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io_err(dir))
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir))
 }
 
 impl Log {
     /// Opens the log for appending: `active` is the existing last segment (already cut to
     /// its valid prefix by recovery), or `None` to start a new one at `next_lsn`.
-    pub(crate) fn open(dir: &Path, policy: FsyncPolicy, next_lsn: u64, active: Option<PathBuf>) -> Result<Log> {
+    pub(crate) fn open(
+        dir: &Path,
+        policy: FsyncPolicy,
+        next_lsn: u64,
+        active: Option<PathBuf>,
+    ) -> Result<Log> {
         let path = active.unwrap_or_else(|| dir.join(segment_name(next_lsn)));
-        let file = OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path))?;
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
         sync_dir(dir)?;
         Ok(Log {
             dir: dir.to_path_buf(),
             policy,
-            pending: Mutex::new(Pending { buf: Vec::with_capacity(1 << 16), next_lsn }),
+            pending: Mutex::new(Pending {
+                buf: Vec::with_capacity(1 << 16),
+                next_lsn,
+            }),
             seg: Mutex::new(Segment { file, path }),
             durable: AtomicU64::new(next_lsn),
             failed: Mutex::new(None),
@@ -138,7 +152,8 @@ impl Log {
         let sum = crc(&p.buf[start + 8..]);
         p.buf[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
         p.buf[start + 4..start + 8].copy_from_slice(&sum.to_le_bytes());
-        self.since_rotate.fetch_add(len as u64 + 8, Ordering::Relaxed);
+        self.since_rotate
+            .fetch_add(len as u64 + 8, Ordering::Relaxed);
         Ok(lsn)
     }
 
@@ -192,10 +207,15 @@ impl Log {
             if p.buf.is_empty() && (!sync || self.durable.load(Ordering::Acquire) >= end) {
                 return Ok(end);
             }
-            (std::mem::replace(&mut p.buf, Vec::with_capacity(1 << 16)), end)
+            (
+                std::mem::replace(&mut p.buf, Vec::with_capacity(1 << 16)),
+                end,
+            )
         };
         let mut f = &seg.file;
-        let res = f.write_all(&buf).and_then(|_| if sync { seg.file.sync_data() } else { Ok(()) });
+        let res = f
+            .write_all(&buf)
+            .and_then(|_| if sync { seg.file.sync_data() } else { Ok(()) });
         if let Err(e) = res {
             return Err(self.fail(&io_err(&seg.path)(e)));
         }
@@ -211,7 +231,11 @@ impl Log {
         let end = self.write_out(&seg, true)?;
         let path = self.dir.join(segment_name(end));
         if path != seg.path {
-            let file = OpenOptions::new().create(true).append(true).open(&path).map_err(io_err(&path))?;
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(io_err(&path))?;
             sync_dir(&self.dir)?;
             *seg = Segment { file, path };
         }

@@ -27,9 +27,17 @@ pub(crate) fn list_segments(dir: &Path) -> Result<Vec<SegmentFile>> {
         let entry = entry.map_err(io_err(dir))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        let Some(num) = name.strip_prefix("log-").and_then(|n| n.strip_suffix(".log")) else { continue };
+        let Some(num) = name
+            .strip_prefix("log-")
+            .and_then(|n| n.strip_suffix(".log"))
+        else {
+            continue;
+        };
         if let Ok(first_lsn) = num.parse::<u64>() {
-            out.push(SegmentFile { first_lsn, path: entry.path() });
+            out.push(SegmentFile {
+                first_lsn,
+                path: entry.path(),
+            });
         }
     }
     out.sort_by_key(|s| s.first_lsn);
@@ -85,7 +93,10 @@ pub(crate) fn scan(dir: &Path, from_lsn: u64) -> Result<LogScan> {
                     file: seg.path.clone(),
                     offset: 0,
                     bytes: bytes.len() as u64,
-                    reason: format!("segment starts at lsn {} but {} was expected", seg.first_lsn, e),
+                    reason: format!(
+                        "segment starts at lsn {} but {} was expected",
+                        seg.first_lsn, e
+                    ),
                 });
                 let to = seg.path.with_extension("log.corrupt");
                 fs::rename(&seg.path, &to).map_err(io_err(&seg.path))?;
@@ -108,7 +119,10 @@ pub(crate) fn scan(dir: &Path, from_lsn: u64) -> Result<LogScan> {
                         break;
                     }
                     Some(rec) if rec.lsn != want => {
-                        cut = Some(format!("record has lsn {} where {} was expected", rec.lsn, want));
+                        cut = Some(format!(
+                            "record has lsn {} where {} was expected",
+                            rec.lsn, want
+                        ));
                         break;
                     }
                     Some(rec) => {
@@ -122,8 +136,13 @@ pub(crate) fn scan(dir: &Path, from_lsn: u64) -> Result<LogScan> {
             }
         }
         if let Some(reason) = cut {
-            let f = fs::OpenOptions::new().write(true).open(&seg.path).map_err(io_err(&seg.path))?;
-            f.set_len(good as u64).and_then(|_| f.sync_all()).map_err(io_err(&seg.path))?;
+            let f = fs::OpenOptions::new()
+                .write(true)
+                .open(&seg.path)
+                .map_err(io_err(&seg.path))?;
+            f.set_len(good as u64)
+                .and_then(|_| f.sync_all())
+                .map_err(io_err(&seg.path))?;
             dropped.push(Dropped {
                 file: seg.path.clone(),
                 offset: good as u64,
@@ -140,5 +159,10 @@ pub(crate) fn scan(dir: &Path, from_lsn: u64) -> Result<LogScan> {
         // The snapshot is ahead of the surviving log: start a fresh segment at its point.
         active = None;
     }
-    Ok(LogScan { records, next_lsn, active, dropped })
+    Ok(LogScan {
+        records,
+        next_lsn,
+        active,
+        dropped,
+    })
 }

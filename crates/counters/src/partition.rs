@@ -192,7 +192,11 @@ struct Col {
 impl Col {
     /// Column `spec` from byte `off` of its buffer.
     fn new(off: usize, spec: &ColumnSpec) -> Col {
-        Col { off, w: spec.bits as usize / 8, marker: spec.marker() }
+        Col {
+            off,
+            w: spec.bits as usize / 8,
+            marker: spec.marker(),
+        }
     }
 
     /// Value at slot `i`, read without a bounds check: the in-place increment's read.
@@ -270,14 +274,20 @@ impl Col {
     /// inserting a row into a sorted run.
     #[inline]
     fn shift_up(self, buf: &mut [u8], from: usize, to: usize) {
-        buf.copy_within(self.off + from * self.w..self.off + to * self.w, self.off + (from + 1) * self.w);
+        buf.copy_within(
+            self.off + from * self.w..self.off + to * self.w,
+            self.off + (from + 1) * self.w,
+        );
     }
 
     /// Moves slots `from+1..to` one place down (to `from..to-1`): the column half of
     /// removing a row from a sorted run.
     #[inline]
     fn shift_down(self, buf: &mut [u8], from: usize, to: usize) {
-        buf.copy_within(self.off + (from + 1) * self.w..self.off + to * self.w, self.off + from * self.w);
+        buf.copy_within(
+            self.off + (from + 1) * self.w..self.off + to * self.w,
+            self.off + from * self.w,
+        );
     }
 }
 
@@ -327,8 +337,11 @@ fn alloc(kw: usize, slots: usize, specs: &[ColumnSpec]) -> (HugeBuf, Vec<HugeBuf
         .collect();
     let mut buf = HugeBuf::zeroed(if joined { total } else { keys });
     buf[..keys].fill(0xFF);
-    let mut own: Vec<HugeBuf> =
-        if joined { Vec::new() } else { cols.iter().map(|c| HugeBuf::zeroed(slots * c.w)).collect() };
+    let mut own: Vec<HugeBuf> = if joined {
+        Vec::new()
+    } else {
+        cols.iter().map(|c| HugeBuf::zeroed(slots * c.w)).collect()
+    };
     for (c, (col, s)) in cols.iter().zip(specs).enumerate() {
         col.fill(colbuf_mut(&mut buf, &mut own, c), 0, slots, s.default);
     }
@@ -365,11 +378,28 @@ impl Partition {
     pub(crate) fn new(kw: usize, rows: usize, specs: &[ColumnSpec], ncols: usize) -> Partition {
         let cap = Self::cap_for(rows);
         let bits = 8 * kw as u32;
-        let empty = if kw >= 8 { u64::MAX } else { (1u64 << bits) - 1 };
+        let empty = if kw >= 8 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
         let slots = cap;
         let (buf, own, cols) = alloc(kw, slots, &specs[..ncols]);
         let flip = mix(empty, bits, empty) ^ empty;
-        Partition { kw, bits, empty, flip, buf, own, cap, homes: Self::homes_for(cap), slots, len: 0, moves: next_moves(), cols }
+        Partition {
+            kw,
+            bits,
+            empty,
+            flip,
+            buf,
+            own,
+            cap,
+            homes: Self::homes_for(cap),
+            slots,
+            len: 0,
+            moves: next_moves(),
+            cols,
+        }
     }
 
     /// Home range for a capacity: a run at 96% load ends about a dozen slots past its
@@ -492,7 +522,12 @@ impl Partition {
             let cb = colbuf(&self.buf, &self.own, c).as_ptr();
             prefetch(cb.wrapping_add(col.off + (home + 8) * col.w));
         }
-        Look { h, at: home, moves: self.moves, step: Step::Aimed }
+        Look {
+            h,
+            at: home,
+            moves: self.moves,
+            step: Step::Aimed,
+        }
     }
 
     /// Second step: scans the keys as far as the lines asked for reach. Found: asks for
@@ -524,7 +559,11 @@ impl Partition {
                     look.at = i;
                     look.step = Step::Found;
                     if let Some(col) = self.cols.get(c) {
-                        prefetch(colbuf(&self.buf, &self.own, c).as_ptr().wrapping_add(col.off + i * col.w));
+                        prefetch(
+                            colbuf(&self.buf, &self.own, c)
+                                .as_ptr()
+                                .wrapping_add(col.off + i * col.w),
+                        );
                     }
                 } else {
                     look.step = Step::Absent;
@@ -549,7 +588,13 @@ impl Partition {
     /// column's max. If keys moved since the look-up began, it starts again from the
     /// home; a slot found earlier is used only while [`Partition::moves`] is unchanged.
     #[inline(always)]
-    pub(crate) fn incr_found(&mut self, look: Look, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
+    pub(crate) fn incr_found(
+        &mut self,
+        look: Look,
+        c: usize,
+        delta: i64,
+        spec: &ColumnSpec,
+    ) -> Option<u64> {
         let col = *self.cols.get(c)?;
         if look.h == self.empty {
             return None;
@@ -575,16 +620,33 @@ impl Partition {
             return None;
         }
         // SAFETY: as for the read.
-        unsafe { col.set_unchecked(colbuf_mut(&mut self.buf, &mut self.own, c).as_mut_ptr(), i, next) };
+        unsafe {
+            col.set_unchecked(
+                colbuf_mut(&mut self.buf, &mut self.own, c).as_mut_ptr(),
+                i,
+                next,
+            )
+        };
         Some(next)
     }
 
     /// Adds `delta` to column `c` of the row keyed `k` in place, all steps at once; see
     /// [`Partition::incr_found`].
     #[inline(always)]
-    pub(crate) fn incr_inline(&mut self, k: u64, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
+    pub(crate) fn incr_inline(
+        &mut self,
+        k: u64,
+        c: usize,
+        delta: i64,
+        spec: &ColumnSpec,
+    ) -> Option<u64> {
         let h = self.stored(k);
-        let look = Look { h, at: self.home(h), moves: self.moves, step: Step::Aimed };
+        let look = Look {
+            h,
+            at: self.home(h),
+            moves: self.moves,
+            step: Step::Aimed,
+        };
         self.incr_found(look, c, delta, spec)
     }
 
@@ -632,7 +694,11 @@ impl Partition {
 
     /// Whether every column of the row at `i` is at its default.
     pub(crate) fn all_default(&self, i: usize, specs: &[ColumnSpec]) -> bool {
-        self.cols.iter().zip(specs).enumerate().all(|(c, (a, s))| a.get(colbuf(&self.buf, &self.own, c), i) == s.default)
+        self.cols
+            .iter()
+            .zip(specs)
+            .enumerate()
+            .all(|(c, (a, s))| a.get(colbuf(&self.buf, &self.own, c), i) == s.default)
     }
 
     /// Inserts a new key (not present, not `empty`) with every column at its default;
@@ -719,7 +785,9 @@ impl Partition {
     fn next_cap(&self) -> usize {
         let cap = self.cap + self.cap / 16 + 1;
         let col_bytes = self.cols.iter().map(|c| c.w).sum();
-        if self.max_load_pct() == MAX_LOAD_PCT && joined_bytes(self.kw, cap, col_bytes) >= crate::hugemem::MAP_MIN {
+        if self.max_load_pct() == MAX_LOAD_PCT
+            && joined_bytes(self.kw, cap, col_bytes) >= crate::hugemem::MAP_MIN
+        {
             // Growing into a big partition: straight to 3 points under its bound (~83%).
             cap.max((self.len + 1) * 100 / (BIG_MAX_LOAD_PCT - 3))
         } else {
@@ -814,14 +882,20 @@ impl Partition {
         if self.full() {
             self.grow(self.next_cap(), specs);
         }
-        let carry: Vec<u64> = (0..self.cols.len()).map(|c| raw.get(c).copied().unwrap_or(specs[c].default)).collect();
+        let carry: Vec<u64> = (0..self.cols.len())
+            .map(|c| raw.get(c).copied().unwrap_or(specs[c].default))
+            .collect();
         let h = self.stored(k);
         self.place(h, &carry, specs);
     }
 
     /// Raw values of every present column array at slot `i`.
     pub(crate) fn raw_row(&self, i: usize) -> Vec<u64> {
-        self.cols.iter().enumerate().map(|(c, a)| a.get(colbuf(&self.buf, &self.own, c), i)).collect()
+        self.cols
+            .iter()
+            .enumerate()
+            .map(|(c, a)| a.get(colbuf(&self.buf, &self.own, c), i))
+            .collect()
     }
 }
 
@@ -831,16 +905,29 @@ mod tests {
     use crate::hash::mix64;
 
     fn specs() -> Vec<ColumnSpec> {
-        vec![ColumnSpec { name: "a".into(), bits: 16, max_bits: 32, default: 0 }]
+        vec![ColumnSpec {
+            name: "a".into(),
+            bits: 16,
+            max_bits: 32,
+            default: 0,
+        }]
     }
 
     #[test]
     fn moves_stamps_are_unique_across_threads_and_blocks() {
         // Each thread uses up more than one block of stamps.
         let per_thread = (1usize << 20) + 1000;
-        let handles: Vec<_> =
-            (0..3).map(|_| std::thread::spawn(move || (0..per_thread).map(|_| next_moves()).collect::<Vec<u64>>())).collect();
-        let mut all: Vec<u64> = handles.into_iter().flat_map(|h| h.join().expect("thread")).collect();
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    (0..per_thread).map(|_| next_moves()).collect::<Vec<u64>>()
+                })
+            })
+            .collect();
+        let mut all: Vec<u64> = handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("thread"))
+            .collect();
         all.sort_unstable();
         let n = all.len();
         all.dedup();
@@ -905,7 +992,11 @@ mod tests {
                 }
             }
             check_sorted(&p);
-            assert_eq!(p.own.len(), 1, "a small partition keeps its column in a buffer of its own");
+            assert_eq!(
+                p.own.len(),
+                1,
+                "a small partition keeps its column in a buffer of its own"
+            );
             for k in 0..n {
                 let key = mix64(k) & p.empty_key() & !1;
                 let i = p.find(key).expect("present");
@@ -929,7 +1020,10 @@ mod tests {
             check_sorted(&p);
             let mut keys: Vec<u64> = p.slots().map(|(_, k)| k).collect();
             keys.sort_unstable();
-            let mut want: Vec<u64> = (1..n).step_by(2).map(|k| mix64(k) & p.empty_key() & !1).collect();
+            let mut want: Vec<u64> = (1..n)
+                .step_by(2)
+                .map(|k| mix64(k) & p.empty_key() & !1)
+                .collect();
             want.sort_unstable();
             assert_eq!(keys, want);
         }
@@ -941,8 +1035,18 @@ mod tests {
         // before the end; a 32-bit default column added late (relayout) and removals
         // must keep every value.
         let s = vec![
-            ColumnSpec { name: "a".into(), bits: 16, max_bits: 32, default: 0 },
-            ColumnSpec { name: "b".into(), bits: 32, max_bits: 64, default: 7 },
+            ColumnSpec {
+                name: "a".into(),
+                bits: 16,
+                max_bits: 32,
+                default: 0,
+            },
+            ColumnSpec {
+                name: "b".into(),
+                bits: 32,
+                max_bits: 64,
+                default: 7,
+            },
         ];
         let mut p = Partition::new(7, 0, &s, 0);
         let n = 250_000u64;
@@ -952,10 +1056,17 @@ mod tests {
             p.set_raw(i, 0, k % 1000 + 1, &s);
         }
         assert!(p.buf.is_mapped() || !cfg!(target_os = "linux"));
-        assert!(p.own.is_empty(), "a big partition keeps its columns in its one buffer");
+        assert!(
+            p.own.is_empty(),
+            "a big partition keeps its columns in its one buffer"
+        );
         for k in (0..n).step_by(5) {
             let i = p.find(key(k)).expect("present");
-            assert_eq!(p.raw(i, 1, &s[1]), 7, "column not there yet reads as its default");
+            assert_eq!(
+                p.raw(i, 1, &s[1]),
+                7,
+                "column not there yet reads as its default"
+            );
             p.set_raw(i, 1, k, &s);
         }
         for k in (0..n).step_by(3) {
@@ -964,7 +1075,9 @@ mod tests {
         }
         check_sorted(&p);
         for k in 0..n {
-            let got = p.find(key(k)).map(|i| (p.raw(i, 0, &s[0]), p.raw(i, 1, &s[1])));
+            let got = p
+                .find(key(k))
+                .map(|i| (p.raw(i, 0, &s[0]), p.raw(i, 1, &s[1])));
             let want = (k % 3 != 0).then(|| (k % 1000 + 1, if k % 5 == 0 { k } else { 7 }));
             assert_eq!(got, want, "k={k}");
         }
@@ -997,8 +1110,14 @@ mod tests {
                 small_peak = small_peak.max(load);
             }
         }
-        assert!(small_peak > 0.95, "small partitions fill to 96%: peak {small_peak:.3}");
-        assert!(big_peak > 0.85, "big partitions fill to 86%: peak {big_peak:.3}");
+        assert!(
+            small_peak > 0.95,
+            "small partitions fill to 96%: peak {small_peak:.3}"
+        );
+        assert!(
+            big_peak > 0.85,
+            "big partitions fill to 86%: peak {big_peak:.3}"
+        );
         check_sorted(&p);
         let copy = p.clone();
         for k in (0..200_000u64).step_by(4) {
@@ -1007,9 +1126,16 @@ mod tests {
         }
         p.compact(&s);
         let load = p.len() as f64 / p.cap as f64;
-        assert!((0.82..=0.84).contains(&load), "compacted big partition at {load:.3}");
+        assert!(
+            (0.82..=0.84).contains(&load),
+            "compacted big partition at {load:.3}"
+        );
         for k in 0..200_000u64 {
-            assert_eq!(p.find(key(k)).is_some(), k % 4 != 0 && copy.find(key(k)).is_some(), "k={k}");
+            assert_eq!(
+                p.find(key(k)).is_some(),
+                k % 4 != 0 && copy.find(key(k)).is_some(),
+                "k={k}"
+            );
         }
     }
 

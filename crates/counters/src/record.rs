@@ -15,7 +15,13 @@ pub(crate) enum Op {
     /// `add_column`.
     AddColumn { counter: String, spec: ColumnSpec },
     /// A column of a row took `value` (from incr or set), optionally under a txid.
-    Set { counter: String, key: OwnedKey, col: u16, value: u64, txid: Option<String> },
+    Set {
+        counter: String,
+        key: OwnedKey,
+        col: u16,
+        value: u64,
+        txid: Option<String>,
+    },
     /// A row was deleted.
     Delete { counter: String, key: OwnedKey },
 }
@@ -68,7 +74,12 @@ pub(crate) fn write_spec(out: &mut Vec<u8>, s: &ColumnSpec) {
 
 /// Reads a column spec written by [`write_spec`].
 pub(crate) fn read_spec(r: &mut Reader<'_>) -> Option<ColumnSpec> {
-    Some(ColumnSpec { name: r.str()?.to_string(), bits: r.u8()?, max_bits: r.u8()?, default: r.var()? })
+    Some(ColumnSpec {
+        name: r.str()?.to_string(),
+        bits: r.u8()?,
+        max_bits: r.u8()?,
+        default: r.var()?,
+    })
 }
 
 /// Writes the body of a `Set` op from borrowed parts (the hot path: no allocation).
@@ -121,7 +132,13 @@ impl Record {
                 out.put_str(counter);
                 write_spec(out, spec);
             }
-            Op::Set { counter, key, col, value, txid } => {
+            Op::Set {
+                counter,
+                key,
+                col,
+                value,
+                txid,
+            } => {
                 encode_set_body(out, counter, key.as_key(), *col, *value, txid.as_deref());
             }
             Op::Delete { counter, key } => {
@@ -138,17 +155,35 @@ impl Record {
         let lsn = r.u64()?;
         let ts_ms = r.u64()?;
         let op = match r.u8()? {
-            1 => Op::CreateCounter { name: r.str()?.to_string() },
-            2 => Op::AddColumn { counter: r.str()?.to_string(), spec: read_spec(&mut r)? },
+            1 => Op::CreateCounter {
+                name: r.str()?.to_string(),
+            },
+            2 => Op::AddColumn {
+                counter: r.str()?.to_string(),
+                spec: read_spec(&mut r)?,
+            },
             t @ (3 | 4) => {
                 let counter = r.str()?.to_string();
                 let key = get_key(&mut r)?;
                 let col = u16::try_from(r.var()?).ok()?;
                 let value = r.var()?;
-                let txid = if t == 4 { Some(r.str()?.to_string()) } else { None };
-                Op::Set { counter, key, col, value, txid }
+                let txid = if t == 4 {
+                    Some(r.str()?.to_string())
+                } else {
+                    None
+                };
+                Op::Set {
+                    counter,
+                    key,
+                    col,
+                    value,
+                    txid,
+                }
             }
-            5 => Op::Delete { counter: r.str()?.to_string(), key: get_key(&mut r)? },
+            5 => Op::Delete {
+                counter: r.str()?.to_string(),
+                key: get_key(&mut r)?,
+            },
             _ => return None,
         };
         r.is_empty().then_some(Record { lsn, ts_ms, op })
@@ -162,21 +197,45 @@ mod tests {
     #[test]
     fn records_round_trip_and_garbage_is_refused() {
         let recs = vec![
-            Record { lsn: 1, ts_ms: 5, op: Op::CreateCounter { name: "weibo".into() } },
+            Record {
+                lsn: 1,
+                ts_ms: 5,
+                op: Op::CreateCounter {
+                    name: "weibo".into(),
+                },
+            },
             Record {
                 lsn: 2,
                 ts_ms: 6,
                 op: Op::AddColumn {
                     counter: "weibo".into(),
-                    spec: ColumnSpec { name: "likes".into(), bits: 16, max_bits: 32, default: 3 },
+                    spec: ColumnSpec {
+                        name: "likes".into(),
+                        bits: 16,
+                        max_bits: 32,
+                        default: 3,
+                    },
                 },
             },
             Record {
                 lsn: 3,
                 ts_ms: 7,
-                op: Op::Set { counter: "w".into(), key: OwnedKey::Id(9), col: 1, value: 70000, txid: Some("t".into()) },
+                op: Op::Set {
+                    counter: "w".into(),
+                    key: OwnedKey::Id(9),
+                    col: 1,
+                    value: 70000,
+                    txid: Some("t".into()),
+                },
             },
-            Record { lsn: 4, ts_ms: 8, op: Op::Delete { counter: "w".into(), key: OwnedKey::Name("home".into()) } },
+            Record {
+                lsn: 4,
+                ts_ms: 8,
+                op: Op::Delete {
+                    counter: "w".into(),
+                    key: OwnedKey::Name("home".into()),
+                },
+            },
         ];
         for r in recs {
             let mut b = Vec::new();

@@ -51,7 +51,10 @@ pub(crate) fn recover(dir: &Path, cutoff_ms: u64) -> Result<Recovered> {
                 file: path.clone(),
                 offset: 0,
                 bytes: bytes.len() as u64,
-                reason: format!("snapshot has {} stripes per counter, this build uses {STRIPES}", p.stripes),
+                reason: format!(
+                    "snapshot has {} stripes per counter, this build uses {STRIPES}",
+                    p.stripes
+                ),
             }),
             None => report.dropped.push(Dropped {
                 file: path.clone(),
@@ -84,7 +87,12 @@ pub(crate) fn recover(dir: &Path, cutoff_ms: u64) -> Result<Recovered> {
     for rec in scan.records {
         replay(rec, cutoff_ms, &mut counters, &marks, &mut report);
     }
-    Ok(Recovered { counters, next_lsn: scan.next_lsn, active: scan.active, report })
+    Ok(Recovered {
+        counters,
+        next_lsn: scan.next_lsn,
+        active: scan.active,
+        report,
+    })
 }
 
 fn load_snapshot(
@@ -127,7 +135,9 @@ fn load_snapshot(
         if kind != Some(3) && kind != Some(4) {
             continue;
         }
-        let Some((idx, stripe, lsn)) = (|| Some((r.var()?, usize::try_from(r.var()?).ok()?, r.u64()?)))() else {
+        let Some((idx, stripe, lsn)) =
+            (|| Some((r.var()?, usize::try_from(r.var()?).ok()?, r.u64()?)))()
+        else {
             continue;
         };
         let Some(c) = by_idx.get(&idx) else {
@@ -186,11 +196,19 @@ fn stripe_mark(marks: &Marks, counter: &str, key: &OwnedKey) -> (usize, u64) {
     (s, marks.get(counter).map_or(0, |m| m[s]))
 }
 
-fn replay(rec: Record, cutoff_ms: u64, counters: &mut FastMap<String, Arc<Counter>>, marks: &Marks, report: &mut RecoveryReport) {
+fn replay(
+    rec: Record,
+    cutoff_ms: u64,
+    counters: &mut FastMap<String, Arc<Counter>>,
+    marks: &Marks,
+    report: &mut RecoveryReport,
+) {
     report.replayed += 1;
     match rec.op {
         Op::CreateCounter { name } => {
-            counters.entry(name.clone()).or_insert_with(|| Arc::new(Counter::new(&name)));
+            counters
+                .entry(name.clone())
+                .or_insert_with(|| Arc::new(Counter::new(&name)));
         }
         Op::AddColumn { counter, spec } => {
             let Some(c) = counters.get(&counter) else {
@@ -202,7 +220,13 @@ fn replay(rec: Record, cutoff_ms: u64, counters: &mut FastMap<String, Arc<Counte
                 schema.push(spec);
             }
         }
-        Op::Set { counter, key, col, value, txid } => {
+        Op::Set {
+            counter,
+            key,
+            col,
+            value,
+            txid,
+        } => {
             let Some(c) = counters.get(&counter) else {
                 report.anomalies += 1;
                 return;

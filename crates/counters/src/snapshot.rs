@@ -20,10 +20,10 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::codec::{frame, unframe, Put, Reader};
-use crate::error::{io_err, Result};
 use crate::column::ColumnSpec;
-use crate::stripe::Stripe;
+use crate::error::{io_err, Result};
 use crate::record::{write_key, write_spec};
+use crate::stripe::Stripe;
 use crate::Dropped;
 
 /// Magic bytes at the start of every snapshot.
@@ -43,7 +43,11 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
         let entry = entry.map_err(io_err(dir))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        if let Some(x) = name.strip_prefix("snap-").and_then(|n| n.strip_suffix(".snap")).and_then(|n| n.parse::<u64>().ok()) {
+        if let Some(x) = name
+            .strip_prefix("snap-")
+            .and_then(|n| n.strip_suffix(".snap"))
+            .and_then(|n| n.parse::<u64>().ok())
+        {
             out.push((x, entry.path()));
         }
     }
@@ -67,7 +71,13 @@ impl SnapWriter {
         let path = dir.join(snapshot_name(x));
         let tmp = path.with_extension("tmp");
         let file = File::create(&tmp).map_err(io_err(&tmp))?;
-        let mut w = SnapWriter { out: BufWriter::with_capacity(1 << 20, file), tmp, path, frames: 0, scratch: Vec::new() };
+        let mut w = SnapWriter {
+            out: BufWriter::with_capacity(1 << 20, file),
+            tmp,
+            path,
+            frames: 0,
+            scratch: Vec::new(),
+        };
         w.out.write_all(MAGIC).map_err(io_err(&w.tmp))?;
         let mut p = Vec::new();
         p.put_u8(1);
@@ -161,7 +171,12 @@ impl SnapWriter {
     }
 
     /// Writes a counter's name and columns.
-    pub(crate) fn counter(&mut self, counter: usize, name: &str, specs: &[ColumnSpec]) -> Result<()> {
+    pub(crate) fn counter(
+        &mut self,
+        counter: usize,
+        name: &str,
+        specs: &[ColumnSpec],
+    ) -> Result<()> {
         let mut p = Vec::new();
         p.put_u8(2);
         p.put_var(counter as u64);
@@ -179,7 +194,10 @@ impl SnapWriter {
         p.put_u8(9);
         p.put_var(self.frames);
         self.frame(&p)?;
-        let file = self.out.into_inner().map_err(|e| io_err(&self.tmp)(e.into_error()))?;
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| io_err(&self.tmp)(e.into_error()))?;
         file.sync_all().map_err(io_err(&self.tmp))?;
         drop(file);
         fs::rename(&self.tmp, &self.path).map_err(io_err(&self.tmp))?;
@@ -221,7 +239,12 @@ pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Option<Parsed> {
                 bytes: 0,
                 reason: "snapshot ends before its end frame (torn write)".into(),
             });
-            return Some(Parsed { x, stripes, frames, dropped });
+            return Some(Parsed {
+                x,
+                stripes,
+                frames,
+                dropped,
+            });
         }
         match unframe(&mut r) {
             Err(e) => {
@@ -231,7 +254,12 @@ pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Option<Parsed> {
                     bytes: (body.len() - good) as u64,
                     reason: format!("snapshot frame damaged: {e}"),
                 });
-                return Some(Parsed { x, stripes, frames, dropped });
+                return Some(Parsed {
+                    x,
+                    stripes,
+                    frames,
+                    dropped,
+                });
             }
             Ok(p) if p.first() == Some(&9) => {
                 let mut e = Reader::new(&p[1..]);
@@ -242,7 +270,12 @@ pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Option<Parsed> {
                     bytes: (body.len() - good) as u64,
                     reason: "snapshot end frame does not match its contents".into(),
                 });
-                return Some(Parsed { x, stripes, frames, dropped });
+                return Some(Parsed {
+                    x,
+                    stripes,
+                    frames,
+                    dropped,
+                });
             }
             Ok(p) => {
                 frames.push(p.to_vec());

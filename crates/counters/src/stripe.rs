@@ -59,7 +59,10 @@ impl Stripe {
     #[inline(always)]
     fn loc(&self, id: u64) -> Loc {
         let lo = id & 0xFFFF_FFFF;
-        if lo != 0xFFFF_FFFF && !self.dense.is_empty() && self.dense.contains_key(&((id >> 32) as u32)) {
+        if lo != 0xFFFF_FFFF
+            && !self.dense.is_empty()
+            && self.dense.contains_key(&((id >> 32) as u32))
+        {
             return Loc::Dense((id >> 32) as u32, lo);
         }
         let low = id & LOW56;
@@ -83,7 +86,10 @@ impl Stripe {
     fn part_mut(&mut self, loc: &Loc) -> Option<&mut Partition> {
         match *loc {
             Loc::Dense(hi, _) => self.dense.get_mut(&hi),
-            Loc::Wide(top, _) => self.wide.get_mut(top as usize).and_then(|p| p.as_deref_mut()),
+            Loc::Wide(top, _) => self
+                .wide
+                .get_mut(top as usize)
+                .and_then(|p| p.as_deref_mut()),
             Loc::Odd => None,
         }
     }
@@ -101,10 +107,18 @@ impl Stripe {
         let spec = &specs[c];
         let loc = self.loc(id);
         if let Loc::Odd = loc {
-            return self.odd.get(&id).and_then(|r| r.get(c).copied()).unwrap_or(spec.default);
+            return self
+                .odd
+                .get(&id)
+                .and_then(|r| r.get(c).copied())
+                .unwrap_or(spec.default);
         }
-        let Some(p) = self.part(&loc) else { return spec.default };
-        let Some(i) = p.find(Self::low(&loc)) else { return spec.default };
+        let Some(p) = self.part(&loc) else {
+            return spec.default;
+        };
+        let Some(i) = p.find(Self::low(&loc)) else {
+            return spec.default;
+        };
         let raw = p.raw(i, c, spec);
         if raw == spec.marker() {
             self.overflow.get(&(id, c as u16)).copied().unwrap_or(raw)
@@ -118,7 +132,10 @@ impl Stripe {
     #[inline(always)]
     pub(crate) fn aim(&self, id: u64, c: usize) -> Option<Located> {
         let loc = self.loc(id);
-        self.part(&loc).map(|p| Located { loc, look: p.aim(Self::low(&loc), c) })
+        self.part(&loc).map(|p| Located {
+            loc,
+            look: p.aim(Self::low(&loc), c),
+        })
     }
 
     /// Second step (see [`Partition::locate`]).
@@ -133,7 +150,13 @@ impl Stripe {
     /// may be stale (rows inserted, a partition grown or a group promoted since): then
     /// it starts again or misses, leaving the op to the general path.
     #[inline(always)]
-    pub(crate) fn incr_found(&mut self, l: Located, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
+    pub(crate) fn incr_found(
+        &mut self,
+        l: Located,
+        c: usize,
+        delta: i64,
+        spec: &ColumnSpec,
+    ) -> Option<u64> {
         self.part_mut(&l.loc)?.incr_found(l.look, c, delta, spec)
     }
 
@@ -141,7 +164,13 @@ impl Stripe {
     /// `Result`: see [`Partition::incr_found`]. `None` (nothing changed) leaves the op to
     /// [`Stripe::incr_id`].
     #[inline(always)]
-    pub(crate) fn incr_inline(&mut self, id: u64, c: usize, delta: i64, spec: &ColumnSpec) -> Option<u64> {
+    pub(crate) fn incr_inline(
+        &mut self,
+        id: u64,
+        c: usize,
+        delta: i64,
+        spec: &ColumnSpec,
+    ) -> Option<u64> {
         let loc = self.loc(id);
         let low = Self::low(&loc);
         self.part_mut(&loc)?.incr_inline(low, c, delta, spec)
@@ -150,7 +179,13 @@ impl Stripe {
     /// Adds `delta` to column `c` of a numeric row with one look-up when the row exists
     /// and stays inline (the common case); anything else takes the general path.
     #[inline]
-    pub(crate) fn incr_id(&mut self, id: u64, c: usize, delta: i64, specs: &[ColumnSpec]) -> crate::Result<u64> {
+    pub(crate) fn incr_id(
+        &mut self,
+        id: u64,
+        c: usize,
+        delta: i64,
+        specs: &[ColumnSpec],
+    ) -> crate::Result<u64> {
         let spec = &specs[c];
         if let Some(next) = self.incr_inline(id, c, delta, spec) {
             return Ok(next);
@@ -161,7 +196,13 @@ impl Stripe {
     /// [`Stripe::incr_id`] past its in-place attempt: read, check, write back, which
     /// inserts, frees or overflows the row as the new value needs. For callers whose own
     /// in-place attempt has just missed, so the row is not looked up in place twice.
-    pub(crate) fn incr_id_general(&mut self, id: u64, c: usize, delta: i64, specs: &[ColumnSpec]) -> crate::Result<u64> {
+    pub(crate) fn incr_id_general(
+        &mut self,
+        id: u64,
+        c: usize,
+        delta: i64,
+        specs: &[ColumnSpec],
+    ) -> crate::Result<u64> {
         let spec = &specs[c];
         let cur = self.get_id(id, c, specs);
         let next = crate::column::apply_delta(cur, delta, spec)?;
@@ -173,7 +214,11 @@ impl Stripe {
     pub(crate) fn get(&self, key: Key<'_>, c: usize, specs: &[ColumnSpec]) -> u64 {
         match key {
             Key::Id(id) => self.get_id(id, c, specs),
-            Key::Name(n) => self.names.get(n).and_then(|r| r.get(c).copied()).unwrap_or(specs[c].default),
+            Key::Name(n) => self
+                .names
+                .get(n)
+                .and_then(|r| r.get(c).copied())
+                .unwrap_or(specs[c].default),
         }
     }
 
@@ -190,7 +235,10 @@ impl Stripe {
                 let loc = self.loc(id);
                 match loc {
                     Loc::Odd => self.odd.contains_key(&id),
-                    _ => self.part(&loc).and_then(|p| p.find(Self::low(&loc))).is_some(),
+                    _ => self
+                        .part(&loc)
+                        .and_then(|p| p.find(Self::low(&loc)))
+                        .is_some(),
                 }
             }
         }
@@ -289,14 +337,22 @@ impl Stripe {
     }
 
     fn wide_needs_growth(&self, top: u8) -> bool {
-        self.wide.get(top as usize).and_then(|p| p.as_deref()).is_some_and(|p| p.full() && p.len() >= PROMOTE_MIN)
+        self.wide
+            .get(top as usize)
+            .and_then(|p| p.as_deref())
+            .is_some_and(|p| p.full() && p.len() >= PROMOTE_MIN)
     }
 
     /// Moves every high-32 group of at least [`PROMOTE_MIN`] rows of wide partition
     /// `top` into its own dense partition. Returns whether anything moved.
     fn promote(&mut self, top: u8, specs: &[ColumnSpec]) -> bool {
-        let Some(Some(wide)) = self.wide.get(top as usize) else { return false };
-        let mut his: Vec<u32> = wide.slots().map(|(_, k)| ((top as u32) << 24) | (k >> 32) as u32).collect();
+        let Some(Some(wide)) = self.wide.get(top as usize) else {
+            return false;
+        };
+        let mut his: Vec<u32> = wide
+            .slots()
+            .map(|(_, k)| ((top as u32) << 24) | (k >> 32) as u32)
+            .collect();
         his.sort_unstable();
         let mut groups: FastMap<u32, usize> = FastMap::default();
         let mut i = 0;
@@ -322,7 +378,10 @@ impl Stripe {
             let lo = k & 0xFFFF_FFFF;
             match groups.get(&hi) {
                 Some(&n) if lo != 0xFFFF_FFFF => {
-                    dense.entry(hi).or_insert_with(|| Partition::new(4, n, specs, 0)).insert_raw(lo, &raw, specs);
+                    dense
+                        .entry(hi)
+                        .or_insert_with(|| Partition::new(4, n, specs, 0))
+                        .insert_raw(lo, &raw, specs);
                 }
                 _ => rest.insert_raw(k, &raw, specs),
             }
@@ -348,10 +407,18 @@ impl Stripe {
             return self.odd.remove(&id).is_some();
         }
         let low = Self::low(&loc);
-        let Some(p) = self.part_mut(&loc) else { return false };
-        let Some(slot) = p.find(low) else { return false };
-        let overflowed: Vec<usize> =
-            specs.iter().enumerate().filter(|(c, s)| p.raw(slot, *c, s) == s.marker()).map(|(c, _)| c).collect();
+        let Some(p) = self.part_mut(&loc) else {
+            return false;
+        };
+        let Some(slot) = p.find(low) else {
+            return false;
+        };
+        let overflowed: Vec<usize> = specs
+            .iter()
+            .enumerate()
+            .filter(|(c, s)| p.raw(slot, *c, s) == s.marker())
+            .map(|(c, _)| c)
+            .collect();
         p.remove(slot);
         for c in overflowed {
             self.overflow.remove(&(id, c as u16));
@@ -385,12 +452,24 @@ impl Stripe {
     /// Estimated heap bytes: exact for the tables, estimated for the side maps.
     pub(crate) fn bytes(&self) -> usize {
         let part = std::mem::size_of::<Partition>();
-        self.dense.values().map(|p| p.bytes() + part + 8).sum::<usize>()
-            + self.wide.iter().flatten().map(|p| p.bytes() + part).sum::<usize>()
+        self.dense
+            .values()
+            .map(|p| p.bytes() + part + 8)
+            .sum::<usize>()
+            + self
+                .wide
+                .iter()
+                .flatten()
+                .map(|p| p.bytes() + part)
+                .sum::<usize>()
             + self.wide.capacity() * 8
             + self.odd.values().map(|r| 48 + r.len() * 8).sum::<usize>()
             + self.overflow.capacity() * 24
-            + self.names.iter().map(|(k, r)| 56 + k.len() + r.len() * 8).sum::<usize>()
+            + self
+                .names
+                .iter()
+                .map(|(k, r)| 56 + k.len() + r.len() * 8)
+                .sum::<usize>()
             + self.txids.bytes()
     }
 

@@ -33,10 +33,21 @@ impl Table {
     /// Adds a column; returns its index. Existing rows are not touched.
     pub fn add_column(&mut self, name: &str, opts: ColumnOptions) -> Result<usize> {
         check_name(name)?;
-        let spec = ColumnSpec { name: name.to_string(), bits: opts.bits, max_bits: opts.max_bits, default: opts.default };
-        spec.check().map_err(|reason| Error::BadColumn { column: name.to_string(), reason })?;
+        let spec = ColumnSpec {
+            name: name.to_string(),
+            bits: opts.bits,
+            max_bits: opts.max_bits,
+            default: opts.default,
+        };
+        spec.check().map_err(|reason| Error::BadColumn {
+            column: name.to_string(),
+            reason,
+        })?;
         if self.specs.iter().any(|s| s.name == name) {
-            return Err(Error::ColumnExists { counter: "(table)".into(), column: name.to_string() });
+            return Err(Error::ColumnExists {
+                counter: "(table)".into(),
+                column: name.to_string(),
+            });
         }
         self.specs.push(spec);
         Ok(self.specs.len() - 1)
@@ -48,9 +59,10 @@ impl Table {
     }
 
     fn spec(&self, col: usize) -> Result<&ColumnSpec> {
-        self.specs
-            .get(col)
-            .ok_or_else(|| Error::NoSuchColumn { counter: "(table)".into(), column: format!("#{col}") })
+        self.specs.get(col).ok_or_else(|| Error::NoSuchColumn {
+            counter: "(table)".into(),
+            column: format!("#{col}"),
+        })
     }
 
     /// Adds `delta` to column `col` of a row; same refusals as [`crate::Engine::incr`].
@@ -81,7 +93,11 @@ impl Table {
     /// refused. The refusals come back as `(op index, error)`, in order (an empty `Vec`,
     /// which does not allocate, when all went through): per-op `Result`s cost about a
     /// fifth of the time on a table that fits in cache.
-    pub fn incr_many(&mut self, ops: &[(u64, usize, i64)], out: &mut Vec<u64>) -> Vec<(usize, Error)> {
+    pub fn incr_many(
+        &mut self,
+        ops: &[(u64, usize, i64)],
+        out: &mut Vec<u64>,
+    ) -> Vec<(usize, Error)> {
         let mut refused = Vec::new();
         out.clear();
         out.reserve(ops.len());
@@ -89,7 +105,11 @@ impl Table {
         let mut looks = [None::<Located>; GROUP];
         for (g, group) in ops.chunks(GROUP).enumerate() {
             for (look, &(id, col, _)) in looks.iter_mut().zip(group) {
-                *look = if col < ncols { self.rows.aim(id, col) } else { None };
+                *look = if col < ncols {
+                    self.rows.aim(id, col)
+                } else {
+                    None
+                };
             }
             for (look, &(_, col, _)) in looks.iter_mut().zip(group) {
                 if let Some(l) = look.as_mut() {

@@ -7,7 +7,12 @@ use std::path::{Path, PathBuf};
 use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, Options};
 
 fn opts() -> Options {
-    Options { fsync: FsyncPolicy::Always, snapshot_log_bytes: None, keep_snapshots: 2, ..Options::default() }
+    Options {
+        fsync: FsyncPolicy::Always,
+        snapshot_log_bytes: None,
+        keep_snapshots: 2,
+        ..Options::default()
+    }
 }
 
 fn files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
@@ -33,7 +38,8 @@ fn write_log(dir: &Path, n: u64) -> (PathBuf, Vec<u64>, Vec<Vec<u64>>) {
     let mut cur = vec![0u64; 17];
     for i in 0..n {
         cur[(i % 17) as usize] += i % 5 + 1;
-        e.incr("c", Key::Id(i % 17 * 1000), "v", (i % 5 + 1) as i64, None).unwrap();
+        e.incr("c", Key::Id(i % 17 * 1000), "v", (i % 5 + 1) as i64, None)
+            .unwrap();
         ends.push(fs::metadata(&log).unwrap().len());
         states.push(cur.clone());
     }
@@ -42,7 +48,9 @@ fn write_log(dir: &Path, n: u64) -> (PathBuf, Vec<u64>, Vec<Vec<u64>>) {
 }
 
 fn read_state(e: &Engine) -> Vec<u64> {
-    (0..17u64).map(|k| e.get("c", Key::Id(k * 1000), "v").unwrap()).collect()
+    (0..17u64)
+        .map(|k| e.get("c", Key::Id(k * 1000), "v").unwrap())
+        .collect()
 }
 
 #[test]
@@ -58,7 +66,12 @@ fn truncated_log_keeps_every_whole_record() {
         let whole = ends.iter().rposition(|&end| end <= cut).unwrap();
         assert_eq!(read_state(&e), states[whole], "cut at {cut}");
         let torn = ends[whole] != cut;
-        assert_eq!(!e.recovery().dropped.is_empty(), torn, "cut at {cut}: {:?}", e.recovery());
+        assert_eq!(
+            !e.recovery().dropped.is_empty(),
+            torn,
+            "cut at {cut}: {:?}",
+            e.recovery()
+        );
         if torn {
             let d = &e.recovery().dropped[0];
             assert_eq!(d.offset, ends[whole]);
@@ -94,7 +107,10 @@ fn flipped_byte_in_log_cuts_from_the_damaged_record() {
 }
 
 fn snapshot_setup(dir: &Path, keep: usize) -> Vec<u64> {
-    let o = Options { keep_snapshots: keep, ..opts() };
+    let o = Options {
+        keep_snapshots: keep,
+        ..opts()
+    };
     let e = Engine::open(dir, o).unwrap();
     e.create_counter("c").unwrap();
     e.add_column("c", "v", ColumnOptions::new(8, 64)).unwrap();
@@ -102,7 +118,8 @@ fn snapshot_setup(dir: &Path, keep: usize) -> Vec<u64> {
     for round in 0..3u64 {
         for i in 0..170u64 {
             cur[(i % 17) as usize] += round + 1;
-            e.incr("c", Key::Id(i % 17 * 1000), "v", (round + 1) as i64, None).unwrap();
+            e.incr("c", Key::Id(i % 17 * 1000), "v", (round + 1) as i64, None)
+                .unwrap();
         }
         e.snapshot().unwrap();
     }
@@ -134,7 +151,10 @@ fn damaged_newest_snapshot_falls_back_to_the_previous_one() {
         assert_eq!(read_state(&e), want, "{damage}");
         let r = e.recovery();
         assert_eq!(r.snapshot.as_deref(), Some(snaps[0].as_path()), "{damage}");
-        assert!(r.dropped.iter().any(|d| &d.file == newest), "{damage}: {r:?}");
+        assert!(
+            r.dropped.iter().any(|d| &d.file == newest),
+            "{damage}: {r:?}"
+        );
     }
 }
 
@@ -158,8 +178,16 @@ fn damaged_only_snapshot_keeps_its_valid_prefix_and_reports() {
 #[test]
 fn garbage_files_do_not_panic() {
     let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("snap-00000000000000000009.snap"), b"SKCSNAP1garbage").unwrap();
-    fs::write(dir.path().join("log-00000000000000000001.log"), [0xFFu8; 100]).unwrap();
+    fs::write(
+        dir.path().join("snap-00000000000000000009.snap"),
+        b"SKCSNAP1garbage",
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("log-00000000000000000001.log"),
+        [0xFFu8; 100],
+    )
+    .unwrap();
     let e = Engine::open(dir.path(), opts()).unwrap();
     assert!(!e.recovery().dropped.is_empty());
     e.create_counter("c").unwrap();

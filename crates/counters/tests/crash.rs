@@ -34,7 +34,10 @@ impl Model {
             let f: Vec<&str> = line.split(' ').collect();
             match f.as_slice() {
                 ["TRY", t, k, c, d] => {
-                    self.tried.insert(t.to_string(), (k.to_string(), c.to_string(), d.parse().unwrap()));
+                    self.tried.insert(
+                        t.to_string(),
+                        (k.to_string(), c.to_string(), d.parse().unwrap()),
+                    );
                 }
                 ["ACK", t, _] => {
                     self.acked.insert(t.to_string());
@@ -58,11 +61,22 @@ impl Model {
     }
 }
 
-fn run_child(dir: &std::path::Path, seed: u64, pending: &str, mode: &str, kill_after: Option<Duration>) -> String {
+fn run_child(
+    dir: &std::path::Path,
+    seed: u64,
+    pending: &str,
+    mode: &str,
+    kill_after: Option<Duration>,
+) -> String {
     let pfile = dir.join("pending.txt");
     std::fs::write(&pfile, pending).unwrap();
     let mut child = Command::new(CHILD)
-        .args([dir.join("data").to_str().unwrap(), &seed.to_string(), pfile.to_str().unwrap(), mode])
+        .args([
+            dir.join("data").to_str().unwrap(),
+            &seed.to_string(),
+            pfile.to_str().unwrap(),
+            mode,
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .expect("start crash child");
@@ -94,10 +108,16 @@ fn run_child(dir: &std::path::Path, seed: u64, pending: &str, mode: &str, kill_a
 
 #[test]
 fn sigkill_loses_no_acknowledged_increment_and_counts_none_twice() {
-    let seed0 = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let seed0 = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
     println!("seed {seed0}");
     let dir = tempfile::tempdir().unwrap();
-    let mut m = Model { tried: HashMap::new(), acked: HashSet::new() };
+    let mut m = Model {
+        tried: HashMap::new(),
+        acked: HashSet::new(),
+    };
     let mut x = seed0 | 1;
     let mut acked_total = 0;
     for round in 0..KILLS {
@@ -105,18 +125,33 @@ fn sigkill_loses_no_acknowledged_increment_and_counts_none_twice() {
         x ^= x >> 7;
         x ^= x << 17;
         let wait = Duration::from_millis(30 + x % 170);
-        let out = run_child(dir.path(), seed0.wrapping_add(round as u64), &m.pending(), "run", Some(wait));
+        let out = run_child(
+            dir.path(),
+            seed0.wrapping_add(round as u64),
+            &m.pending(),
+            "run",
+            Some(wait),
+        );
         m.read(&out);
         // After every kill: all acknowledged increments are there, nothing beyond what
         // was tried.
-        let e = Engine::open(dir.path().join("data"), Options { fsync: FsyncPolicy::Always, ..Options::default() })
-            .unwrap();
+        let e = Engine::open(
+            dir.path().join("data"),
+            Options {
+                fsync: FsyncPolicy::Always,
+                ..Options::default()
+            },
+        )
+        .unwrap();
         if e.counters().is_empty() {
             continue; // killed before the counter was created
         }
         for ((k, c), (lo, hi)) in m.bounds() {
             let v = e.get("crash", Key::parse(&k), &c).unwrap();
-            assert!(v >= lo && v <= hi, "round {round}: {k}/{c} = {v}, acknowledged {lo}, tried {hi} (seed {seed0})");
+            assert!(
+                v >= lo && v <= hi,
+                "round {round}: {k}/{c} = {v}, acknowledged {lo}, tried {hi} (seed {seed0})"
+            );
         }
         acked_total = m.acked.len();
     }
@@ -127,7 +162,11 @@ fn sigkill_loses_no_acknowledged_increment_and_counts_none_twice() {
     let e = Engine::open(dir.path().join("data"), Options::default()).unwrap();
     for ((k, c), (lo, hi)) in m.bounds() {
         assert_eq!(lo, hi);
-        assert_eq!(e.get("crash", Key::parse(&k), &c).unwrap(), lo, "{k}/{c} (seed {seed0})");
+        assert_eq!(
+            e.get("crash", Key::parse(&k), &c).unwrap(),
+            lo,
+            "{k}/{c} (seed {seed0})"
+        );
     }
     println!("{} increments, {} kills", m.tried.len(), KILLS);
 }

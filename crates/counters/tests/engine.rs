@@ -9,13 +9,19 @@ use proptest::prelude::*;
 use shardkit_counters::{ColumnOptions, Engine, Error, FsyncPolicy, Key, Options};
 
 fn opts(fsync: FsyncPolicy) -> Options {
-    Options { fsync, snapshot_log_bytes: None, ..Options::default() }
+    Options {
+        fsync,
+        snapshot_log_bytes: None,
+        ..Options::default()
+    }
 }
 
 fn setup(e: &Engine) {
     e.create_counter("weibo").unwrap();
-    e.add_column("weibo", "comments", ColumnOptions::new(16, 32)).unwrap();
-    e.add_column("weibo", "likes", ColumnOptions::new(8, 64)).unwrap();
+    e.add_column("weibo", "comments", ColumnOptions::new(16, 32))
+        .unwrap();
+    e.add_column("weibo", "likes", ColumnOptions::new(8, 64))
+        .unwrap();
 }
 
 #[test]
@@ -25,24 +31,56 @@ fn values_survive_reopen_and_errors_say_what_is_wrong() {
         let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
         setup(&e);
         assert_eq!(e.incr("weibo", Key::Id(7), "comments", 5, None).unwrap(), 5);
-        assert_eq!(e.incr("weibo", Key::Id(7), "likes", 1000, None).unwrap(), 1000);
-        assert_eq!(e.incr("weibo", Key::parse("home"), "likes", 3, None).unwrap(), 3);
+        assert_eq!(
+            e.incr("weibo", Key::Id(7), "likes", 1000, None).unwrap(),
+            1000
+        );
+        assert_eq!(
+            e.incr("weibo", Key::parse("home"), "likes", 3, None)
+                .unwrap(),
+            3
+        );
         e.set("weibo", Key::Id(8), "comments", 9).unwrap();
         e.set("weibo", Key::Id(9), "comments", 1).unwrap();
         assert!(e.delete("weibo", Key::Id(9)).unwrap());
         assert!(!e.delete("weibo", Key::Id(9)).unwrap());
-        let err = e.incr("weibo", Key::Id(7), "comments", -6, None).unwrap_err();
+        let err = e
+            .incr("weibo", Key::Id(7), "comments", -6, None)
+            .unwrap_err();
         assert!(matches!(err, Error::Negative { current: 5, .. }));
         assert!(err.to_string().contains("never go negative"));
-        assert!(matches!(e.incr("nope", Key::Id(1), "x", 1, None), Err(Error::NoSuchCounter(_))));
-        assert!(matches!(e.incr("weibo", Key::Id(1), "x", 1, None), Err(Error::NoSuchColumn { .. })));
-        assert!(matches!(e.create_counter("weibo"), Err(Error::CounterExists(_))));
-        assert!(matches!(e.create_counter("a:b"), Err(Error::BadName { .. })));
         assert!(matches!(
-            e.add_column("weibo", "x", ColumnOptions { bits: 12, max_bits: 32, default: 0 }),
+            e.incr("nope", Key::Id(1), "x", 1, None),
+            Err(Error::NoSuchCounter(_))
+        ));
+        assert!(matches!(
+            e.incr("weibo", Key::Id(1), "x", 1, None),
+            Err(Error::NoSuchColumn { .. })
+        ));
+        assert!(matches!(
+            e.create_counter("weibo"),
+            Err(Error::CounterExists(_))
+        ));
+        assert!(matches!(
+            e.create_counter("a:b"),
+            Err(Error::BadName { .. })
+        ));
+        assert!(matches!(
+            e.add_column(
+                "weibo",
+                "x",
+                ColumnOptions {
+                    bits: 12,
+                    max_bits: 32,
+                    default: 0
+                }
+            ),
             Err(Error::BadColumn { .. })
         ));
-        assert!(matches!(e.incr("weibo", Key::Name(""), "likes", 1, None), Err(Error::BadKey(_))));
+        assert!(matches!(
+            e.incr("weibo", Key::Name(""), "likes", 1, None),
+            Err(Error::BadKey(_))
+        ));
         e.close().unwrap();
     }
     let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
@@ -52,8 +90,15 @@ fn values_survive_reopen_and_errors_say_what_is_wrong() {
     assert_eq!(e.get("weibo", Key::parse("home"), "likes").unwrap(), 3);
     assert_eq!(e.get("weibo", Key::Id(8), "comments").unwrap(), 9);
     assert!(!e.exists("weibo", Key::Id(9)).unwrap());
-    assert_eq!(e.get_row("weibo", Key::Id(7)).unwrap(), vec![("comments".into(), 5), ("likes".into(), 1000)]);
-    assert_eq!(e.mget("weibo", &[Key::Id(7), Key::Id(8), Key::Id(100)], "comments").unwrap(), vec![5, 9, 0]);
+    assert_eq!(
+        e.get_row("weibo", Key::Id(7)).unwrap(),
+        vec![("comments".into(), 5), ("likes".into(), 1000)]
+    );
+    assert_eq!(
+        e.mget("weibo", &[Key::Id(7), Key::Id(8), Key::Id(100)], "comments")
+            .unwrap(),
+        vec![5, 9, 0]
+    );
     let st = e.stats();
     assert_eq!(st.counters[0].rows, 3);
     assert_eq!(st.counters[0].overflow_entries, 1);
@@ -66,14 +111,22 @@ fn snapshots_rotate_the_log_and_recovery_uses_them() {
         let e = Engine::open(dir.path(), opts(FsyncPolicy::No)).unwrap();
         setup(&e);
         for i in 0..3000u64 {
-            e.incr("weibo", Key::Id(i * 31), "comments", (i % 7) as i64 + 1, Some(&format!("t{i}"))).unwrap();
+            e.incr(
+                "weibo",
+                Key::Id(i * 31),
+                "comments",
+                (i % 7) as i64 + 1,
+                Some(&format!("t{i}")),
+            )
+            .unwrap();
         }
         let s1 = e.snapshot().unwrap();
         assert_eq!(s1.rows, 3000);
         for i in 0..3000u64 {
             e.incr("weibo", Key::Id(i * 31), "likes", 2, None).unwrap();
         }
-        e.add_column("weibo", "late", ColumnOptions::default()).unwrap();
+        e.add_column("weibo", "late", ColumnOptions::default())
+            .unwrap();
         e.incr("weibo", Key::Id(31), "late", 4, None).unwrap();
         e.snapshot().unwrap();
         e.incr("weibo", Key::Id(62), "late", 1, None).unwrap();
@@ -81,20 +134,34 @@ fn snapshots_rotate_the_log_and_recovery_uses_them() {
         e.close().unwrap();
     }
     let logs = std::fs::read_dir(dir.path()).unwrap().filter(|f| {
-        f.as_ref().unwrap().file_name().to_string_lossy().starts_with("log-")
+        f.as_ref()
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("log-")
     });
-    assert!(logs.count() <= 3, "old log segments are removed after snapshots");
+    assert!(
+        logs.count() <= 3,
+        "old log segments are removed after snapshots"
+    );
     let e = Engine::open(dir.path(), opts(FsyncPolicy::No)).unwrap();
     assert!(e.recovery().snapshot.is_some());
     assert!(e.recovery().dropped.is_empty(), "{:?}", e.recovery());
     for i in 0..3000u64 {
-        assert_eq!(e.get("weibo", Key::Id(i * 31), "comments").unwrap(), (i % 7) + 1);
+        assert_eq!(
+            e.get("weibo", Key::Id(i * 31), "comments").unwrap(),
+            (i % 7) + 1
+        );
         assert_eq!(e.get("weibo", Key::Id(i * 31), "likes").unwrap(), 2);
     }
     assert_eq!(e.get("weibo", Key::Id(31), "late").unwrap(), 4);
     assert_eq!(e.get("weibo", Key::Id(62), "late").unwrap(), 1);
     // txids came back from the snapshot: a retry is not counted.
-    assert_eq!(e.incr("weibo", Key::Id(31), "comments", 2, Some("t1")).unwrap(), 2);
+    assert_eq!(
+        e.incr("weibo", Key::Id(31), "comments", 2, Some("t1"))
+            .unwrap(),
+        2
+    );
 }
 
 #[test]
@@ -103,27 +170,67 @@ fn txid_retries_count_once_across_restarts_and_expire_after_the_window() {
     {
         let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
         setup(&e);
-        assert_eq!(e.incr("weibo", Key::Id(1), "comments", 3, Some("a")).unwrap(), 3);
-        assert_eq!(e.incr("weibo", Key::Id(1), "comments", 3, Some("a")).unwrap(), 3);
+        assert_eq!(
+            e.incr("weibo", Key::Id(1), "comments", 3, Some("a"))
+                .unwrap(),
+            3
+        );
+        assert_eq!(
+            e.incr("weibo", Key::Id(1), "comments", 3, Some("a"))
+                .unwrap(),
+            3
+        );
         assert_eq!(e.incr("weibo", Key::Id(1), "comments", 1, None).unwrap(), 4);
         // a repeat returns the current value
-        assert_eq!(e.incr("weibo", Key::Id(1), "comments", 3, Some("a")).unwrap(), 4);
+        assert_eq!(
+            e.incr("weibo", Key::Id(1), "comments", 3, Some("a"))
+                .unwrap(),
+            4
+        );
         // the same txid on another row is another transaction
-        assert_eq!(e.incr("weibo", Key::Id(2), "comments", 3, Some("a")).unwrap(), 3);
+        assert_eq!(
+            e.incr("weibo", Key::Id(2), "comments", 3, Some("a"))
+                .unwrap(),
+            3
+        );
         // a refused decrement is not remembered
-        assert!(e.incr("weibo", Key::Id(5), "comments", -1, Some("b")).is_err());
-        assert_eq!(e.incr("weibo", Key::Id(5), "comments", 1, Some("b")).unwrap(), 1);
-        assert!(matches!(e.incr("weibo", Key::Id(5), "comments", 1, Some("")), Err(Error::BadTxid(_))));
+        assert!(e
+            .incr("weibo", Key::Id(5), "comments", -1, Some("b"))
+            .is_err());
+        assert_eq!(
+            e.incr("weibo", Key::Id(5), "comments", 1, Some("b"))
+                .unwrap(),
+            1
+        );
+        assert!(matches!(
+            e.incr("weibo", Key::Id(5), "comments", 1, Some("")),
+            Err(Error::BadTxid(_))
+        ));
     }
     {
         let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
-        assert_eq!(e.incr("weibo", Key::Id(1), "comments", 3, Some("a")).unwrap(), 4);
-        assert_eq!(e.incr("weibo", Key::Id(5), "comments", 1, Some("b")).unwrap(), 1);
+        assert_eq!(
+            e.incr("weibo", Key::Id(1), "comments", 3, Some("a"))
+                .unwrap(),
+            4
+        );
+        assert_eq!(
+            e.incr("weibo", Key::Id(5), "comments", 1, Some("b"))
+                .unwrap(),
+            1
+        );
     }
-    let short = Options { txid_window: Duration::from_millis(1), ..opts(FsyncPolicy::Always) };
+    let short = Options {
+        txid_window: Duration::from_millis(1),
+        ..opts(FsyncPolicy::Always)
+    };
     let e = Engine::open(dir.path(), short).unwrap();
     std::thread::sleep(Duration::from_millis(5));
-    assert_eq!(e.incr("weibo", Key::Id(1), "comments", 3, Some("a")).unwrap(), 7);
+    assert_eq!(
+        e.incr("weibo", Key::Id(1), "comments", 3, Some("a"))
+            .unwrap(),
+        7
+    );
 }
 
 #[test]
@@ -137,8 +244,10 @@ fn many_threads_share_fsyncs_and_lose_nothing() {
                 let e = e.clone();
                 std::thread::spawn(move || {
                     for i in 0..200u64 {
-                        e.incr("weibo", Key::Id(i % 50), "comments", 1, None).unwrap();
-                        e.incr("weibo", Key::Id(((t + 1) << 40) | i), "likes", 1, None).unwrap();
+                        e.incr("weibo", Key::Id(i % 50), "comments", 1, None)
+                            .unwrap();
+                        e.incr("weibo", Key::Id(((t + 1) << 40) | i), "likes", 1, None)
+                            .unwrap();
                     }
                 })
             })
@@ -157,7 +266,10 @@ fn many_threads_share_fsyncs_and_lose_nothing() {
 #[test]
 fn snapshot_in_background_while_writers_run() {
     let dir = tempfile::tempdir().unwrap();
-    let o = Options { snapshot_log_bytes: Some(16 << 10), ..opts(FsyncPolicy::EverySec) };
+    let o = Options {
+        snapshot_log_bytes: Some(16 << 10),
+        ..opts(FsyncPolicy::EverySec)
+    };
     {
         let e = Arc::new(Engine::open(dir.path(), o.clone()).unwrap());
         setup(&e);
@@ -166,7 +278,14 @@ fn snapshot_in_background_while_writers_run() {
                 let e = e.clone();
                 std::thread::spawn(move || {
                     for i in 0..20_000u64 {
-                        e.incr("weibo", Key::Id(t * 1_000_000 + i % 5000), "comments", 1, None).unwrap();
+                        e.incr(
+                            "weibo",
+                            Key::Id(t * 1_000_000 + i % 5000),
+                            "comments",
+                            1,
+                            None,
+                        )
+                        .unwrap();
                     }
                 })
             })
@@ -182,7 +301,11 @@ fn snapshot_in_background_while_writers_run() {
     assert!(e.recovery().dropped.is_empty(), "{:?}", e.recovery());
     for t in 0..2u64 {
         for i in 0..5000u64 {
-            assert_eq!(e.get("weibo", Key::Id(t * 1_000_000 + i), "comments").unwrap(), 4);
+            assert_eq!(
+                e.get("weibo", Key::Id(t * 1_000_000 + i), "comments")
+                    .unwrap(),
+                4
+            );
         }
     }
 }
@@ -290,11 +413,17 @@ proptest! {
 #[test]
 fn a_second_engine_on_the_same_directory_is_refused_until_the_first_closes() {
     let dir = tempfile::tempdir().unwrap();
-    let first = shardkit_counters::Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+    let first =
+        shardkit_counters::Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
     let second = shardkit_counters::Engine::open(dir.path(), shardkit_counters::Options::default());
-    assert!(matches!(second, Err(shardkit_counters::Error::Locked(_))), "a second engine must be refused");
+    assert!(
+        matches!(second, Err(shardkit_counters::Error::Locked(_))),
+        "a second engine must be refused"
+    );
     first.close().unwrap();
-    assert!(shardkit_counters::Engine::open(dir.path(), shardkit_counters::Options::default()).is_ok());
+    assert!(
+        shardkit_counters::Engine::open(dir.path(), shardkit_counters::Options::default()).is_ok()
+    );
 }
 
 #[test]
@@ -303,14 +432,29 @@ fn incr_batch_applies_every_good_item_with_one_commit_and_survives_reopen() {
     {
         let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
         setup(&e);
-        let items = [(Key::Id(1), 2), (Key::parse("page:2026"), 5), (Key::Id(1), 3), (Key::Id(2), -1)];
-        assert_eq!(e.incr_batch("weibo", "comments", &items).unwrap(), 1, "the item going negative is skipped");
+        let items = [
+            (Key::Id(1), 2),
+            (Key::parse("page:2026"), 5),
+            (Key::Id(1), 3),
+            (Key::Id(2), -1),
+        ];
+        assert_eq!(
+            e.incr_batch("weibo", "comments", &items).unwrap(),
+            1,
+            "the item going negative is skipped"
+        );
         assert_eq!(e.get("weibo", Key::Id(1), "comments").unwrap(), 5);
-        assert!(matches!(e.incr_batch("nope", "comments", &items), Err(Error::NoSuchCounter(_))));
+        assert!(matches!(
+            e.incr_batch("nope", "comments", &items),
+            Err(Error::NoSuchCounter(_))
+        ));
     }
     let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
     assert_eq!(e.get("weibo", Key::Id(1), "comments").unwrap(), 5);
-    assert_eq!(e.get("weibo", Key::parse("page:2026"), "comments").unwrap(), 5);
+    assert_eq!(
+        e.get("weibo", Key::parse("page:2026"), "comments").unwrap(),
+        5
+    );
     assert_eq!(e.get("weibo", Key::Id(2), "comments").unwrap(), 0);
 }
 
@@ -322,26 +466,37 @@ fn deferred_writes_are_visible_at_once_and_durable_after_one_commit() {
         setup(&e);
         let mut newest = shardkit_counters::Pending::NONE;
         for i in 0..100u64 {
-            let (v, p) = e.incr_deferred("weibo", Key::Id(i % 10), "comments", 1, None).unwrap();
+            let (v, p) = e
+                .incr_deferred("weibo", Key::Id(i % 10), "comments", 1, None)
+                .unwrap();
             assert_eq!(v, i / 10 + 1);
             assert!(p > newest, "positions grow in log order");
             newest = newest.max(p);
         }
-        let p = e.set_deferred("weibo", Key::Id(500), "comments", 7).unwrap();
+        let p = e
+            .set_deferred("weibo", Key::Id(500), "comments", 7)
+            .unwrap();
         newest = newest.max(p);
         let (stored, p) = e.delete_deferred("weibo", Key::Id(9)).unwrap();
         assert!(stored);
         newest = newest.max(p);
         let (stored, nothing) = e.delete_deferred("weibo", Key::Id(9)).unwrap();
         assert!(!stored);
-        assert!(nothing.is_none() && e.is_durable(nothing), "deleting an absent row waits for nothing");
+        assert!(
+            nothing.is_none() && e.is_durable(nothing),
+            "deleting an absent row waits for nothing"
+        );
         // Readers see the writes before they are committed.
         assert_eq!(e.get("weibo", Key::Id(0), "comments").unwrap(), 10);
         e.commit(newest).unwrap();
         assert!(e.is_durable(newest));
         // A retried txid waits for whatever was appended before it.
-        let (_, first) = e.incr_deferred("weibo", Key::Id(1), "comments", 5, Some("tx-1")).unwrap();
-        let (again, retry) = e.incr_deferred("weibo", Key::Id(1), "comments", 5, Some("tx-1")).unwrap();
+        let (_, first) = e
+            .incr_deferred("weibo", Key::Id(1), "comments", 5, Some("tx-1"))
+            .unwrap();
+        let (again, retry) = e
+            .incr_deferred("weibo", Key::Id(1), "comments", 5, Some("tx-1"))
+            .unwrap();
         assert_eq!(again, 15);
         assert!(retry >= first);
         e.commit(retry).unwrap();

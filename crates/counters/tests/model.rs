@@ -9,14 +9,35 @@ use shardkit_counters::{ColumnOptions, Error, Key, Table};
 
 #[derive(Debug, Clone)]
 enum Op {
-    AddColumn { bits: u8, max64: bool, default: u64 },
-    Incr { key: usize, col: usize, delta: i64 },
-    Set { key: usize, col: usize, value: u64 },
-    Delete { key: usize },
-    Get { key: usize, col: usize },
+    AddColumn {
+        bits: u8,
+        max64: bool,
+        default: u64,
+    },
+    Incr {
+        key: usize,
+        col: usize,
+        delta: i64,
+    },
+    Set {
+        key: usize,
+        col: usize,
+        value: u64,
+    },
+    Delete {
+        key: usize,
+    },
+    Get {
+        key: usize,
+        col: usize,
+    },
     /// Increments a run of ids sharing their high 32 bits (enough to create a dense
     /// partition) so promotion is exercised.
-    Burst { base: usize, n: usize, col: usize },
+    Burst {
+        base: usize,
+        n: usize,
+        col: usize,
+    },
 }
 
 /// Keys: clustered ids, random ids, ids on the sentinel patterns, string keys.
@@ -58,11 +79,17 @@ struct Model {
 
 impl Model {
     fn get(&self, key: &str, col: usize) -> u64 {
-        self.rows.get(key).and_then(|r| r.get(col).copied()).unwrap_or(self.cols[col].0)
+        self.rows
+            .get(key)
+            .and_then(|r| r.get(col).copied())
+            .unwrap_or(self.cols[col].0)
     }
     fn put(&mut self, key: &str, col: usize, v: u64) {
         let defaults: Vec<u64> = self.cols.iter().map(|c| c.0).collect();
-        let row = self.rows.entry(key.to_string()).or_insert_with(|| defaults.clone());
+        let row = self
+            .rows
+            .entry(key.to_string())
+            .or_insert_with(|| defaults.clone());
         while row.len() < defaults.len() {
             row.push(defaults[row.len()]);
         }
@@ -76,16 +103,30 @@ impl Model {
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let keys = key_pool();
     let mut t = Table::new();
-    let mut m = Model { cols: Vec::new(), rows: HashMap::new() };
-    t.add_column("c0", ColumnOptions::new(16, 32)).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let mut m = Model {
+        cols: Vec::new(),
+        rows: HashMap::new(),
+    };
+    t.add_column("c0", ColumnOptions::new(16, 32))
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
     m.cols.push((0, u32::MAX as u64));
     for op in ops {
         match op {
-            Op::AddColumn { bits, max64, default } => {
+            Op::AddColumn {
+                bits,
+                max64,
+                default,
+            } => {
                 let n = m.cols.len();
-                let o = ColumnOptions { bits, max_bits: if max64 { 64 } else { 32 }, default };
-                t.add_column(&format!("c{n}"), o).map_err(|e| TestCaseError::fail(e.to_string()))?;
-                m.cols.push((default, if max64 { u64::MAX } else { u32::MAX as u64 }));
+                let o = ColumnOptions {
+                    bits,
+                    max_bits: if max64 { 64 } else { 32 },
+                    default,
+                };
+                t.add_column(&format!("c{n}"), o)
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                m.cols
+                    .push((default, if max64 { u64::MAX } else { u32::MAX as u64 }));
             }
             Op::Incr { key, col, delta } => {
                 let col = col % m.cols.len();
@@ -140,7 +181,13 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     // Full comparison at the end, every key and column, burst keys included.
     for (k, row) in &m.rows {
         for (c, v) in row.iter().enumerate() {
-            prop_assert_eq!(t.get(Key::parse(k), c).ok(), Some(*v), "key {} col {}", k, c);
+            prop_assert_eq!(
+                t.get(Key::parse(k), c).ok(),
+                Some(*v),
+                "key {} col {}",
+                k,
+                c
+            );
         }
     }
     for k in &keys {
@@ -169,10 +216,16 @@ fn overflow_and_return_to_default_free_the_row() {
     assert_eq!(t.overflow_entries(), 1);
     assert_eq!(t.incr(k, 0, -299).unwrap(), 1);
     assert_eq!(t.overflow_entries(), 0);
-    assert!(matches!(t.incr(k, 0, -2), Err(Error::Negative { current: 1, .. })));
+    assert!(matches!(
+        t.incr(k, 0, -2),
+        Err(Error::Negative { current: 1, .. })
+    ));
     assert_eq!(t.incr(k, 0, -1).unwrap(), 0);
     assert_eq!(t.rows(), 0);
-    assert!(matches!(t.incr(k, 0, u32::MAX as i64 + 1), Err(Error::TooLarge { .. })));
+    assert!(matches!(
+        t.incr(k, 0, u32::MAX as i64 + 1),
+        Err(Error::TooLarge { .. })
+    ));
     assert_eq!(t.incr(k, 1, i64::MAX).unwrap(), i64::MAX as u64);
 }
 
@@ -182,12 +235,17 @@ fn clustered_ids_get_dense_partitions() {
     t.add_column("a", ColumnOptions::new(16, 32)).unwrap();
     let base = 0x1655_0000_0000_0000u64;
     for i in 0..10_000u64 {
-        t.incr(Key::Id(base + ((i / 1000) << 32) + i % 1000), 0, 1).unwrap();
+        t.incr(Key::Id(base + ((i / 1000) << 32) + i % 1000), 0, 1)
+            .unwrap();
     }
     let (dense, _) = t.partitions();
     assert!(dense >= 8, "dense partitions: {dense}");
     for i in 0..10_000u64 {
-        assert_eq!(t.get(Key::Id(base + ((i / 1000) << 32) + i % 1000), 0).unwrap(), 1);
+        assert_eq!(
+            t.get(Key::Id(base + ((i / 1000) << 32) + i % 1000), 0)
+                .unwrap(),
+            1
+        );
     }
 }
 
@@ -196,11 +254,25 @@ fn add_column_touches_no_rows() {
     let mut t = Table::new();
     t.add_column("a", ColumnOptions::new(16, 32)).unwrap();
     for i in 0..50_000u64 {
-        t.incr(Key::Id(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)), 0, 1).unwrap();
+        t.incr(Key::Id(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)), 0, 1)
+            .unwrap();
     }
     let before = t.bytes();
-    let b = t.add_column("b", ColumnOptions { bits: 8, max_bits: 32, default: 5 }).unwrap();
-    assert_eq!(t.bytes(), before, "adding a column must not allocate per row");
+    let b = t
+        .add_column(
+            "b",
+            ColumnOptions {
+                bits: 8,
+                max_bits: 32,
+                default: 5,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        t.bytes(),
+        before,
+        "adding a column must not allocate per row"
+    );
     assert_eq!(t.get(Key::Id(0x9E37_79B9_7F4A_7C15), b).unwrap(), 5);
     assert_eq!(t.incr(Key::Id(0x9E37_79B9_7F4A_7C15), b, 1).unwrap(), 6);
     assert_eq!(t.get(Key::Id(0x9E37_79B9_7F4A_7C15), 0).unwrap(), 1);
@@ -214,7 +286,11 @@ fn assert_incr_many_matches_one_by_one(a: &mut Table, b: &mut Table, ops: &[(u64
     for (j, (op, got)) in ops.iter().zip(&out).enumerate() {
         let want = b.incr(Key::Id(op.0), op.1, op.2);
         let err = refused.next_if(|(i, _)| *i == j).map(|(_, e)| e);
-        assert_eq!(err.map(|e| e.to_string()), want.as_ref().err().map(|e| e.to_string()), "op {j}: {op:?}");
+        assert_eq!(
+            err.map(|e| e.to_string()),
+            want.as_ref().err().map(|e| e.to_string()),
+            "op {j}: {op:?}"
+        );
         assert_eq!(*got, want.unwrap_or(0), "op {j}: {op:?}");
     }
     assert!(refused.next().is_none());
@@ -227,8 +303,15 @@ fn incr_many_matches_one_by_one() {
     for t in [&mut a, &mut b] {
         t.add_column("x", ColumnOptions::new(8, 32)).unwrap();
     }
-    let ops: Vec<(u64, usize, i64)> =
-        (0..5000u64).map(|i| ((i % 300).wrapping_mul(0x9E37_79B9_7F4A_7C15), (i % 3) as usize, (i % 7) as i64 - 2)).collect();
+    let ops: Vec<(u64, usize, i64)> = (0..5000u64)
+        .map(|i| {
+            (
+                (i % 300).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                (i % 3) as usize,
+                (i % 7) as i64 - 2,
+            )
+        })
+        .collect();
     assert_incr_many_matches_one_by_one(&mut a, &mut b, &ops);
     assert_eq!(a.rows(), b.rows());
 }
@@ -243,13 +326,23 @@ fn incr_many_edge_cases_match_one_by_one() {
     let mut b = Table::new();
     for t in [&mut a, &mut b] {
         t.add_column("x", ColumnOptions::new(8, 32)).unwrap();
-        t.add_column("y", ColumnOptions { bits: 16, max_bits: 32, default: 5 }).unwrap();
+        t.add_column(
+            "y",
+            ColumnOptions {
+                bits: 16,
+                max_bits: 32,
+                default: 5,
+            },
+        )
+        .unwrap();
     }
     let ids: Vec<u64> = (0..40u64)
         .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
         .chain([u64::MAX, (1u64 << 56) - 1, 7, 8])
         .collect();
-    let deltas = [1i64, 200, 60, -250, -11, 3, -5, 100_000, -100_000, 254, -254, 0];
+    let deltas = [
+        1i64, 200, 60, -250, -11, 3, -5, 100_000, -100_000, 254, -254, 0,
+    ];
     let mut ops = Vec::new();
     for r in 0..60usize {
         for (k, &id) in ids.iter().enumerate() {
@@ -303,7 +396,11 @@ fn incr_many_stays_right_when_its_group_shifts_rows_it_has_found() {
     }
     assert_eq!(a.rows(), b.rows());
     for i in 0..n {
-        assert_eq!(a.get_row(Key::Id(id(i))), b.get_row(Key::Id(id(i))), "row {i}");
+        assert_eq!(
+            a.get_row(Key::Id(id(i))),
+            b.get_row(Key::Id(id(i))),
+            "row {i}"
+        );
     }
 }
 
@@ -325,7 +422,15 @@ fn incr_many_stays_right_while_its_batch_grows_and_promotes_partitions() {
         let clustered = (0x1234_5678u64 << 32) | (i % 2000);
         let spread = (i % 700).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         ops.push((clustered, 0usize, 1i64));
-        ops.push((spread, 0usize, if (i / 700) % 2 == 1 && i % 5 == 4 { -1 } else { 2 }));
+        ops.push((
+            spread,
+            0usize,
+            if (i / 700) % 2 == 1 && i % 5 == 4 {
+                -1
+            } else {
+                2
+            },
+        ));
     }
     let mut out = Vec::new();
     let promoted_before = a.partitions().0;
@@ -333,10 +438,19 @@ fn incr_many_stays_right_while_its_batch_grows_and_promotes_partitions() {
         let refused = a.incr_many(chunk, &mut out);
         assert!(refused.is_empty(), "{refused:?}");
         for (op, got) in chunk.iter().zip(&out) {
-            assert_eq!(*got, b.incr(Key::Id(op.0), op.1, op.2).unwrap(), "op {op:?}");
+            assert_eq!(
+                *got,
+                b.incr(Key::Id(op.0), op.1, op.2).unwrap(),
+                "op {op:?}"
+            );
         }
     }
-    assert!(a.partitions().0 > promoted_before, "the clustered ids must have been promoted to a dense partition: {:?} {:?}", a.partitions(), b.partitions());
+    assert!(
+        a.partitions().0 > promoted_before,
+        "the clustered ids must have been promoted to a dense partition: {:?} {:?}",
+        a.partitions(),
+        b.partitions()
+    );
     assert_eq!(a.rows(), b.rows());
     for &(id, _, _) in &ops {
         assert_eq!(a.get_row(Key::Id(id)), b.get_row(Key::Id(id)), "id {id:#x}");

@@ -20,17 +20,27 @@ use std::hint::black_box;
 use std::time::Duration;
 
 fn no_lead() -> GeneratorOptions {
-    GeneratorOptions { max_lead: Duration::ZERO, ..GeneratorOptions::default() }
+    GeneratorOptions {
+        max_lead: Duration::ZERO,
+        ..GeneratorOptions::default()
+    }
 }
 
 fn per_shard_rate(c: &mut Criterion) {
     let mut group = c.benchmark_group("per_shard_rate");
-    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
 
     let instagram_batch = Layout::instagram().ids_per_second_per_shard() / 10;
     group.throughput(Throughput::Elements(instagram_batch));
-    for (name, options) in [("shardkit_default", GeneratorOptions::default()), ("shardkit_no_lead", no_lead())] {
-        let ours = ShardGenerator::with_clock(Layout::instagram(), 1, SystemClock, &options).unwrap();
+    for (name, options) in [
+        ("shardkit_default", GeneratorOptions::default()),
+        ("shardkit_no_lead", no_lead()),
+    ] {
+        let ours =
+            ShardGenerator::with_clock(Layout::instagram(), 1, SystemClock, &options).unwrap();
         group.bench_function(BenchmarkId::new("instagram", name), |b| {
             b.iter(|| {
                 for _ in 0..instagram_batch {
@@ -39,7 +49,8 @@ fn per_shard_rate(c: &mut Criterion) {
             })
         });
     }
-    let theirs: AtomicSnowflakeGenerator<SnowflakeInstagramId, _> = AtomicSnowflakeGenerator::new(1, MonotonicClock::<1>::default());
+    let theirs: AtomicSnowflakeGenerator<SnowflakeInstagramId, _> =
+        AtomicSnowflakeGenerator::new(1, MonotonicClock::<1>::default());
     group.bench_function(BenchmarkId::new("instagram", "ferroid"), |b| {
         b.iter(|| {
             for _ in 0..instagram_batch {
@@ -50,8 +61,12 @@ fn per_shard_rate(c: &mut Criterion) {
 
     let snowflake_batch = Layout::snowflake().ids_per_second_per_shard() / 10;
     group.throughput(Throughput::Elements(snowflake_batch));
-    for (name, options) in [("shardkit_default", GeneratorOptions::default()), ("shardkit_no_lead", no_lead())] {
-        let ours = ShardGenerator::with_clock(Layout::snowflake(), 1, SystemClock, &options).unwrap();
+    for (name, options) in [
+        ("shardkit_default", GeneratorOptions::default()),
+        ("shardkit_no_lead", no_lead()),
+    ] {
+        let ours =
+            ShardGenerator::with_clock(Layout::snowflake(), 1, SystemClock, &options).unwrap();
         group.bench_function(BenchmarkId::new("snowflake", name), |b| {
             b.iter(|| {
                 for _ in 0..snowflake_batch {
@@ -60,7 +75,8 @@ fn per_shard_rate(c: &mut Criterion) {
             })
         });
     }
-    let theirs: AtomicSnowflakeGenerator<SnowflakeTwitterId, _> = AtomicSnowflakeGenerator::new(1, MonotonicClock::<1>::with_epoch(TWITTER_EPOCH));
+    let theirs: AtomicSnowflakeGenerator<SnowflakeTwitterId, _> =
+        AtomicSnowflakeGenerator::new(1, MonotonicClock::<1>::with_epoch(TWITTER_EPOCH));
     group.bench_function(BenchmarkId::new("snowflake", "ferroid"), |b| {
         b.iter(|| {
             for _ in 0..snowflake_batch {
@@ -81,12 +97,16 @@ fn per_shard_rate(c: &mut Criterion) {
 
 fn across_shards(c: &mut Criterion) {
     let mut group = c.benchmark_group("across_shards");
-    group.sample_size(30).measurement_time(Duration::from_secs(3));
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(3));
     let generator = ShardedGenerator::new(Layout::instagram()).unwrap();
     let keys: Vec<u64> = (0..8192u64).map(|k| k * 7919).collect();
     let mut out = vec![0u64; keys.len()];
     group.throughput(Throughput::Elements(keys.len() as u64));
-    group.bench_function("fill_for_keys/8192", |b| b.iter(|| generator.fill_for_keys(black_box(&keys), &mut out).unwrap()));
+    group.bench_function("fill_for_keys/8192", |b| {
+        b.iter(|| generator.fill_for_keys(black_box(&keys), &mut out).unwrap())
+    });
     group.bench_function("next_for_key/8192", |b| {
         b.iter(|| {
             for &key in &keys {

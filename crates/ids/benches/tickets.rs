@@ -12,7 +12,13 @@ fn tickets(c: &mut Criterion) {
     let store = Arc::new(EmbeddedTicketStore::open(dir.path().join("tickets.redb")).unwrap());
 
     // Durable writes per million numbers, printed once outside the timed loop.
-    let allocator = SegmentAllocator::new(Arc::clone(&store), "count", SequenceSpec::default(), SegmentOptions::default()).unwrap();
+    let allocator = SegmentAllocator::new(
+        Arc::clone(&store),
+        "count",
+        SequenceSpec::default(),
+        SegmentOptions::default(),
+    )
+    .unwrap();
     let before = store.durable_writes();
     let started = Instant::now();
     for _ in 0..1_000_000 {
@@ -28,16 +34,28 @@ fn tickets(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("tickets");
     group.measurement_time(Duration::from_secs(3));
-    let allocator = SegmentAllocator::new(Arc::clone(&store), "photos", SequenceSpec::default(), SegmentOptions::default()).unwrap();
+    let allocator = SegmentAllocator::new(
+        Arc::clone(&store),
+        "photos",
+        SequenceSpec::default(),
+        SegmentOptions::default(),
+    )
+    .unwrap();
     group.throughput(Throughput::Elements(1));
-    group.bench_function("segment_next", |b| b.iter(|| black_box(allocator.next().unwrap())));
+    group.bench_function("segment_next", |b| {
+        b.iter(|| black_box(allocator.next().unwrap()))
+    });
     group.throughput(Throughput::Elements(1000));
-    group.bench_function("segment_take_1000", |b| b.iter(|| black_box(allocator.take(1000).unwrap())));
+    group.bench_function("segment_take_1000", |b| {
+        b.iter(|| black_box(allocator.take(1000).unwrap()))
+    });
     group.throughput(Throughput::Elements(1));
     let raw = Arc::clone(&store);
     use shardkit_ids::tickets::TicketStore;
     group.sample_size(20);
-    group.bench_function("store_reserve_fsync_per_number", |b| b.iter(|| black_box(raw.reserve("raw", SequenceSpec::default(), 1).unwrap())));
+    group.bench_function("store_reserve_fsync_per_number", |b| {
+        b.iter(|| black_box(raw.reserve("raw", SequenceSpec::default(), 1).unwrap()))
+    });
     group.finish();
 }
 

@@ -51,7 +51,10 @@ pub fn decode(text: &str) -> Result<u64, Base62Error> {
             b'a'..=b'z' => byte - b'a' + 36,
             _ => {
                 let character = text[position..].chars().next().unwrap_or('?');
-                return Err(Base62Error::BadDigit { character, position });
+                return Err(Base62Error::BadDigit {
+                    character,
+                    position,
+                });
             }
         };
         value = value
@@ -79,8 +82,23 @@ mod tests {
     #[test]
     fn bad_input_is_named() {
         assert_eq!(decode(""), Err(Base62Error::Empty));
-        assert_eq!(decode("ab-c"), Err(Base62Error::BadDigit { character: '-', position: 2 }));
-        assert!(matches!(decode("é"), Err(Base62Error::BadDigit { character: 'é', position: 0 })));
-        assert!(matches!(decode("LygHa16AHYG"), Err(Base62Error::Overflow(_))));
+        assert_eq!(
+            decode("ab-c"),
+            Err(Base62Error::BadDigit {
+                character: '-',
+                position: 2
+            })
+        );
+        assert!(matches!(
+            decode("é"),
+            Err(Base62Error::BadDigit {
+                character: 'é',
+                position: 0
+            })
+        ));
+        assert!(matches!(
+            decode("LygHa16AHYG"),
+            Err(Base62Error::Overflow(_))
+        ));
     }
 }

@@ -21,7 +21,9 @@ impl Clock for SystemClock {
     #[inline]
     fn unix_ms(&self) -> u64 {
         // A clock set before 1970 reads as 0, which every layout's epoch rejects.
-        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
     }
 }
 
@@ -44,7 +46,8 @@ impl ManualClock {
 
     /// Sets the time, forwards or backwards.
     pub fn set(&self, unix_ms: u64) {
-        self.nanos.store(unix_ms.saturating_mul(1_000_000), Ordering::SeqCst);
+        self.nanos
+            .store(unix_ms.saturating_mul(1_000_000), Ordering::SeqCst);
         self.now.store(unix_ms, Ordering::SeqCst);
     }
 
@@ -61,7 +64,10 @@ impl ManualClock {
     /// Makes every reading advance the clock by `step`, so that long runs in tests see
     /// time pass without sleeping. `Duration::ZERO` stops it again.
     pub fn auto_advance(&self, step: std::time::Duration) {
-        self.auto_advance_ns.store(step.as_nanos().min(u128::from(u64::MAX)) as u64, Ordering::SeqCst);
+        self.auto_advance_ns.store(
+            step.as_nanos().min(u128::from(u64::MAX)) as u64,
+            Ordering::SeqCst,
+        );
     }
 }
 

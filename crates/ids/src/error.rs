@@ -36,7 +36,9 @@ pub enum LayoutError {
     #[error("time unit must be at least 1 ms, got {0} ms")]
     ZeroTimeUnit(u64),
     /// An epoch in the future would make every id from now on negative time.
-    #[error("epoch {epoch_unix_ms} ms is in the future (now {now_unix_ms} ms); pick a past instant")]
+    #[error(
+        "epoch {epoch_unix_ms} ms is in the future (now {now_unix_ms} ms); pick a past instant"
+    )]
     EpochInFuture {
         /// The epoch asked for, in Unix ms.
         epoch_unix_ms: u64,
@@ -141,7 +143,9 @@ pub enum Base62Error {
 #[derive(Debug, thiserror::Error)]
 pub enum TicketError {
     /// Sequence names become keys and file-system-safe identifiers.
-    #[error("ticket sequence name {0:?} is invalid: use 1 to 64 characters of A-Z a-z 0-9 _ - . :")]
+    #[error(
+        "ticket sequence name {0:?} is invalid: use 1 to 64 characters of A-Z a-z 0-9 _ - . :"
+    )]
     BadName(String),
     /// `offset` must be in `1..=increment` so that servers with distinct offsets never collide.
     #[error("increment {increment} and offset {offset} are invalid: need increment >= 1 and 1 <= offset <= increment")]

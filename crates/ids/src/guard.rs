@@ -47,16 +47,30 @@ pub(crate) struct TimeGuard {
 impl TimeGuard {
     /// Opens (or creates) the guard at `path`, takes its lock and starts the renewer.
     /// Returns the guard and the mark found on disk (0 for a new guard).
-    pub fn open<C: Clock>(path: &Path, window: Duration, clock: C) -> Result<(Self, u64), GenerateError> {
-        let io_err = |source| GenerateError::Guard { path: path.to_path_buf(), source };
+    pub fn open<C: Clock>(
+        path: &Path,
+        window: Duration,
+        clock: C,
+    ) -> Result<(Self, u64), GenerateError> {
+        let io_err = |source| GenerateError::Guard {
+            path: path.to_path_buf(),
+            source,
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs::create_dir_all(dir).map_err(io_err)?;
         }
         let lock_path = lock_path_of(path);
-        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io_err)?;
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_err)?;
         match lock.try_lock() {
             Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(GenerateError::GuardInUse(path.to_path_buf())),
+            Err(TryLockError::WouldBlock) => {
+                return Err(GenerateError::GuardInUse(path.to_path_buf()))
+            }
             Err(TryLockError::Error(e)) => return Err(io_err(e)),
         }
         let found = read_mark(path)?;
@@ -66,7 +80,9 @@ impl TimeGuard {
             write: Mutex::new(()),
             window_ms: window.as_millis().max(2) as u64,
         });
-        shared.extend_to(clock.unix_ms().max(found) + shared.window_ms).map_err(io_err)?;
+        shared
+            .extend_to(clock.unix_ms().max(found) + shared.window_ms)
+            .map_err(io_err)?;
         let (stop, stopped) = mpsc::channel::<()>();
         let renewer_shared = Arc::clone(&shared);
         let interval = Duration::from_millis(shared.window_ms / 2);
@@ -77,13 +93,22 @@ impl TimeGuard {
                     Err(RecvTimeoutError::Timeout) => {
                         // A failed renewal is retried next tick; if the mark runs out
                         // the hot path extends it itself and reports the error.
-                        let _ = renewer_shared.extend_to(clock.unix_ms() + renewer_shared.window_ms);
+                        let _ =
+                            renewer_shared.extend_to(clock.unix_ms() + renewer_shared.window_ms);
                     }
                     _ => return,
                 }
             })
             .map_err(io_err)?;
-        Ok((Self { shared, stop: Some(stop), renewer: Some(renewer), _lock: lock }, found))
+        Ok((
+            Self {
+                shared,
+                stop: Some(stop),
+                renewer: Some(renewer),
+                _lock: lock,
+            },
+            found,
+        ))
     }
 
     /// Makes sure ids may be issued for all times below `needed_unix_ms`, writing a new
@@ -95,7 +120,10 @@ impl TimeGuard {
         }
         self.shared
             .extend_to(needed_unix_ms.max(now_unix_ms) + self.shared.window_ms)
-            .map_err(|source| GenerateError::Guard { path: self.shared.path.clone(), source })
+            .map_err(|source| GenerateError::Guard {
+                path: self.shared.path.clone(),
+                source,
+            })
     }
 
     /// Clean shutdown: stops the renewer and writes the exact mark `end_unix_ms` (the
@@ -149,11 +177,24 @@ fn read_mark(path: &Path) -> Result<u64, GenerateError> {
     let text = match fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(source) => return Err(GenerateError::Guard { path: path.to_path_buf(), source }),
+        Err(source) => {
+            return Err(GenerateError::Guard {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
     };
-    let corrupt = |reason: &str| GenerateError::GuardCorrupt { path: path.to_path_buf(), reason: reason.to_string() };
-    let value = text.trim_end().strip_prefix(HEADER).ok_or_else(|| corrupt("it does not start with the shardkit time-guard header"))?;
-    value.parse::<u64>().map_err(|_| corrupt("its mark is not a number"))
+    let corrupt = |reason: &str| GenerateError::GuardCorrupt {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    };
+    let value = text
+        .trim_end()
+        .strip_prefix(HEADER)
+        .ok_or_else(|| corrupt("it does not start with the shardkit time-guard header"))?;
+    value
+        .parse::<u64>()
+        .map_err(|_| corrupt("its mark is not a number"))
 }
 
 /// Replaces the guard file atomically and durably.
@@ -185,7 +226,8 @@ mod tests {
     fn a_second_guard_on_the_same_file_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ids.guard");
-        let (_first, _) = TimeGuard::open(&path, Duration::from_secs(2), ManualClock::new(1)).unwrap();
+        let (_first, _) =
+            TimeGuard::open(&path, Duration::from_secs(2), ManualClock::new(1)).unwrap();
         let second = TimeGuard::open(&path, Duration::from_secs(2), ManualClock::new(1));
         assert!(matches!(second, Err(GenerateError::GuardInUse(_))));
     }
@@ -203,7 +245,8 @@ mod tests {
     fn clean_close_writes_the_exact_mark() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ids.guard");
-        let (guard, _) = TimeGuard::open(&path, Duration::from_secs(2), ManualClock::new(5_000)).unwrap();
+        let (guard, _) =
+            TimeGuard::open(&path, Duration::from_secs(2), ManualClock::new(5_000)).unwrap();
         guard.close(5_001).unwrap();
         assert_eq!(read_mark(&path).unwrap(), 5_001);
     }

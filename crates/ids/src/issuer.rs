@@ -27,7 +27,11 @@ pub(crate) struct Issuer<C: Clock> {
 
 impl<C: Clock> Issuer<C> {
     /// Checks the options and opens the guard, if any.
-    pub fn new(layout: Layout, clock: C, options: &GeneratorOptions) -> Result<Self, GenerateError> {
+    pub fn new(
+        layout: Layout,
+        clock: C,
+        options: &GeneratorOptions,
+    ) -> Result<Self, GenerateError> {
         let unit = u128::from(layout.unit_ms());
         let max_lead_units = (options.max_lead.as_millis() / unit).min(u128::from(u64::MAX)) as u64;
         let (guard, start_units) = match &options.guard {
@@ -43,7 +47,14 @@ impl<C: Clock> Issuer<C> {
                 (Some(guard), start)
             }
         };
-        Ok(Self { layout, clock, max_lead_units, policy: options.on_clock_backwards, guard, start_units })
+        Ok(Self {
+            layout,
+            clock,
+            max_lead_units,
+            policy: options.on_clock_backwards,
+            guard,
+            start_units,
+        })
     }
 
     /// The wall clock in the layout's units, with its Unix-ms reading.
@@ -52,7 +63,10 @@ impl<C: Clock> Issuer<C> {
         let unix_ms = self.clock.unix_ms();
         match self.layout.units_since_epoch(unix_ms) {
             Some(units) => Ok((units, unix_ms)),
-            None => Err(GenerateError::ClockBeforeEpoch { now_unix_ms: unix_ms, epoch_unix_ms: self.layout.epoch_unix_ms() }),
+            None => Err(GenerateError::ClockBeforeEpoch {
+                now_unix_ms: unix_ms,
+                epoch_unix_ms: self.layout.epoch_unix_ms(),
+            }),
         }
     }
 
@@ -60,7 +74,12 @@ impl<C: Clock> Issuer<C> {
     /// (or refusing) as the policies say. `now` is a reading the caller already has,
     /// refreshed here whenever waiting is needed.
     #[inline]
-    pub fn reserve(&self, state: &SequenceState, want: u64, now: &mut (u64, u64)) -> Result<Run, GenerateError> {
+    pub fn reserve(
+        &self,
+        state: &SequenceState,
+        want: u64,
+        now: &mut (u64, u64),
+    ) -> Result<Run, GenerateError> {
         loop {
             match state.try_reserve(&self.layout, now.0, self.max_lead_units, want) {
                 Attempt::Issued(run) => {
@@ -78,8 +97,11 @@ impl<C: Clock> Issuer<C> {
                             })
                         }
                         BackwardPolicy::Wait => {
-                            let excess_ms = behind_ms.saturating_sub(self.max_lead_units * self.layout.unit_ms());
-                            std::thread::sleep(Duration::from_millis(excess_ms.max(1)).min(MAX_BACKWARD_SLEEP));
+                            let excess_ms = behind_ms
+                                .saturating_sub(self.max_lead_units * self.layout.unit_ms());
+                            std::thread::sleep(
+                                Duration::from_millis(excess_ms.max(1)).min(MAX_BACKWARD_SLEEP),
+                            );
                         }
                     }
                 }
@@ -92,7 +114,9 @@ impl<C: Clock> Issuer<C> {
     #[inline]
     fn check_run(&self, run: &Run, now_unix_ms: u64) -> Result<(), GenerateError> {
         if run.time_units > self.layout.max_time_units() {
-            return Err(GenerateError::TimeExhausted { last_unix_ms: self.layout.unix_ms_of(self.layout.max_time_units()) });
+            return Err(GenerateError::TimeExhausted {
+                last_unix_ms: self.layout.unix_ms_of(self.layout.max_time_units()),
+            });
         }
         if let Some(guard) = &self.guard {
             guard.ensure(self.layout.unix_ms_of(run.time_units + 1), now_unix_ms)?;

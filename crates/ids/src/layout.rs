@@ -93,20 +93,46 @@ impl Layout {
         Self::preset(LayoutKind::Sonyflake, 39, 8, 16, 10)
     }
 
-    const fn preset(kind: LayoutKind, time_bits: u8, shard_bits: u8, sequence_bits: u8, unit_ms: u64) -> Self {
-        Self { kind, time_bits, shard_bits, sequence_bits, unit_ms, epoch_unix_ms: DEFAULT_EPOCH_UNIX_MS }
+    const fn preset(
+        kind: LayoutKind,
+        time_bits: u8,
+        shard_bits: u8,
+        sequence_bits: u8,
+        unit_ms: u64,
+    ) -> Self {
+        Self {
+            kind,
+            time_bits,
+            shard_bits,
+            sequence_bits,
+            unit_ms,
+            epoch_unix_ms: DEFAULT_EPOCH_UNIX_MS,
+        }
     }
 
     /// Any split of the 63 bits, checked: the bits must sum to 63, time needs at least
     /// [`MIN_TIME_BITS`], the sequence at least one bit, the unit at least 1 ms. The
     /// epoch starts at [`DEFAULT_EPOCH_UNIX_MS`]; change it with [`Layout::with_epoch_unix_ms`].
-    pub fn custom(time_bits: u8, shard_bits: u8, sequence_bits: u8, unit_ms: u64) -> Result<Self, LayoutError> {
+    pub fn custom(
+        time_bits: u8,
+        shard_bits: u8,
+        sequence_bits: u8,
+        unit_ms: u64,
+    ) -> Result<Self, LayoutError> {
         let sum = u32::from(time_bits) + u32::from(shard_bits) + u32::from(sequence_bits);
         if sum != 63 {
-            return Err(LayoutError::BitsDoNotSumTo63 { time: time_bits, shard: shard_bits, sequence: sequence_bits, sum });
+            return Err(LayoutError::BitsDoNotSumTo63 {
+                time: time_bits,
+                shard: shard_bits,
+                sequence: sequence_bits,
+                sum,
+            });
         }
         if time_bits < MIN_TIME_BITS {
-            return Err(LayoutError::TooFewTimeBits { min: MIN_TIME_BITS, got: time_bits });
+            return Err(LayoutError::TooFewTimeBits {
+                min: MIN_TIME_BITS,
+                got: time_bits,
+            });
         }
         if sequence_bits == 0 {
             return Err(LayoutError::NoSequenceBits);
@@ -114,20 +140,35 @@ impl Layout {
         if unit_ms == 0 {
             return Err(LayoutError::ZeroTimeUnit(unit_ms));
         }
-        Ok(Self::preset(LayoutKind::Custom, time_bits, shard_bits, sequence_bits, unit_ms))
+        Ok(Self::preset(
+            LayoutKind::Custom,
+            time_bits,
+            shard_bits,
+            sequence_bits,
+            unit_ms,
+        ))
     }
 
     /// The same layout with another epoch, refused if it lies in the future of the
     /// wall clock (every id would then have negative time).
     pub fn with_epoch_unix_ms(self, epoch_unix_ms: u64) -> Result<Self, LayoutError> {
-        let now_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let now_unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
         self.with_epoch_checked_against(epoch_unix_ms, now_unix_ms)
     }
 
     /// [`Layout::with_epoch_unix_ms`] against a given "now", for tests with their own clock.
-    pub fn with_epoch_checked_against(mut self, epoch_unix_ms: u64, now_unix_ms: u64) -> Result<Self, LayoutError> {
+    pub fn with_epoch_checked_against(
+        mut self,
+        epoch_unix_ms: u64,
+        now_unix_ms: u64,
+    ) -> Result<Self, LayoutError> {
         if epoch_unix_ms > now_unix_ms {
-            return Err(LayoutError::EpochInFuture { epoch_unix_ms, now_unix_ms });
+            return Err(LayoutError::EpochInFuture {
+                epoch_unix_ms,
+                now_unix_ms,
+            });
         }
         self.epoch_unix_ms = epoch_unix_ms;
         Ok(self)
@@ -135,9 +176,15 @@ impl Layout {
 
     /// The same layout with its epoch given as RFC 3339 (`2024-01-01T00:00:00Z`).
     pub fn with_epoch_rfc3339(self, epoch: &str) -> Result<Self, LayoutError> {
-        let at = humantime::parse_rfc3339_weak(epoch).map_err(|_| LayoutError::BadEpoch(epoch.to_string()))?;
-        let ms = at.duration_since(UNIX_EPOCH).map_err(|_| LayoutError::BadEpoch(epoch.to_string()))?.as_millis();
-        self.with_epoch_unix_ms(u64::try_from(ms).map_err(|_| LayoutError::BadEpoch(epoch.to_string()))?)
+        let at = humantime::parse_rfc3339_weak(epoch)
+            .map_err(|_| LayoutError::BadEpoch(epoch.to_string()))?;
+        let ms = at
+            .duration_since(UNIX_EPOCH)
+            .map_err(|_| LayoutError::BadEpoch(epoch.to_string()))?
+            .as_millis();
+        self.with_epoch_unix_ms(
+            u64::try_from(ms).map_err(|_| LayoutError::BadEpoch(epoch.to_string()))?,
+        )
     }
 
     /// Which family this layout is.
@@ -194,13 +241,17 @@ impl Layout {
     /// The Unix-ms start of a time unit.
     #[inline]
     pub const fn unix_ms_of(&self, time_units: u64) -> u64 {
-        self.epoch_unix_ms.saturating_add(time_units.saturating_mul(self.unit_ms))
+        self.epoch_unix_ms
+            .saturating_add(time_units.saturating_mul(self.unit_ms))
     }
 
     /// Builds an id from its fields; `None` if a field does not fit its bits.
     /// The generator builds ids itself; this is for tests, tools and decoding round trips.
     pub const fn compose(&self, parts: IdParts) -> Option<u64> {
-        if parts.time_units > self.max_time_units() || parts.shard >= self.shards() || parts.sequence > self.max_sequence() {
+        if parts.time_units > self.max_time_units()
+            || parts.shard >= self.shards()
+            || parts.sequence > self.max_sequence()
+        {
             return None;
         }
         Some(self.pack(parts.time_units, parts.shard, parts.sequence))
@@ -209,7 +260,9 @@ impl Layout {
     /// Packs fields already known to fit.
     #[inline]
     pub(crate) const fn pack(&self, time_units: u64, shard: u64, sequence: u64) -> u64 {
-        (time_units << (self.shard_bits + self.sequence_bits)) | (shard << self.sequence_bits) | sequence
+        (time_units << (self.shard_bits + self.sequence_bits))
+            | (shard << self.sequence_bits)
+            | sequence
     }
 
     /// Takes an id apart. Any id below 2^63 decodes; whether its time is plausible
@@ -221,12 +274,23 @@ impl Layout {
         let sequence = id & self.max_sequence();
         let shard = (id >> self.sequence_bits) & (self.shards() - 1);
         let time_units = id >> (self.shard_bits + self.sequence_bits);
-        Ok(DecodedId { id, parts: IdParts { time_units, shard, sequence }, unix_ms: self.unix_ms_of(time_units) })
+        Ok(DecodedId {
+            id,
+            parts: IdParts {
+                time_units,
+                shard,
+                sequence,
+            },
+            unix_ms: self.unix_ms_of(time_units),
+        })
     }
 
     /// Decodes a decimal id as typed by a person or sent in JSON.
     pub fn decode_str(&self, text: &str) -> Result<DecodedId, DecodeError> {
-        let id: u64 = text.trim().parse().map_err(|_| DecodeError::NotANumber(text.to_string()))?;
+        let id: u64 = text
+            .trim()
+            .parse()
+            .map_err(|_| DecodeError::NotANumber(text.to_string()))?;
         self.decode(id)
     }
 
@@ -243,7 +307,11 @@ impl fmt::Display for Layout {
             LayoutKind::Instagram => f.write_str("instagram"),
             LayoutKind::Snowflake => f.write_str("snowflake"),
             LayoutKind::Sonyflake => f.write_str("sonyflake"),
-            LayoutKind::Custom => write!(f, "{}/{}/{}@{}ms", self.time_bits, self.shard_bits, self.sequence_bits, self.unit_ms),
+            LayoutKind::Custom => write!(
+                f,
+                "{}/{}/{}@{}ms",
+                self.time_bits, self.shard_bits, self.sequence_bits, self.unit_ms
+            ),
         }
     }
 }
@@ -264,11 +332,22 @@ impl FromStr for Layout {
             Some((bits, unit)) => (bits, Some(unit)),
             None => (text.trim(), None),
         };
-        let fields: Vec<u8> = bits.split('/').map(|b| b.trim().parse::<u8>()).collect::<Result<_, _>>().map_err(|_| unknown())?;
-        let [time, shard, sequence] = fields[..] else { return Err(unknown()) };
+        let fields: Vec<u8> = bits
+            .split('/')
+            .map(|b| b.trim().parse::<u8>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| unknown())?;
+        let [time, shard, sequence] = fields[..] else {
+            return Err(unknown());
+        };
         let unit_ms = match unit {
             None => 1,
-            Some(u) => u.trim().trim_end_matches("ms").trim().parse::<u64>().map_err(|_| unknown())?,
+            Some(u) => u
+                .trim()
+                .trim_end_matches("ms")
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| unknown())?,
         };
         Self::custom(time, shard, sequence, unit_ms)
     }
@@ -284,27 +363,63 @@ mod tests {
         assert_eq!(Layout::snowflake().ids_per_second_per_shard(), 4_096_000);
         assert_eq!(Layout::sonyflake().ids_per_second_per_shard(), 6_553_600);
         assert_eq!(Layout::instagram().shards(), 8192);
-        for l in [Layout::instagram(), Layout::snowflake(), Layout::sonyflake()] {
-            assert_eq!(u32::from(l.time_bits() + l.shard_bits() + l.sequence_bits()), 63);
+        for l in [
+            Layout::instagram(),
+            Layout::snowflake(),
+            Layout::sonyflake(),
+        ] {
+            assert_eq!(
+                u32::from(l.time_bits() + l.shard_bits() + l.sequence_bits()),
+                63
+            );
         }
     }
 
     #[test]
     fn bad_layouts_get_named_errors() {
-        assert!(matches!(Layout::custom(41, 13, 11, 1), Err(LayoutError::BitsDoNotSumTo63 { sum: 65, .. })));
-        assert!(matches!(Layout::custom(20, 33, 10, 1), Err(LayoutError::TooFewTimeBits { .. })));
-        assert_eq!(Layout::custom(50, 13, 0, 1), Err(LayoutError::NoSequenceBits));
-        assert_eq!(Layout::custom(41, 12, 10, 0), Err(LayoutError::ZeroTimeUnit(0)));
-        assert!(matches!(Layout::instagram().with_epoch_checked_against(2_000, 1_000), Err(LayoutError::EpochInFuture { .. })));
-        assert!(matches!("instagrm".parse::<Layout>(), Err(LayoutError::UnknownLayout(_))));
-        assert!(matches!(Layout::instagram().with_epoch_rfc3339("yesterday"), Err(LayoutError::BadEpoch(_))));
+        assert!(matches!(
+            Layout::custom(41, 13, 11, 1),
+            Err(LayoutError::BitsDoNotSumTo63 { sum: 65, .. })
+        ));
+        assert!(matches!(
+            Layout::custom(20, 33, 10, 1),
+            Err(LayoutError::TooFewTimeBits { .. })
+        ));
+        assert_eq!(
+            Layout::custom(50, 13, 0, 1),
+            Err(LayoutError::NoSequenceBits)
+        );
+        assert_eq!(
+            Layout::custom(41, 12, 10, 0),
+            Err(LayoutError::ZeroTimeUnit(0))
+        );
+        assert!(matches!(
+            Layout::instagram().with_epoch_checked_against(2_000, 1_000),
+            Err(LayoutError::EpochInFuture { .. })
+        ));
+        assert!(matches!(
+            "instagrm".parse::<Layout>(),
+            Err(LayoutError::UnknownLayout(_))
+        ));
+        assert!(matches!(
+            Layout::instagram().with_epoch_rfc3339("yesterday"),
+            Err(LayoutError::BadEpoch(_))
+        ));
     }
 
     #[test]
     fn layouts_parse_and_print() {
         assert_eq!("Instagram".parse::<Layout>().unwrap(), Layout::instagram());
         let custom: Layout = "40/12/11@10ms".parse().unwrap();
-        assert_eq!((custom.time_bits(), custom.shard_bits(), custom.sequence_bits(), custom.unit_ms()), (40, 12, 11, 10));
+        assert_eq!(
+            (
+                custom.time_bits(),
+                custom.shard_bits(),
+                custom.sequence_bits(),
+                custom.unit_ms()
+            ),
+            (40, 12, 11, 10)
+        );
         assert_eq!(custom.to_string(), "40/12/11@10ms");
         assert_eq!(custom.to_string().parse::<Layout>().unwrap(), custom);
     }
@@ -313,11 +428,27 @@ mod tests {
     fn decode_refuses_the_sign_bit_and_reads_known_ids() {
         let l = Layout::instagram();
         assert_eq!(l.decode(1 << 63), Err(DecodeError::SignBitSet(1 << 63)));
-        let id = l.compose(IdParts { time_units: 1000, shard: 5, sequence: 7 }).unwrap();
+        let id = l
+            .compose(IdParts {
+                time_units: 1000,
+                shard: 5,
+                sequence: 7,
+            })
+            .unwrap();
         assert_eq!(id, (1000 << 23) | (5 << 10) | 7);
         let d = l.decode(id).unwrap();
         assert_eq!(d.unix_ms, DEFAULT_EPOCH_UNIX_MS + 1000);
-        assert_eq!(l.compose(IdParts { time_units: 0, shard: 8192, sequence: 0 }), None);
-        assert!(matches!(l.decode_str("12x"), Err(DecodeError::NotANumber(_))));
+        assert_eq!(
+            l.compose(IdParts {
+                time_units: 0,
+                shard: 8192,
+                sequence: 0
+            }),
+            None
+        );
+        assert!(matches!(
+            l.decode_str("12x"),
+            Err(DecodeError::NotANumber(_))
+        ));
     }
 }

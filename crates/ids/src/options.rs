@@ -29,7 +29,10 @@ pub struct GuardOptions {
 impl GuardOptions {
     /// A guard at `path` with the default 2 s window.
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self { path: path.into(), window: Duration::from_secs(2) }
+        Self {
+            path: path.into(),
+            window: Duration::from_secs(2),
+        }
     }
 }
 
@@ -52,6 +55,10 @@ pub struct GeneratorOptions {
 impl Default for GeneratorOptions {
     /// Borrow up to 2 s ahead, refuse beyond it, no guard file.
     fn default() -> Self {
-        Self { max_lead: Duration::from_secs(2), on_clock_backwards: BackwardPolicy::Refuse, guard: None }
+        Self {
+            max_lead: Duration::from_secs(2),
+            on_clock_backwards: BackwardPolicy::Refuse,
+            guard: None,
+        }
     }
 }

@@ -72,15 +72,26 @@ impl SequenceState {
             };
             if next_time > now.saturating_add(max_lead) {
                 return if time > now.saturating_add(max_lead) {
-                    Attempt::ClockBehind { behind_units: time - now }
+                    Attempt::ClockBehind {
+                        behind_units: time - now,
+                    }
                 } else {
                     Attempt::WaitForTick
                 };
             }
             let count = want.min(max_sequence - first + 1);
             let next = (next_time << sequence_bits) | (first + count - 1);
-            match self.0.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Attempt::Issued(Run { time_units: next_time, first_sequence: first, count }),
+            match self
+                .0
+                .compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    return Attempt::Issued(Run {
+                        time_units: next_time,
+                        first_sequence: first,
+                        count,
+                    })
+                }
                 Err(seen) => current = seen,
             }
         }

@@ -28,13 +28,25 @@ impl ShardGenerator<SystemClock> {
 
 impl<C: Clock> ShardGenerator<C> {
     /// A generator with its own clock and options; opens the time guard if one is set.
-    pub fn with_clock(layout: Layout, shard: u64, clock: C, options: &GeneratorOptions) -> Result<Self, GenerateError> {
+    pub fn with_clock(
+        layout: Layout,
+        shard: u64,
+        clock: C,
+        options: &GeneratorOptions,
+    ) -> Result<Self, GenerateError> {
         if shard >= layout.shards() {
-            return Err(GenerateError::ShardOutOfRange { shard, shards: layout.shards() });
+            return Err(GenerateError::ShardOutOfRange {
+                shard,
+                shards: layout.shards(),
+            });
         }
         let issuer = Issuer::new(layout, clock, options)?;
         let state = SequenceState::starting_at(issuer.start_units, &layout);
-        Ok(Self { issuer, shard, state })
+        Ok(Self {
+            issuer,
+            shard,
+            state,
+        })
     }
 
     /// The next id.
@@ -42,7 +54,10 @@ impl<C: Clock> ShardGenerator<C> {
     pub fn next_id(&self) -> Result<u64, GenerateError> {
         let mut now = self.issuer.now()?;
         let run = self.issuer.reserve(&self.state, 1, &mut now)?;
-        Ok(self.issuer.layout.pack(run.time_units, self.shard, run.first_sequence))
+        Ok(self
+            .issuer
+            .layout
+            .pack(run.time_units, self.shard, run.first_sequence))
     }
 
     /// Fills `out` with consecutive ids, reserving a whole run of sequence numbers per
@@ -52,8 +67,13 @@ impl<C: Clock> ShardGenerator<C> {
         let mut now = self.issuer.now()?;
         let mut filled = 0;
         while filled < out.len() {
-            let run = self.issuer.reserve(&self.state, (out.len() - filled) as u64, &mut now)?;
-            for (slot, sequence) in out[filled..].iter_mut().zip(run.first_sequence..run.first_sequence + run.count) {
+            let run = self
+                .issuer
+                .reserve(&self.state, (out.len() - filled) as u64, &mut now)?;
+            for (slot, sequence) in out[filled..]
+                .iter_mut()
+                .zip(run.first_sequence..run.first_sequence + run.count)
+            {
                 *slot = layout.pack(run.time_units, self.shard, sequence);
             }
             filled += run.count as usize;

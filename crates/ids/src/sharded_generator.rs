@@ -29,9 +29,15 @@ impl ShardedGenerator<SystemClock> {
 
 impl<C: Clock> ShardedGenerator<C> {
     /// A generator with its own clock and options; opens the time guard if one is set.
-    pub fn with_clock(layout: Layout, clock: C, options: &GeneratorOptions) -> Result<Self, GenerateError> {
+    pub fn with_clock(
+        layout: Layout,
+        clock: C,
+        options: &GeneratorOptions,
+    ) -> Result<Self, GenerateError> {
         let issuer = Issuer::new(layout, clock, options)?;
-        let states = (0..layout.shards()).map(|_| CachePadded::new(SequenceState::starting_at(issuer.start_units, &layout))).collect();
+        let states = (0..layout.shards())
+            .map(|_| CachePadded::new(SequenceState::starting_at(issuer.start_units, &layout)))
+            .collect();
         Ok(Self { issuer, states })
     }
 
@@ -48,7 +54,10 @@ impl<C: Clock> ShardedGenerator<C> {
         let state = self.state(shard)?;
         let mut now = self.issuer.now()?;
         let run = self.issuer.reserve(state, 1, &mut now)?;
-        Ok(self.issuer.layout.pack(run.time_units, shard, run.first_sequence))
+        Ok(self
+            .issuer
+            .layout
+            .pack(run.time_units, shard, run.first_sequence))
     }
 
     /// The next id in the shard of `key` (see [`ShardedGenerator::shard_for_key`]).
@@ -64,8 +73,13 @@ impl<C: Clock> ShardedGenerator<C> {
         let mut now = self.issuer.now()?;
         let mut filled = 0;
         while filled < out.len() {
-            let run = self.issuer.reserve(state, (out.len() - filled) as u64, &mut now)?;
-            for (slot, sequence) in out[filled..].iter_mut().zip(run.first_sequence..run.first_sequence + run.count) {
+            let run = self
+                .issuer
+                .reserve(state, (out.len() - filled) as u64, &mut now)?;
+            for (slot, sequence) in out[filled..]
+                .iter_mut()
+                .zip(run.first_sequence..run.first_sequence + run.count)
+            {
                 *slot = layout.pack(run.time_units, shard, sequence);
             }
             filled += run.count as usize;
@@ -80,14 +94,20 @@ impl<C: Clock> ShardedGenerator<C> {
     /// Never on data; `keys` and `out` of different lengths is a programming error
     /// and is reported as such by an assertion.
     pub fn fill_for_keys(&self, keys: &[u64], out: &mut [u64]) -> Result<(), GenerateError> {
-        assert_eq!(keys.len(), out.len(), "fill_for_keys: keys and out must have the same length");
+        assert_eq!(
+            keys.len(),
+            out.len(),
+            "fill_for_keys: keys and out must have the same length"
+        );
         let layout = self.issuer.layout;
         let mask = layout.shards() - 1;
         let mut now = self.issuer.now()?;
         for (slot, &key) in out.iter_mut().zip(keys) {
             let shard = key & mask;
             // The mask keeps the index in range: shards() == states.len().
-            let run = self.issuer.reserve(&self.states[shard as usize], 1, &mut now)?;
+            let run = self
+                .issuer
+                .reserve(&self.states[shard as usize], 1, &mut now)?;
             *slot = layout.pack(run.time_units, shard, run.first_sequence);
         }
         Ok(())
@@ -105,13 +125,24 @@ impl<C: Clock> ShardedGenerator<C> {
     }
 
     fn state(&self, shard: u64) -> Result<&SequenceState, GenerateError> {
-        self.states.get(shard as usize).map(|s| &**s).ok_or(GenerateError::ShardOutOfRange { shard, shards: self.issuer.layout.shards() })
+        self.states
+            .get(shard as usize)
+            .map(|s| &**s)
+            .ok_or(GenerateError::ShardOutOfRange {
+                shard,
+                shards: self.issuer.layout.shards(),
+            })
     }
 }
 
 impl<C: Clock> Drop for ShardedGenerator<C> {
     fn drop(&mut self) {
-        let last = self.states.iter().map(|s| s.last_time_units(&self.issuer.layout)).max().unwrap_or(0);
+        let last = self
+            .states
+            .iter()
+            .map(|s| s.last_time_units(&self.issuer.layout))
+            .max()
+            .unwrap_or(0);
         self.issuer.close(last);
     }
 }

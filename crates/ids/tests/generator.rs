@@ -2,7 +2,10 @@
 //! of ids, borrowing ahead without wrapping, clock steps back and forward, batches.
 
 use proptest::prelude::*;
-use shardkit_ids::{BackwardPolicy, GenerateError, GeneratorOptions, Layout, ManualClock, ShardGenerator, ShardedGenerator};
+use shardkit_ids::{
+    BackwardPolicy, GenerateError, GeneratorOptions, Layout, ManualClock, ShardGenerator,
+    ShardedGenerator,
+};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +13,11 @@ use std::time::Duration;
 const T0: u64 = 1_750_000_000_000;
 
 fn options(max_lead_ms: u64, policy: BackwardPolicy) -> GeneratorOptions {
-    GeneratorOptions { max_lead: Duration::from_millis(max_lead_ms), on_clock_backwards: policy, guard: None }
+    GeneratorOptions {
+        max_lead: Duration::from_millis(max_lead_ms),
+        on_clock_backwards: policy,
+        guard: None,
+    }
 }
 
 #[test]
@@ -19,13 +26,20 @@ fn ids_strictly_increase_in_each_of_four_threads_and_never_repeat() {
     let threads: Vec<_> = (0..4)
         .map(|_| {
             let generator = Arc::clone(&generator);
-            std::thread::spawn(move || (0..100_000).map(|_| generator.next_id().unwrap()).collect::<Vec<u64>>())
+            std::thread::spawn(move || {
+                (0..100_000)
+                    .map(|_| generator.next_id().unwrap())
+                    .collect::<Vec<u64>>()
+            })
         })
         .collect();
     let mut all = HashSet::new();
     for t in threads {
         let ids = t.join().unwrap();
-        assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids of one thread must strictly increase");
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "ids of one thread must strictly increase"
+        );
         for id in ids {
             assert!(all.insert(id), "duplicate id {id}");
             assert_eq!(Layout::instagram().decode(id).unwrap().parts.shard, 42);
@@ -41,7 +55,13 @@ fn ten_million_ids_from_one_shard_are_all_distinct_even_at_twice_the_limit() {
     // and never wrap the sequence.
     let clock = ManualClock::new(T0);
     clock.auto_advance(Duration::from_nanos(500));
-    let generator = ShardGenerator::with_clock(Layout::instagram(), 7, clock, &options(5, BackwardPolicy::Refuse)).unwrap();
+    let generator = ShardGenerator::with_clock(
+        Layout::instagram(),
+        7,
+        clock,
+        &options(5, BackwardPolicy::Refuse),
+    )
+    .unwrap();
     let mut ids = vec![0u64; 10_000_000];
     for slot in ids.iter_mut() {
         *slot = generator.next_id().unwrap();
@@ -56,12 +76,27 @@ fn ten_million_ids_from_one_shard_are_all_distinct_even_at_twice_the_limit() {
 fn a_used_up_sequence_borrows_the_next_unit_then_waits_never_wraps() {
     let clock = ManualClock::new(T0);
     let layout = Layout::instagram();
-    let generator = ShardGenerator::with_clock(layout, 1, clock.clone(), &options(3, BackwardPolicy::Refuse)).unwrap();
+    let generator = ShardGenerator::with_clock(
+        layout,
+        1,
+        clock.clone(),
+        &options(3, BackwardPolicy::Refuse),
+    )
+    .unwrap();
     // Frozen clock: 1024 ids per ms, for the current ms and 3 borrowed ones.
-    let ids: Vec<u64> = (0..4 * 1024).map(|_| generator.next_id().unwrap()).collect();
+    let ids: Vec<u64> = (0..4 * 1024)
+        .map(|_| generator.next_id().unwrap())
+        .collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
     let now_units = layout.units_since_epoch(T0).unwrap();
-    assert_eq!(layout.decode(*ids.last().unwrap()).unwrap().parts.time_units, now_units + 3);
+    assert_eq!(
+        layout
+            .decode(*ids.last().unwrap())
+            .unwrap()
+            .parts
+            .time_units,
+        now_units + 3
+    );
     // The next one must wait for the clock: let another thread move it.
     let mover = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(30));
@@ -76,11 +111,20 @@ fn a_used_up_sequence_borrows_the_next_unit_then_waits_never_wraps() {
 #[test]
 fn a_clock_five_seconds_back_is_refused_then_forgiven() {
     let clock = ManualClock::new(T0);
-    let generator = ShardGenerator::with_clock(Layout::snowflake(), 3, clock.clone(), &GeneratorOptions::default()).unwrap();
+    let generator = ShardGenerator::with_clock(
+        Layout::snowflake(),
+        3,
+        clock.clone(),
+        &GeneratorOptions::default(),
+    )
+    .unwrap();
     let before = generator.next_id().unwrap();
     clock.rewind(5_000);
     match generator.next_id() {
-        Err(GenerateError::ClockMovedBackwards { behind_ms, max_lead_ms }) => {
+        Err(GenerateError::ClockMovedBackwards {
+            behind_ms,
+            max_lead_ms,
+        }) => {
             assert_eq!((behind_ms, max_lead_ms), (5_000, 2_000));
         }
         other => panic!("expected a refusal, got {other:?}"),
@@ -95,7 +139,13 @@ fn a_clock_five_seconds_back_is_refused_then_forgiven() {
 #[test]
 fn the_wait_policy_blocks_until_the_clock_catches_up() {
     let clock = ManualClock::new(T0);
-    let generator = ShardGenerator::with_clock(Layout::instagram(), 0, clock.clone(), &options(0, BackwardPolicy::Wait)).unwrap();
+    let generator = ShardGenerator::with_clock(
+        Layout::instagram(),
+        0,
+        clock.clone(),
+        &options(0, BackwardPolicy::Wait),
+    )
+    .unwrap();
     let before = generator.next_id().unwrap();
     clock.rewind(5_000);
     let mover = std::thread::spawn(move || {
@@ -116,7 +166,11 @@ enum Step {
 
 fn steps() -> impl Strategy<Value = Vec<Step>> {
     prop::collection::vec(
-        prop_oneof![(0u64..6_000).prop_map(Step::Forward), (0u64..6_000).prop_map(Step::Back), (1u16..3_000).prop_map(Step::Issue)],
+        prop_oneof![
+            (0u64..6_000).prop_map(Step::Forward),
+            (0u64..6_000).prop_map(Step::Back),
+            (1u16..3_000).prop_map(Step::Issue)
+        ],
         1..40,
     )
 }
@@ -165,9 +219,18 @@ fn the_sharded_generator_puts_a_key_in_key_mod_2_to_the_shard_bits() {
     let generator = ShardedGenerator::new(Layout::instagram()).unwrap();
     for key in [0u64, 1, 8191, 8192, 31_337, u64::MAX] {
         let id = generator.next_for_key(key).unwrap();
-        assert_eq!(Layout::instagram().decode(id).unwrap().parts.shard, key % 8192);
+        assert_eq!(
+            Layout::instagram().decode(id).unwrap().parts.shard,
+            key % 8192
+        );
     }
-    assert!(matches!(generator.next_id(8192), Err(GenerateError::ShardOutOfRange { shard: 8192, shards: 8192 })));
+    assert!(matches!(
+        generator.next_id(8192),
+        Err(GenerateError::ShardOutOfRange {
+            shard: 8192,
+            shards: 8192
+        })
+    ));
 }
 
 #[test]
@@ -175,13 +238,18 @@ fn batches_are_distinct_increasing_per_shard_and_in_the_right_shards() {
     let clock = ManualClock::new(T0);
     clock.auto_advance(Duration::from_nanos(200));
     let layout = Layout::instagram();
-    let generator = ShardedGenerator::with_clock(layout, clock, &GeneratorOptions::default()).unwrap();
+    let generator =
+        ShardedGenerator::with_clock(layout, clock, &GeneratorOptions::default()).unwrap();
     let mut run = vec![0u64; 5_000];
     generator.fill(9, &mut run).unwrap();
     assert!(run.windows(2).all(|w| w[0] < w[1]));
-    assert!(run.iter().all(|&id| layout.decode(id).unwrap().parts.shard == 9));
+    assert!(run
+        .iter()
+        .all(|&id| layout.decode(id).unwrap().parts.shard == 9));
 
-    let keys: Vec<u64> = (0..50_000u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+    let keys: Vec<u64> = (0..50_000u64)
+        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .collect();
     let mut ids = vec![0u64; keys.len()];
     generator.fill_for_keys(&keys, &mut ids).unwrap();
     let mut seen = HashSet::new();
@@ -195,12 +263,23 @@ fn batches_are_distinct_increasing_per_shard_and_in_the_right_shards() {
 #[test]
 fn a_shard_outside_the_layout_is_refused() {
     let made = ShardGenerator::new(Layout::snowflake(), 1024);
-    assert!(matches!(made, Err(GenerateError::ShardOutOfRange { shard: 1024, shards: 1024 })));
+    assert!(matches!(
+        made,
+        Err(GenerateError::ShardOutOfRange {
+            shard: 1024,
+            shards: 1024
+        })
+    ));
 }
 
 #[test]
 fn a_clock_before_the_epoch_is_an_error() {
     let clock = ManualClock::new(1_000);
-    let generator = ShardGenerator::with_clock(Layout::instagram(), 0, clock, &GeneratorOptions::default()).unwrap();
-    assert!(matches!(generator.next_id(), Err(GenerateError::ClockBeforeEpoch { .. })));
+    let generator =
+        ShardGenerator::with_clock(Layout::instagram(), 0, clock, &GeneratorOptions::default())
+            .unwrap();
+    assert!(matches!(
+        generator.next_id(),
+        Err(GenerateError::ClockBeforeEpoch { .. })
+    ));
 }

@@ -6,18 +6,40 @@ use shardkit_ids::{base62, IdParts, Layout, MIN_TIME_BITS};
 
 /// Any valid layout: a preset or a random split of 63 bits.
 fn any_layout() -> impl Strategy<Value = Layout> {
-    let custom = (MIN_TIME_BITS..=62u8, 0u8..=30, 1u64..=1000).prop_filter_map("bits must leave room for a sequence", |(time, shard, unit)| {
-        let sequence = 63u8.checked_sub(time)?.checked_sub(shard)?;
-        Layout::custom(time, shard, sequence, unit).ok()
-    });
-    prop_oneof![Just(Layout::instagram()), Just(Layout::snowflake()), Just(Layout::sonyflake()), custom]
+    let custom = (MIN_TIME_BITS..=62u8, 0u8..=30, 1u64..=1000).prop_filter_map(
+        "bits must leave room for a sequence",
+        |(time, shard, unit)| {
+            let sequence = 63u8.checked_sub(time)?.checked_sub(shard)?;
+            Layout::custom(time, shard, sequence, unit).ok()
+        },
+    );
+    prop_oneof![
+        Just(Layout::instagram()),
+        Just(Layout::snowflake()),
+        Just(Layout::sonyflake()),
+        custom
+    ]
 }
 
 /// A layout and parts that fit it.
 fn layout_and_parts() -> impl Strategy<Value = (Layout, IdParts)> {
     any_layout().prop_flat_map(|l| {
-        (Just(l), 0..=l.max_time_units(), 0..l.shards(), 0..=l.max_sequence())
-            .prop_map(|(l, time_units, shard, sequence)| (l, IdParts { time_units, shard, sequence }))
+        (
+            Just(l),
+            0..=l.max_time_units(),
+            0..l.shards(),
+            0..=l.max_sequence(),
+        )
+            .prop_map(|(l, time_units, shard, sequence)| {
+                (
+                    l,
+                    IdParts {
+                        time_units,
+                        shard,
+                        sequence,
+                    },
+                )
+            })
     })
 }
 

@@ -8,7 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn small_blocks() -> SegmentOptions {
-    SegmentOptions { initial_step: 10, min_step: 5, max_step: 80, ..SegmentOptions::default() }
+    SegmentOptions {
+        initial_step: 10,
+        min_step: 5,
+        max_step: 80,
+        ..SegmentOptions::default()
+    }
 }
 
 proptest! {
@@ -53,8 +58,20 @@ proptest! {
 #[test]
 fn two_ticket_servers_hand_out_odd_and_even_numbers() {
     let dir = tempfile::tempdir().unwrap();
-    let odd = SegmentAllocator::new(EmbeddedTicketStore::open(dir.path().join("a.redb")).unwrap(), "ids", SequenceSpec::new(2, 1).unwrap(), small_blocks()).unwrap();
-    let even = SegmentAllocator::new(EmbeddedTicketStore::open(dir.path().join("b.redb")).unwrap(), "ids", SequenceSpec::new(2, 2).unwrap(), small_blocks()).unwrap();
+    let odd = SegmentAllocator::new(
+        EmbeddedTicketStore::open(dir.path().join("a.redb")).unwrap(),
+        "ids",
+        SequenceSpec::new(2, 1).unwrap(),
+        small_blocks(),
+    )
+    .unwrap();
+    let even = SegmentAllocator::new(
+        EmbeddedTicketStore::open(dir.path().join("b.redb")).unwrap(),
+        "ids",
+        SequenceSpec::new(2, 2).unwrap(),
+        small_blocks(),
+    )
+    .unwrap();
     let mut all = HashSet::new();
     for _ in 0..500 {
         let (o, e) = (odd.next().unwrap(), even.next().unwrap());
@@ -67,7 +84,15 @@ fn two_ticket_servers_hand_out_odd_and_even_numbers() {
 fn concurrent_takers_with_background_preload_never_share_a_number() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(EmbeddedTicketStore::open(dir.path().join("t.redb")).unwrap());
-    let allocator = Arc::new(SegmentAllocator::new(Arc::clone(&store), "photos", SequenceSpec::default(), small_blocks()).unwrap());
+    let allocator = Arc::new(
+        SegmentAllocator::new(
+            Arc::clone(&store),
+            "photos",
+            SequenceSpec::default(),
+            small_blocks(),
+        )
+        .unwrap(),
+    );
     let takers: Vec<_> = (0..4)
         .map(|_| {
             let allocator = Arc::clone(&allocator);
@@ -84,20 +109,34 @@ fn concurrent_takers_with_background_preload_never_share_a_number() {
     let mut total = 0;
     for t in takers {
         let mine = t.join().unwrap();
-        assert!(mine.windows(2).all(|w| w[0] < w[1]), "one taker's numbers increase");
+        assert!(
+            mine.windows(2).all(|w| w[0] < w[1]),
+            "one taker's numbers increase"
+        );
         total += mine.len();
         all.extend(mine);
     }
     assert_eq!(all.len(), total);
     // One durable write per block, not per number.
-    assert!(store.durable_writes() * 5 <= total as u64, "{} writes for {} numbers", store.durable_writes(), total);
+    assert!(
+        store.durable_writes() * 5 <= total as u64,
+        "{} writes for {} numbers",
+        store.durable_writes(),
+        total
+    );
 }
 
 #[test]
 fn the_step_grows_when_blocks_go_fast_and_shrinks_when_they_go_slow() {
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedTicketStore::open(dir.path().join("t.redb")).unwrap();
-    let fast = SegmentOptions { initial_step: 10, min_step: 5, max_step: 80, target_block_duration: Duration::from_secs(3600), preload_at: 0.5 };
+    let fast = SegmentOptions {
+        initial_step: 10,
+        min_step: 5,
+        max_step: 80,
+        target_block_duration: Duration::from_secs(3600),
+        preload_at: 0.5,
+    };
     let allocator = SegmentAllocator::new(store, "fast", SequenceSpec::default(), fast).unwrap();
     for _ in 0..40 {
         allocator.take(50).unwrap();
@@ -107,7 +146,13 @@ fn the_step_grows_when_blocks_go_fast_and_shrinks_when_they_go_slow() {
     let store = EmbeddedTicketStore::open(dir.path().join("u.redb")).unwrap();
     // One number a millisecond against a 1 ms target: every block of n lasts about n ms,
     // far more than twice the target, so the step halves down to the minimum.
-    let slow = SegmentOptions { initial_step: 16, min_step: 2, max_step: 80, target_block_duration: Duration::from_millis(1), preload_at: 1.0 };
+    let slow = SegmentOptions {
+        initial_step: 16,
+        min_step: 2,
+        max_step: 80,
+        target_block_duration: Duration::from_millis(1),
+        preload_at: 1.0,
+    };
     let allocator = SegmentAllocator::new(store, "slow", SequenceSpec::default(), slow).unwrap();
     for _ in 0..60 {
         allocator.take(1).unwrap();
@@ -119,7 +164,13 @@ fn the_step_grows_when_blocks_go_fast_and_shrinks_when_they_go_slow() {
 #[test]
 fn bad_counts_are_refused_and_take_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let allocator = SegmentAllocator::new(EmbeddedTicketStore::open(dir.path().join("t.redb")).unwrap(), "x", SequenceSpec::default(), small_blocks()).unwrap();
+    let allocator = SegmentAllocator::new(
+        EmbeddedTicketStore::open(dir.path().join("t.redb")).unwrap(),
+        "x",
+        SequenceSpec::default(),
+        small_blocks(),
+    )
+    .unwrap();
     assert!(allocator.take(0).is_err());
     assert!(allocator.take(1_000_001).is_err());
     assert_eq!(allocator.next().unwrap(), 1);

@@ -1,18 +1,31 @@
 //! The durable time guard: a restart after a crash on a machine whose clock stepped
 //! back never reissues an id; without the guard it would.
 
-use shardkit_ids::{BackwardPolicy, GenerateError, GeneratorOptions, GuardOptions, Layout, ManualClock, ShardGenerator, ShardedGenerator};
+use shardkit_ids::{
+    BackwardPolicy, GenerateError, GeneratorOptions, GuardOptions, Layout, ManualClock,
+    ShardGenerator, ShardedGenerator,
+};
 use std::time::Duration;
 
 const T0: u64 = 1_750_000_000_000;
 
 fn guarded(path: &std::path::Path, policy: BackwardPolicy) -> GeneratorOptions {
-    GeneratorOptions { max_lead: Duration::from_secs(2), on_clock_backwards: policy, guard: Some(GuardOptions::new(path)) }
+    GeneratorOptions {
+        max_lead: Duration::from_secs(2),
+        on_clock_backwards: policy,
+        guard: Some(GuardOptions::new(path)),
+    }
 }
 
 /// Issues ids for a while (some borrowed ahead of the clock), then "crashes".
 fn issue_then_crash(path: &std::path::Path, clock: &ManualClock) -> u64 {
-    let generator = ShardGenerator::with_clock(Layout::instagram(), 5, clock.clone(), &guarded(path, BackwardPolicy::Refuse)).unwrap();
+    let generator = ShardGenerator::with_clock(
+        Layout::instagram(),
+        5,
+        clock.clone(),
+        &guarded(path, BackwardPolicy::Refuse),
+    )
+    .unwrap();
     let mut last = 0;
     for _ in 0..3 {
         for _ in 0..2_000 {
@@ -32,11 +45,26 @@ fn after_a_crash_and_a_clock_step_back_no_id_is_reissued() {
     let last_before_crash = issue_then_crash(&path, &clock);
 
     clock.rewind(10_000); // NTP stepped the clock back while the process was down.
-    let generator = ShardGenerator::with_clock(Layout::instagram(), 5, clock.clone(), &guarded(&path, BackwardPolicy::Refuse)).unwrap();
-    assert!(matches!(generator.next_id(), Err(GenerateError::ClockMovedBackwards { .. })), "must refuse while behind the mark");
+    let generator = ShardGenerator::with_clock(
+        Layout::instagram(),
+        5,
+        clock.clone(),
+        &guarded(&path, BackwardPolicy::Refuse),
+    )
+    .unwrap();
+    assert!(
+        matches!(
+            generator.next_id(),
+            Err(GenerateError::ClockMovedBackwards { .. })
+        ),
+        "must refuse while behind the mark"
+    );
     clock.advance(10_000);
     let first_after = generator.next_id().unwrap();
-    assert!(first_after > last_before_crash, "{first_after} must be above {last_before_crash}");
+    assert!(
+        first_after > last_before_crash,
+        "{first_after} must be above {last_before_crash}"
+    );
 }
 
 #[test]
@@ -46,7 +74,12 @@ fn with_the_wait_policy_the_restart_waits_and_then_continues_above() {
     let clock = ManualClock::new(T0);
     let last_before_crash = issue_then_crash(&path, &clock);
     clock.rewind(10_000);
-    let generator = ShardedGenerator::with_clock(Layout::instagram(), clock.clone(), &guarded(&path, BackwardPolicy::Wait)).unwrap();
+    let generator = ShardedGenerator::with_clock(
+        Layout::instagram(),
+        clock.clone(),
+        &guarded(&path, BackwardPolicy::Wait),
+    )
+    .unwrap();
     let mover = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(50));
         clock.advance(10_000);
@@ -60,11 +93,19 @@ fn with_the_wait_policy_the_restart_waits_and_then_continues_above() {
 fn without_the_guard_the_same_restart_would_reissue() {
     // The control experiment: it shows the scenario above is one where ids repeat.
     let clock = ManualClock::new(T0);
-    let first = ShardGenerator::with_clock(Layout::instagram(), 5, clock.clone(), &GeneratorOptions::default()).unwrap();
+    let first = ShardGenerator::with_clock(
+        Layout::instagram(),
+        5,
+        clock.clone(),
+        &GeneratorOptions::default(),
+    )
+    .unwrap();
     let before = first.next_id().unwrap();
     drop(first);
     clock.rewind(10_000);
-    let second = ShardGenerator::with_clock(Layout::instagram(), 5, clock, &GeneratorOptions::default()).unwrap();
+    let second =
+        ShardGenerator::with_clock(Layout::instagram(), 5, clock, &GeneratorOptions::default())
+            .unwrap();
     assert!(second.next_id().unwrap() < before);
 }
 
@@ -75,10 +116,12 @@ fn a_clean_restart_continues_at_once_above_the_last_id() {
     let clock = ManualClock::new(T0);
     let options = guarded(&path, BackwardPolicy::Refuse);
     let before = {
-        let generator = ShardGenerator::with_clock(Layout::instagram(), 5, clock.clone(), &options).unwrap();
+        let generator =
+            ShardGenerator::with_clock(Layout::instagram(), 5, clock.clone(), &options).unwrap();
         generator.next_id().unwrap()
     };
-    let generator = ShardGenerator::with_clock(Layout::instagram(), 5, clock.clone(), &options).unwrap();
+    let generator =
+        ShardGenerator::with_clock(Layout::instagram(), 5, clock.clone(), &options).unwrap();
     let after = generator.next_id().unwrap();
     assert!(after > before);
     // The clean mark is the end of the last unit, not the window ahead.
@@ -90,7 +133,8 @@ fn a_clean_restart_continues_at_once_above_the_last_id() {
 fn two_generators_cannot_share_a_guard() {
     let dir = tempfile::tempdir().unwrap();
     let options = guarded(&dir.path().join("ids.guard"), BackwardPolicy::Refuse);
-    let _first = ShardGenerator::with_clock(Layout::instagram(), 0, ManualClock::new(T0), &options).unwrap();
+    let _first =
+        ShardGenerator::with_clock(Layout::instagram(), 0, ManualClock::new(T0), &options).unwrap();
     let second = ShardGenerator::with_clock(Layout::instagram(), 1, ManualClock::new(T0), &options);
     assert!(matches!(second, Err(GenerateError::GuardInUse(_))));
 }

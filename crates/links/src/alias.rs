@@ -15,8 +15,22 @@ pub const MAX_ALIAS_LEN: usize = 64;
 /// Paths the server answers itself; neither an alias nor a generated code may equal
 /// one (compared without case, so `/API` does not look like ours either).
 pub const RESERVED: &[&str] = &[
-    "api", "healthz", "metrics", "openapi.json", "static", "ui", "favicon.ico", "robots.txt", "assets", "admin", "login", "logout",
-    "index.html", "sitemap.xml", "well-known", ".well-known",
+    "api",
+    "healthz",
+    "metrics",
+    "openapi.json",
+    "static",
+    "ui",
+    "favicon.ico",
+    "robots.txt",
+    "assets",
+    "admin",
+    "login",
+    "logout",
+    "index.html",
+    "sitemap.xml",
+    "well-known",
+    ".well-known",
 ];
 
 /// Whether `path` (one segment, no `/`) is one of the server's own.
@@ -27,9 +41,15 @@ pub fn is_reserved(path: &str) -> bool {
 /// Checks an alias against the rules above.
 pub fn validate_alias(alias: &str) -> Result<(), AliasError> {
     if alias.is_empty() || alias.len() > MAX_ALIAS_LEN {
-        return Err(AliasError::Length { len: alias.chars().count(), max: MAX_ALIAS_LEN });
+        return Err(AliasError::Length {
+            len: alias.chars().count(),
+            max: MAX_ALIAS_LEN,
+        });
     }
-    if !alias.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+    if !alias
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
         return Err(AliasError::Characters(alias.to_string()));
     }
     if is_reserved(alias) {
@@ -48,15 +68,40 @@ mod tests {
 
     #[test]
     fn rules() {
-        for ok in ["a", "launch-2026", "promo", "abcdef", "x_y_z_long_enough", &"a-".repeat(32)] {
+        for ok in [
+            "a",
+            "launch-2026",
+            "promo",
+            "abcdef",
+            "x_y_z_long_enough",
+            &"a-".repeat(32),
+        ] {
             assert_eq!(validate_alias(ok), Ok(()), "{ok}");
         }
         assert!(matches!(validate_alias(""), Err(AliasError::Length { .. })));
-        assert!(matches!(validate_alias(&"a-".repeat(33)), Err(AliasError::Length { .. })));
-        assert!(matches!(validate_alias("a b"), Err(AliasError::Characters(_))));
-        assert!(matches!(validate_alias("héllo"), Err(AliasError::Characters(_))));
-        assert!(matches!(validate_alias("API"), Err(AliasError::Reserved(_))));
-        assert!(matches!(validate_alias("healthz"), Err(AliasError::Reserved(_))));
-        assert!(matches!(validate_alias("summer2026"), Err(AliasError::CodeShaped(_))));
+        assert!(matches!(
+            validate_alias(&"a-".repeat(33)),
+            Err(AliasError::Length { .. })
+        ));
+        assert!(matches!(
+            validate_alias("a b"),
+            Err(AliasError::Characters(_))
+        ));
+        assert!(matches!(
+            validate_alias("héllo"),
+            Err(AliasError::Characters(_))
+        ));
+        assert!(matches!(
+            validate_alias("API"),
+            Err(AliasError::Reserved(_))
+        ));
+        assert!(matches!(
+            validate_alias("healthz"),
+            Err(AliasError::Reserved(_))
+        ));
+        assert!(matches!(
+            validate_alias("summer2026"),
+            Err(AliasError::CodeShaped(_))
+        ));
     }
 }

@@ -47,7 +47,9 @@ pub struct Codec {
 impl Codec {
     /// Codes that look random: the index goes through `feistel` within its tier.
     pub fn scrambled(feistel: Feistel) -> Self {
-        Self { feistel: Some(feistel) }
+        Self {
+            feistel: Some(feistel),
+        }
     }
 
     /// Plain sequential codes (`a000001`, `a000002`, …), for when enumeration is fine.
@@ -60,7 +62,9 @@ impl Codec {
         if group >= GROUPS {
             return Err(CodeError::BadGroup(group));
         }
-        let (width, start, size) = tiers().find(|&(_, start, size)| index >= start && index - start < size).ok_or(CodeError::Exhausted(index))?;
+        let (width, start, size) = tiers()
+            .find(|&(_, start, size)| index >= start && index - start < size)
+            .ok_or(CodeError::Exhausted(index))?;
         let local = index - start;
         let value = match &self.feistel {
             Some(f) => f.permute_tweaked(local, size, u64::from(group)),
@@ -96,14 +100,18 @@ impl Codec {
     /// The group a code (generated or not) says it lives in, from its first character.
     pub fn group_of_code(code: &str) -> Option<u8> {
         let first = code.as_bytes().first()?;
-        base62::ALPHABET.iter().position(|c| c == first).map(|g| g as u8)
+        base62::ALPHABET
+            .iter()
+            .position(|c| c == first)
+            .map(|g| g as u8)
     }
 }
 
 /// Whether `text` has the shape of a generated code: 7 to 11 base62 characters.
 /// Aliases never have this shape (see [`crate::validate_alias`]).
 pub(crate) fn looks_generated(text: &str) -> bool {
-    (MIN_CODE_LEN..=1 + MAX_REST_WIDTH).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_alphanumeric())
+    (MIN_CODE_LEN..=1 + MAX_REST_WIDTH).contains(&text.len())
+        && text.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 #[cfg(test)]
@@ -136,7 +144,10 @@ mod tests {
             assert_eq!(codec.decode(&a), Some((0, index)));
             assert_eq!(codec.decode(&b), Some((1, index)));
         }
-        assert_eq!(same, 0, "a code's suffix must not reveal the codes of other groups");
+        assert_eq!(
+            same, 0,
+            "a code's suffix must not reveal the codes of other groups"
+        );
     }
 
     #[test]

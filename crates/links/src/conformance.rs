@@ -4,9 +4,9 @@
 
 use crate::code::group_of;
 use crate::error::StoreError;
-use shardkit_ids::base62;
 use crate::model::{Link, Redirect};
 use crate::store::{InsertOutcome, LinkStore};
+use shardkit_ids::base62;
 
 fn link(id: u64, code: &str, url: &str) -> Link {
     Link {
@@ -24,7 +24,11 @@ fn link(id: u64, code: &str, url: &str) -> Link {
 
 /// Runs every check against `store`, which must be empty.
 pub fn run(store: &dyn LinkStore) {
-    assert_eq!(store.count().unwrap(), 0, "the conformance suite needs an empty store");
+    assert_eq!(
+        store.count().unwrap(),
+        0,
+        "the conformance suite needs an empty store"
+    );
 
     // Batch insert, lookups by id, code and alias.
     let mut a = link(10, "a000001", "https://example.com/a");
@@ -33,7 +37,9 @@ pub fn run(store: &dyn LinkStore) {
     b.alias = Some("bee-alias".into());
     b.tags = vec!["red".into()];
     let c = link(30, "c000001", "https://example.com/a");
-    let outcomes = store.insert_batch(&[a.clone(), b.clone(), c.clone()]).unwrap();
+    let outcomes = store
+        .insert_batch(&[a.clone(), b.clone(), c.clone()])
+        .unwrap();
     assert_eq!(outcomes, vec![InsertOutcome::Inserted; 3]);
     assert_eq!(store.count().unwrap(), 3);
     assert_eq!(store.get(10).unwrap(), Some(a.clone()));
@@ -48,12 +54,27 @@ pub fn run(store: &dyn LinkStore) {
     d.alias = Some("bee-alias".into());
     let e = link(50, "e000001", "https://example.com/e");
     let outcomes = store.insert_batch(&[d, e.clone()]).unwrap();
-    assert_eq!(outcomes[0], InsertOutcome::AliasTaken { alias: "bee-alias".into(), owner_code: "b000001".into() });
+    assert_eq!(
+        outcomes[0],
+        InsertOutcome::AliasTaken {
+            alias: "bee-alias".into(),
+            owner_code: "b000001".into()
+        }
+    );
     assert_eq!(outcomes[1], InsertOutcome::Inserted);
     assert_eq!(store.get(40).unwrap(), None);
     // Duplicates of code or id fail the whole batch, overwrite nothing.
-    assert!(matches!(store.insert_batch(&[link(60, "a000001", "https://x.example/")]), Err(StoreError::Duplicate(_))));
-    assert!(matches!(store.insert_batch(&[link(61, "g000001", "https://x.example/"), link(10, "f000001", "https://x.example/")]), Err(StoreError::Duplicate(_))));
+    assert!(matches!(
+        store.insert_batch(&[link(60, "a000001", "https://x.example/")]),
+        Err(StoreError::Duplicate(_))
+    ));
+    assert!(matches!(
+        store.insert_batch(&[
+            link(61, "g000001", "https://x.example/"),
+            link(10, "f000001", "https://x.example/")
+        ]),
+        Err(StoreError::Duplicate(_))
+    ));
     assert_eq!(store.get(10).unwrap(), Some(a.clone()));
     assert_eq!(store.get(61).unwrap(), None);
     assert_eq!(store.resolve("g000001").unwrap(), None);
@@ -63,23 +84,51 @@ pub fn run(store: &dyn LinkStore) {
     let mut h = link(90, "i000001", "https://example.com/h");
     h.alias = Some("twice".into());
     let outcomes = store.insert_batch(&[g, h]).unwrap();
-    assert_eq!(outcomes[1], InsertOutcome::AliasTaken { alias: "twice".into(), owner_code: "h000001".into() });
+    assert_eq!(
+        outcomes[1],
+        InsertOutcome::AliasTaken {
+            alias: "twice".into(),
+            owner_code: "h000001".into()
+        }
+    );
     assert_eq!(store.delete(80).unwrap().map(|l| l.id), Some(80));
 
     // A link minted with its alias has its code in the alias's group (as the server
     // mints it); it resolves both ways and `delete_link` removes it once.
-    let grouped = format!("{}000002", char::from(base62::ALPHABET[usize::from(group_of("one-shard"))]));
+    let grouped = format!(
+        "{}000002",
+        char::from(base62::ALPHABET[usize::from(group_of("one-shard"))])
+    );
     let mut k = link(85, &grouped, "https://example.com/k");
     k.alias = Some("one-shard".into());
     // Ids the store assigns (if it does) are distinct, kept by the insert and found again.
-    let mut assigned = [k.clone(), link(86, &format!("{}000003", &grouped[..1]), "https://example.com/k2")];
+    let mut assigned = [
+        k.clone(),
+        link(
+            86,
+            &format!("{}000003", &grouped[..1]),
+            "https://example.com/k2",
+        ),
+    ];
     store.assign_ids(&mut assigned).unwrap();
     assert_ne!(assigned[0].id, assigned[1].id);
     let k = assigned[0].clone();
-    assert_eq!(store.insert_batch(&assigned[1..]).unwrap(), [InsertOutcome::Inserted]);
-    assert_eq!(store.resolve(&assigned[1].code).unwrap(), Some(assigned[1].clone()));
-    assert_eq!(store.delete_link(&assigned[1]).unwrap(), Some(assigned[1].clone()));
-    assert_eq!(store.insert_batch(std::slice::from_ref(&k)).unwrap(), [InsertOutcome::Inserted]);
+    assert_eq!(
+        store.insert_batch(&assigned[1..]).unwrap(),
+        [InsertOutcome::Inserted]
+    );
+    assert_eq!(
+        store.resolve(&assigned[1].code).unwrap(),
+        Some(assigned[1].clone())
+    );
+    assert_eq!(
+        store.delete_link(&assigned[1]).unwrap(),
+        Some(assigned[1].clone())
+    );
+    assert_eq!(
+        store.insert_batch(std::slice::from_ref(&k)).unwrap(),
+        [InsertOutcome::Inserted]
+    );
     assert_eq!(store.resolve("one-shard").unwrap(), Some(k.clone()));
     assert_eq!(store.resolve(&grouped).unwrap(), Some(k.clone()));
     assert_eq!(store.delete_link(&k).unwrap(), Some(k.clone()));
@@ -88,9 +137,22 @@ pub fn run(store: &dyn LinkStore) {
     assert_eq!(store.resolve(&grouped).unwrap(), None);
 
     // Reuse: the oldest plain link of the URL.
-    assert_eq!(store.find_reusable("https://example.com/a").unwrap().map(|l| l.id), Some(10));
-    assert_eq!(store.find_reusable("https://example.com/b").unwrap(), None, "a link with an alias is not reused");
-    assert_eq!(store.find_reusable("https://example.com/zzz").unwrap(), None);
+    assert_eq!(
+        store
+            .find_reusable("https://example.com/a")
+            .unwrap()
+            .map(|l| l.id),
+        Some(10)
+    );
+    assert_eq!(
+        store.find_reusable("https://example.com/b").unwrap(),
+        None,
+        "a link with an alias is not reused"
+    );
+    assert_eq!(
+        store.find_reusable("https://example.com/zzz").unwrap(),
+        None
+    );
 
     // Lists: creation order, cursor, tags.
     let ids = |links: Vec<Link>| links.into_iter().map(|l| l.id).collect::<Vec<_>>();
@@ -98,7 +160,10 @@ pub fn run(store: &dyn LinkStore) {
     assert_eq!(ids(store.list(None, Some(20), 1).unwrap()), [30]);
     assert_eq!(ids(store.list(Some("red"), None, 10).unwrap()), [10, 20]);
     assert_eq!(ids(store.list(Some("red"), Some(10), 10).unwrap()), [20]);
-    assert_eq!(ids(store.list(Some("none"), None, 10).unwrap()), Vec::<u64>::new());
+    assert_eq!(
+        ids(store.list(Some("none"), None, 10).unwrap()),
+        Vec::<u64>::new()
+    );
 
     // Replace: new target and tags move the indexes; code and alias are fixed.
     let mut a2 = a.clone();
@@ -109,19 +174,36 @@ pub fn run(store: &dyn LinkStore) {
     assert_eq!(store.resolve("a000001").unwrap(), Some(a2.clone()));
     assert_eq!(ids(store.list(Some("red"), None, 10).unwrap()), [20]);
     assert_eq!(ids(store.list(Some("green"), None, 10).unwrap()), [10]);
-    assert_eq!(store.find_reusable("https://example.com/a").unwrap().map(|l| l.id), Some(30));
-    assert_eq!(store.find_reusable("https://example.com/moved").unwrap().map(|l| l.id), Some(10));
+    assert_eq!(
+        store
+            .find_reusable("https://example.com/a")
+            .unwrap()
+            .map(|l| l.id),
+        Some(30)
+    );
+    assert_eq!(
+        store
+            .find_reusable("https://example.com/moved")
+            .unwrap()
+            .map(|l| l.id),
+        Some(10)
+    );
     let mut renamed = a2.clone();
     renamed.code = "q000001".into();
     assert!(store.replace(&renamed).is_err());
-    assert!(store.replace(&link(999, "y000001", "https://example.com/")).is_err());
+    assert!(store
+        .replace(&link(999, "y000001", "https://example.com/"))
+        .is_err());
 
     // Delete frees the code, the alias and the indexes.
     assert_eq!(store.delete(20).unwrap().map(|l| l.id), Some(20));
     assert_eq!(store.delete(20).unwrap(), None);
     assert_eq!(store.resolve("bee-alias").unwrap(), None);
     assert_eq!(store.resolve("b000001").unwrap(), None);
-    assert_eq!(ids(store.list(Some("red"), None, 10).unwrap()), Vec::<u64>::new());
+    assert_eq!(
+        ids(store.list(Some("red"), None, 10).unwrap()),
+        Vec::<u64>::new()
+    );
     let mut f = link(70, "f000001", "https://example.com/f");
     f.alias = Some("bee-alias".into());
     assert_eq!(store.insert_batch(&[f]).unwrap(), [InsertOutcome::Inserted]);

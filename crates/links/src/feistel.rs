@@ -136,7 +136,9 @@ mod tests {
     #[test]
     fn it_is_not_the_identity() {
         let f = Feistel::new([1; 16]);
-        let moved = (0..1000u64).filter(|&x| f.permute(x, 62u64.pow(6)) != x).count();
+        let moved = (0..1000u64)
+            .filter(|&x| f.permute(x, 62u64.pow(6)) != x)
+            .count();
         assert!(moved > 990);
     }
 }

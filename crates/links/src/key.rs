@@ -8,11 +8,19 @@ use std::path::Path;
 pub fn load_or_create_key(path: &Path) -> std::io::Result<[u8; 16]> {
     match std::fs::read_to_string(path) {
         Ok(text) => parse(text.trim()).ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{} must hold 32 hex digits (the code key); restore it from a backup", path.display()))
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{} must hold 32 hex digits (the code key); restore it from a backup",
+                    path.display()
+                ),
+            )
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let mut key = [0u8; 16];
-            getrandom::fill(&mut key).map_err(|e| std::io::Error::other(format!("no randomness for the code key: {e}")))?;
+            getrandom::fill(&mut key).map_err(|e| {
+                std::io::Error::other(format!("no randomness for the code key: {e}"))
+            })?;
             let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
             shardkit_ids::durable_file::replace_durably(path, format!("{hex}\n").as_bytes())?;
             Ok(key)

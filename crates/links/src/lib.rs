@@ -43,7 +43,9 @@ pub use error::{AliasError, CodeError, LinkError, StoreError, UrlError};
 pub use feistel::Feistel;
 pub use key::load_or_create_key;
 pub use minter::{GroupSequences, Minter, TicketSequences};
-pub use model::{day_of, format_day, format_time, now_ms, parse_time, validate_tags, Link, Redirect, MAX_TAGS};
+pub use model::{
+    day_of, format_day, format_time, now_ms, parse_time, validate_tags, Link, Redirect, MAX_TAGS,
+};
 pub use redb_store::RedbLinkStore;
 pub use store::{InsertOutcome, LinkStore};
 pub use url_rules::{normalize_url, OwnOrigin, MAX_URL_LEN};

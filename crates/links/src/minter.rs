@@ -24,7 +24,9 @@ pub struct TicketSequences<S: TicketStore + Clone> {
 
 impl<S: TicketStore + Clone> std::fmt::Debug for TicketSequences<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TicketSequences").field("groups", &self.allocators.len()).finish()
+        f.debug_struct("TicketSequences")
+            .field("groups", &self.allocators.len())
+            .finish()
     }
 }
 
@@ -32,7 +34,14 @@ impl<S: TicketStore + Clone> TicketSequences<S> {
     /// The 62 group sequences in `store`, numbered by `spec`.
     pub fn new(store: S, spec: SequenceSpec, options: SegmentOptions) -> Result<Self, TicketError> {
         let allocators = (0..GROUPS)
-            .map(|g| SegmentAllocator::new(store.clone(), &format!("links.g{g:02}"), spec, options.clone()))
+            .map(|g| {
+                SegmentAllocator::new(
+                    store.clone(),
+                    &format!("links.g{g:02}"),
+                    spec,
+                    options.clone(),
+                )
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self { allocators })
     }
@@ -52,7 +61,9 @@ pub struct Minter {
 
 impl std::fmt::Debug for Minter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Minter").field("codec", &self.codec).finish()
+        f.debug_struct("Minter")
+            .field("codec", &self.codec)
+            .finish()
     }
 }
 
@@ -102,7 +113,9 @@ mod tests {
         let mut seen = HashSet::new();
         for _ in 0..2 {
             let store = Arc::new(EmbeddedTicketStore::open(&path).unwrap());
-            let sequences = TicketSequences::new(store, SequenceSpec::default(), SegmentOptions::default()).unwrap();
+            let sequences =
+                TicketSequences::new(store, SequenceSpec::default(), SegmentOptions::default())
+                    .unwrap();
             let minter = Minter::new(Codec::scrambled(Feistel::new([3; 16])), Box::new(sequences));
             for i in 0..500 {
                 let url = format!("https://example.com/{}", i % 7);

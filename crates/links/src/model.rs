@@ -53,7 +53,11 @@ impl Serialize for Redirect {
 impl<'de> Deserialize<'de> for Redirect {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let status = u16::deserialize(d)?;
-        Redirect::from_status(status).ok_or_else(|| serde::de::Error::custom(format!("redirect must be 301, 302, 307 or 308, got {status}")))
+        Redirect::from_status(status).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "redirect must be 301, 302, 307 or 308, got {status}"
+            ))
+        })
     }
 }
 
@@ -75,7 +79,11 @@ pub struct Link {
     #[serde(with = "time_string")]
     pub created_at: u64,
     /// After this instant (ms since the Unix epoch) the link answers 410.
-    #[serde(default, with = "opt_time_string", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "opt_time_string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub expires_at: Option<u64>,
     /// After this many clicks the link answers 410.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,12 +111,20 @@ impl Link {
 /// Checks tags: at most [`MAX_TAGS`], each 1 to 64 characters of `A-Z a-z 0-9 _ - . :`.
 pub fn validate_tags(tags: &[String]) -> Result<(), String> {
     if tags.len() > MAX_TAGS {
-        return Err(format!("at most {MAX_TAGS} tags per link, got {}", tags.len()));
+        return Err(format!(
+            "at most {MAX_TAGS} tags per link, got {}",
+            tags.len()
+        ));
     }
     for tag in tags {
-        let ok = (1..=64).contains(&tag.len()) && tag.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b));
+        let ok = (1..=64).contains(&tag.len())
+            && tag
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b));
         if !ok {
-            return Err(format!("tag {tag:?} is invalid: use 1 to 64 characters of A-Z a-z 0-9 _ - . :"));
+            return Err(format!(
+                "tag {tag:?} is invalid: use 1 to 64 characters of A-Z a-z 0-9 _ - . :"
+            ));
         }
     }
     Ok(())
@@ -116,7 +132,10 @@ pub fn validate_tags(tags: &[String]) -> Result<(), String> {
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// The UTC day number (days since 1970-01-01) of an instant: the per-day click key.
@@ -138,8 +157,11 @@ pub fn format_time(ms: u64) -> String {
 
 /// Parses RFC 3339 (`2026-12-31T23:59:59Z`, fractions allowed) into ms since the epoch.
 pub fn parse_time(text: &str) -> Result<u64, String> {
-    let t = humantime::parse_rfc3339_weak(text.trim()).map_err(|e| format!("{text:?} is not an RFC 3339 time like 2026-12-31T23:59:59Z: {e}"))?;
-    Ok(t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0))
+    let t = humantime::parse_rfc3339_weak(text.trim())
+        .map_err(|e| format!("{text:?} is not an RFC 3339 time like 2026-12-31T23:59:59Z: {e}"))?;
+    Ok(t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0))
 }
 
 mod id_string {
@@ -149,7 +171,8 @@ mod id_string {
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         let text = String::deserialize(d)?;
-        text.parse().map_err(|_| serde::de::Error::custom(format!("id {text:?} is not a decimal number")))
+        text.parse()
+            .map_err(|_| serde::de::Error::custom(format!("id {text:?} is not a decimal number")))
     }
 }
 
@@ -172,7 +195,9 @@ mod opt_time_string {
         }
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        Option::<String>::deserialize(d)?.map(|t| super::parse_time(&t).map_err(serde::de::Error::custom)).transpose()
+        Option::<String>::deserialize(d)?
+            .map(|t| super::parse_time(&t).map_err(serde::de::Error::custom))
+            .transpose()
     }
 }
 

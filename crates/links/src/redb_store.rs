@@ -10,7 +10,9 @@ use crate::code::looks_generated;
 use crate::error::StoreError;
 use crate::model::Link;
 use crate::store::{InsertOutcome, LinkStore};
-use redb::{Database, MultimapTableDefinition, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{
+    Database, MultimapTableDefinition, ReadableTable, ReadableTableMetadata, TableDefinition,
+};
 use std::path::Path;
 
 const LINKS: TableDefinition<u64, &[u8]> = TableDefinition::new("links");
@@ -37,7 +39,10 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
 }
 
 fn decode(id: u64, bytes: &[u8]) -> Result<Link, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt { id, reason: e.to_string() })
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        id,
+        reason: e.to_string(),
+    })
 }
 
 fn encode(link: &Link) -> Result<Vec<u8>, StoreError> {
@@ -52,7 +57,8 @@ impl RedbLinkStore {
     /// Opens (or creates) the file. Fails if another process has it open.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref();
-        let db = Database::create(path).map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
+        let db = Database::create(path)
+            .map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
         let txn = db.begin_write().map_err(backend)?;
         {
             txn.open_table(LINKS).map_err(backend)?;
@@ -78,20 +84,30 @@ impl LinkStore for RedbLinkStore {
             let mut tags = txn.open_multimap_table(TAGS).map_err(backend)?;
             // Aliases first, in request order: the first of two equal aliases wins.
             let mut accepted: Vec<&Link> = Vec::with_capacity(links.len());
-            let mut batch_aliases: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+            let mut batch_aliases: std::collections::HashMap<&str, &str> =
+                std::collections::HashMap::new();
             for link in links {
                 if let Some(alias) = &link.alias {
                     if let Some(owner_code) = batch_aliases.get(alias.as_str()) {
-                        outcomes.push(InsertOutcome::AliasTaken { alias: alias.clone(), owner_code: owner_code.to_string() });
+                        outcomes.push(InsertOutcome::AliasTaken {
+                            alias: alias.clone(),
+                            owner_code: owner_code.to_string(),
+                        });
                         continue;
                     }
-                    let owner = aliases.get(alias.as_bytes()).map_err(backend)?.map(|g| g.value());
+                    let owner = aliases
+                        .get(alias.as_bytes())
+                        .map_err(backend)?
+                        .map(|g| g.value());
                     if let Some(owner) = owner {
                         let owner_code = match by_id.get(owner).map_err(backend)? {
                             Some(record) => decode(owner, record.value())?.code,
                             None => String::new(),
                         };
-                        outcomes.push(InsertOutcome::AliasTaken { alias: alias.clone(), owner_code });
+                        outcomes.push(InsertOutcome::AliasTaken {
+                            alias: alias.clone(),
+                            owner_code,
+                        });
                         continue;
                     }
                     aliases.insert(alias.as_bytes(), link.id).map_err(backend)?;
@@ -104,13 +120,21 @@ impl LinkStore for RedbLinkStore {
             // big batch touches each page once instead of at random.
             accepted.sort_unstable_by_key(|l| l.id);
             for link in &accepted {
-                if by_id.insert(link.id, encode(link)?.as_slice()).map_err(backend)?.is_some() {
+                if by_id
+                    .insert(link.id, encode(link)?.as_slice())
+                    .map_err(backend)?
+                    .is_some()
+                {
                     return Err(StoreError::Duplicate(format!("id {}", link.id)));
                 }
             }
             accepted.sort_unstable_by(|a, b| a.code.cmp(&b.code));
             for link in &accepted {
-                if codes.insert(link.code.as_bytes(), link.id).map_err(backend)?.is_some() {
+                if codes
+                    .insert(link.code.as_bytes(), link.id)
+                    .map_err(backend)?
+                    .is_some()
+                {
                     return Err(StoreError::Duplicate(format!("code {}", link.code)));
                 }
             }
@@ -136,8 +160,18 @@ impl LinkStore for RedbLinkStore {
     fn resolve(&self, path: &str) -> Result<Option<Link>, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
         // Codes and aliases never share a shape, so one table answers.
-        let index = txn.open_table(if looks_generated(path) { CODES } else { ALIASES }).map_err(backend)?;
-        let Some(id) = index.get(path.as_bytes()).map_err(backend)?.map(|g| g.value()) else {
+        let index = txn
+            .open_table(if looks_generated(path) {
+                CODES
+            } else {
+                ALIASES
+            })
+            .map_err(backend)?;
+        let Some(id) = index
+            .get(path.as_bytes())
+            .map_err(backend)?
+            .map(|g| g.value())
+        else {
             return Ok(None);
         };
         let table = txn.open_table(LINKS).map_err(backend)?;
@@ -153,7 +187,11 @@ impl LinkStore for RedbLinkStore {
             let id = id.map_err(backend)?.value();
             if let Some(record) = table.get(id).map_err(backend)? {
                 let link = decode(id, record.value())?;
-                if link.url == url && link.alias.is_none() && link.expires_at.is_none() && link.max_visits.is_none() {
+                if link.url == url
+                    && link.alias.is_none()
+                    && link.expires_at.is_none()
+                    && link.max_visits.is_none()
+                {
                     return Ok(Some(link));
                 }
             }
@@ -182,7 +220,9 @@ impl LinkStore for RedbLinkStore {
             for tag in &link.tags {
                 tags.insert(tag.as_bytes(), link.id).map_err(backend)?;
             }
-            by_id.insert(link.id, encode(link)?.as_slice()).map_err(backend)?;
+            by_id
+                .insert(link.id, encode(link)?.as_slice())
+                .map_err(backend)?;
         }
         txn.commit().map_err(backend)
     }
@@ -195,11 +235,20 @@ impl LinkStore for RedbLinkStore {
                 Some(record) => decode(id, record.value())?,
                 None => return Ok(None),
             };
-            txn.open_table(CODES).map_err(backend)?.remove(old.code.as_bytes()).map_err(backend)?;
+            txn.open_table(CODES)
+                .map_err(backend)?
+                .remove(old.code.as_bytes())
+                .map_err(backend)?;
             if let Some(alias) = &old.alias {
-                txn.open_table(ALIASES).map_err(backend)?.remove(alias.as_bytes()).map_err(backend)?;
+                txn.open_table(ALIASES)
+                    .map_err(backend)?
+                    .remove(alias.as_bytes())
+                    .map_err(backend)?;
             }
-            txn.open_multimap_table(URLS).map_err(backend)?.remove(url_key(&old.url), id).map_err(backend)?;
+            txn.open_multimap_table(URLS)
+                .map_err(backend)?
+                .remove(url_key(&old.url), id)
+                .map_err(backend)?;
             let mut tags = txn.open_multimap_table(TAGS).map_err(backend)?;
             for tag in &old.tags {
                 tags.remove(tag.as_bytes(), id).map_err(backend)?;
@@ -210,7 +259,12 @@ impl LinkStore for RedbLinkStore {
         Ok(Some(old))
     }
 
-    fn list(&self, tag: Option<&str>, after: Option<u64>, limit: usize) -> Result<Vec<Link>, StoreError> {
+    fn list(
+        &self,
+        tag: Option<&str>,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Link>, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
         let table = txn.open_table(LINKS).map_err(backend)?;
         let start = match after {
@@ -250,7 +304,10 @@ impl LinkStore for RedbLinkStore {
 
     fn count(&self) -> Result<u64, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
-        txn.open_table(LINKS).map_err(backend)?.len().map_err(backend)
+        txn.open_table(LINKS)
+            .map_err(backend)?
+            .len()
+            .map_err(backend)
     }
 }
 

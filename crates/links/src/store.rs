@@ -68,7 +68,12 @@ pub trait LinkStore: Send + Sync {
 
     /// Up to `limit` links in id order (creation time, then shard) with id above `after`, only those
     /// tagged `tag` if given. The last id is the cursor of the next page.
-    fn list(&self, tag: Option<&str>, after: Option<u64>, limit: usize) -> Result<Vec<Link>, StoreError>;
+    fn list(
+        &self,
+        tag: Option<&str>,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Link>, StoreError>;
 
     /// How many links are stored.
     fn count(&self) -> Result<u64, StoreError>;
@@ -99,7 +104,12 @@ impl<T: LinkStore + ?Sized> LinkStore for std::sync::Arc<T> {
     fn delete_link(&self, link: &Link) -> Result<Option<Link>, StoreError> {
         (**self).delete_link(link)
     }
-    fn list(&self, tag: Option<&str>, after: Option<u64>, limit: usize) -> Result<Vec<Link>, StoreError> {
+    fn list(
+        &self,
+        tag: Option<&str>,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Link>, StoreError> {
         (**self).list(tag, after, limit)
     }
     fn count(&self) -> Result<u64, StoreError> {

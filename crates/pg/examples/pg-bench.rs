@@ -44,7 +44,13 @@ CREATE TABLE plain_links (id bigserial PRIMARY KEY, code text NOT NULL UNIQUE, u
 "#;
 
 /// Single-row inserts from `connections` connections for `secs`; `table(i)` picks the table of the i-th insert.
-async fn single_rows(url: &str, connections: usize, secs: u64, tag: &'static str, table: fn(u64) -> String) -> f64 {
+async fn single_rows(
+    url: &str,
+    connections: usize,
+    secs: u64,
+    tag: &'static str,
+    table: fn(u64) -> String,
+) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
@@ -55,8 +61,14 @@ async fn single_rows(url: &str, connections: usize, secs: u64, tag: &'static str
             let client = shardkit_pg::connect::connect(&url).await.unwrap();
             let mut i = c as u64;
             while !stop.load(Ordering::Relaxed) {
-                let sql = format!("INSERT INTO {} (code, url, url_hash) VALUES ($1, 'https://example.com/', 0)", table(i));
-                client.execute(sql.as_str(), &[&format!("{tag}{c}-{i}")]).await.unwrap();
+                let sql = format!(
+                    "INSERT INTO {} (code, url, url_hash) VALUES ($1, 'https://example.com/', 0)",
+                    table(i)
+                );
+                client
+                    .execute(sql.as_str(), &[&format!("{tag}{c}-{i}")])
+                    .await
+                    .unwrap();
                 i += connections as u64;
                 done.fetch_add(1, Ordering::Relaxed);
             }
@@ -113,23 +125,49 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let secs: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
     let connections: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(4);
-    let pg = std::env::var("SHARDKIT_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let my = std::env::var("SHARDKIT_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into());
+    let pg = std::env::var("SHARDKIT_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let my = std::env::var("SHARDKIT_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into());
     let db = format!("sk_bench_{}", std::process::id());
 
     let admin = shardkit_pg::connect::connect(&pg).await.unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE {db}")).await.unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .await
+        .unwrap();
     let url = with_db(&pg, &db);
-    shardkit_pg::init(&shardkit_pg::InitOptions { servers: vec![url.clone()], logical_shards: 64, epoch_unix_ms: None }).await.unwrap();
-    shardkit_pg::connect::connect(&url).await.unwrap().batch_execute(PUBLISHED).await.unwrap();
+    shardkit_pg::init(&shardkit_pg::InitOptions {
+        servers: vec![url.clone()],
+        logical_shards: 64,
+        epoch_unix_ms: None,
+    })
+    .await
+    .unwrap();
+    shardkit_pg::connect::connect(&url)
+        .await
+        .unwrap()
+        .batch_execute(PUBLISHED)
+        .await
+        .unwrap();
 
-    println!("## PostgreSQL inserts/s ({connections} connections, {secs} s each, single-row inserts)");
+    println!(
+        "## PostgreSQL inserts/s ({connections} connections, {secs} s each, single-row inserts)"
+    );
     let plain = single_rows(&url, connections, secs, "p", |_| "plain_links".into()).await;
     let one = single_rows(&url, connections, secs, "o", |_| "shard_0000.links".into()).await;
-    let many = single_rows(&url, connections, secs, "m", |i| format!("shard_{:04}.links", i % 64)).await;
+    let many = single_rows(&url, connections, secs, "m", |i| {
+        format!("shard_{:04}.links", i % 64)
+    })
+    .await;
     let published = single_rows(&url, connections, secs, "w", |_| "published.links".into()).await;
     println!("| key | rows/s | vs bigserial |\n|---|---:|---:|");
-    for (what, rate) in [("bigserial", plain), ("next_id(), 1 shard", one), ("next_id(), 64 shards", many), ("published next_id() (wraps)", published)] {
+    for (what, rate) in [
+        ("bigserial", plain),
+        ("next_id(), 1 shard", one),
+        ("next_id(), 64 shards", many),
+        ("published next_id() (wraps)", published),
+    ] {
         println!("| {what} | {rate:.0} | {:.2}x |", rate / plain);
     }
     println!("\n## PostgreSQL rows/s, 10,000-row INSERT ... SELECT, one connection, {secs} s each");
@@ -137,12 +175,19 @@ async fn main() {
     let one_bulk = bulk_rows(&url, secs, "shard_0001.links", "o").await;
     let published_bulk = bulk_rows(&url, secs, "published.links", "w").await;
     println!("| key | rows/s | vs bigserial |\n|---|---:|---:|");
-    for (what, rate) in [("bigserial", plain_bulk), ("next_id(), 1 shard", one_bulk), ("published next_id() (wraps)", published_bulk)] {
+    for (what, rate) in [
+        ("bigserial", plain_bulk),
+        ("next_id(), 1 shard", one_bulk),
+        ("published next_id() (wraps)", published_bulk),
+    ] {
         println!("| {what} | {rate:.0} | {:.2}x |", rate / plain_bulk);
     }
     drop(admin);
     let admin = shardkit_pg::connect::connect(&pg).await.unwrap();
-    admin.batch_execute(&format!("DROP DATABASE {db} WITH (FORCE)")).await.unwrap();
+    admin
+        .batch_execute(&format!("DROP DATABASE {db} WITH (FORCE)"))
+        .await
+        .unwrap();
 
     // MariaDB: two databases as the two ticket servers.
     let (a, b) = (format!("{db}_a"), format!("{db}_b"));

@@ -21,9 +21,14 @@ pub struct Bridge {
 impl Bridge {
     /// A runtime with one worker thread named `thread_name`.
     pub fn new(thread_name: &str) -> std::io::Result<Self> {
-        let runtime =
-            tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name(thread_name).enable_all().build()?;
-        Ok(Self { runtime: Some(runtime) })
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name(thread_name)
+            .enable_all()
+            .build()?;
+        Ok(Self {
+            runtime: Some(runtime),
+        })
     }
 
     /// Runs `future` on the bridge's runtime and waits for its output. `None` if the
@@ -67,7 +72,9 @@ mod tests {
     fn runs_from_plain_and_async_threads() {
         let bridge = std::sync::Arc::new(Bridge::new("test-bridge").unwrap());
         assert_eq!(bridge.run(async { 1 + 1 }), Some(2));
-        let outer = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let outer = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         let b = bridge.clone();
         assert_eq!(outer.block_on(async move { b.run(async { 3 }) }), Some(3));
         // Dropping the last handle inside an async context must not panic.

@@ -69,7 +69,6 @@ pub(crate) struct Meta {
     pub(crate) map: ShardMap,
 }
 
-
 /// Checks the shard count: a power of two in `1..=8192`.
 pub fn check_logical_shards(s: u64) -> Result<u32, PgError> {
     if s == 0 || s > u64::from(MAX_LOGICAL_SHARDS) || !s.is_power_of_two() {
@@ -118,7 +117,11 @@ pub(crate) async fn read_meta(client: &Client, server: &str) -> Result<Option<Me
     let epoch: i64 = row.get(1);
     let map_json: String = row.get(2);
     let map = ShardMap::parse(&map_json, Format::Json)?;
-    Ok(Some(Meta { logical_shards: shards as u32, epoch_unix_ms: epoch as u64, map }))
+    Ok(Some(Meta {
+        logical_shards: shards as u32,
+        epoch_unix_ms: epoch as u64,
+        map,
+    }))
 }
 
 /// Creates the cluster, or checks and completes an existing one.
@@ -163,7 +166,10 @@ pub async fn init(options: &InitOptions) -> Result<InitReport, PgError> {
                     });
                 }
             }
-            if existing.as_ref().is_none_or(|seen| meta.map.version() > seen.map.version()) {
+            if existing
+                .as_ref()
+                .is_none_or(|seen| meta.map.version() > seen.map.version())
+            {
                 existing = Some(meta);
             }
         }
@@ -189,7 +195,9 @@ pub async fn init(options: &InitOptions) -> Result<InitReport, PgError> {
         }
         None => {
             let epoch = options.epoch_unix_ms.unwrap_or(DEFAULT_EPOCH_UNIX_MS);
-            Layout::instagram().with_epoch_unix_ms(epoch).map_err(|e| PgError::Epoch(e.to_string()))?;
+            Layout::instagram()
+                .with_epoch_unix_ms(epoch)
+                .map_err(|e| PgError::Epoch(e.to_string()))?;
             let nodes = names.iter().map(NodeSpec::new).collect();
             (epoch, ShardMap::new(shards, nodes)?)
         }
@@ -198,22 +206,49 @@ pub async fn init(options: &InitOptions) -> Result<InitReport, PgError> {
 
     let mut reports = Vec::with_capacity(names.len());
     for (client, name) in clients.iter_mut().zip(&names) {
-        let owned: Vec<u32> = (0..shards).filter(|&s| map.owner(s) == Some(name.as_str())).collect();
+        let owned: Vec<u32> = (0..shards)
+            .filter(|&s| map.owner(s) == Some(name.as_str()))
+            .collect();
         record_meta(client, name, shards, epoch_unix_ms, &map, &map_json).await?;
         let present = existing_shard_schemas(client, name).await?;
-        let missing: Vec<u32> = owned.iter().copied().filter(|s| !present.contains(&shard_schema(*s))).collect();
+        let missing: Vec<u32> = owned
+            .iter()
+            .copied()
+            .filter(|s| !present.contains(&shard_schema(*s)))
+            .collect();
         for chunk in missing.chunks(SHARDS_PER_TRANSACTION) {
             let mut ddl = String::new();
             for &s in chunk {
                 ddl.push_str(&shard_ddl(s, epoch_unix_ms));
             }
-            let tx = client.transaction().await.map_err(|e| query_error(name, "starting a transaction", &e))?;
-            tx.batch_execute(&ddl).await.map_err(|e| query_error(name, &format!("creating shards {}..", shard_schema(chunk[0])), &e))?;
-            tx.commit().await.map_err(|e| query_error(name, "committing shard schemas", &e))?;
+            let tx = client
+                .transaction()
+                .await
+                .map_err(|e| query_error(name, "starting a transaction", &e))?;
+            tx.batch_execute(&ddl).await.map_err(|e| {
+                query_error(
+                    name,
+                    &format!("creating shards {}..", shard_schema(chunk[0])),
+                    &e,
+                )
+            })?;
+            tx.commit()
+                .await
+                .map_err(|e| query_error(name, "committing shard schemas", &e))?;
         }
-        reports.push(ServerReport { server: name.clone(), shards: owned.len() as u32, created: missing.len() as u32 });
+        reports.push(ServerReport {
+            server: name.clone(),
+            shards: owned.len() as u32,
+            created: missing.len() as u32,
+        });
     }
-    Ok(InitReport { logical_shards: shards, epoch_unix_ms, map_version: map.version(), new_cluster, servers: reports })
+    Ok(InitReport {
+        logical_shards: shards,
+        epoch_unix_ms,
+        map_version: map.version(),
+        new_cluster,
+        servers: reports,
+    })
 }
 
 /// Writes the cluster row and this map version into `shardkit_meta` (no-ops if present),
@@ -226,11 +261,16 @@ pub(crate) async fn record_meta(
     map: &ShardMap,
     map_json: &str,
 ) -> Result<(), PgError> {
-    let tx = client.transaction().await.map_err(|e| query_error(name, "starting a transaction", &e))?;
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| query_error(name, "starting a transaction", &e))?;
     tx.execute("SELECT pg_advisory_xact_lock($1, -1)", &[&ADVISORY_CLASS])
         .await
         .map_err(|e| query_error(name, "locking shardkit_meta", &e))?;
-    tx.batch_execute(META_DDL).await.map_err(|e| query_error(name, "creating shardkit_meta", &e))?;
+    tx.batch_execute(META_DDL)
+        .await
+        .map_err(|e| query_error(name, "creating shardkit_meta", &e))?;
     let recorded = tx
         .query_opt("SELECT logical_shards FROM shardkit_meta.cluster", &[])
         .await
@@ -239,7 +279,11 @@ pub(crate) async fn record_meta(
         // A concurrent init may have won the race with another S: check again under the lock.
         let existing: i32 = row.get(0);
         if existing as u32 != shards {
-            return Err(PgError::ShardCountMismatch { server: name.to_string(), existing: existing as u32, requested: shards });
+            return Err(PgError::ShardCountMismatch {
+                server: name.to_string(),
+                existing: existing as u32,
+                requested: shards,
+            });
         }
     } else {
         tx.execute(
@@ -255,13 +299,18 @@ pub(crate) async fn record_meta(
     )
     .await
     .map_err(|e| query_error(name, "recording the shard map", &e))?;
-    tx.commit().await.map_err(|e| query_error(name, "committing shardkit_meta", &e))
+    tx.commit()
+        .await
+        .map_err(|e| query_error(name, "committing shardkit_meta", &e))
 }
 
 /// Names of the `shard_NNNN` schemas a server has.
 async fn existing_shard_schemas(client: &Client, name: &str) -> Result<HashSet<String>, PgError> {
     let rows = client
-        .query(r"SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'shard\_%'", &[])
+        .query(
+            r"SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'shard\_%'",
+            &[],
+        )
         .await
         .map_err(|e| query_error(name, "listing shard schemas", &e))?;
     Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
@@ -279,7 +328,10 @@ pub struct Cluster {
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cluster").field("map_version", &self.map.version()).field("servers", &self.names).finish()
+        f.debug_struct("Cluster")
+            .field("map_version", &self.map.version())
+            .field("servers", &self.names)
+            .finish()
     }
 }
 
@@ -292,20 +344,25 @@ impl Cluster {
         for (url, name) in servers.iter().zip(&names) {
             let client = connect(url.trim()).await?;
             if let Some(meta) = read_meta(&client, name).await? {
-                if newest.as_ref().is_none_or(|seen| meta.map.version() > seen.map.version()) {
+                if newest
+                    .as_ref()
+                    .is_none_or(|seen| meta.map.version() > seen.map.version())
+                {
                     newest = Some(meta);
                 }
             }
         }
         let meta = newest.ok_or_else(|| PgError::ClusterMismatch {
             server: names[0].clone(),
-            reason: "no shardkit_meta found on any server given: run `shardkit pg init` first".into(),
+            reason: "no shardkit_meta found on any server given: run `shardkit pg init` first"
+                .into(),
         })?;
         Self::assemble(meta, |name| match names.iter().position(|n| n == name) {
             Some(i) => pool(servers[i].trim(), pool_size),
             None => Err(PgError::ClusterMismatch {
                 server: name.to_string(),
-                reason: "the shard map places shards on this server, but no URL for it was given".into(),
+                reason: "the shard map places shards on this server, but no URL for it was given"
+                    .into(),
             }),
         })
     }
@@ -321,7 +378,12 @@ impl Cluster {
             pools.push(pool_for(&node.name)?);
             names.push(node.name.clone());
         }
-        Ok(Self { map: meta.map, epoch_unix_ms: meta.epoch_unix_ms, names, pools })
+        Ok(Self {
+            map: meta.map,
+            epoch_unix_ms: meta.epoch_unix_ms,
+            names,
+            pools,
+        })
     }
 
     /// The cluster under a newer shard map, if any server has one (after `shardkit pg
@@ -329,7 +391,11 @@ impl Cluster {
     /// at most [`REFRESH_TIMEOUT`] for each (a lost server is skipped, not waited
     /// for). Pools of servers still in the map are kept; a server new to the map is
     /// reached by its URL in `servers`, else by its node name (the URL without password).
-    pub async fn refresh(&self, servers: &[String], pool_size: usize) -> Result<Option<Cluster>, PgError> {
+    pub async fn refresh(
+        &self,
+        servers: &[String],
+        pool_size: usize,
+    ) -> Result<Option<Cluster>, PgError> {
         let mut asks = tokio::task::JoinSet::new();
         for (name, pool) in self.names.iter().zip(&self.pools) {
             let (name, pool) = (name.clone(), pool.clone());
@@ -352,16 +418,29 @@ impl Cluster {
         let deadline = tokio::time::Instant::now() + REFRESH_TIMEOUT;
         while let Ok(Some(answer)) = tokio::time::timeout_at(deadline, asks.join_next()).await {
             if let Ok(Some(meta)) = answer {
-                if meta.map.version() > self.map.version() && newest.as_ref().is_none_or(|seen| meta.map.version() > seen.map.version()) {
+                if meta.map.version() > self.map.version()
+                    && newest
+                        .as_ref()
+                        .is_none_or(|seen| meta.map.version() > seen.map.version())
+                {
                     newest = Some(meta);
                 }
             }
         }
         asks.abort_all();
         let Some(meta) = newest else { return Ok(None) };
-        let fresh = Self::assemble(meta, |name| match self.names.iter().position(|n| n == name) {
-            Some(i) => Ok(self.pools[i].clone()),
-            None => pool(servers.iter().map(|u| u.trim()).find(|u| redact_url(u) == name).unwrap_or(name), pool_size),
+        let fresh = Self::assemble(meta, |name| {
+            match self.names.iter().position(|n| n == name) {
+                Some(i) => Ok(self.pools[i].clone()),
+                None => pool(
+                    servers
+                        .iter()
+                        .map(|u| u.trim())
+                        .find(|u| redact_url(u) == name)
+                        .unwrap_or(name),
+                    pool_size,
+                ),
+            }
         })?;
         Ok(Some(fresh))
     }
@@ -374,20 +453,32 @@ impl Cluster {
     /// The id layout `next_id()` uses: Instagram's with the cluster's epoch.
     pub fn layout(&self) -> Layout {
         // The epoch was checked when the cluster was created; a past epoch stays valid.
-        Layout::instagram().with_epoch_unix_ms(self.epoch_unix_ms).unwrap_or(Layout::instagram())
+        Layout::instagram()
+            .with_epoch_unix_ms(self.epoch_unix_ms)
+            .unwrap_or(Layout::instagram())
     }
 
     /// The server (URL without password) holding logical shard `shard`.
     pub fn server_for_shard(&self, shard: u32) -> Option<&str> {
-        self.map.table().get(shard as usize).map(|&i| self.names[i as usize].as_str())
+        self.map
+            .table()
+            .get(shard as usize)
+            .map(|&i| self.names[i as usize].as_str())
     }
 
     /// A pooled connection to the server holding logical shard `shard`.
     pub async fn client_for_shard(&self, shard: u32) -> Result<deadpool_postgres::Object, PgError> {
-        let index = *self.map.table().get(shard as usize).ok_or(PgError::BadShardCount(u64::from(shard)))? as usize;
+        let index = *self
+            .map
+            .table()
+            .get(shard as usize)
+            .ok_or(PgError::BadShardCount(u64::from(shard)))? as usize;
         self.pools[index]
             .get()
             .await
-            .map_err(|e| PgError::Unreachable { server: self.names[index].clone(), reason: e.to_string() })
+            .map_err(|e| PgError::Unreachable {
+                server: self.names[index].clone(),
+                reason: e.to_string(),
+            })
     }
 }

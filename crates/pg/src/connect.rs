@@ -11,8 +11,12 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Parses a PostgreSQL URL (`postgres://user@host:port/db`) with shardkit's connect timeout.
 pub fn parse_config(url: &str) -> Result<Config, PgError> {
-    let mut config: Config =
-        url.parse().map_err(|e: tokio_postgres::Error| PgError::BadUrl { url: redact_url(url), reason: e.to_string() })?;
+    let mut config: Config = url
+        .parse()
+        .map_err(|e: tokio_postgres::Error| PgError::BadUrl {
+            url: redact_url(url),
+            reason: e.to_string(),
+        })?;
     config.connect_timeout(CONNECT_TIMEOUT);
     if config.get_application_name().is_none() {
         config.application_name("shardkit");
@@ -25,10 +29,17 @@ pub async fn connect(url: &str) -> Result<Client, PgError> {
     let config = parse_config(url)?;
     let server = redact_url(url);
     let connecting = config.connect(NoTls);
-    let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT + Duration::from_secs(1), connecting)
-        .await
-        .map_err(|_| PgError::Unreachable { server: server.clone(), reason: "timed out".into() })?
-        .map_err(|e| PgError::Unreachable { server: server.clone(), reason: error_text(&e) })?;
+    let (client, connection) =
+        tokio::time::timeout(CONNECT_TIMEOUT + Duration::from_secs(1), connecting)
+            .await
+            .map_err(|_| PgError::Unreachable {
+                server: server.clone(),
+                reason: "timed out".into(),
+            })?
+            .map_err(|e| PgError::Unreachable {
+                server: server.clone(),
+                reason: error_text(&e),
+            })?;
     tokio::spawn(async move {
         // The connection ends when the client is dropped; an error here surfaces on the
         // next query through the client, so it needs no handling of its own.
@@ -43,7 +54,9 @@ pub fn pool(url: &str, max_size: usize) -> Result<deadpool_postgres::Pool, PgErr
     let manager = deadpool_postgres::Manager::from_config(
         config,
         NoTls,
-        deadpool_postgres::ManagerConfig { recycling_method: deadpool_postgres::RecyclingMethod::Fast },
+        deadpool_postgres::ManagerConfig {
+            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+        },
     );
     deadpool_postgres::Pool::builder(manager)
         .max_size(max_size)
@@ -51,7 +64,10 @@ pub fn pool(url: &str, max_size: usize) -> Result<deadpool_postgres::Pool, PgErr
         .wait_timeout(Some(CONNECT_TIMEOUT))
         .create_timeout(Some(CONNECT_TIMEOUT))
         .build()
-        .map_err(|e| PgError::BadUrl { url: redact_url(url), reason: e.to_string() })
+        .map_err(|e| PgError::BadUrl {
+            url: redact_url(url),
+            reason: e.to_string(),
+        })
 }
 
 /// The server's own message where there is one (`tokio_postgres::Error`'s Display
@@ -68,5 +84,9 @@ pub fn error_text(e: &tokio_postgres::Error) -> String {
 
 /// Wraps a failed statement into [`PgError::Query`] naming the server and the step.
 pub fn query_error(server: &str, what: &str, e: &tokio_postgres::Error) -> PgError {
-    PgError::Query { server: server.to_string(), what: what.to_string(), reason: error_text(e) }
+    PgError::Query {
+        server: server.to_string(),
+        what: what.to_string(),
+        reason: error_text(e),
+    }
 }

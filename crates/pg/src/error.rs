@@ -14,7 +14,9 @@ pub enum PgError {
         reason: String,
     },
     /// A server that could not be reached or refused the connection.
-    #[error("cannot connect to PostgreSQL server {server}: {reason} (is it running and reachable?)")]
+    #[error(
+        "cannot connect to PostgreSQL server {server}: {reason} (is it running and reachable?)"
+    )]
     Unreachable {
         /// The server (URL without password).
         server: String,
@@ -91,8 +93,14 @@ mod tests {
 
     #[test]
     fn password_is_removed() {
-        assert_eq!(redact_url("postgres://u:pw@h:5432/db"), "postgres://u@h:5432/db");
+        assert_eq!(
+            redact_url("postgres://u:pw@h:5432/db"),
+            "postgres://u@h:5432/db"
+        );
         assert_eq!(redact_url("postgres://h/db"), "postgres://h/db");
-        assert_eq!(redact_url("mysql://root@127.0.0.1/test"), "mysql://root@127.0.0.1/test");
+        assert_eq!(
+            redact_url("mysql://root@127.0.0.1/test"),
+            "mysql://root@127.0.0.1/test"
+        );
     }
 }

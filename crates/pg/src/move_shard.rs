@@ -157,14 +157,22 @@ fn uncapture_ddl(schema: &str) -> String {
 
 /// `LOCK TABLE` of every shard table in `mode`.
 fn lock_tables(schema: &str, mode: &str) -> String {
-    let tables: Vec<String> = SHARD_TABLES.iter().map(|t| format!("{schema}.{t}")).collect();
+    let tables: Vec<String> = SHARD_TABLES
+        .iter()
+        .map(|t| format!("{schema}.{t}"))
+        .collect();
     format!("LOCK TABLE {} IN {mode} MODE", tables.join(", "))
 }
 
 /// Opens a transaction on `client` and runs `locks` in it with bounded lock waits; a wait
 /// that times out (or a deadlock) rolls back and is retried after a short back-off. On
 /// success the transaction stays open (the caller commits or rolls back).
-async fn begin_locked(client: &Client, server: &str, what: &str, locks: &str) -> Result<(), PgError> {
+async fn begin_locked(
+    client: &Client,
+    server: &str,
+    what: &str,
+    locks: &str,
+) -> Result<(), PgError> {
     let mut attempt = 0;
     loop {
         let sql = format!("BEGIN; SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'; {locks}");
@@ -189,8 +197,17 @@ async fn install_capture(source: &Client, server: &str, schema: &str) -> Result<
     remove_capture(source, server, schema).await?;
     // SHARE ROW EXCLUSIVE waits for the writers in flight and keeps new ones out until
     // the commit, while reads go on.
-    begin_locked(source, server, "locking the shard to install change capture", &lock_tables(schema, "SHARE ROW EXCLUSIVE")).await?;
-    if let Err(e) = source.batch_execute(&format!("{}COMMIT;", capture_ddl(schema))).await {
+    begin_locked(
+        source,
+        server,
+        "locking the shard to install change capture",
+        &lock_tables(schema, "SHARE ROW EXCLUSIVE"),
+    )
+    .await?;
+    if let Err(e) = source
+        .batch_execute(&format!("{}COMMIT;", capture_ddl(schema)))
+        .await
+    {
         let _ = source.batch_execute("ROLLBACK").await;
         return Err(query_error(server, "installing change capture", &e));
     }
@@ -203,7 +220,10 @@ async fn remove_capture(source: &Client, server: &str, schema: &str) -> Result<(
     let present: bool = source
         .query_one(
             "SELECT to_regprocedure($1) IS NOT NULL OR to_regclass($2) IS NOT NULL",
-            &[&format!("{schema}.move_capture()"), &format!("{schema}.move_changes")],
+            &[
+                &format!("{schema}.move_capture()"),
+                &format!("{schema}.move_changes"),
+            ],
         )
         .await
         .map_err(|e| query_error(server, "looking for change capture", &e))?
@@ -212,8 +232,17 @@ async fn remove_capture(source: &Client, server: &str, schema: &str) -> Result<(
         return Ok(());
     }
     // DROP TRIGGER takes ACCESS EXCLUSIVE anyway: take it up front, with bounded waits.
-    begin_locked(source, server, "locking the shard to remove change capture", &lock_tables(schema, "ACCESS EXCLUSIVE")).await?;
-    if let Err(e) = source.batch_execute(&format!("{}COMMIT;", uncapture_ddl(schema))).await {
+    begin_locked(
+        source,
+        server,
+        "locking the shard to remove change capture",
+        &lock_tables(schema, "ACCESS EXCLUSIVE"),
+    )
+    .await?;
+    if let Err(e) = source
+        .batch_execute(&format!("{}COMMIT;", uncapture_ddl(schema)))
+        .await
+    {
         let _ = source.batch_execute("ROLLBACK").await;
         return Err(query_error(server, "removing change capture", &e));
     }
@@ -240,11 +269,22 @@ async fn insert_json(
 
 /// The bulk copy: every table from one `REPEATABLE READ` snapshot of the source; log
 /// entries visible to the snapshot are consumed in it. Returns the rows copied.
-async fn bulk_copy(source: &Client, target: &Client, schema: &str, names: (&str, &str)) -> Result<u64, PgError> {
+async fn bulk_copy(
+    source: &Client,
+    target: &Client,
+    schema: &str,
+    names: (&str, &str),
+) -> Result<u64, PgError> {
     let read = |e: tokio_postgres::Error, what: &str| query_error(names.0, what, &e);
-    source.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ").await.map_err(|e| read(e, "starting the copy"))?;
+    source
+        .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .await
+        .map_err(|e| read(e, "starting the copy"))?;
     // The snapshot is taken by this first statement.
-    source.execute(&format!("DELETE FROM {schema}.move_changes"), &[]).await.map_err(|e| read(e, "reading the change log"))?;
+    source
+        .execute(&format!("DELETE FROM {schema}.move_changes"), &[])
+        .await
+        .map_err(|e| read(e, "reading the change log"))?;
     let mut rows = 0u64;
     for table in SHARD_TABLES {
         source
@@ -270,9 +310,15 @@ async fn bulk_copy(source: &Client, target: &Client, schema: &str, names: (&str,
             insert_json(target, names.1, schema, table, &json).await?;
             rows += batch.len() as u64;
         }
-        source.batch_execute("CLOSE move_copy").await.map_err(|e| read(e, &format!("reading {schema}.{table}")))?;
+        source
+            .batch_execute("CLOSE move_copy")
+            .await
+            .map_err(|e| read(e, &format!("reading {schema}.{table}")))?;
     }
-    source.batch_execute("COMMIT").await.map_err(|e| read(e, "ending the copy"))?;
+    source
+        .batch_execute("COMMIT")
+        .await
+        .map_err(|e| read(e, "ending the copy"))?;
     Ok(rows)
 }
 
@@ -280,10 +326,19 @@ async fn bulk_copy(source: &Client, target: &Client, schema: &str, names: (&str,
 /// ids equal to the source's, both read in one snapshot. Outside the pause the round runs
 /// in a `REPEATABLE READ` transaction of its own; in the pause (`in_pause`) it runs in the
 /// pause's transaction, where no write can happen. Returns (changed ids, rows written).
-async fn catch_up(source: &Client, target: &mut Client, schema: &str, names: (&str, &str), in_pause: bool) -> Result<(u64, u64), PgError> {
+async fn catch_up(
+    source: &Client,
+    target: &mut Client,
+    schema: &str,
+    names: (&str, &str),
+    in_pause: bool,
+) -> Result<(u64, u64), PgError> {
     let read = |e: tokio_postgres::Error, what: &str| query_error(names.0, what, &e);
     if !in_pause {
-        source.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ").await.map_err(|e| read(e, "starting a catch-up round"))?;
+        source
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            .await
+            .map_err(|e| read(e, "starting a catch-up round"))?;
     }
     let consumed = source
         .query(
@@ -306,13 +361,19 @@ async fn catch_up(source: &Client, target: &mut Client, schema: &str, names: (&s
     let mut rows = 0u64;
     if count > 0 {
         let write = |e: tokio_postgres::Error, what: &str| query_error(names.1, what, &e);
-        let tx = target.transaction().await.map_err(|e| write(e, "starting a catch-up round"))?;
+        let tx = target
+            .transaction()
+            .await
+            .map_err(|e| write(e, "starting a catch-up round"))?;
         // Every delete before any insert: a unique key that moved between ids is free again.
         for (table, ids) in &changed {
             for chunk in ids.chunks(BATCH) {
-                tx.execute(&format!("DELETE FROM {schema}.{table} WHERE id = ANY($1)"), &[&chunk])
-                    .await
-                    .map_err(|e| write(e, &format!("catching up {schema}.{table}")))?;
+                tx.execute(
+                    &format!("DELETE FROM {schema}.{table} WHERE id = ANY($1)"),
+                    &[&chunk],
+                )
+                .await
+                .map_err(|e| write(e, &format!("catching up {schema}.{table}")))?;
             }
         }
         for (table, ids) in &changed {
@@ -331,10 +392,15 @@ async fn catch_up(source: &Client, target: &mut Client, schema: &str, names: (&s
                 }
             }
         }
-        tx.commit().await.map_err(|e| write(e, "ending a catch-up round"))?;
+        tx.commit()
+            .await
+            .map_err(|e| write(e, "ending a catch-up round"))?;
     }
     if !in_pause {
-        source.batch_execute("COMMIT").await.map_err(|e| read(e, "ending a catch-up round"))?;
+        source
+            .batch_execute("COMMIT")
+            .await
+            .map_err(|e| read(e, "ending a catch-up round"))?;
     }
     Ok((count, rows))
 }
@@ -374,7 +440,10 @@ pub async fn move_shard(servers: &[String], shard: u32, to: &str) -> Result<Move
         let name = redact_url(url.trim());
         let client = connect(url.trim()).await?;
         if let Some(m) = read_meta(&client, &name).await? {
-            if meta.as_ref().is_none_or(|seen| m.map.version() > seen.map.version()) {
+            if meta
+                .as_ref()
+                .is_none_or(|seen| m.map.version() > seen.map.version())
+            {
                 meta = Some(m);
             }
         }
@@ -385,10 +454,16 @@ pub async fn move_shard(servers: &[String], shard: u32, to: &str) -> Result<Move
         reason: "no shardkit_meta found: run `shardkit pg init` first".into(),
     })?;
     let map = &meta.map;
-    let from = map.owner(shard).ok_or(PgError::BadShardCount(u64::from(shard)))?.to_string();
+    let from = map
+        .owner(shard)
+        .ok_or(PgError::BadShardCount(u64::from(shard)))?
+        .to_string();
     let to_name = redact_url(to.trim());
     if from == to_name {
-        return Err(PgError::ClusterMismatch { server: to_name, reason: format!("shard {shard} is already there") });
+        return Err(PgError::ClusterMismatch {
+            server: to_name,
+            reason: format!("shard {shard} is already there"),
+        });
     }
     for node in map.nodes() {
         if !clients.iter().any(|(n, _, _)| *n == node.name) {
@@ -417,15 +492,24 @@ pub async fn move_shard(servers: &[String], shard: u32, to: &str) -> Result<Move
     let source_index = clients
         .iter()
         .position(|(n, _, _)| *n == from)
-        .ok_or_else(|| PgError::ClusterMismatch { server: from.clone(), reason: "no URL given for the shard's current server".into() })?;
+        .ok_or_else(|| PgError::ClusterMismatch {
+            server: from.clone(),
+            reason: "no URL given for the shard's current server".into(),
+        })?;
     let (_, source_url, source) = clients.remove(source_index);
     let locked: bool = source
-        .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&move_lock(shard).0, &move_lock(shard).1])
+        .query_one(
+            "SELECT pg_try_advisory_lock($1, $2)",
+            &[&move_lock(shard).0, &move_lock(shard).1],
+        )
         .await
         .map_err(|e| query_error(&from, "taking the move lock", &e))?
         .get(0);
     if !locked {
-        return Err(PgError::ClusterMismatch { server: from, reason: format!("another move of shard {shard} is running") });
+        return Err(PgError::ClusterMismatch {
+            server: from,
+            reason: format!("another move of shard {shard} is running"),
+        });
     }
 
     // Target: meta (current version) and the empty shard schema.
@@ -433,7 +517,15 @@ pub async fn move_shard(servers: &[String], shard: u32, to: &str) -> Result<Move
         Some(i) => clients.remove(i).2,
         None => connect(to.trim()).await?,
     };
-    record_meta(&mut target, &to_name, meta.logical_shards, meta.epoch_unix_ms, map, &map.render(Format::Json)?).await?;
+    record_meta(
+        &mut target,
+        &to_name,
+        meta.logical_shards,
+        meta.epoch_unix_ms,
+        map,
+        &map.render(Format::Json)?,
+    )
+    .await?;
     let exists: bool = target
         .query_one("SELECT to_regnamespace($1) IS NOT NULL", &[&schema])
         .await
@@ -442,14 +534,30 @@ pub async fn move_shard(servers: &[String], shard: u32, to: &str) -> Result<Move
     if exists {
         return Err(PgError::ClusterMismatch {
             server: to_name,
-            reason: format!("it already has a schema {schema} (a leftover of an earlier move?); drop it first"),
+            reason: format!(
+                "it already has a schema {schema} (a leftover of an earlier move?); drop it first"
+            ),
         });
     }
     // One implicit transaction: on error nothing of it exists.
-    target.batch_execute(&shard_ddl(shard, meta.epoch_unix_ms)).await.map_err(|e| query_error(&to_name, "creating the shard", &e))?;
+    target
+        .batch_execute(&shard_ddl(shard, meta.epoch_unix_ms))
+        .await
+        .map_err(|e| query_error(&to_name, "creating the shard", &e))?;
 
-    let others = clients.into_iter().map(|(name, _, client)| (name, client)).collect();
-    let mut mv = Move { shard, schema, from, source, to: to_name, target, others };
+    let others = clients
+        .into_iter()
+        .map(|(name, _, client)| (name, client))
+        .collect();
+    let mut mv = Move {
+        shard,
+        schema,
+        from,
+        source,
+        to: to_name,
+        target,
+        others,
+    };
     match mv.run(&next, &next_json).await {
         Ok(report) => mv.finish(report).await,
         Err(e) => Err(mv.undo(&source_url, to.trim(), e).await),
@@ -471,7 +579,8 @@ impl Move {
         let mut changed = 0;
         let mut rounds = 0;
         while rounds < MAX_ROUNDS {
-            let (n, written) = catch_up(&self.source, &mut self.target, schema, names, false).await?;
+            let (n, written) =
+                catch_up(&self.source, &mut self.target, schema, names, false).await?;
             rounds += 1;
             changed += n;
             rows += written;
@@ -489,7 +598,8 @@ impl Move {
             self.shard
         );
         begin_locked(&self.source, from, "pausing writes", &locks).await?;
-        let (in_pause, written) = catch_up(&self.source, &mut self.target, schema, names, true).await?;
+        let (in_pause, written) =
+            catch_up(&self.source, &mut self.target, schema, names, true).await?;
         rounds += 1;
         changed += in_pause;
         rows += written;
@@ -500,7 +610,10 @@ impl Move {
             .map_err(|e| query_error(from, "reading the id state", &e))?
             .get(0);
         self.target
-            .execute("SELECT setval($1::text::regclass, greatest($2::bigint, 1))", &[&format!("{schema}.id_state"), &state])
+            .execute(
+                "SELECT setval($1::text::regclass, greatest($2::bigint, 1))",
+                &[&format!("{schema}.id_state"), &state],
+            )
             .await
             .map_err(|e| query_error(to, "carrying the id state over", &e))?;
 
@@ -510,17 +623,33 @@ impl Move {
         let insert_map =
             "INSERT INTO shardkit_meta.shard_maps (version, map) VALUES ($1, $2::text::jsonb) ON CONFLICT (version) DO NOTHING";
         let mut waiting = vec![(to, &self.target)];
-        waiting.extend(self.others.iter().map(|(name, client)| (name.as_str(), client)));
+        waiting.extend(
+            self.others
+                .iter()
+                .map(|(name, client)| (name.as_str(), client)),
+        );
         for (name, client) in waiting {
-            client.batch_execute("BEGIN").await.map_err(|e| query_error(name, "recording the map", &e))?;
-            client.execute(insert_map, &[&version, &next_json]).await.map_err(|e| query_error(name, "recording the map", &e))?;
+            client
+                .batch_execute("BEGIN")
+                .await
+                .map_err(|e| query_error(name, "recording the map", &e))?;
+            client
+                .execute(insert_map, &[&version, &next_json])
+                .await
+                .map_err(|e| query_error(name, "recording the map", &e))?;
         }
-        self.source.execute(insert_map, &[&version, &next_json]).await.map_err(|e| query_error(from, "recording the map", &e))?;
+        self.source
+            .execute(insert_map, &[&version, &next_json])
+            .await
+            .map_err(|e| query_error(from, "recording the map", &e))?;
         self.source
             .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
             .await
             .map_err(|e| query_error(from, "dropping the old copy", &e))?;
-        self.source.batch_execute("COMMIT").await.map_err(|e| query_error(from, "ending the pause", &e))?;
+        self.source
+            .batch_execute("COMMIT")
+            .await
+            .map_err(|e| query_error(from, "ending the pause", &e))?;
         let pause = paused.elapsed();
         Ok(MoveReport {
             shard: self.shard,
@@ -540,7 +669,11 @@ impl Move {
     /// The shard has moved whatever happens here; a server that fails is named.
     async fn finish(&self, report: MoveReport) -> Result<MoveReport, PgError> {
         let mut waiting = vec![(self.to.as_str(), &self.target)];
-        waiting.extend(self.others.iter().map(|(name, client)| (name.as_str(), client)));
+        waiting.extend(
+            self.others
+                .iter()
+                .map(|(name, client)| (name.as_str(), client)),
+        );
         for (name, client) in waiting {
             client.batch_execute("COMMIT").await.map_err(|e| PgError::Query {
                 server: name.to_string(),
@@ -564,19 +697,46 @@ impl Move {
         }
         let fresh_source = match reopened(&self.source, source_url).await {
             Ok(fresh) => fresh,
-            Err(e) => return cleanup_failed(failure, &self.from, "removing change capture", &e.to_string()),
+            Err(e) => {
+                return cleanup_failed(
+                    failure,
+                    &self.from,
+                    "removing change capture",
+                    &e.to_string(),
+                )
+            }
         };
         let source = fresh_source.as_ref().unwrap_or(&self.source);
         if let Err(e) = remove_capture(source, &self.from, &self.schema).await {
-            return cleanup_failed(failure, &self.from, "removing change capture", &e.to_string());
+            return cleanup_failed(
+                failure,
+                &self.from,
+                "removing change capture",
+                &e.to_string(),
+            );
         }
         let fresh_target = match reopened(&self.target, target_url).await {
             Ok(fresh) => fresh,
-            Err(e) => return cleanup_failed(failure, &self.to, "dropping the partial copy", &e.to_string()),
+            Err(e) => {
+                return cleanup_failed(
+                    failure,
+                    &self.to,
+                    "dropping the partial copy",
+                    &e.to_string(),
+                )
+            }
         };
         let target = fresh_target.as_ref().unwrap_or(&self.target);
-        if let Err(e) = target.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema)).await {
-            return cleanup_failed(failure, &self.to, "dropping the partial copy", &error_text(&e));
+        if let Err(e) = target
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
+            .await
+        {
+            return cleanup_failed(
+                failure,
+                &self.to,
+                "dropping the partial copy",
+                &error_text(&e),
+            );
         }
         failure
     }
@@ -594,5 +754,9 @@ async fn reopened(client: &Client, url: &str) -> Result<Option<Client>, PgError>
 }
 
 fn cleanup_failed(failure: PgError, server: &str, what: &str, reason: &str) -> PgError {
-    PgError::Query { server: server.to_string(), what: format!("{what} after a failed move ({failure})"), reason: reason.to_string() }
+    PgError::Query {
+        server: server.to_string(),
+        what: format!("{what} after a failed move ({failure})"),
+        reason: reason.to_string(),
+    }
 }

@@ -32,16 +32,27 @@ fn link(id: u64, code: String, alias: Option<String>) -> Link {
 
 /// Aliases whose group lives in the moved shard.
 fn aliases_in_moved_shard() -> impl Iterator<Item = String> {
-    (0u64..).map(|i| format!("mv-{i}")).filter(|a| shard_of_group(group_of(a), SHARDS) == MOVED)
+    (0u64..)
+        .map(|i| format!("mv-{i}"))
+        .filter(|a| shard_of_group(group_of(a), SHARDS) == MOVED)
 }
 
 #[test]
 fn the_store_follows_a_moved_shard_without_failing_a_call() {
     let (a, b) = (pg_db("lmv_a"), pg_db("lmv_b"));
-    let opts = InitOptions { servers: vec![a.url.clone()], logical_shards: SHARDS, epoch_unix_ms: None };
-    std::thread::spawn(move || block_on(init(&opts)).unwrap()).join().unwrap();
+    let opts = InitOptions {
+        servers: vec![a.url.clone()],
+        logical_shards: SHARDS,
+        epoch_unix_ms: None,
+    };
+    std::thread::spawn(move || block_on(init(&opts)).unwrap())
+        .join()
+        .unwrap();
     let store = Arc::new(PgLinkStore::open(&[a.url.clone(), b.url.clone()], 4).unwrap());
-    assert_eq!(store.cluster().server_for_shard(MOVED), Some(shardkit_pg::redact_url(&a.url).as_str()));
+    assert_eq!(
+        store.cluster().server_for_shard(MOVED),
+        Some(shardkit_pg::redact_url(&a.url).as_str())
+    );
 
     let stop = Arc::new(AtomicBool::new(false));
     let acked = Arc::new(parking_lot::Mutex::new(Vec::<Link>::new()));
@@ -78,7 +89,10 @@ fn the_store_follows_a_moved_shard_without_failing_a_call() {
                     std::thread::sleep(Duration::from_millis(1));
                     continue;
                 };
-                for path in [Some(last.code.clone()), last.alias.clone()].into_iter().flatten() {
+                for path in [Some(last.code.clone()), last.alias.clone()]
+                    .into_iter()
+                    .flatten()
+                {
                     match store.resolve(&path) {
                         Ok(Some(found)) => assert_eq!(found, last),
                         Ok(None) => missing += 1,
@@ -94,7 +108,10 @@ fn the_store_follows_a_moved_shard_without_failing_a_call() {
     std::thread::sleep(Duration::from_millis(500));
     let from = vec![a.url.clone()];
     let to = b.url.clone();
-    let report = std::thread::spawn(move || block_on(move_shard(&from, MOVED, &to))).join().unwrap().unwrap();
+    let report = std::thread::spawn(move || block_on(move_shard(&from, MOVED, &to)))
+        .join()
+        .unwrap()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::Relaxed);
     let write_failures = writer.join().unwrap();
@@ -102,12 +119,26 @@ fn the_store_follows_a_moved_shard_without_failing_a_call() {
 
     assert_eq!(report.map_version, 2);
     let first = |f: &[String]| f.iter().take(3).cloned().collect::<Vec<_>>();
-    assert!(write_failures.is_empty(), "{} creates failed during the move, first: {:?}", write_failures.len(), first(&write_failures));
-    assert!(read_failures.is_empty(), "{} look-ups failed during the move, first: {:?}", read_failures.len(), first(&read_failures));
+    assert!(
+        write_failures.is_empty(),
+        "{} creates failed during the move, first: {:?}",
+        write_failures.len(),
+        first(&write_failures)
+    );
+    assert!(
+        read_failures.is_empty(),
+        "{} look-ups failed during the move, first: {:?}",
+        read_failures.len(),
+        first(&read_failures)
+    );
     assert!(reads > 0);
     assert_eq!(missing, 0, "an acknowledged link was not found");
     let acked = acked.lock().clone();
-    assert!(acked.len() > 10, "too few creates to show anything: {}", acked.len());
+    assert!(
+        acked.len() > 10,
+        "too few creates to show anything: {}",
+        acked.len()
+    );
     for link in &acked {
         assert_eq!(store.resolve(&link.code).unwrap().as_ref(), Some(link));
         if let Some(alias) = &link.alias {
@@ -116,5 +147,8 @@ fn the_store_follows_a_moved_shard_without_failing_a_call() {
     }
     assert_eq!(store.count().unwrap(), acked.len() as u64);
     assert_eq!(store.cluster().map().version(), 2);
-    assert_eq!(store.cluster().server_for_shard(MOVED), Some(shardkit_pg::redact_url(&b.url).as_str()));
+    assert_eq!(
+        store.cluster().server_for_shard(MOVED),
+        Some(shardkit_pg::redact_url(&b.url).as_str())
+    );
 }

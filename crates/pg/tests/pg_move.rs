@@ -25,7 +25,11 @@ async fn with_retry<T>(
     cluster: &RwLock<Cluster>,
     urls: &[String],
     retries: &AtomicU64,
-    op: impl Fn(deadpool_postgres::Object) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send>>,
+    op: impl Fn(
+        deadpool_postgres::Object,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send>,
+    >,
 ) -> T {
     for _ in 0..200 {
         let client = cluster.read().await.client_for_shard(SHARD).await;
@@ -57,11 +61,28 @@ struct Stream {
 
 impl Stream {
     async fn new(tag: &str) -> Self {
-        let (a, b) = (PgDb::create(&format!("{tag}_a")).await, PgDb::create(&format!("{tag}_b")).await);
-        init(&InitOptions { servers: vec![a.url.clone()], logical_shards: 4, epoch_unix_ms: None }).await.unwrap();
+        let (a, b) = (
+            PgDb::create(&format!("{tag}_a")).await,
+            PgDb::create(&format!("{tag}_b")).await,
+        );
+        init(&InitOptions {
+            servers: vec![a.url.clone()],
+            logical_shards: 4,
+            epoch_unix_ms: None,
+        })
+        .await
+        .unwrap();
         let urls = vec![a.url.clone(), b.url.clone()];
         let cluster = Arc::new(RwLock::new(Cluster::open(&urls, 4).await.unwrap()));
-        Self { a, b, urls, cluster, stop: Arc::default(), retries: Arc::default(), acked: Arc::default() }
+        Self {
+            a,
+            b,
+            urls,
+            cluster,
+            stop: Arc::default(),
+            retries: Arc::default(),
+            acked: Arc::default(),
+        }
     }
 }
 
@@ -74,7 +95,13 @@ fn spawn_creates(
     retries: &Arc<AtomicU64>,
     acked: &Arc<parking_lot::Mutex<Vec<String>>>,
 ) -> tokio::task::JoinHandle<()> {
-    let (cluster, urls, stop, retries, acked) = (cluster.clone(), urls.to_vec(), stop.clone(), retries.clone(), acked.clone());
+    let (cluster, urls, stop, retries, acked) = (
+        cluster.clone(),
+        urls.to_vec(),
+        stop.clone(),
+        retries.clone(),
+        acked.clone(),
+    );
     tokio::spawn(async move {
         let mut k = 0u64;
         while !stop.load(Ordering::Relaxed) {
@@ -97,11 +124,25 @@ fn spawn_creates(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_shard_moves_under_creates_and_reads_without_loss() {
-    let Stream { a, b, urls, cluster, stop, retries, acked } = Stream::new("mv").await;
+    let Stream {
+        a,
+        b,
+        urls,
+        cluster,
+        stop,
+        retries,
+        acked,
+    } = Stream::new("mv").await;
 
     let writer = spawn_creates(&cluster, &urls, &stop, &retries, &acked);
     let reader = {
-        let (cluster, urls, stop, retries, acked) = (cluster.clone(), urls.clone(), stop.clone(), retries.clone(), acked.clone());
+        let (cluster, urls, stop, retries, acked) = (
+            cluster.clone(),
+            urls.clone(),
+            stop.clone(),
+            retries.clone(),
+            acked.clone(),
+        );
         tokio::spawn(async move {
             let mut missing = 0u64;
             let mut reads = 0u64;
@@ -112,7 +153,11 @@ async fn a_shard_moves_under_creates_and_reads_without_loss() {
                 };
                 let found = with_retry(&cluster, &urls, &retries, move |client| {
                     let code = code.clone();
-                    Box::pin(async move { client.query_opt("SELECT url FROM shard_0002.links WHERE code = $1", &[&code]).await })
+                    Box::pin(async move {
+                        client
+                            .query_opt("SELECT url FROM shard_0002.links WHERE code = $1", &[&code])
+                            .await
+                    })
                 })
                 .await;
                 missing += u64::from(found.is_none());
@@ -124,7 +169,9 @@ async fn a_shard_moves_under_creates_and_reads_without_loss() {
 
     // Let the stream run, move the shard under it, let it run on the new server.
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let report = move_shard(std::slice::from_ref(&a.url), SHARD, &b.url).await.unwrap();
+    let report = move_shard(std::slice::from_ref(&a.url), SHARD, &b.url)
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
     stop.store(true, Ordering::Relaxed);
     writer.await.unwrap();
@@ -137,19 +184,44 @@ async fn a_shard_moves_under_creates_and_reads_without_loss() {
 
     let on_b = shardkit_pg::connect::connect(&b.url).await.unwrap();
     let acked = acked.lock().clone();
-    let present: i64 = on_b.query_one("SELECT count(*) FROM shard_0002.links WHERE code = ANY($1)", &[&acked]).await.unwrap().get(0);
+    let present: i64 = on_b
+        .query_one(
+            "SELECT count(*) FROM shard_0002.links WHERE code = ANY($1)",
+            &[&acked],
+        )
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(present as usize, acked.len(), "acknowledged creates lost");
 
     let on_a = shardkit_pg::connect::connect(&a.url).await.unwrap();
-    let old: bool = on_a.query_one("SELECT to_regnamespace('shard_0002') IS NULL", &[]).await.unwrap().get(0);
+    let old: bool = on_a
+        .query_one("SELECT to_regnamespace('shard_0002') IS NULL", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert!(old, "the old copy is still there");
 
     let fresh = Cluster::open(&urls, 1).await.unwrap();
     assert_eq!(fresh.map().version(), 2);
-    assert_eq!(fresh.server_for_shard(SHARD), Some(shardkit_pg::redact_url(&b.url).as_str()));
-    assert_eq!(fresh.server_for_shard(0), Some(shardkit_pg::redact_url(&a.url).as_str()));
-    let max: i64 = on_b.query_one("SELECT max(id) FROM shard_0002.links", &[]).await.unwrap().get(0);
-    let next: i64 = on_b.query_one("SELECT shard_0002.next_id()", &[]).await.unwrap().get(0);
+    assert_eq!(
+        fresh.server_for_shard(SHARD),
+        Some(shardkit_pg::redact_url(&b.url).as_str())
+    );
+    assert_eq!(
+        fresh.server_for_shard(0),
+        Some(shardkit_pg::redact_url(&a.url).as_str())
+    );
+    let max: i64 = on_b
+        .query_one("SELECT max(id) FROM shard_0002.links", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let next: i64 = on_b
+        .query_one("SELECT shard_0002.next_id()", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert!(next > max);
 }
 
@@ -213,11 +285,30 @@ async fn read_state(url: &str) -> State {
         };
         assert!(state.links.insert(r.get(0), row).is_none());
     }
-    for r in client.query("SELECT alias, id, code FROM shard_0002.link_aliases", &[]).await.unwrap() {
-        assert!(state.aliases.insert(r.get(0), (r.get(1), r.get(2))).is_none());
+    for r in client
+        .query("SELECT alias, id, code FROM shard_0002.link_aliases", &[])
+        .await
+        .unwrap()
+    {
+        assert!(state
+            .aliases
+            .insert(r.get(0), (r.get(1), r.get(2)))
+            .is_none());
     }
-    for r in client.query("SELECT id, url_hash, url, code, created_at::text FROM shard_0002.link_urls", &[]).await.unwrap() {
-        let row = UrlRow { url_hash: r.get(1), url: r.get(2), code: r.get(3), created_at: r.get(4) };
+    for r in client
+        .query(
+            "SELECT id, url_hash, url, code, created_at::text FROM shard_0002.link_urls",
+            &[],
+        )
+        .await
+        .unwrap()
+    {
+        let row = UrlRow {
+            url_hash: r.get(1),
+            url: r.get(2),
+            code: r.get(3),
+            created_at: r.get(4),
+        };
         assert!(state.urls.insert(r.get(0), row).is_none());
     }
     state
@@ -265,7 +356,8 @@ fn pick<K: Clone, V>(map: &BTreeMap<K, V>, r: usize) -> Option<K> {
     map.keys().nth(r % map.len()).cloned()
 }
 
-type Boxed<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send>>;
+type Boxed<T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send>>;
 
 /// One random acknowledged write to shard 2, applied to `model` once acknowledged; an
 /// unexpected row count is recorded in `anomalies`.
@@ -277,11 +369,18 @@ async fn random_write(
     (cluster, urls, retries): (&RwLock<Cluster>, &[String], &AtomicU64),
 ) {
     let r = rng.next();
-    let (link, alias) = (pick(&model.links, rng.next()), pick(&model.aliases, rng.next()));
+    let (link, alias) = (
+        pick(&model.links, rng.next()),
+        pick(&model.aliases, rng.next()),
+    );
     match (r % 20, link, alias) {
         (5..=8, Some(id), _) => {
             // Update a link (often one the bulk copy already took) and its URL index row.
-            let (url, hash, tags) = (format!("https://example.com/u{k}"), k as i64, vec![format!("u{k}"), "x".to_string()]);
+            let (url, hash, tags) = (
+                format!("https://example.com/u{k}"),
+                k as i64,
+                vec![format!("u{k}"), "x".to_string()],
+            );
             let (u, t) = (url.clone(), tags.clone());
             let counts: (i64, i64) = with_retry(cluster, urls, retries, move |c| -> Boxed<(i64, i64)> {
                 let (url, tags) = (u.clone(), t.clone());
@@ -303,7 +402,8 @@ async fn random_write(
                 anomalies.push(format!("update of link {id} changed {counts:?} rows"));
             }
             if let Some(l) = model.links.get_mut(&id) {
-                (l.url, l.url_hash, l.tags, l.redirect, l.max_visits) = (url.clone(), hash, tags, 307, Some(hash));
+                (l.url, l.url_hash, l.tags, l.redirect, l.max_visits) =
+                    (url.clone(), hash, tags, 307, Some(hash));
             }
             if let Some(u) = model.urls.get_mut(&id) {
                 (u.url, u.url_hash) = (url, hash);
@@ -328,7 +428,9 @@ async fn random_write(
             .await;
             let aliases = model.aliases.values().filter(|(i, _)| *i == id).count() as i64;
             if counts != (1, 1, aliases) {
-                anomalies.push(format!("delete of link {id} changed {counts:?} rows, want (1, 1, {aliases})"));
+                anomalies.push(format!(
+                    "delete of link {id} changed {counts:?} rows, want (1, 1, {aliases})"
+                ));
             }
             model.links.remove(&id);
             model.urls.remove(&id);
@@ -341,7 +443,11 @@ async fn random_write(
             let n = with_retry(cluster, urls, retries, move |c| -> Boxed<u64> {
                 let (a, code) = (a.clone(), c2.clone());
                 Box::pin(async move {
-                    c.execute("INSERT INTO shard_0002.link_aliases (alias, id, code) VALUES ($1, $2, $3)", &[&a, &id, &code]).await
+                    c.execute(
+                        "INSERT INTO shard_0002.link_aliases (alias, id, code) VALUES ($1, $2, $3)",
+                        &[&a, &id, &code],
+                    )
+                    .await
                 })
             })
             .await;
@@ -376,7 +482,9 @@ async fn random_write(
             .await;
             let want = if by_update { 1 } else { 11 };
             if n != want {
-                anomalies.push(format!("re-pointing alias {alias} from {from} to {to}: {n}, want {want}"));
+                anomalies.push(format!(
+                    "re-pointing alias {alias} from {from} to {to}: {n}, want {want}"
+                ));
             }
             model.aliases.insert(alias, (to, code));
         }
@@ -384,7 +492,13 @@ async fn random_write(
             let a = alias.clone();
             let n = with_retry(cluster, urls, retries, move |c| -> Boxed<u64> {
                 let a = a.clone();
-                Box::pin(async move { c.execute("DELETE FROM shard_0002.link_aliases WHERE alias = $1", &[&a]).await })
+                Box::pin(async move {
+                    c.execute(
+                        "DELETE FROM shard_0002.link_aliases WHERE alias = $1",
+                        &[&a],
+                    )
+                    .await
+                })
             })
             .await;
             if n != 1 {
@@ -394,7 +508,11 @@ async fn random_write(
         }
         _ => {
             // Create a link with its URL index row, in one statement.
-            let (code, url, tags) = (format!("w{k}"), format!("https://example.com/w{k}"), vec![format!("t{}", k % 5)]);
+            let (code, url, tags) = (
+                format!("w{k}"),
+                format!("https://example.com/w{k}"),
+                vec![format!("t{}", k % 5)],
+            );
             let (c2, u, t) = (code.clone(), url.clone(), tags.clone());
             let hash = k as i64;
             let (id, created_at): (i64, String) = with_retry(cluster, urls, retries, move |c| -> Boxed<(i64, String)> {
@@ -426,9 +544,19 @@ async fn random_write(
                 tags,
             };
             if model.links.insert(id, link).is_some() {
-                anomalies.push(format!("create of {code} returned the id {id} of an existing link"));
+                anomalies.push(format!(
+                    "create of {code} returned the id {id} of an existing link"
+                ));
             }
-            model.urls.insert(id, UrlRow { url_hash: hash, url, code, created_at });
+            model.urls.insert(
+                id,
+                UrlRow {
+                    url_hash: hash,
+                    url,
+                    code,
+                    created_at,
+                },
+            );
         }
     }
 }
@@ -436,7 +564,13 @@ async fn random_write(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_shard_moves_under_updates_deletes_and_alias_moves_to_the_exact_acknowledged_state() {
     let (a, b) = (PgDb::create("mvu_a").await, PgDb::create("mvu_b").await);
-    init(&InitOptions { servers: vec![a.url.clone()], logical_shards: 4, epoch_unix_ms: None }).await.unwrap();
+    init(&InitOptions {
+        servers: vec![a.url.clone()],
+        logical_shards: 4,
+        epoch_unix_ms: None,
+    })
+    .await
+    .unwrap();
     let urls = vec![a.url.clone(), b.url.clone()];
 
     // Enough rows that the bulk copy takes a while, and aliases whose ids are not in
@@ -451,21 +585,41 @@ async fn a_shard_moves_under_updates_deletes_and_alias_moves_to_the_exact_acknow
     .await
     .unwrap();
     let initial = read_state(&a.url).await;
-    assert_eq!((initial.links.len(), initial.urls.len(), initial.aliases.len()), (20000, 20000, 5000));
+    assert_eq!(
+        (
+            initial.links.len(),
+            initial.urls.len(),
+            initial.aliases.len()
+        ),
+        (20000, 20000, 5000)
+    );
 
     let cluster = Arc::new(RwLock::new(Cluster::open(&urls, 4).await.unwrap()));
     let stop = Arc::new(AtomicBool::new(false));
     let retries = Arc::new(AtomicU64::new(0));
     let writes = Arc::new(AtomicU64::new(0));
     let writer = {
-        let (cluster, urls, stop, retries, writes) = (cluster.clone(), urls.clone(), stop.clone(), retries.clone(), writes.clone());
+        let (cluster, urls, stop, retries, writes) = (
+            cluster.clone(),
+            urls.clone(),
+            stop.clone(),
+            retries.clone(),
+            writes.clone(),
+        );
         let mut model = initial.clone();
         tokio::spawn(async move {
             let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
             let mut anomalies = Vec::new();
             let mut k = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                random_write(k, &mut rng, &mut model, &mut anomalies, (&cluster, &urls, &retries)).await;
+                random_write(
+                    k,
+                    &mut rng,
+                    &mut model,
+                    &mut anomalies,
+                    (&cluster, &urls, &retries),
+                )
+                .await;
                 writes.fetch_add(1, Ordering::Relaxed);
                 k += 1;
             }
@@ -478,7 +632,9 @@ async fn a_shard_moves_under_updates_deletes_and_alias_moves_to_the_exact_acknow
         assert!(!writer.is_finished(), "the writer stopped");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let report = move_shard(std::slice::from_ref(&a.url), SHARD, &b.url).await.unwrap();
+    let report = move_shard(std::slice::from_ref(&a.url), SHARD, &b.url)
+        .await
+        .unwrap();
     let after_move = writes.load(Ordering::Relaxed);
     while writes.load(Ordering::Relaxed) < after_move + 200 {
         if writer.is_finished() {
@@ -490,11 +646,23 @@ async fn a_shard_moves_under_updates_deletes_and_alias_moves_to_the_exact_acknow
     }
     stop.store(true, Ordering::Relaxed);
     let (model, anomalies) = writer.await.unwrap();
-    eprintln!("move: {report:?}; {} acknowledged writes, {} retries", writes.load(Ordering::Relaxed), retries.load(Ordering::Relaxed));
+    eprintln!(
+        "move: {report:?}; {} acknowledged writes, {} retries",
+        writes.load(Ordering::Relaxed),
+        retries.load(Ordering::Relaxed)
+    );
 
-    assert_eq!(anomalies, Vec::<String>::new(), "writes that did not change what they should have");
+    assert_eq!(
+        anomalies,
+        Vec::<String>::new(),
+        "writes that did not change what they should have"
+    );
     assert_eq!(report.map_version, 2);
-    assert!(report.copied >= 40000, "the bulk copy took {} rows", report.copied);
+    assert!(
+        report.copied >= 40000,
+        "the bulk copy took {} rows",
+        report.copied
+    );
     assert!(report.changed > 0, "no write landed between the snapshot and the switch: the test did not exercise the catch-up");
     assert!(report.rounds >= 1);
     assert!(model != initial, "the writer changed nothing");
@@ -510,11 +678,18 @@ async fn a_shard_moves_under_updates_deletes_and_alias_moves_to_the_exact_acknow
         diff[..diff.len().min(20)].join("\n")
     );
 
-    let old: bool = on_a.query_one("SELECT to_regnamespace('shard_0002') IS NULL", &[]).await.unwrap().get(0);
+    let old: bool = on_a
+        .query_one("SELECT to_regnamespace('shard_0002') IS NULL", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert!(old, "the old copy is still there");
     let fresh = Cluster::open(&urls, 1).await.unwrap();
     assert_eq!(fresh.map().version(), 2);
-    assert_eq!(fresh.server_for_shard(SHARD), Some(redact_url(&b.url).as_str()));
+    assert_eq!(
+        fresh.server_for_shard(SHARD),
+        Some(redact_url(&b.url).as_str())
+    );
 }
 
 /// Change capture left on shard 2 at `url`: (non-internal triggers, log table, function).
@@ -547,23 +722,48 @@ async fn writes_past(acked: &parking_lot::Mutex<Vec<String>>, more: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_move_that_fails_part_way_leaves_the_shard_serving_without_capture() {
-    let Stream { a, b, urls, cluster, stop, retries, acked } = Stream::new("mvf").await;
+    let Stream {
+        a,
+        b,
+        urls,
+        cluster,
+        stop,
+        retries,
+        acked,
+    } = Stream::new("mvf").await;
     let writer = spawn_creates(&cluster, &urls, &stop, &retries, &acked);
-    let (b_name, on_a, on_b) =
-        (redact_url(&b.url), shardkit_pg::connect::connect(&a.url).await.unwrap(), shardkit_pg::connect::connect(&b.url).await.unwrap());
+    let (b_name, on_a, on_b) = (
+        redact_url(&b.url),
+        shardkit_pg::connect::connect(&a.url).await.unwrap(),
+        shardkit_pg::connect::connect(&b.url).await.unwrap(),
+    );
     writes_past(&acked, 50).await;
 
     // 1. The target already has the schema: refused before anything changes.
-    on_b.batch_execute("CREATE SCHEMA shard_0002").await.unwrap();
-    let err = move_shard(std::slice::from_ref(&a.url), SHARD, &b.url).await.unwrap_err().to_string();
-    assert!(err.contains(&b_name) && err.contains("already has a schema"), "{err}");
-    assert_eq!(capture_on(&a.url).await, (0, false, false), "capture left on the source");
+    on_b.batch_execute("CREATE SCHEMA shard_0002")
+        .await
+        .unwrap();
+    let err = move_shard(std::slice::from_ref(&a.url), SHARD, &b.url)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&b_name) && err.contains("already has a schema"),
+        "{err}"
+    );
+    assert_eq!(
+        capture_on(&a.url).await,
+        (0, false, false),
+        "capture left on the source"
+    );
     on_b.batch_execute("DROP SCHEMA shard_0002").await.unwrap();
     writes_past(&acked, 50).await;
 
     // 2. The target refuses the next map version: the move fails inside the pause, after
     // the copy and every catch-up round.
-    on_b.batch_execute(shardkit_pg::schema::META_DDL).await.unwrap();
+    on_b.batch_execute(shardkit_pg::schema::META_DDL)
+        .await
+        .unwrap();
     on_b.batch_execute(
         "CREATE FUNCTION public.refuse_map() RETURNS trigger LANGUAGE plpgsql AS $$
          BEGIN IF NEW.version > 1 THEN RAISE EXCEPTION 'map versions refused by the test'; END IF; RETURN NEW; END $$;
@@ -571,22 +771,54 @@ async fn a_move_that_fails_part_way_leaves_the_shard_serving_without_capture() {
     )
     .await
     .unwrap();
-    let err = move_shard(std::slice::from_ref(&a.url), SHARD, &b.url).await.unwrap_err().to_string();
-    assert!(err.contains(&b_name) && err.contains("recording the map") && err.contains("refused by the test"), "{err}");
-    assert_eq!(capture_on(&a.url).await, (0, false, false), "capture left on the source");
-    let partial: bool = on_b.query_one("SELECT to_regnamespace('shard_0002') IS NOT NULL", &[]).await.unwrap().get(0);
+    let err = move_shard(std::slice::from_ref(&a.url), SHARD, &b.url)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&b_name)
+            && err.contains("recording the map")
+            && err.contains("refused by the test"),
+        "{err}"
+    );
+    assert_eq!(
+        capture_on(&a.url).await,
+        (0, false, false),
+        "capture left on the source"
+    );
+    let partial: bool = on_b
+        .query_one("SELECT to_regnamespace('shard_0002') IS NOT NULL", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert!(!partial, "the target's partial copy is still there");
     let after = Cluster::open(&urls, 1).await.unwrap();
     assert_eq!(after.map().version(), 1);
-    assert_eq!(after.server_for_shard(SHARD), Some(redact_url(&a.url).as_str()));
+    assert_eq!(
+        after.server_for_shard(SHARD),
+        Some(redact_url(&a.url).as_str())
+    );
     writes_past(&acked, 50).await;
     let acked_so_far = acked.lock().clone();
-    let present: i64 = on_a.query_one("SELECT count(*) FROM shard_0002.links WHERE code = ANY($1)", &[&acked_so_far]).await.unwrap().get(0);
-    assert_eq!(present as usize, acked_so_far.len(), "acknowledged creates lost on the source");
+    let present: i64 = on_a
+        .query_one(
+            "SELECT count(*) FROM shard_0002.links WHERE code = ANY($1)",
+            &[&acked_so_far],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        present as usize,
+        acked_so_far.len(),
+        "acknowledged creates lost on the source"
+    );
 
     // 3. Without the obstacle a re-run moves the shard, even over what a killed move
     // would leave on the source (capture installed, log filling).
-    on_b.batch_execute("DROP TRIGGER refuse_map ON shardkit_meta.shard_maps").await.unwrap();
+    on_b.batch_execute("DROP TRIGGER refuse_map ON shardkit_meta.shard_maps")
+        .await
+        .unwrap();
     on_a.batch_execute(
         "CREATE TABLE shard_0002.move_changes (seq bigserial PRIMARY KEY, tbl text NOT NULL, id bigint NOT NULL);
          CREATE FUNCTION shard_0002.move_capture() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -595,18 +827,47 @@ async fn a_move_that_fails_part_way_leaves_the_shard_serving_without_capture() {
     )
     .await
     .unwrap();
-    assert_eq!(capture_on(&a.url).await, (1, true, true), "the probe does not see a capture");
+    assert_eq!(
+        capture_on(&a.url).await,
+        (1, true, true),
+        "the probe does not see a capture"
+    );
     writes_past(&acked, 20).await;
-    let report = move_shard(std::slice::from_ref(&a.url), SHARD, &b.url).await.unwrap();
+    let report = move_shard(std::slice::from_ref(&a.url), SHARD, &b.url)
+        .await
+        .unwrap();
     assert_eq!(report.map_version, 2);
     writes_past(&acked, 50).await;
     stop.store(true, Ordering::Relaxed);
     writer.await.unwrap();
     let acked = acked.lock().clone();
-    let present: i64 = on_b.query_one("SELECT count(*) FROM shard_0002.links WHERE code = ANY($1)", &[&acked]).await.unwrap().get(0);
-    let total: i64 = on_b.query_one("SELECT count(*) FROM shard_0002.links", &[]).await.unwrap().get(0);
-    assert_eq!((present as usize, total as usize), (acked.len(), acked.len()), "acknowledged creates lost, or extra rows");
-    assert_eq!(capture_on(&b.url).await, (0, false, false), "capture copied to the target");
-    let old: bool = on_a.query_one("SELECT to_regnamespace('shard_0002') IS NULL", &[]).await.unwrap().get(0);
+    let present: i64 = on_b
+        .query_one(
+            "SELECT count(*) FROM shard_0002.links WHERE code = ANY($1)",
+            &[&acked],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let total: i64 = on_b
+        .query_one("SELECT count(*) FROM shard_0002.links", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        (present as usize, total as usize),
+        (acked.len(), acked.len()),
+        "acknowledged creates lost, or extra rows"
+    );
+    assert_eq!(
+        capture_on(&b.url).await,
+        (0, false, false),
+        "capture copied to the target"
+    );
+    let old: bool = on_a
+        .query_one("SELECT to_regnamespace('shard_0002') IS NULL", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert!(old, "the old copy is still there");
 }

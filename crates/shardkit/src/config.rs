@@ -104,7 +104,12 @@ pub struct CounterSettings {
 
 impl Default for CounterSettings {
     fn default() -> Self {
-        Self { fsync: "always".into(), auto_create: true, txid_window_secs: 600, snapshot_log_mib: 64 }
+        Self {
+            fsync: "always".into(),
+            auto_create: true,
+            txid_window_secs: 600,
+            snapshot_log_mib: 64,
+        }
     }
 }
 
@@ -166,20 +171,33 @@ impl Default for Settings {
 
 impl Default for IdSettings {
     fn default() -> Self {
-        Self { layout: "instagram".into(), epoch: None, max_lead_ms: 2_000, on_clock_backwards: "refuse".into() }
+        Self {
+            layout: "instagram".into(),
+            epoch: None,
+            max_lead_ms: 2_000,
+            on_clock_backwards: "refuse".into(),
+        }
     }
 }
 
 impl Default for TicketSettings {
     fn default() -> Self {
-        Self { increment: 1, offset: 1, initial_step: 1_000 }
+        Self {
+            increment: 1,
+            offset: 1,
+            initial_step: 1_000,
+        }
     }
 }
 
 impl Default for RespLimitSettings {
     fn default() -> Self {
         let limits = crate::resp::Limits::default();
-        Self { max_bulk_len: limits.max_bulk_len, max_array_len: limits.max_array_len, max_buffer: limits.max_buffer }
+        Self {
+            max_bulk_len: limits.max_bulk_len,
+            max_array_len: limits.max_array_len,
+            max_buffer: limits.max_buffer,
+        }
     }
 }
 
@@ -209,8 +227,12 @@ impl Settings {
         let mut settings = match file {
             None => Settings::default(),
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read config file {}: {e}", path.display()))?;
-                toml::from_str(&text).map_err(|e| anyhow::anyhow!("config file {}: {}", path.display(), e.message()))?
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    anyhow::anyhow!("cannot read config file {}: {e}", path.display())
+                })?;
+                toml::from_str(&text).map_err(|e| {
+                    anyhow::anyhow!("config file {}: {}", path.display(), e.message())
+                })?
             }
         };
         if let Some(v) = overrides.data {
@@ -256,18 +278,29 @@ impl Settings {
             anyhow::bail!("the API key is too short: use at least 16 characters");
         }
         if !(1..=256).contains(&self.resp_threads) {
-            anyhow::bail!("resp_threads must be from 1 to 256, got {}", self.resp_threads);
+            anyhow::bail!(
+                "resp_threads must be from 1 to 256, got {}",
+                self.resp_threads
+            );
         }
         if !matches!(self.counters.fsync.as_str(), "always" | "everysec" | "no") {
-            anyhow::bail!("counters.fsync must be \"always\", \"everysec\" or \"no\", got {:?}", self.counters.fsync);
+            anyhow::bail!(
+                "counters.fsync must be \"always\", \"everysec\" or \"no\", got {:?}",
+                self.counters.fsync
+            );
         }
         if !matches!(self.ids.on_clock_backwards.as_str(), "refuse" | "wait") {
-            anyhow::bail!("ids.on_clock_backwards must be \"refuse\" or \"wait\", got {:?}", self.ids.on_clock_backwards);
+            anyhow::bail!(
+                "ids.on_clock_backwards must be \"refuse\" or \"wait\", got {:?}",
+                self.ids.on_clock_backwards
+            );
         }
         match self.links.store.as_str() {
             "redb" => {}
             "postgres" if !cfg!(feature = "sql") => {
-                anyhow::bail!("links.store \"postgres\" needs a shardkit built with the cargo feature `sql`")
+                anyhow::bail!(
+                    "links.store \"postgres\" needs a shardkit built with the cargo feature `sql`"
+                )
             }
             "postgres" if self.links.servers.is_empty() => {
                 anyhow::bail!("links.store \"postgres\" needs the cluster's servers: pass --servers URL[,URL...] (or links.servers)")
@@ -276,7 +309,8 @@ impl Settings {
             other => anyhow::bail!("links.store must be \"redb\" or \"postgres\", got {other:?}"),
         }
         if let Some(base) = &self.links.base_url {
-            shardkit_links::OwnOrigin::from_base_url(base).map_err(|e| anyhow::anyhow!("links.base_url {base:?} is not a usable URL: {e}"))?;
+            shardkit_links::OwnOrigin::from_base_url(base)
+                .map_err(|e| anyhow::anyhow!("links.base_url {base:?} is not a usable URL: {e}"))?;
         }
         Ok(())
     }
@@ -287,7 +321,12 @@ impl Settings {
         if shown.api_key.is_some() {
             shown.api_key = Some("<redacted>".into());
         }
-        shown.links.servers = shown.links.servers.iter().map(|url| redact_password(url)).collect();
+        shown.links.servers = shown
+            .links
+            .servers
+            .iter()
+            .map(|url| redact_password(url))
+            .collect();
         Ok(toml::to_string_pretty(&shown)?)
     }
 }
@@ -312,8 +351,15 @@ mod tests {
     fn flags_override_the_file_which_overrides_the_defaults() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("shardkit.toml");
-        std::fs::write(&file, "data = \"/srv/sk\"\nresp = \"127.0.0.1:7000\"\n[ids]\nlayout = \"snowflake\"\n").unwrap();
-        let overrides = Overrides { resp: Some("127.0.0.1:7001".parse().unwrap()), ..Overrides::default() };
+        std::fs::write(
+            &file,
+            "data = \"/srv/sk\"\nresp = \"127.0.0.1:7000\"\n[ids]\nlayout = \"snowflake\"\n",
+        )
+        .unwrap();
+        let overrides = Overrides {
+            resp: Some("127.0.0.1:7001".parse().unwrap()),
+            ..Overrides::default()
+        };
         let s = Settings::load(Some(&file), overrides).unwrap();
         assert_eq!(s.data, PathBuf::from("/srv/sk"));
         assert_eq!(s.resp, "127.0.0.1:7001".parse().unwrap());
@@ -326,12 +372,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("bad.toml");
         std::fs::write(&file, "htp = \"x\"\n").unwrap();
-        let err = Settings::load(Some(&file), Overrides::default()).unwrap_err().to_string();
+        let err = Settings::load(Some(&file), Overrides::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("unknown field"), "{err}");
-        let open = Overrides { http: Some("0.0.0.0:8080".parse().unwrap()), ..Overrides::default() };
+        let open = Overrides {
+            http: Some("0.0.0.0:8080".parse().unwrap()),
+            ..Overrides::default()
+        };
         let err = Settings::load(None, open.clone()).unwrap_err().to_string();
         assert!(err.contains("SHARDKIT_API_KEY"), "{err}");
-        let keyed = Overrides { api_key: Some("0123456789abcdef".into()), ..open };
+        let keyed = Overrides {
+            api_key: Some("0123456789abcdef".into()),
+            ..open
+        };
         let s = Settings::load(None, keyed).unwrap();
         assert!(s.to_toml_redacted().unwrap().contains("<redacted>"));
     }

@@ -35,8 +35,16 @@ impl<'a> CounterKey<'a> {
             return Err(SHAPE);
         }
         Ok(match rest.rsplit_once(':') {
-            Some((row, column)) if !row.is_empty() && !column.is_empty() => Self { counter, row, column: Some(column) },
-            _ => Self { counter, row: rest, column: None },
+            Some((row, column)) if !row.is_empty() && !column.is_empty() => Self {
+                counter,
+                row,
+                column: Some(column),
+            },
+            _ => Self {
+                counter,
+                row: rest,
+                column: None,
+            },
         })
     }
 
@@ -46,7 +54,11 @@ impl<'a> CounterKey<'a> {
         const SHAPE: &str = "ERR hash keys are <counter>:<id>, like weibo:123";
         let key = std::str::from_utf8(key).map_err(|_| "ERR keys must be UTF-8 text")?;
         match key.split_once(':') {
-            Some((counter, row)) if !counter.is_empty() && !row.is_empty() => Ok(Self { counter, row, column: None }),
+            Some((counter, row)) if !counter.is_empty() && !row.is_empty() => Ok(Self {
+                counter,
+                row,
+                column: None,
+            }),
             _ => Err(SHAPE),
         }
     }
@@ -76,17 +88,30 @@ pub struct Counters {
 
 impl Counters {
     /// Runs a write, creating the counter or column first if `auto_create` allows.
-    pub fn write<T>(&self, counter: &str, column: &str, op: impl Fn(&Engine) -> Result<T, Error>) -> Result<T, Error> {
+    pub fn write<T>(
+        &self,
+        counter: &str,
+        column: &str,
+        op: impl Fn(&Engine) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let mut attempts = 0;
         loop {
             attempts += 1;
             match op(&self.engine) {
                 Err(Error::NoSuchCounter(_)) if self.auto_create && attempts <= 3 => {
                     ignore_exists(self.engine.create_counter(counter))?;
-                    ignore_exists(self.engine.add_column(counter, DEFAULT_COLUMN, ColumnOptions::default()))?;
+                    ignore_exists(self.engine.add_column(
+                        counter,
+                        DEFAULT_COLUMN,
+                        ColumnOptions::default(),
+                    ))?;
                 }
                 Err(Error::NoSuchColumn { .. }) if self.auto_create && attempts <= 3 => {
-                    ignore_exists(self.engine.add_column(counter, column, ColumnOptions::default()))?;
+                    ignore_exists(self.engine.add_column(
+                        counter,
+                        column,
+                        ColumnOptions::default(),
+                    ))?;
                 }
                 other => return other,
             }
@@ -95,10 +120,15 @@ impl Counters {
 
     /// Runs a read; a missing counter or column is "absent" (`None`) when
     /// `auto_create` is on, an error otherwise.
-    pub fn read<T>(&self, op: impl FnOnce(&Engine) -> Result<T, Error>) -> Result<Option<T>, Error> {
+    pub fn read<T>(
+        &self,
+        op: impl FnOnce(&Engine) -> Result<T, Error>,
+    ) -> Result<Option<T>, Error> {
         match op(&self.engine) {
             Ok(v) => Ok(Some(v)),
-            Err(Error::NoSuchCounter(_) | Error::NoSuchColumn { .. }) if self.auto_create => Ok(None),
+            Err(Error::NoSuchCounter(_) | Error::NoSuchColumn { .. }) if self.auto_create => {
+                Ok(None)
+            }
             Err(e) => Err(e),
         }
     }
@@ -106,7 +136,10 @@ impl Counters {
 
 impl std::fmt::Debug for Counters {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Counters").field("dir", &self.engine.dir()).field("auto_create", &self.auto_create).finish()
+        f.debug_struct("Counters")
+            .field("dir", &self.engine.dir())
+            .field("auto_create", &self.auto_create)
+            .finish()
     }
 }
 
@@ -124,10 +157,34 @@ mod tests {
 
     #[test]
     fn keys_split_into_counter_row_and_column() {
-        assert_eq!(CounterKey::parse(b"weibo:123").unwrap(), CounterKey { counter: "weibo", row: "123", column: None });
-        assert_eq!(CounterKey::parse(b"weibo:123:comments").unwrap(), CounterKey { counter: "weibo", row: "123", column: Some("comments") });
-        assert_eq!(CounterKey::parse(b"pv:home:page:views").unwrap(), CounterKey { counter: "pv", row: "home:page", column: Some("views") });
-        assert_eq!(CounterKey::parse(b"counter:000012").unwrap().key(), Key::Name("000012"));
+        assert_eq!(
+            CounterKey::parse(b"weibo:123").unwrap(),
+            CounterKey {
+                counter: "weibo",
+                row: "123",
+                column: None
+            }
+        );
+        assert_eq!(
+            CounterKey::parse(b"weibo:123:comments").unwrap(),
+            CounterKey {
+                counter: "weibo",
+                row: "123",
+                column: Some("comments")
+            }
+        );
+        assert_eq!(
+            CounterKey::parse(b"pv:home:page:views").unwrap(),
+            CounterKey {
+                counter: "pv",
+                row: "home:page",
+                column: Some("views")
+            }
+        );
+        assert_eq!(
+            CounterKey::parse(b"counter:000012").unwrap().key(),
+            Key::Name("000012")
+        );
         assert_eq!(CounterKey::parse(b"counter:12").unwrap().key(), Key::Id(12));
         for bad in [&b"nocolon"[..], b":1", b"c:", b"\xff:1"] {
             assert!(CounterKey::parse(bad).is_err(), "{bad:?}");

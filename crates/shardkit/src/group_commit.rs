@@ -27,13 +27,20 @@ pub struct GroupCommit {
 
 impl Default for GroupCommit {
     fn default() -> Self {
-        Self { wanted: AtomicU64::new(0), wake: Notify::new(), done: watch::channel(0).0, failed: AtomicBool::new(false) }
+        Self {
+            wanted: AtomicU64::new(0),
+            wake: Notify::new(),
+            done: watch::channel(0).0,
+            failed: AtomicBool::new(false),
+        }
     }
 }
 
 impl std::fmt::Debug for GroupCommit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GroupCommit").field("wanted", &self.wanted.load(Ordering::Relaxed)).finish()
+        f.debug_struct("GroupCommit")
+            .field("wanted", &self.wanted.load(Ordering::Relaxed))
+            .finish()
     }
 }
 
@@ -69,7 +76,9 @@ impl GroupCommit {
             let target = Pending::at(wanted);
             if wanted > 0 && !state.counters.engine.is_durable(target) {
                 let worker = Arc::clone(&state);
-                let result = tokio::task::spawn_blocking(move || worker.counters.engine.commit(target)).await;
+                let result =
+                    tokio::task::spawn_blocking(move || worker.counters.engine.commit(target))
+                        .await;
                 if !matches!(result, Ok(Ok(()))) {
                     tracing::error!("counter log fsync failed; writes are refused from now on");
                     this.failed.store(true, Ordering::Release);

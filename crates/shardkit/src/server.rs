@@ -23,8 +23,12 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
         max_buffer: settings.resp_limits.max_buffer,
         ..Limits::default()
     };
-    let http_listener = TcpListener::bind(settings.http).await.with_context(|| format!("cannot listen for HTTP on {}", settings.http))?;
-    let resp_listener = TcpListener::bind(settings.resp).await.with_context(|| format!("cannot listen for RESP on {}", settings.resp))?;
+    let http_listener = TcpListener::bind(settings.http)
+        .await
+        .with_context(|| format!("cannot listen for HTTP on {}", settings.http))?;
+    let resp_listener = TcpListener::bind(settings.resp)
+        .await
+        .with_context(|| format!("cannot listen for RESP on {}", settings.resp))?;
     if settings.links.base_url.is_none() {
         // The bound address (port 0 becomes a real port), so short URLs work as printed.
         settings.links.base_url = Some(format!("http://{}", http_listener.local_addr()?));
@@ -43,11 +47,14 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
     let router = crate::http::router(Arc::clone(&state));
     let mut http_stopped = stopped.clone();
     let http = tokio::spawn(async move {
-        axum::serve(http_listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
-            .with_graceful_shutdown(async move {
-                let _ = http_stopped.changed().await;
-            })
-            .await
+        axum::serve(
+            http_listener,
+            router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = http_stopped.changed().await;
+        })
+        .await
     });
     // RESP (and the fsync task its connections wait on) run on a runtime of their own,
     // sized by `resp_threads`; HTTP keeps the main one.
@@ -58,7 +65,10 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
         .build()
         .context("cannot start the RESP runtime")?;
     let (stop_fsync, fsync_stopped) = watch::channel(false);
-    let group_commit = resp_runtime.spawn(crate::group_commit::GroupCommit::run(Arc::clone(&state), fsync_stopped));
+    let group_commit = resp_runtime.spawn(crate::group_commit::GroupCommit::run(
+        Arc::clone(&state),
+        fsync_stopped,
+    ));
     let clicks = tokio::spawn(flush_clicks(Arc::clone(&state), stopped.clone()));
     let resp_listener = resp_listener.into_std()?;
     let resp = resp_runtime.spawn({
@@ -66,7 +76,9 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
         async move {
             match TcpListener::from_std(resp_listener) {
                 Ok(listener) => accept_resp(listener, state, limits, stopped).await,
-                Err(e) => tracing::error!(error = %e, "cannot move the RESP listener to its runtime"),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot move the RESP listener to its runtime")
+                }
             }
         }
     });
@@ -91,7 +103,9 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
     let _ = clicks.await;
     match Arc::try_unwrap(state) {
         Ok(state) => tokio::task::spawn_blocking(move || state.close()).await??,
-        Err(_) => tracing::warn!("state still in use at exit; the time guard keeps its written-ahead mark"),
+        Err(_) => tracing::warn!(
+            "state still in use at exit; the time guard keeps its written-ahead mark"
+        ),
     }
     tracing::info!("stopped");
     Ok(())
@@ -107,8 +121,14 @@ async fn flush_clicks(state: Arc<AppState>, mut stopped: watch::Receiver<bool>) 
             _ = stopped.changed() => return,
         }
         let flushing = Arc::clone(&state);
-        match tokio::task::spawn_blocking(move || flushing.links.clicks.flush(&flushing.counters.engine)).await {
-            Ok(Err(e)) => tracing::warn!(error = %e, "clicks could not be written to the counter engine; retrying"),
+        match tokio::task::spawn_blocking(move || {
+            flushing.links.clicks.flush(&flushing.counters.engine)
+        })
+        .await
+        {
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "clicks could not be written to the counter engine; retrying")
+            }
             Err(e) => tracing::warn!(error = %e, "the click flusher failed"),
             Ok(Ok(_)) => {}
         }
@@ -116,7 +136,12 @@ async fn flush_clicks(state: Arc<AppState>, mut stopped: watch::Receiver<bool>) 
 }
 
 /// Accepts RESP connections until told to stop, then waits for them to end.
-async fn accept_resp(listener: TcpListener, state: Arc<AppState>, limits: Limits, mut stopped: watch::Receiver<bool>) {
+async fn accept_resp(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    limits: Limits,
+    mut stopped: watch::Receiver<bool>,
+) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -143,13 +168,14 @@ async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

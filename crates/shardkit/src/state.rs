@@ -4,12 +4,16 @@
 use crate::config::Settings;
 use crate::counter_access::Counters;
 use crate::links::Links;
-use shardkit_links::{load_or_create_key, GroupSequences, LinkStore, Minter, RedbLinkStore, TicketSequences};
-use shardkit_counters::{Engine, FsyncPolicy};
 use anyhow::Context;
 use parking_lot::Mutex;
+use shardkit_counters::{Engine, FsyncPolicy};
 use shardkit_ids::tickets::{EmbeddedTicketStore, SegmentAllocator, SegmentOptions, SequenceSpec};
-use shardkit_ids::{BackwardPolicy, GeneratorOptions, GuardOptions, Layout, ShardedGenerator, TicketError};
+use shardkit_ids::{
+    BackwardPolicy, GeneratorOptions, GuardOptions, Layout, ShardedGenerator, TicketError,
+};
+use shardkit_links::{
+    load_or_create_key, GroupSequences, LinkStore, Minter, RedbLinkStore, TicketSequences,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,22 +44,37 @@ impl AppState {
     /// Opens everything under the data directory. Fails (with the file named) if
     /// another process holds it.
     pub fn open(settings: Settings) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&settings.data).with_context(|| format!("cannot create data directory {}", settings.data.display()))?;
+        std::fs::create_dir_all(&settings.data)
+            .with_context(|| format!("cannot create data directory {}", settings.data.display()))?;
         let mut layout: Layout = settings.ids.layout.parse()?;
         if let Some(epoch) = &settings.ids.epoch {
             layout = layout.with_epoch_rfc3339(epoch)?;
         }
         let options = GeneratorOptions {
             max_lead: Duration::from_millis(settings.ids.max_lead_ms),
-            on_clock_backwards: if settings.ids.on_clock_backwards == "wait" { BackwardPolicy::Wait } else { BackwardPolicy::Refuse },
+            on_clock_backwards: if settings.ids.on_clock_backwards == "wait" {
+                BackwardPolicy::Wait
+            } else {
+                BackwardPolicy::Refuse
+            },
             guard: Some(GuardOptions::new(settings.data.join("ids.guard"))),
         };
         let ids = ShardedGenerator::with_clock(layout, shardkit_ids::SystemClock, &options)?;
         let spec = SequenceSpec::new(settings.tickets.increment, settings.tickets.offset)?;
-        let store = Arc::new(EmbeddedTicketStore::open(settings.data.join("tickets.redb"))?);
-        let segment = SegmentOptions { initial_step: settings.tickets.initial_step, ..SegmentOptions::default() };
+        let store = Arc::new(EmbeddedTicketStore::open(
+            settings.data.join("tickets.redb"),
+        )?);
+        let segment = SegmentOptions {
+            initial_step: settings.tickets.initial_step,
+            ..SegmentOptions::default()
+        };
         let embedded_sequences = TicketSequences::new(Arc::clone(&store), spec, segment.clone())?;
-        let tickets = TicketBook { store, spec, segment, sequences: Mutex::new(HashMap::new()) };
+        let tickets = TicketBook {
+            store,
+            spec,
+            segment,
+            sequences: Mutex::new(HashMap::new()),
+        };
         let engine_options = shardkit_counters::Options {
             fsync: match settings.counters.fsync.as_str() {
                 "everysec" => FsyncPolicy::EverySec,
@@ -70,24 +89,50 @@ impl AppState {
         let recovery = engine.recovery();
         tracing::info!(report = ?recovery, "counters recovered");
         let writes_wait_for_disk = settings.counters.fsync == "always";
-        let counters = Counters { engine, auto_create: settings.counters.auto_create, writes_wait_for_disk, group_commit: Default::default() };
+        let counters = Counters {
+            engine,
+            auto_create: settings.counters.auto_create,
+            writes_wait_for_disk,
+            group_commit: Default::default(),
+        };
         crate::links::clicks::ensure_counters(&counters.engine)?;
         let key_path = settings.data.join("links.key");
-        let key = load_or_create_key(&key_path).with_context(|| format!("cannot read or make the code key {}", key_path.display()))?;
-        let (store, link_sequences): (Arc<dyn LinkStore>, Box<dyn GroupSequences>) = match settings.links.store.as_str() {
-            "postgres" => open_postgres_links(&settings.links.servers)?,
-            _ => (Arc::new(RedbLinkStore::open(settings.data.join("links.redb"))?), Box::new(embedded_sequences)),
-        };
-        let minter = Minter::new(Links::codec(settings.links.sequential_codes, key), link_sequences);
-        let base_url = settings.links.base_url.clone().unwrap_or_else(|| format!("http://{}", settings.http));
+        let key = load_or_create_key(&key_path)
+            .with_context(|| format!("cannot read or make the code key {}", key_path.display()))?;
+        let (store, link_sequences): (Arc<dyn LinkStore>, Box<dyn GroupSequences>) =
+            match settings.links.store.as_str() {
+                "postgres" => open_postgres_links(&settings.links.servers)?,
+                _ => (
+                    Arc::new(RedbLinkStore::open(settings.data.join("links.redb"))?),
+                    Box::new(embedded_sequences),
+                ),
+            };
+        let minter = Minter::new(
+            Links::codec(settings.links.sequential_codes, key),
+            link_sequences,
+        );
+        let base_url = settings
+            .links
+            .base_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", settings.http));
         let links = Links::new(store, minter, base_url, settings.links.cache_entries)?;
-        Ok(Self { settings, layout, ids, counters, links, tickets })
+        Ok(Self {
+            settings,
+            layout,
+            ids,
+            counters,
+            links,
+            tickets,
+        })
     }
 
     /// Clean shutdown: the counter log is flushed and a snapshot written; the id
     /// guard records the exact last time when `self` is dropped.
     pub fn close(self) -> anyhow::Result<()> {
-        let Self { counters, links, .. } = self;
+        let Self {
+            counters, links, ..
+        } = self;
         links.clicks.flush(&counters.engine)?;
         counters.engine.snapshot()?;
         counters.engine.close()?;
@@ -107,7 +152,8 @@ impl AppState {
             (Some(_), None) => false,
             (Some(key), Some(given)) => {
                 let key = key.as_bytes();
-                key.len() == given.len() && key.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+                key.len() == given.len()
+                    && key.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
             }
         }
     }
@@ -128,13 +174,26 @@ const PG_CODE_BLOCK: u64 = 1000;
 /// of the shard map, one `nextval` per block of [`PG_CODE_BLOCK`] codes. Sequences in
 /// each server's own data directory would let two servers mint the same code.
 #[cfg(feature = "sql")]
-fn open_postgres_links(servers: &[String]) -> anyhow::Result<(Arc<dyn LinkStore>, Box<dyn GroupSequences>)> {
+fn open_postgres_links(
+    servers: &[String],
+) -> anyhow::Result<(Arc<dyn LinkStore>, Box<dyn GroupSequences>)> {
     use shardkit_pg::tickets::{postgres::PgTicketStore, segment_options, BlockSize};
-    let store = shardkit_pg::PgLinkStore::open(servers, PG_POOL_SIZE).context("cannot open the PostgreSQL link store")?;
+    let store = shardkit_pg::PgLinkStore::open(servers, PG_POOL_SIZE)
+        .context("cannot open the PostgreSQL link store")?;
     tracing::info!(cluster = ?store.cluster(), "links on PostgreSQL");
     let cluster = store.cluster();
-    let first = cluster.map().nodes().first().map(|n| n.name.clone()).context("the shard map has no servers")?;
-    let url = servers.iter().map(|u| u.trim()).find(|u| shardkit_pg::redact_url(u) == first).unwrap_or(&first).to_string();
+    let first = cluster
+        .map()
+        .nodes()
+        .first()
+        .map(|n| n.name.clone())
+        .context("the shard map has no servers")?;
+    let url = servers
+        .iter()
+        .map(|u| u.trim())
+        .find(|u| shardkit_pg::redact_url(u) == first)
+        .unwrap_or(&first)
+        .to_string();
     let block = BlockSize::new(PG_CODE_BLOCK);
     let tickets = Arc::new(PgTicketStore::new(&url, 1, 1, block)?);
     let sequences = TicketSequences::new(tickets, SequenceSpec::default(), segment_options(block))?;
@@ -143,7 +202,9 @@ fn open_postgres_links(servers: &[String]) -> anyhow::Result<(Arc<dyn LinkStore>
 
 /// Without feature `sql` there is no PostgreSQL store (settings refuse it earlier).
 #[cfg(not(feature = "sql"))]
-fn open_postgres_links(_servers: &[String]) -> anyhow::Result<(Arc<dyn LinkStore>, Box<dyn GroupSequences>)> {
+fn open_postgres_links(
+    _servers: &[String],
+) -> anyhow::Result<(Arc<dyn LinkStore>, Box<dyn GroupSequences>)> {
     anyhow::bail!("links.store \"postgres\" needs a shardkit built with the cargo feature `sql`")
 }
 
@@ -161,7 +222,17 @@ impl TicketBook {
         if let Some(found) = self.sequences.lock().get(name) {
             return Ok(Arc::clone(found));
         }
-        let made = Arc::new(SegmentAllocator::new(Arc::clone(&self.store), name, self.spec, self.segment.clone())?);
-        Ok(Arc::clone(self.sequences.lock().entry(name.to_string()).or_insert(made)))
+        let made = Arc::new(SegmentAllocator::new(
+            Arc::clone(&self.store),
+            name,
+            self.spec,
+            self.segment.clone(),
+        )?);
+        Ok(Arc::clone(
+            self.sequences
+                .lock()
+                .entry(name.to_string())
+                .or_insert(made),
+        ))
     }
 }

@@ -34,7 +34,10 @@ pub fn prometheus() -> Option<&'static PrometheusHandle> {
     HANDLE
         .get_or_init(|| {
             PrometheusBuilder::new()
-                .set_buckets(&[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0])
+                .set_buckets(&[
+                    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                    1.0,
+                ])
                 .ok()?
                 .install_recorder()
                 .ok()
@@ -47,22 +50,65 @@ pub fn render(state: &crate::state::AppState) -> String {
     use std::fmt::Write;
     let mut text = prometheus().map(|h| h.render()).unwrap_or_default();
     let counter = |text: &mut String, name: &str, help: &str, value: u64| {
-        let _ = write!(text, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n");
+        let _ = write!(
+            text,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n"
+        );
     };
-    counter(&mut text, "shardkit_resp_commands_total", "RESP commands answered.", RESP_COMMANDS.load(Ordering::Relaxed));
-    counter(&mut text, "shardkit_resp_errors_total", "RESP commands answered with an error.", RESP_ERRORS.load(Ordering::Relaxed));
-    counter(&mut text, "shardkit_resp_connections_total", "RESP connections accepted.", RESP_CONNECTIONS.load(Ordering::Relaxed));
-    counter(&mut text, "shardkit_ids_issued_total", "Ids handed out.", IDS_ISSUED.load(Ordering::Relaxed));
-    counter(&mut text, "shardkit_link_redirects_total", "Short-link redirects answered.", LINK_REDIRECTS.load(Ordering::Relaxed));
-    counter(&mut text, "shardkit_tickets_issued_total", "Ticket numbers handed out.", TICKETS_ISSUED.load(Ordering::Relaxed));
+    counter(
+        &mut text,
+        "shardkit_resp_commands_total",
+        "RESP commands answered.",
+        RESP_COMMANDS.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut text,
+        "shardkit_resp_errors_total",
+        "RESP commands answered with an error.",
+        RESP_ERRORS.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut text,
+        "shardkit_resp_connections_total",
+        "RESP connections accepted.",
+        RESP_CONNECTIONS.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut text,
+        "shardkit_ids_issued_total",
+        "Ids handed out.",
+        IDS_ISSUED.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut text,
+        "shardkit_link_redirects_total",
+        "Short-link redirects answered.",
+        LINK_REDIRECTS.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut text,
+        "shardkit_tickets_issued_total",
+        "Ticket numbers handed out.",
+        TICKETS_ISSUED.load(Ordering::Relaxed),
+    );
     let stats = state.counters.engine.stats();
     let _ = write!(text, "# HELP shardkit_counter_rows Rows stored per counter.\n# TYPE shardkit_counter_rows gauge\n");
     for c in &stats.counters {
-        let _ = writeln!(text, "shardkit_counter_rows{{counter=\"{}\"}} {}", escape(&c.name), c.rows);
+        let _ = writeln!(
+            text,
+            "shardkit_counter_rows{{counter=\"{}\"}} {}",
+            escape(&c.name),
+            c.rows
+        );
     }
     let _ = write!(text, "# HELP shardkit_counter_bytes_per_row Memory per stored row.\n# TYPE shardkit_counter_bytes_per_row gauge\n");
     for c in &stats.counters {
-        let _ = writeln!(text, "shardkit_counter_bytes_per_row{{counter=\"{}\"}} {}", escape(&c.name), c.bytes_per_row);
+        let _ = writeln!(
+            text,
+            "shardkit_counter_bytes_per_row{{counter=\"{}\"}} {}",
+            escape(&c.name),
+            c.bytes_per_row
+        );
     }
     let _ = write!(
         text,
@@ -74,5 +120,8 @@ pub fn render(state: &crate::state::AppState) -> String {
 
 /// Prometheus label values escape backslash, quote and newline.
 fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }

@@ -17,7 +17,14 @@ use tungstenite::{Message, WebSocket};
 fn chromium() -> Option<String> {
     ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
-        .find(|b| Command::new(b).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success()))
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
         .map(str::to_string)
 }
 
@@ -60,7 +67,14 @@ impl Browser {
     fn start(binary: &str) -> Browser {
         let profile = tempfile::tempdir().unwrap();
         let mut child = Command::new(binary)
-            .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--remote-debugging-port=0"])
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--remote-debugging-port=0",
+            ])
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg("about:blank")
             .stdout(Stdio::null())
@@ -71,25 +85,55 @@ impl Browser {
         let mut line = String::new();
         let port = loop {
             line.clear();
-            assert!(stderr.read_line(&mut line).unwrap() > 0, "chromium exited before it listened");
-            if let Some(rest) = line.trim().strip_prefix("DevTools listening on ws://127.0.0.1:") {
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "chromium exited before it listened"
+            );
+            if let Some(rest) = line
+                .trim()
+                .strip_prefix("DevTools listening on ws://127.0.0.1:")
+            {
                 break rest.split('/').next().unwrap().parse::<u16>().unwrap();
             }
         };
         std::thread::spawn(move || for _ in stderr.lines() {});
-        let tabs: Value = reqwest::blocking::get(format!("http://127.0.0.1:{port}/json/list")).unwrap().json().unwrap();
-        let ws = tabs.as_array().unwrap().iter().find(|t| t["type"] == "page").unwrap()["webSocketDebuggerUrl"].as_str().unwrap().to_string();
+        let tabs: Value = reqwest::blocking::get(format!("http://127.0.0.1:{port}/json/list"))
+            .unwrap()
+            .json()
+            .unwrap();
+        let ws = tabs
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["type"] == "page")
+            .unwrap()["webSocketDebuggerUrl"]
+            .as_str()
+            .unwrap()
+            .to_string();
         let (tab, _) = tungstenite::connect(ws).expect("connect to the tab");
-        Browser { child, tab, next_id: 0, _profile: profile }
+        Browser {
+            child,
+            tab,
+            next_id: 0,
+            _profile: profile,
+        }
     }
 
     fn call(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
-        self.tab.send(Message::Text(json!({ "id": id, "method": method, "params": params }).to_string().into())).unwrap();
+        self.tab
+            .send(Message::Text(
+                json!({ "id": id, "method": method, "params": params })
+                    .to_string()
+                    .into(),
+            ))
+            .unwrap();
         loop {
             let message = self.tab.read().unwrap();
-            let Ok(text) = message.into_text() else { continue };
+            let Ok(text) = message.into_text() else {
+                continue;
+            };
             let value: Value = serde_json::from_str(text.as_str()).unwrap();
             if value["id"] == id {
                 assert!(value.get("error").is_none(), "{method}: {value}");
@@ -99,7 +143,10 @@ impl Browser {
     }
 
     fn eval(&mut self, expression: &str) -> Value {
-        let result = self.call("Runtime.evaluate", json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }));
+        let result = self.call(
+            "Runtime.evaluate",
+            json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
+        );
         result["result"]["value"].clone()
     }
 
@@ -113,14 +160,21 @@ impl Browser {
     fn wait_for(&mut self, expression: &str, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.eval(expression) != json!(true) {
-            assert!(Instant::now() < deadline, "timed out waiting for {what} ({expression}); page: {}", self.eval("document.documentElement.outerHTML"));
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what} ({expression}); page: {}",
+                self.eval("document.documentElement.outerHTML")
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
 
     fn clicks_on(&mut self, page: &str) -> String {
         self.goto(page);
-        self.eval("document.getElementById('clicks').textContent").as_str().unwrap().to_string()
+        self.eval("document.getElementById('clicks').textContent")
+            .as_str()
+            .unwrap()
+            .to_string()
     }
 }
 
@@ -141,24 +195,46 @@ fn a_person_shortens_a_link_follows_it_and_sees_the_clicks() {
         "document.getElementById('url').value = {target:?}; document.getElementById('alias').value = 'from-the-form'; \
          document.getElementById('shorten').requestSubmit(); true"
     ));
-    browser.wait_for("document.getElementById('short').textContent.length > 0", "the short link");
-    let short = browser.eval("document.getElementById('short').href").as_str().unwrap().to_string();
+    browser.wait_for(
+        "document.getElementById('short').textContent.length > 0",
+        "the short link",
+    );
+    let short = browser
+        .eval("document.getElementById('short').href")
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(short, server.url("/from-the-form"));
-    browser.wait_for("document.getElementById('qr').complete && document.getElementById('qr').naturalWidth > 0", "the QR code image");
-    assert_eq!(browser.eval("document.getElementById('error').textContent"), json!(""));
+    browser.wait_for(
+        "document.getElementById('qr').complete && document.getElementById('qr').naturalWidth > 0",
+        "the QR code image",
+    );
+    assert_eq!(
+        browser.eval("document.getElementById('error').textContent"),
+        json!("")
+    );
 
     let stats = server.url("/ui/links/from-the-form");
     assert_eq!(browser.clicks_on(&stats), "0");
     for expected in ["1", "2"] {
         browser.goto(&short);
-        browser.wait_for("document.getElementById('arrived') !== null", "the target page");
+        browser.wait_for(
+            "document.getElementById('arrived') !== null",
+            "the target page",
+        );
         assert_eq!(browser.eval("location.href"), json!(target));
         assert_eq!(browser.clicks_on(&stats), expected);
     }
-    assert_eq!(browser.eval("document.querySelectorAll('svg.chart rect').length > 0"), json!(true));
+    assert_eq!(
+        browser.eval("document.querySelectorAll('svg.chart rect').length > 0"),
+        json!(true)
+    );
 
     // A taken alias shows the server's words on the form.
     browser.goto(&server.url("/"));
     browser.eval(&format!("document.getElementById('url').value = {target:?}; document.getElementById('alias').value = 'from-the-form'; document.getElementById('shorten').requestSubmit(); true"));
-    browser.wait_for("document.getElementById('error').textContent.includes('taken')", "the conflict message");
+    browser.wait_for(
+        "document.getElementById('error').textContent.includes('taken')",
+        "the conflict message",
+    );
 }

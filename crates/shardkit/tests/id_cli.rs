@@ -16,8 +16,16 @@ fn shardkit(data: &Path, args: &[&str]) -> Output {
 }
 
 fn lines(output: &Output) -> Vec<String> {
-    assert!(output.status.success(), "shardkit failed: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout.clone()).unwrap().lines().map(str::to_string).collect()
+    assert!(
+        output.status.success(),
+        "shardkit failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 fn ids(output: &Output) -> Vec<u64> {
@@ -28,16 +36,26 @@ fn ids(output: &Output) -> Vec<u64> {
 fn assert_one_line_error(output: &Output, needle: &str) {
     assert!(!output.status.success(), "expected failure, got success");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(stderr.trim_end().lines().count(), 1, "one line expected: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "one line expected: {stderr}"
+    );
     assert!(stderr.starts_with("shardkit: error: "), "{stderr}");
-    assert!(stderr.contains(needle), "{stderr:?} should mention {needle:?}");
+    assert!(
+        stderr.contains(needle),
+        "{stderr:?} should mention {needle:?}"
+    );
     assert!(output.stdout.is_empty(), "nothing on stdout on error");
 }
 
 #[test]
 fn id_next_prints_increasing_ids_in_the_asked_shard_and_later_runs_continue_above() {
     let dir = tempfile::tempdir().unwrap();
-    let first = ids(&shardkit(dir.path(), &["id", "next", "--count", "5000", "--shard", "77"]));
+    let first = ids(&shardkit(
+        dir.path(),
+        &["id", "next", "--count", "5000", "--shard", "77"],
+    ));
     assert_eq!(first.len(), 5000);
     assert!(first.windows(2).all(|w| w[0] < w[1]));
     assert!(first.iter().all(|id| (id >> 10) & 8191 == 77));
@@ -49,7 +67,16 @@ fn id_next_prints_increasing_ids_in_the_asked_shard_and_later_runs_continue_abov
 fn a_sigkilled_run_never_has_its_ids_reissued() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_shardkit"))
-        .args(["id", "next", "--count", "10000000", "--layout", "snowflake", "--shard", "3"])
+        .args([
+            "id",
+            "next",
+            "--count",
+            "10000000",
+            "--layout",
+            "snowflake",
+            "--shard",
+            "3",
+        ])
         .env("SHARDKIT_DATA", dir.path())
         .stdout(Stdio::piped())
         .spawn()
@@ -64,7 +91,19 @@ fn a_sigkilled_run_never_has_its_ids_reissued() {
     }
     child.kill().unwrap(); // SIGKILL: no clean shutdown, the guard keeps its written-ahead mark
     child.wait().unwrap();
-    let after = ids(&shardkit(dir.path(), &["id", "next", "--layout", "snowflake", "--shard", "3", "--count", "10"]));
+    let after = ids(&shardkit(
+        dir.path(),
+        &[
+            "id",
+            "next",
+            "--layout",
+            "snowflake",
+            "--shard",
+            "3",
+            "--count",
+            "10",
+        ],
+    ));
     assert!(after[0] > last, "{} must be above {last}", after[0]);
 }
 
@@ -94,19 +133,42 @@ fn id_decode_prints_the_contract_json() {
     let out = lines(&shardkit(dir.path(), &["id", "decode", &id, "1"]));
     assert_eq!(
         out[0],
-        format!(r#"{{"id":"{id}","layout":"instagram","time":"2024-01-01T00:00:01.000Z","unix_ms":1704067201000,"shard":5,"sequence":7}}"#)
+        format!(
+            r#"{{"id":"{id}","layout":"instagram","time":"2024-01-01T00:00:01.000Z","unix_ms":1704067201000,"shard":5,"sequence":7}}"#
+        )
     );
     assert_eq!(out.len(), 2);
-    let sony = lines(&shardkit(dir.path(), &["id", "decode", "--layout", "sonyflake", &((100u64 << 24) | (2 << 16) | 9).to_string()]));
+    let sony = lines(&shardkit(
+        dir.path(),
+        &[
+            "id",
+            "decode",
+            "--layout",
+            "sonyflake",
+            &((100u64 << 24) | (2 << 16) | 9).to_string(),
+        ],
+    ));
     assert!(sony[0].contains(r#""layout":"sonyflake","time":"2024-01-01T00:00:01.000Z","unix_ms":1704067201000,"shard":2,"sequence":9"#), "{}", sony[0]);
 }
 
 #[test]
 fn an_id_made_now_decodes_to_now() {
     let dir = tempfile::tempdir().unwrap();
-    let id = ids(&shardkit(dir.path(), &["id", "next", "--layout", "snowflake", "--shard", "1000"]))[0];
-    let json: serde_json::Value = serde_json::from_str(&lines(&shardkit(dir.path(), &["id", "decode", "--layout", "snowflake", &id.to_string()]))[0]).unwrap();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let id = ids(&shardkit(
+        dir.path(),
+        &["id", "next", "--layout", "snowflake", "--shard", "1000"],
+    ))[0];
+    let json: serde_json::Value = serde_json::from_str(
+        &lines(&shardkit(
+            dir.path(),
+            &["id", "decode", "--layout", "snowflake", &id.to_string()],
+        ))[0],
+    )
+    .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
     assert!((json["unix_ms"].as_i64().unwrap() - now).abs() < 10_000);
     assert_eq!(json["shard"], 1000);
 }
@@ -115,35 +177,102 @@ fn an_id_made_now_decodes_to_now() {
 fn bad_input_is_one_line_on_stderr_and_a_non_zero_exit() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    assert_one_line_error(&shardkit(d, &["id", "next", "--layout", "flickr"]), "unknown layout");
-    assert_one_line_error(&shardkit(d, &["id", "next", "--layout", "41/13/10"]), "add up to 63");
-    assert_one_line_error(&shardkit(d, &["id", "next", "--shard", "8192"]), "out of range");
+    assert_one_line_error(
+        &shardkit(d, &["id", "next", "--layout", "flickr"]),
+        "unknown layout",
+    );
+    assert_one_line_error(
+        &shardkit(d, &["id", "next", "--layout", "41/13/10"]),
+        "add up to 63",
+    );
+    assert_one_line_error(
+        &shardkit(d, &["id", "next", "--shard", "8192"]),
+        "out of range",
+    );
     assert_one_line_error(&shardkit(d, &["id", "next", "--count", "0"]), "--count");
-    assert_one_line_error(&shardkit(d, &["id", "next", "--epoch", "2999-01-01T00:00:00Z"]), "future");
+    assert_one_line_error(
+        &shardkit(d, &["id", "next", "--epoch", "2999-01-01T00:00:00Z"]),
+        "future",
+    );
     assert_one_line_error(&shardkit(d, &["id", "decode", "12ab"]), "not a decimal id");
-    assert_one_line_error(&shardkit(d, &["id", "decode", "1", "-5"]), "not a decimal id");
-    assert_one_line_error(&shardkit(d, &["id", "decode", "18446744073709551615"]), "sign bit");
-    assert_one_line_error(&shardkit(d, &["id", "decode", "9000000000000000000"]), "from the future");
+    assert_one_line_error(
+        &shardkit(d, &["id", "decode", "1", "-5"]),
+        "not a decimal id",
+    );
+    assert_one_line_error(
+        &shardkit(d, &["id", "decode", "18446744073709551615"]),
+        "sign bit",
+    );
+    assert_one_line_error(
+        &shardkit(d, &["id", "decode", "9000000000000000000"]),
+        "from the future",
+    );
     assert_one_line_error(&shardkit(d, &["ticket", "next", "no spaces"]), "invalid");
-    assert_one_line_error(&shardkit(d, &["ticket", "next", "x", "--increment", "2", "--offset", "3"]), "offset");
-    assert_one_line_error(&shardkit(d, &["ticket", "next", "x", "--count", "1000001"]), "count");
+    assert_one_line_error(
+        &shardkit(
+            d,
+            &["ticket", "next", "x", "--increment", "2", "--offset", "3"],
+        ),
+        "offset",
+    );
+    assert_one_line_error(
+        &shardkit(d, &["ticket", "next", "x", "--count", "1000001"]),
+        "count",
+    );
 }
 
 #[test]
 fn ticket_next_continues_across_runs_and_keeps_its_increment() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    assert_eq!(ids(&shardkit(d, &["ticket", "next", "photos", "--count", "3", "--increment", "2", "--offset", "2"])), [2, 4, 6]);
-    assert_eq!(ids(&shardkit(d, &["ticket", "next", "photos", "--increment", "2", "--offset", "2"])), [8]);
+    assert_eq!(
+        ids(&shardkit(
+            d,
+            &[
+                "ticket",
+                "next",
+                "photos",
+                "--count",
+                "3",
+                "--increment",
+                "2",
+                "--offset",
+                "2"
+            ]
+        )),
+        [2, 4, 6]
+    );
+    assert_eq!(
+        ids(&shardkit(
+            d,
+            &[
+                "ticket",
+                "next",
+                "photos",
+                "--increment",
+                "2",
+                "--offset",
+                "2"
+            ]
+        )),
+        [8]
+    );
     assert_eq!(ids(&shardkit(d, &["ticket", "next", "accounts"])), [1]);
-    assert_one_line_error(&shardkit(d, &["ticket", "next", "photos"]), "exists with increment 2 offset 2");
+    assert_one_line_error(
+        &shardkit(d, &["ticket", "next", "photos"]),
+        "exists with increment 2 offset 2",
+    );
 }
 
 #[test]
 fn serve_print_config_shows_flags_over_environment_over_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("shardkit.toml");
-    std::fs::write(&file, "http = \"127.0.0.1:9001\"\nresp = \"127.0.0.1:9002\"\n").unwrap();
+    std::fs::write(
+        &file,
+        "http = \"127.0.0.1:9001\"\nresp = \"127.0.0.1:9002\"\n",
+    )
+    .unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_shardkit"))
         .args(["serve", "--print-config", "--config"])
         .arg(&file)
@@ -154,9 +283,21 @@ fn serve_print_config_shows_flags_over_environment_over_file() {
         .output()
         .unwrap();
     let text = lines(&output).join("\n");
-    assert!(text.contains("http = \"127.0.0.1:9004\""), "env over file: {text}");
-    assert!(text.contains("resp = \"127.0.0.1:9003\""), "flag over env: {text}");
-    assert!(text.contains("<redacted>") && !text.contains("secret"), "key hidden: {text}");
-    let bad = shardkit(dir.path(), &["serve", "--config", "/nonexistent/shardkit.toml"]);
+    assert!(
+        text.contains("http = \"127.0.0.1:9004\""),
+        "env over file: {text}"
+    );
+    assert!(
+        text.contains("resp = \"127.0.0.1:9003\""),
+        "flag over env: {text}"
+    );
+    assert!(
+        text.contains("<redacted>") && !text.contains("secret"),
+        "key hidden: {text}"
+    );
+    let bad = shardkit(
+        dir.path(),
+        &["serve", "--config", "/nonexistent/shardkit.toml"],
+    );
     assert_one_line_error(&bad, "cannot read config file");
 }

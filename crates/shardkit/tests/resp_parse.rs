@@ -20,7 +20,10 @@ fn drain(parser: &mut Parser, buf: &mut Vec<u8>, out: &mut Commands) -> Result<(
             Parsed::Skip(used) => used,
             Parsed::Incomplete => return Ok(()),
         };
-        assert!(used > 0 && used <= buf.len(), "the parser must make progress within the buffer");
+        assert!(
+            used > 0 && used <= buf.len(),
+            "the parser must make progress within the buffer"
+        );
         buf.drain(..used);
     }
 }

@@ -14,32 +14,167 @@ fn redis_string_and_hash_commands_on_counters() {
     let server = Server::start(dir.path(), &[]);
     let mut con = server.redis();
     let q = |c: &mut redis::Connection, cmd: &mut redis::Cmd| cmd.query::<redis::Value>(c);
-    assert_eq!(redis::cmd("INCR").arg("weibo:1:comments").query::<i64>(&mut con).unwrap(), 1);
-    assert_eq!(redis::cmd("INCRBY").arg("weibo:1:comments").arg(41).query::<i64>(&mut con).unwrap(), 42);
-    assert_eq!(redis::cmd("DECR").arg("weibo:1:comments").query::<i64>(&mut con).unwrap(), 41);
-    assert_eq!(redis::cmd("HINCRBY").arg("weibo:1").arg("reposts").arg(7).query::<i64>(&mut con).unwrap(), 7);
-    assert_eq!(redis::cmd("GET").arg("weibo:1:comments").query::<Option<u64>>(&mut con).unwrap(), Some(41));
-    assert_eq!(redis::cmd("GET").arg("weibo:2:comments").query::<Option<u64>>(&mut con).unwrap(), None);
-    assert_eq!(redis::cmd("HGET").arg("weibo:1").arg("reposts").query::<Option<u64>>(&mut con).unwrap(), Some(7));
-    let all: HashMap<String, u64> = redis::cmd("HGETALL").arg("weibo:1").query(&mut con).unwrap();
+    assert_eq!(
+        redis::cmd("INCR")
+            .arg("weibo:1:comments")
+            .query::<i64>(&mut con)
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        redis::cmd("INCRBY")
+            .arg("weibo:1:comments")
+            .arg(41)
+            .query::<i64>(&mut con)
+            .unwrap(),
+        42
+    );
+    assert_eq!(
+        redis::cmd("DECR")
+            .arg("weibo:1:comments")
+            .query::<i64>(&mut con)
+            .unwrap(),
+        41
+    );
+    assert_eq!(
+        redis::cmd("HINCRBY")
+            .arg("weibo:1")
+            .arg("reposts")
+            .arg(7)
+            .query::<i64>(&mut con)
+            .unwrap(),
+        7
+    );
+    assert_eq!(
+        redis::cmd("GET")
+            .arg("weibo:1:comments")
+            .query::<Option<u64>>(&mut con)
+            .unwrap(),
+        Some(41)
+    );
+    assert_eq!(
+        redis::cmd("GET")
+            .arg("weibo:2:comments")
+            .query::<Option<u64>>(&mut con)
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        redis::cmd("HGET")
+            .arg("weibo:1")
+            .arg("reposts")
+            .query::<Option<u64>>(&mut con)
+            .unwrap(),
+        Some(7)
+    );
+    let all: HashMap<String, u64> = redis::cmd("HGETALL")
+        .arg("weibo:1")
+        .query(&mut con)
+        .unwrap();
     assert_eq!((all["comments"], all["reposts"]), (41, 7));
-    let many: Vec<Option<u64>> = redis::cmd("MGET").arg("weibo:1:comments").arg("weibo:1:reposts").arg("weibo:9:comments").query(&mut con).unwrap();
+    let many: Vec<Option<u64>> = redis::cmd("MGET")
+        .arg("weibo:1:comments")
+        .arg("weibo:1:reposts")
+        .arg("weibo:9:comments")
+        .query(&mut con)
+        .unwrap();
     assert_eq!(many, vec![Some(41), Some(7), None]);
-    assert_eq!(redis::cmd("SET").arg("pageviews:home").arg(100).query::<String>(&mut con).unwrap(), "OK");
-    assert_eq!(redis::cmd("INCR").arg("pageviews:home").query::<i64>(&mut con).unwrap(), 101);
-    assert_eq!(redis::cmd("EXISTS").arg("weibo:1").arg("weibo:2").arg("pageviews:home").query::<i64>(&mut con).unwrap(), 2);
+    assert_eq!(
+        redis::cmd("SET")
+            .arg("pageviews:home")
+            .arg(100)
+            .query::<String>(&mut con)
+            .unwrap(),
+        "OK"
+    );
+    assert_eq!(
+        redis::cmd("INCR")
+            .arg("pageviews:home")
+            .query::<i64>(&mut con)
+            .unwrap(),
+        101
+    );
+    assert_eq!(
+        redis::cmd("EXISTS")
+            .arg("weibo:1")
+            .arg("weibo:2")
+            .arg("pageviews:home")
+            .query::<i64>(&mut con)
+            .unwrap(),
+        2
+    );
     assert_eq!(redis::cmd("DBSIZE").query::<i64>(&mut con).unwrap(), 2);
-    assert_eq!(redis::cmd("HDEL").arg("weibo:1").arg("reposts").query::<i64>(&mut con).unwrap(), 1);
-    assert_eq!(redis::cmd("DEL").arg("weibo:1").arg("weibo:404").query::<i64>(&mut con).unwrap(), 1);
-    assert_eq!(redis::cmd("GET").arg("weibo:1:comments").query::<Option<u64>>(&mut con).unwrap(), None);
+    assert_eq!(
+        redis::cmd("HDEL")
+            .arg("weibo:1")
+            .arg("reposts")
+            .query::<i64>(&mut con)
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        redis::cmd("DEL")
+            .arg("weibo:1")
+            .arg("weibo:404")
+            .query::<i64>(&mut con)
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        redis::cmd("GET")
+            .arg("weibo:1:comments")
+            .query::<Option<u64>>(&mut con)
+            .unwrap(),
+        None
+    );
     // Idempotent increments: the retry is not counted.
-    assert_eq!(redis::cmd("COUNTER.INCRBY").arg("likes:5").arg("n").arg(1).arg("tx-a").query::<i64>(&mut con).unwrap(), 1);
-    assert_eq!(redis::cmd("COUNTER.INCRBY").arg("likes:5").arg("n").arg(1).arg("tx-a").query::<i64>(&mut con).unwrap(), 1);
-    assert_eq!(redis::cmd("COUNTER.INCRBY").arg("likes:5").arg("n").arg(1).arg("tx-b").query::<i64>(&mut con).unwrap(), 2);
+    assert_eq!(
+        redis::cmd("COUNTER.INCRBY")
+            .arg("likes:5")
+            .arg("n")
+            .arg(1)
+            .arg("tx-a")
+            .query::<i64>(&mut con)
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        redis::cmd("COUNTER.INCRBY")
+            .arg("likes:5")
+            .arg("n")
+            .arg(1)
+            .arg("tx-a")
+            .query::<i64>(&mut con)
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        redis::cmd("COUNTER.INCRBY")
+            .arg("likes:5")
+            .arg("n")
+            .arg(1)
+            .arg("tx-b")
+            .query::<i64>(&mut con)
+            .unwrap(),
+        2
+    );
     // Explicit schema.
     assert!(q(&mut con, redis::cmd("COUNTER.CREATE").arg("posts")).is_ok());
-    assert!(q(&mut con, redis::cmd("COUNTER.ADDCOL").arg("posts").arg("views").arg("BITS").arg(32).arg("MAX").arg(64)).is_ok());
-    let info: Vec<redis::Value> = redis::cmd("COUNTER.INFO").arg("posts").query(&mut con).unwrap();
+    assert!(q(
+        &mut con,
+        redis::cmd("COUNTER.ADDCOL")
+            .arg("posts")
+            .arg("views")
+            .arg("BITS")
+            .arg(32)
+            .arg("MAX")
+            .arg(64)
+    )
+    .is_ok());
+    let info: Vec<redis::Value> = redis::cmd("COUNTER.INFO")
+        .arg("posts")
+        .query(&mut con)
+        .unwrap();
     assert_eq!(info.len(), 12);
 }
 
@@ -49,17 +184,47 @@ fn counter_errors_are_clear_and_the_connection_survives() {
     let server = Server::start(dir.path(), &[]);
     let mut con = server.redis();
     let err = |r: redis::RedisResult<redis::Value>| r.unwrap_err().to_string();
-    assert!(err(redis::cmd("INCRBY").arg("c:1").arg("x").query(&mut con)).contains("not an integer"));
-    assert!(err(redis::cmd("INCRBY").arg("c:1").arg("99999999999999999999").query(&mut con)).contains("not an integer"));
+    assert!(
+        err(redis::cmd("INCRBY").arg("c:1").arg("x").query(&mut con)).contains("not an integer")
+    );
+    assert!(err(redis::cmd("INCRBY")
+        .arg("c:1")
+        .arg("99999999999999999999")
+        .query(&mut con))
+    .contains("not an integer"));
     assert!(err(redis::cmd("DECR").arg("c:1").query(&mut con)).contains("never go negative"));
     assert!(err(redis::cmd("SET").arg("c:1").arg("-3").query(&mut con)).contains("not an integer"));
-    assert!(err(redis::cmd("SET").arg("c:1").arg("3").arg("EX").arg("10").query(&mut con)).contains("syntax error"));
+    assert!(err(redis::cmd("SET")
+        .arg("c:1")
+        .arg("3")
+        .arg("EX")
+        .arg("10")
+        .query(&mut con))
+    .contains("syntax error"));
     assert!(err(redis::cmd("INCR").arg("nocolon").query(&mut con)).contains("<counter>:<id>"));
     assert!(err(redis::cmd("COUNTER.CREATE").arg("c").query(&mut con)).contains("already exists"));
-    assert!(err(redis::cmd("COUNTER.ADDCOL").arg("c").arg("w").arg("BITS").arg(12).query(&mut con)).to_lowercase().contains("bits"));
-    assert!(err(redis::cmd("COUNTER.INFO").arg("nothing").query(&mut con)).contains("does not exist"));
-    assert!(err(redis::cmd("HINCRBY").arg("c:1").arg("f").query(&mut con)).contains("wrong number of arguments"));
-    assert_eq!(redis::cmd("INCR").arg("c:1").query::<i64>(&mut con).unwrap(), 1);
+    assert!(err(redis::cmd("COUNTER.ADDCOL")
+        .arg("c")
+        .arg("w")
+        .arg("BITS")
+        .arg(12)
+        .query(&mut con))
+    .to_lowercase()
+    .contains("bits"));
+    assert!(
+        err(redis::cmd("COUNTER.INFO").arg("nothing").query(&mut con)).contains("does not exist")
+    );
+    assert!(
+        err(redis::cmd("HINCRBY").arg("c:1").arg("f").query(&mut con))
+            .contains("wrong number of arguments")
+    );
+    assert_eq!(
+        redis::cmd("INCR")
+            .arg("c:1")
+            .query::<i64>(&mut con)
+            .unwrap(),
+        1
+    );
 }
 
 #[test]
@@ -68,16 +233,40 @@ fn counters_over_http() {
     let server = Server::start(dir.path(), &[]);
     let client = Client::new();
     let incr = |key: &str, body: Value| -> (u16, Value) {
-        let r = client.post(server.url(&format!("/api/counters/weibo/{key}/incr"))).json(&body).send().unwrap();
+        let r = client
+            .post(server.url(&format!("/api/counters/weibo/{key}/incr")))
+            .json(&body)
+            .send()
+            .unwrap();
         (r.status().as_u16(), r.json().unwrap())
     };
-    assert_eq!(incr("123", json!({"column": "comments", "by": 3})), (200, json!({"key": "123", "column": "comments", "value": 3})));
-    assert_eq!(incr("123", json!({"column": "comments", "by": 2, "txid": "t1"})).1["value"], 5);
-    assert_eq!(incr("123", json!({"column": "comments", "by": 2, "txid": "t1"})).1["value"], 5);
-    let got: Value = client.get(server.url("/api/counters/weibo/123")).send().unwrap().json().unwrap();
+    assert_eq!(
+        incr("123", json!({"column": "comments", "by": 3})),
+        (200, json!({"key": "123", "column": "comments", "value": 3}))
+    );
+    assert_eq!(
+        incr("123", json!({"column": "comments", "by": 2, "txid": "t1"})).1["value"],
+        5
+    );
+    assert_eq!(
+        incr("123", json!({"column": "comments", "by": 2, "txid": "t1"})).1["value"],
+        5
+    );
+    let got: Value = client
+        .get(server.url("/api/counters/weibo/123"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
     assert_eq!(got["key"], "123");
     assert_eq!(got["values"]["comments"], 5);
-    let rows: Value = client.post(server.url("/api/counters/weibo/mget")).json(&json!({"keys": ["123", "456"]})).send().unwrap().json().unwrap();
+    let rows: Value = client
+        .post(server.url("/api/counters/weibo/mget"))
+        .json(&json!({"keys": ["123", "456"]}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
     assert_eq!(rows["rows"][0]["values"]["comments"], 5);
     assert_eq!(rows["rows"][1]["values"]["comments"], 0);
 
@@ -88,13 +277,28 @@ fn counters_over_http() {
     ] {
         let (status, answer) = incr("123", body);
         assert_eq!(status, 400, "{answer}");
-        assert!(answer["error"].as_str().unwrap().contains(needle), "{answer}");
+        assert!(
+            answer["error"].as_str().unwrap().contains(needle),
+            "{answer}"
+        );
     }
-    let malformed = client.post(server.url("/api/counters/weibo/123/incr")).header("content-type", "application/json").body("{not json").send().unwrap();
+    let malformed = client
+        .post(server.url("/api/counters/weibo/123/incr"))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .unwrap();
     assert_eq!(malformed.status().as_u16(), 400);
-    let missing = client.get(server.url("/api/counters/nothing/1")).send().unwrap();
+    let missing = client
+        .get(server.url("/api/counters/nothing/1"))
+        .send()
+        .unwrap();
     assert_eq!(missing.status().as_u16(), 404);
-    let too_many = client.post(server.url("/api/counters/weibo/mget")).json(&json!({"keys": vec!["1"; 10_001]})).send().unwrap();
+    let too_many = client
+        .post(server.url("/api/counters/weibo/mget"))
+        .json(&json!({"keys": vec!["1"; 10_001]}))
+        .send()
+        .unwrap();
     assert_eq!(too_many.status().as_u16(), 400);
 }
 
@@ -108,9 +312,16 @@ fn sigkill_loses_no_acknowledged_increment() {
     // connection keeps writing, so some writes are in flight at the kill.
     let resp = server.resp;
     let background = std::thread::spawn(move || {
-        let mut other = redis::Client::open(format!("redis://{resp}/")).unwrap().get_connection().unwrap();
+        let mut other = redis::Client::open(format!("redis://{resp}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
         let mut acked = 0u64;
-        while redis::cmd("INCR").arg("bg:1").query::<i64>(&mut other).is_ok() {
+        while redis::cmd("INCR")
+            .arg("bg:1")
+            .query::<i64>(&mut other)
+            .is_ok()
+        {
             acked += 1;
         }
         acked
@@ -118,7 +329,10 @@ fn sigkill_loses_no_acknowledged_increment() {
     // And a third pipelines 16 increments per round trip: the server applies them all
     // and waits for the disk once before it answers any of them.
     let piped = std::thread::spawn(move || {
-        let mut other = redis::Client::open(format!("redis://{resp}/")).unwrap().get_connection().unwrap();
+        let mut other = redis::Client::open(format!("redis://{resp}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
         let mut acked = 0u64;
         loop {
             let mut pipe = redis::pipe();
@@ -127,7 +341,11 @@ fn sigkill_loses_no_acknowledged_increment() {
             }
             match pipe.query::<Vec<u64>>(&mut other) {
                 Ok(values) => {
-                    assert_eq!(values, (acked + 1..=acked + 16).collect::<Vec<_>>(), "replies in order");
+                    assert_eq!(
+                        values,
+                        (acked + 1..=acked + 16).collect::<Vec<_>>(),
+                        "replies in order"
+                    );
                     acked += 16;
                 }
                 Err(_) => return acked,
@@ -136,7 +354,10 @@ fn sigkill_loses_no_acknowledged_increment() {
     });
     for i in 0..2_000u64 {
         let row = i % 50;
-        let value: i64 = redis::cmd("INCR").arg(format!("posts:{row}:likes")).query(&mut con).unwrap();
+        let value: i64 = redis::cmd("INCR")
+            .arg(format!("posts:{row}:likes"))
+            .query(&mut con)
+            .unwrap();
         acknowledged.insert(row, value);
     }
     let mut server = server;
@@ -144,20 +365,36 @@ fn sigkill_loses_no_acknowledged_increment() {
     server.child.wait().unwrap();
     let bg_acked = background.join().unwrap();
     let piped_acked = piped.join().unwrap();
-    assert!(piped_acked > 0, "the pipelined client got no reply before the kill");
+    assert!(
+        piped_acked > 0,
+        "the pipelined client got no reply before the kill"
+    );
     drop(server);
 
     let server = Server::start(dir.path(), &[]);
     let mut con = server.redis();
     for (row, value) in acknowledged {
-        let now: Option<i64> = redis::cmd("GET").arg(format!("posts:{row}:likes")).query(&mut con).unwrap();
+        let now: Option<i64> = redis::cmd("GET")
+            .arg(format!("posts:{row}:likes"))
+            .query(&mut con)
+            .unwrap();
         assert_eq!(now, Some(value), "row {row}");
     }
     let bg_now: Option<u64> = redis::cmd("GET").arg("bg:1").query(&mut con).unwrap();
     let bg_now = bg_now.unwrap_or(0);
     // Every acknowledged one is there; at most the one in flight at the kill is extra.
-    assert!(bg_now >= bg_acked && bg_now <= bg_acked + 1, "acked {bg_acked}, found {bg_now}");
-    let piped_now: u64 = redis::cmd("GET").arg("pipe:1").query::<Option<u64>>(&mut con).unwrap().unwrap_or(0);
+    assert!(
+        bg_now >= bg_acked && bg_now <= bg_acked + 1,
+        "acked {bg_acked}, found {bg_now}"
+    );
+    let piped_now: u64 = redis::cmd("GET")
+        .arg("pipe:1")
+        .query::<Option<u64>>(&mut con)
+        .unwrap()
+        .unwrap_or(0);
     // Every acknowledged batch is there; at most the batch in flight is extra.
-    assert!(piped_now >= piped_acked && piped_now <= piped_acked + 16, "acked {piped_acked}, found {piped_now}");
+    assert!(
+        piped_now >= piped_acked && piped_now <= piped_acked + 16,
+        "acked {piped_acked}, found {piped_now}"
+    );
 }

@@ -19,7 +19,12 @@ fn get(client: &Client, url: &str) -> (u16, Value) {
 }
 
 fn ids_of(body: &Value) -> Vec<u64> {
-    body["ids"].as_array().unwrap().iter().map(|v| v.as_str().expect("ids are JSON strings").parse().unwrap()).collect()
+    body["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().expect("ids are JSON strings").parse().unwrap())
+        .collect()
 }
 
 #[test]
@@ -28,7 +33,10 @@ fn ids_tickets_and_decoding_over_http() {
     let server = Server::start(dir.path(), &[]);
     let client = Client::new();
 
-    assert_eq!(get(&client, &server.url("/healthz")), (200, serde_json::json!({"status": "ok"})));
+    assert_eq!(
+        get(&client, &server.url("/healthz")),
+        (200, serde_json::json!({"status": "ok"}))
+    );
 
     let (status, body) = post(&client, &server.url("/api/ids?count=1000&key=31337"));
     assert_eq!(status, 200);
@@ -41,7 +49,14 @@ fn ids_tickets_and_decoding_over_http() {
     let id = ids_of(&body)[0];
     let (status, decoded) = get(&client, &server.url(&format!("/api/ids/{id}")));
     assert_eq!(status, 200);
-    assert_eq!((decoded["id"].as_str().unwrap(), decoded["shard"].as_u64().unwrap(), decoded["layout"].as_str().unwrap()), (id.to_string().as_str(), 12, "instagram"));
+    assert_eq!(
+        (
+            decoded["id"].as_str().unwrap(),
+            decoded["shard"].as_u64().unwrap(),
+            decoded["layout"].as_str().unwrap()
+        ),
+        (id.to_string().as_str(), 12, "instagram")
+    );
 
     let (status, body) = post(&client, &server.url("/api/tickets/photos?count=3"));
     assert_eq!((status, ids_of(&body)), (200, vec![1, 2, 3]));
@@ -67,9 +82,16 @@ fn bad_input_gets_a_4xx_with_words_and_the_server_keeps_serving() {
     ] {
         let (status, body) = post(&client, &server.url(url));
         assert_eq!(status, 400, "{url}: {body}");
-        assert!(body["error"].as_str().unwrap().contains(needle), "{url}: {body}");
+        assert!(
+            body["error"].as_str().unwrap().contains(needle),
+            "{url}: {body}"
+        );
     }
-    for (url, status) in [("/api/ids/notanumber", 400), ("/api/ids/18446744073709551615", 400), ("/nowhere", 404)] {
+    for (url, status) in [
+        ("/api/ids/notanumber", 400),
+        ("/api/ids/18446744073709551615", 400),
+        ("/nowhere", 404),
+    ] {
         let (got, body) = get(&client, &server.url(url));
         assert_eq!(got, status, "{url}: {body}");
         assert!(body["error"].is_string());
@@ -87,17 +109,35 @@ fn with_an_api_key_writes_need_the_bearer_token() {
     let server = Server::start(dir.path(), &[("SHARDKIT_API_KEY", key)]);
     let client = Client::new();
     assert_eq!(post(&client, &server.url("/api/ids")).0, 401);
-    let wrong = client.post(server.url("/api/ids")).bearer_auth("nope").send().unwrap();
+    let wrong = client
+        .post(server.url("/api/ids"))
+        .bearer_auth("nope")
+        .send()
+        .unwrap();
     assert_eq!(wrong.status().as_u16(), 401);
-    let right = client.post(server.url("/api/ids")).bearer_auth(key).send().unwrap();
+    let right = client
+        .post(server.url("/api/ids"))
+        .bearer_auth(key)
+        .send()
+        .unwrap();
     assert_eq!(right.status().as_u16(), 200);
-    assert_eq!(get(&client, &server.url("/healthz")).0, 200, "reads stay open");
+    assert_eq!(
+        get(&client, &server.url("/healthz")).0,
+        200,
+        "reads stay open"
+    );
 }
 
 #[test]
 fn a_non_loopback_address_without_a_key_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
-    let err = Server::try_start(dir.path(), &["--http", "0.0.0.0:0", "--resp", "127.0.0.1:0"], &[]).err().expect("must refuse");
+    let err = Server::try_start(
+        dir.path(),
+        &["--http", "0.0.0.0:0", "--resp", "127.0.0.1:0"],
+        &[],
+    )
+    .err()
+    .expect("must refuse");
     assert!(err.contains("SHARDKIT_API_KEY"), "{err}");
 }
 
@@ -127,12 +167,25 @@ fn metrics_count_requests_by_route_and_show_counter_figures() {
     post(&client, &server.url("/api/ids?count=0"));
     let mut con = server.redis();
     let scrape = |name: &str| -> u64 {
-        let text = client.get(server.url("/metrics")).send().unwrap().text().unwrap();
-        text.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok())).unwrap()
+        let text = client
+            .get(server.url("/metrics"))
+            .send()
+            .unwrap()
+            .text()
+            .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok()))
+            .unwrap()
     };
-    let (commands, errors) = (scrape("shardkit_resp_commands_total "), scrape("shardkit_resp_errors_total "));
+    let (commands, errors) = (
+        scrape("shardkit_resp_commands_total "),
+        scrape("shardkit_resp_errors_total "),
+    );
     assert_eq!(errors, 0, "connecting with the redis crate gives no error");
-    redis::cmd("INCR").arg("weibo:1:likes").query::<i64>(&mut con).unwrap();
+    redis::cmd("INCR")
+        .arg("weibo:1:likes")
+        .query::<i64>(&mut con)
+        .unwrap();
     let _ = redis::cmd("NOPE").query::<String>(&mut con);
     assert_eq!(scrape("shardkit_resp_commands_total ") - commands, 2);
     assert_eq!(scrape("shardkit_resp_errors_total ") - errors, 1);
@@ -183,7 +236,10 @@ fn openapi_describes_every_route() {
         ("/ui/links/{code}", "get"),
         ("/ui/links/{code}/qr.svg", "get"),
     ] {
-        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from /openapi.json");
+        assert!(
+            paths.get(path).and_then(|p| p.get(method)).is_some(),
+            "{method} {path} missing from /openapi.json"
+        );
     }
     assert!(doc["components"]["schemas"]["DecodedIdJson"].is_object());
 }

@@ -39,7 +39,13 @@ struct Ids {
 
 impl Ids {
     fn new(kind: &str) -> Ids {
-        Ids { kind: kind.to_string(), n: 0, x: 0x9E37_79B9_7F4A_7C15, seq: Default::default(), last_ms: 0 }
+        Ids {
+            kind: kind.to_string(),
+            n: 0,
+            x: 0x9E37_79B9_7F4A_7C15,
+            seq: Default::default(),
+            last_ms: 0,
+        }
     }
     fn rand(&mut self) -> u64 {
         // splitmix64
@@ -71,7 +77,11 @@ impl Ids {
 
 fn rss() -> u64 {
     let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = s.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let pages: u64 = s
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
@@ -85,7 +95,11 @@ fn anon_huge_kb() -> u64 {
 }
 
 fn arg(args: &[String], name: &str, default: &str) -> String {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.to_string())
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .unwrap_or_else(|| default.to_string())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -101,8 +115,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for _ in 0..rows {
             let id = ids.next().to_string();
             let v = ids.rand();
-            let (a, b) = ((v % 1000 + 1).to_string(), ((v >> 20) % 100 + 1).to_string());
-            write!(w, "*6\r\n$4\r\nHSET\r\n${}\r\n{}\r\n$1\r\nc\r\n${}\r\n{}\r\n$1\r\nr\r\n${}\r\n{}\r\n", id.len(), id, a.len(), a, b.len(), b)?;
+            let (a, b) = (
+                (v % 1000 + 1).to_string(),
+                ((v >> 20) % 100 + 1).to_string(),
+            );
+            write!(
+                w,
+                "*6\r\n$4\r\nHSET\r\n${}\r\n{}\r\n$1\r\nc\r\n${}\r\n{}\r\n$1\r\nr\r\n${}\r\n{}\r\n",
+                id.len(),
+                id,
+                a.len(),
+                a,
+                b.len(),
+                b
+            )?;
         }
         w.flush()?;
         return Ok(());
@@ -134,7 +160,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         batch.extend((0..rows.min(2_000_000)).map(|j| (pick(j), 1usize, 1i64)));
         t.incr_many(&batch, &mut out);
         let t0 = Instant::now();
-        let single_ops = if args.iter().any(|a| a == "--batch-only") { 0 } else { ops };
+        let single_ops = if args.iter().any(|a| a == "--batch-only") {
+            0
+        } else {
+            ops
+        };
         for j in 0..single_ops {
             t.incr(Key::Id(pick(j)), 1, 1)?;
         }
@@ -152,12 +182,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             n as f64 / t1.elapsed().as_secs_f64()
         };
         let rounds: u64 = arg(&args, "--rounds", "1").parse::<u64>()?.max(1);
-        let mut probe = if args.iter().any(|a| a == "--probe") { probe::Probe::new(t.bytes()) } else { None };
+        let mut probe = if args.iter().any(|a| a == "--probe") {
+            probe::Probe::new(t.bytes())
+        } else {
+            None
+        };
         let (mut slices, mut probes) = (Vec::new(), Vec::new());
         let t1 = Instant::now();
         let mut probe_time = 0.0;
         for r in 0..rounds {
-            slices.push(batched_run(&mut t, &mut out, r * ops / rounds, ops / rounds));
+            slices.push(batched_run(
+                &mut t,
+                &mut out,
+                r * ops / rounds,
+                ops / rounds,
+            ));
             if let Some(p) = probe.as_mut() {
                 let tp = Instant::now();
                 probes.push(p.run(ops / rounds));
@@ -217,7 +256,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::mem::forget(t);
         return Ok(());
     } else {
-        let o = Options { fsync: FsyncPolicy::No, snapshot_log_bytes: None, ..Options::default() };
+        let o = Options {
+            fsync: FsyncPolicy::No,
+            snapshot_log_bytes: None,
+            ..Options::default()
+        };
         let e = Engine::open(&dir, o)?;
         e.create_counter("w")?;
         e.add_column("w", "c", ColumnOptions::new(16, 32))?;
@@ -250,7 +293,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn report(kind: &str, via: &str, rows: u64, before: u64, after: u64, s: (u64, u64, u64, u64), t0: Instant) {
+fn report(
+    kind: &str,
+    via: &str,
+    rows: u64,
+    before: u64,
+    after: u64,
+    s: (u64, u64, u64, u64),
+    t0: Instant,
+) {
     println!(
         "{{\"system\":\"shardkit\",\"ids\":\"{kind}\",\"via\":\"{via}\",\"rows\":{rows},\"stored_rows\":{},\"rss_growth_bytes\":{},\"rss_bytes_per_row\":{:.2},\"engine_bytes_per_row\":{:.2},\"dense_partitions\":{},\"wide_partitions\":{},\"fill_seconds\":{:.1}}}",
         s.1,
@@ -284,8 +335,13 @@ fn collapse_all() {
         if f.len() < 2 || !f[1].starts_with("rw") || (f.len() > 5 && !f[5].starts_with('[')) {
             continue;
         }
-        let Some((a, b)) = f[0].split_once('-') else { continue };
-        let (a, b) = (usize::from_str_radix(a, 16).unwrap_or(0), usize::from_str_radix(b, 16).unwrap_or(0));
+        let Some((a, b)) = f[0].split_once('-') else {
+            continue;
+        };
+        let (a, b) = (
+            usize::from_str_radix(a, 16).unwrap_or(0),
+            usize::from_str_radix(b, 16).unwrap_or(0),
+        );
         let (a, b) = ((a + (2 << 20) - 1) & !((2 << 20) - 1), b & !((2 << 20) - 1));
         if b > a {
             // SAFETY: MADV_COLLAPSE (25) only changes how our own mapped pages are backed;

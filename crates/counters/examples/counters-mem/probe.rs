@@ -31,7 +31,14 @@ impl Probe {
         let len = bytes.max(1 << 20).div_ceil(HUGE) * HUGE;
         // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
         let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), len + HUGE, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len + HUGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
         };
         if p == libc::MAP_FAILED {
             return None;
@@ -44,7 +51,12 @@ impl Probe {
                 *base.add(off) = 1;
             }
         }
-        Some(Probe { base, len, lines: len / 64 - 1, x: 0x2545_F491_4F6C_DD1D })
+        Some(Probe {
+            base,
+            len,
+            lines: len / 64 - 1,
+            x: 0x2545_F491_4F6C_DD1D,
+        })
     }
 
     /// Bytes mapped.
@@ -76,7 +88,8 @@ impl Probe {
                 let (a, b) = self.lines_of(splitmix(&mut lag));
                 // SAFETY: `a + 64` and `b` are below `lines * 64 + 64 <= len`.
                 unsafe {
-                    sum = sum.wrapping_add(*self.base.add(a) as u64 + *self.base.add(a + 64) as u64);
+                    sum =
+                        sum.wrapping_add(*self.base.add(a) as u64 + *self.base.add(a + 64) as u64);
                     *self.base.add(b) = (*self.base.add(b)).wrapping_add(1);
                 }
             }

@@ -38,7 +38,10 @@ fn key_of(i: u64) -> String {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 5 {
-        fail("usage", "counters-crash-child DIR SEED PENDING_FILE run|drain");
+        fail(
+            "usage",
+            "counters-crash-child DIR SEED PENDING_FILE run|drain",
+        );
     }
     let seed: u64 = args[2].parse().unwrap_or_else(|e| fail("seed", e));
     let opts = Options {
@@ -84,7 +87,11 @@ fn main() {
                     x ^= x >> 7;
                     x ^= x << 17;
                     let key = key_of(x % 30);
-                    let col = if (x >> 20).is_multiple_of(2) { "a" } else { "b" };
+                    let col = if (x >> 20).is_multiple_of(2) {
+                        "a"
+                    } else {
+                        "b"
+                    };
                     let delta = ((x >> 32) % 300 + 1) as i64;
                     let txid = format!("{seed}-{t}-{n}");
                     say(&format!("TRY {txid} {key} {col} {delta}"));

@@ -36,7 +36,11 @@ impl EmbeddedTicketStore {
             },
             other => store_error(&path, other),
         })?;
-        Ok(Self { db, path, durable_writes: AtomicU64::new(0) })
+        Ok(Self {
+            db,
+            path,
+            durable_writes: AtomicU64::new(0),
+        })
     }
 
     /// How many durable (fsynced) writes this store has made: one per reservation.
@@ -46,13 +50,20 @@ impl EmbeddedTicketStore {
 
     /// The increment, offset and next free position of a sequence, if it exists.
     pub fn describe(&self, name: &str) -> Result<Option<(SequenceSpec, u64)>, TicketError> {
-        let txn = self.db.begin_read().map_err(|e| store_error(&self.path, e))?;
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(|e| store_error(&self.path, e))?;
         let table = match txn.open_table(SEQUENCES) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
             Err(e) => return Err(store_error(&self.path, e)),
         };
-        let Some((increment, offset, next)) = table.get(name).map_err(|e| store_error(&self.path, e))?.map(|v| v.value()) else {
+        let Some((increment, offset, next)) = table
+            .get(name)
+            .map_err(|e| store_error(&self.path, e))?
+            .map(|v| v.value())
+        else {
             return Ok(None);
         };
         Ok(Some((SequenceSpec::new(increment, offset)?, next)))
@@ -63,14 +74,20 @@ impl TicketStore for EmbeddedTicketStore {
     fn reserve(&self, name: &str, spec: SequenceSpec, count: u64) -> Result<u64, TicketError> {
         validate_name(name)?;
         if count == 0 {
-            return Err(TicketError::BadCount { got: 0, max: u64::MAX });
+            return Err(TicketError::BadCount {
+                got: 0,
+                max: u64::MAX,
+            });
         }
         let err = |e: redb::Error| store_error(&self.path, e);
         let mut txn = self.db.begin_write().map_err(|e| err(e.into()))?;
         txn.set_durability(Durability::Immediate);
         let first = {
             let mut table = txn.open_table(SEQUENCES).map_err(|e| err(e.into()))?;
-            let stored = table.get(name).map_err(|e| err(e.into()))?.map(|v| v.value());
+            let stored = table
+                .get(name)
+                .map_err(|e| err(e.into()))?
+                .map(|v| v.value());
             let first = match stored {
                 None => 0,
                 Some((increment, offset, next)) => {
@@ -86,9 +103,15 @@ impl TicketStore for EmbeddedTicketStore {
                     next
                 }
             };
-            let end = first.checked_add(count).filter(|&end| spec.number(end - 1).is_some_and(|n| n <= MAX_TICKET));
-            let Some(end) = end else { return Err(TicketError::Exhausted(name.to_string())) };
-            table.insert(name, (spec.increment(), spec.offset(), end)).map_err(|e| err(e.into()))?;
+            let end = first
+                .checked_add(count)
+                .filter(|&end| spec.number(end - 1).is_some_and(|n| n <= MAX_TICKET));
+            let Some(end) = end else {
+                return Err(TicketError::Exhausted(name.to_string()));
+            };
+            table
+                .insert(name, (spec.increment(), spec.offset(), end))
+                .map_err(|e| err(e.into()))?;
             first
         };
         txn.commit().map_err(|e| err(e.into()))?;
@@ -98,7 +121,10 @@ impl TicketStore for EmbeddedTicketStore {
 }
 
 fn store_error(path: &Path, e: impl std::fmt::Display) -> TicketError {
-    TicketError::Store { path: path.to_path_buf(), message: e.to_string() }
+    TicketError::Store {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -127,10 +153,21 @@ mod tests {
     fn a_changed_spec_or_bad_name_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let store = EmbeddedTicketStore::open(dir.path().join("t.redb")).unwrap();
-        store.reserve("photos", SequenceSpec::new(2, 1).unwrap(), 1).unwrap();
-        assert!(matches!(store.reserve("photos", SequenceSpec::new(2, 2).unwrap(), 1), Err(TicketError::SpecMismatch { .. })));
-        assert!(matches!(store.reserve("no spaces", SequenceSpec::default(), 1), Err(TicketError::BadName(_))));
-        assert!(matches!(store.reserve("photos", SequenceSpec::new(2, 1).unwrap(), 0), Err(TicketError::BadCount { .. })));
+        store
+            .reserve("photos", SequenceSpec::new(2, 1).unwrap(), 1)
+            .unwrap();
+        assert!(matches!(
+            store.reserve("photos", SequenceSpec::new(2, 2).unwrap(), 1),
+            Err(TicketError::SpecMismatch { .. })
+        ));
+        assert!(matches!(
+            store.reserve("no spaces", SequenceSpec::default(), 1),
+            Err(TicketError::BadName(_))
+        ));
+        assert!(matches!(
+            store.reserve("photos", SequenceSpec::new(2, 1).unwrap(), 0),
+            Err(TicketError::BadCount { .. })
+        ));
     }
 
     #[test]
@@ -139,8 +176,14 @@ mod tests {
         let store = EmbeddedTicketStore::open(dir.path().join("t.redb")).unwrap();
         let spec = SequenceSpec::default();
         store.reserve("big", spec, MAX_TICKET - 1).unwrap();
-        assert!(matches!(store.reserve("big", spec, 2), Err(TicketError::Exhausted(_))));
+        assert!(matches!(
+            store.reserve("big", spec, 2),
+            Err(TicketError::Exhausted(_))
+        ));
         assert_eq!(store.reserve("big", spec, 1).unwrap(), MAX_TICKET - 1);
-        assert!(matches!(store.reserve("big", spec, 1), Err(TicketError::Exhausted(_))));
+        assert!(matches!(
+            store.reserve("big", spec, 1),
+            Err(TicketError::Exhausted(_))
+        ));
     }
 }

@@ -50,7 +50,11 @@ struct Block {
 
 impl Block {
     fn new(first: u64, len: u64) -> Self {
-        Self { next: first, end: first + len, len }
+        Self {
+            next: first,
+            end: first + len,
+            len,
+        }
     }
     fn remaining(&self) -> u64 {
         self.end - self.next
@@ -89,15 +93,32 @@ pub struct SegmentAllocator<S: TicketStore> {
 
 impl<S: TicketStore> SegmentAllocator<S> {
     /// An allocator for sequence `name`; nothing is reserved until the first number.
-    pub fn new(store: S, name: &str, spec: SequenceSpec, options: SegmentOptions) -> Result<Self, TicketError> {
+    pub fn new(
+        store: S,
+        name: &str,
+        spec: SequenceSpec,
+        options: SegmentOptions,
+    ) -> Result<Self, TicketError> {
         validate_name(name)?;
         let mut options = options;
         options.min_step = options.min_step.max(1);
         options.max_step = options.max_step.max(options.min_step);
-        options.initial_step = options.initial_step.clamp(options.min_step, options.max_step);
-        let state = State { step: options.initial_step, ..State::default() };
+        options.initial_step = options
+            .initial_step
+            .clamp(options.min_step, options.max_step);
+        let state = State {
+            step: options.initial_step,
+            ..State::default()
+        };
         Ok(Self {
-            inner: Arc::new(Inner { store, name: name.to_string(), spec, options, state: Mutex::new(state), loaded: Condvar::new() }),
+            inner: Arc::new(Inner {
+                store,
+                name: name.to_string(),
+                spec,
+                options,
+                state: Mutex::new(state),
+                loaded: Condvar::new(),
+            }),
         })
     }
 
@@ -108,7 +129,11 @@ impl<S: TicketStore> SegmentAllocator<S> {
             let mut state = self.inner.state.lock();
             if state.current.remaining() > 0 {
                 let position = state.current.next;
-                let number = self.inner.spec.number(position).ok_or_else(|| TicketError::Exhausted(self.inner.name.clone()))?;
+                let number = self
+                    .inner
+                    .spec
+                    .number(position)
+                    .ok_or_else(|| TicketError::Exhausted(self.inner.name.clone()))?;
                 state.current.next += 1;
                 self.maybe_preload(&mut state);
                 return Ok(number);
@@ -129,7 +154,10 @@ impl<S: TicketStore> SegmentAllocator<S> {
     /// Appends `count` numbers to `out`. On error, nothing is appended.
     pub fn take_into(&self, count: u64, out: &mut Vec<u64>) -> Result<(), TicketError> {
         if count == 0 || count > MAX_TICKETS_PER_CALL {
-            return Err(TicketError::BadCount { got: count, max: MAX_TICKETS_PER_CALL });
+            return Err(TicketError::BadCount {
+                got: count,
+                max: MAX_TICKETS_PER_CALL,
+            });
         }
         let inner = &self.inner;
         let start_len = out.len();
@@ -161,7 +189,9 @@ impl<S: TicketStore> SegmentAllocator<S> {
                 // at least what this call still needs.
                 state.loading = true;
                 let len = Self::next_step(&inner.options, &mut state).max(left);
-                let reserved = parking_lot::MutexGuard::unlocked(&mut state, || inner.store.reserve(&inner.name, inner.spec, len));
+                let reserved = parking_lot::MutexGuard::unlocked(&mut state, || {
+                    inner.store.reserve(&inner.name, inner.spec, len)
+                });
                 state.loading = false;
                 inner.loaded.notify_all();
                 match reserved {
@@ -202,19 +232,21 @@ impl<S: TicketStore> SegmentAllocator<S> {
         state.loading = true;
         let len = Self::next_step(&self.inner.options, state);
         let inner = Arc::clone(&self.inner);
-        let spawned = std::thread::Builder::new().name("shardkit-ticket-preload".into()).spawn(move || {
-            let reserved = inner.store.reserve(&inner.name, inner.spec, len);
-            let mut state = inner.state.lock();
-            state.loading = false;
-            match reserved {
-                Ok(first) => {
-                    state.next = Some(Block::new(first, len));
-                    state.last_failure = None;
+        let spawned = std::thread::Builder::new()
+            .name("shardkit-ticket-preload".into())
+            .spawn(move || {
+                let reserved = inner.store.reserve(&inner.name, inner.spec, len);
+                let mut state = inner.state.lock();
+                state.loading = false;
+                match reserved {
+                    Ok(first) => {
+                        state.next = Some(Block::new(first, len));
+                        state.last_failure = None;
+                    }
+                    Err(e) => state.last_failure = Some(e.to_string()),
                 }
-                Err(e) => state.last_failure = Some(e.to_string()),
-            }
-            inner.loaded.notify_all();
-        });
+                inner.loaded.notify_all();
+            });
         match spawned {
             Ok(handle) => state.loader = Some(handle),
             // No thread to be had: the caller that empties the block loads it itself.

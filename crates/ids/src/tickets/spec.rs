@@ -41,20 +41,29 @@ impl SequenceSpec {
     /// The number at `position`, or `None` past [`MAX_TICKET`].
     #[inline]
     pub fn number(&self, position: u64) -> Option<u64> {
-        position.checked_mul(self.increment)?.checked_add(self.offset).filter(|&n| n <= MAX_TICKET)
+        position
+            .checked_mul(self.increment)?
+            .checked_add(self.offset)
+            .filter(|&n| n <= MAX_TICKET)
     }
 }
 
 impl Default for SequenceSpec {
     /// One ticket server: 1, 2, 3, ...
     fn default() -> Self {
-        Self { increment: 1, offset: 1 }
+        Self {
+            increment: 1,
+            offset: 1,
+        }
     }
 }
 
 /// Checks a sequence name: 1 to 64 characters of `A-Z a-z 0-9 _ - . :`.
 pub fn validate_name(name: &str) -> Result<(), TicketError> {
-    let ok = (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b));
+    let ok = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b));
     if ok {
         Ok(())
     } else {
@@ -70,8 +79,14 @@ mod tests {
     fn two_servers_interleave() {
         let odd = SequenceSpec::new(2, 1).unwrap();
         let even = SequenceSpec::new(2, 2).unwrap();
-        assert_eq!((0..3).map(|k| odd.number(k).unwrap()).collect::<Vec<_>>(), [1, 3, 5]);
-        assert_eq!((0..3).map(|k| even.number(k).unwrap()).collect::<Vec<_>>(), [2, 4, 6]);
+        assert_eq!(
+            (0..3).map(|k| odd.number(k).unwrap()).collect::<Vec<_>>(),
+            [1, 3, 5]
+        );
+        assert_eq!(
+            (0..3).map(|k| even.number(k).unwrap()).collect::<Vec<_>>(),
+            [2, 4, 6]
+        );
         assert_eq!(odd.number(u64::MAX / 2), None);
     }
 

@@ -23,7 +23,12 @@ pub(super) struct LiveCluster {
 impl LiveCluster {
     /// Starts from `cluster`; `servers` and `pool_size` are what it was opened with.
     pub(super) fn new(cluster: Cluster, servers: Vec<String>, pool_size: usize) -> Self {
-        Self { current: RwLock::new(Arc::new(cluster)), servers, pool_size, last_refresh: tokio::sync::Mutex::new(None) }
+        Self {
+            current: RwLock::new(Arc::new(cluster)),
+            servers,
+            pool_size,
+            last_refresh: tokio::sync::Mutex::new(None),
+        }
     }
 
     /// The cluster in force now.

@@ -6,7 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio_postgres::Row;
 
 /// The columns every link query selects, in the order [`row_to_link`] reads them.
-pub(super) const COLUMNS: &str = "id, code, alias_name, url, created_at, expires_at, max_visits, redirect, tags";
+pub(super) const COLUMNS: &str =
+    "id, code, alias_name, url, created_at, expires_at, max_visits, redirect, tags";
 
 /// [`COLUMNS`] qualified by the table alias `l`, for joins.
 pub(super) const L_COLUMNS: &str =
@@ -29,24 +30,40 @@ pub(super) fn to_time(ms: u64) -> SystemTime {
 
 /// A `timestamptz` value to Unix ms.
 pub(super) fn to_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Reads one row of [`COLUMNS`] (columns 0 to 8).
 pub(super) fn row_to_link(row: &Row) -> Result<Link, StoreError> {
-    let id: i64 = row.try_get(0).map_err(|e| StoreError::Corrupt { id: 0, reason: e.to_string() })?;
-    let corrupt = |e: tokio_postgres::Error| StoreError::Corrupt { id: id as u64, reason: e.to_string() };
+    let id: i64 = row.try_get(0).map_err(|e| StoreError::Corrupt {
+        id: 0,
+        reason: e.to_string(),
+    })?;
+    let corrupt = |e: tokio_postgres::Error| StoreError::Corrupt {
+        id: id as u64,
+        reason: e.to_string(),
+    };
     let redirect: i16 = row.try_get(7).map_err(corrupt)?;
-    let redirect = Redirect::from_status(redirect as u16)
-        .ok_or_else(|| StoreError::Corrupt { id: id as u64, reason: format!("redirect status {redirect}") })?;
+    let redirect = Redirect::from_status(redirect as u16).ok_or_else(|| StoreError::Corrupt {
+        id: id as u64,
+        reason: format!("redirect status {redirect}"),
+    })?;
     Ok(Link {
         id: id as u64,
         code: row.try_get(1).map_err(corrupt)?,
         alias: row.try_get(2).map_err(corrupt)?,
         url: row.try_get(3).map_err(corrupt)?,
         created_at: to_ms(row.try_get(4).map_err(corrupt)?),
-        expires_at: row.try_get::<_, Option<SystemTime>>(5).map_err(corrupt)?.map(to_ms),
-        max_visits: row.try_get::<_, Option<i64>>(6).map_err(corrupt)?.map(|v| v as u64),
+        expires_at: row
+            .try_get::<_, Option<SystemTime>>(5)
+            .map_err(corrupt)?
+            .map(to_ms),
+        max_visits: row
+            .try_get::<_, Option<i64>>(6)
+            .map_err(corrupt)?
+            .map(|v| v as u64),
         redirect,
         tags: row.try_get(8).map_err(corrupt)?,
     })
@@ -73,7 +90,10 @@ mod tests {
         assert!(reusable(&link));
         link.max_visits = Some(3);
         assert!(!reusable(&link));
-        assert_eq!(url_hash("https://example.com/"), url_hash("https://example.com/"));
+        assert_eq!(
+            url_hash("https://example.com/"),
+            url_hash("https://example.com/")
+        );
         assert_eq!(COLUMNS.split(", ").count(), L_COLUMNS.split(", ").count());
     }
 }

@@ -24,7 +24,11 @@ fn looks_generated(path: &str) -> bool {
 fn group_of_code(code: &str) -> Result<u8, StoreError> {
     Codec::group_of_code(code)
         .filter(|_| looks_generated(code))
-        .ok_or_else(|| StoreError::Backend(format!("code {code:?} is not a generated code, so it names no shard")))
+        .ok_or_else(|| {
+            StoreError::Backend(format!(
+                "code {code:?} is not a generated code, so it names no shard"
+            ))
+        })
 }
 
 /// Tags as a JSON array of strings: one text value per link, so a batch's tags fit
@@ -39,7 +43,10 @@ fn backend(e: PgError) -> StoreError {
 
 fn query_failed(server: &str, what: &str, e: &tokio_postgres::Error) -> StoreError {
     if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
-        return StoreError::Duplicate(format!("a link of this batch ({})", crate::connect::error_text(e)));
+        return StoreError::Duplicate(format!(
+            "a link of this batch ({})",
+            crate::connect::error_text(e)
+        ));
     }
     backend(query_error(server, what, e))
 }
@@ -62,8 +69,16 @@ impl Shards {
 
     /// A connection to the server of `shard`, and that server's name for errors.
     async fn client(&self, shard: u32) -> Result<(deadpool_postgres::Object, String), StoreError> {
-        let server = self.cluster.server_for_shard(shard).unwrap_or("?").to_string();
-        let client = self.cluster.client_for_shard(shard).await.map_err(backend)?;
+        let server = self
+            .cluster
+            .server_for_shard(shard)
+            .unwrap_or("?")
+            .to_string();
+        let client = self
+            .cluster
+            .client_for_shard(shard)
+            .await
+            .map_err(backend)?;
         Ok((client, server))
     }
 
@@ -72,7 +87,13 @@ impl Shards {
         let shards: HashSet<u32> = (0..GROUPS).map(|g| self.shard_of(g)).collect();
         let mut by_server: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
         for shard in shards {
-            let server = self.cluster.map().table().get(shard as usize).copied().unwrap_or(0) as usize;
+            let server = self
+                .cluster
+                .map()
+                .table()
+                .get(shard as usize)
+                .copied()
+                .unwrap_or(0) as usize;
             by_server.entry(server).or_default().push(shard);
         }
         by_server
@@ -86,7 +107,12 @@ impl Shards {
 
     /// Runs `template` (with `{s}` for the schema) on every group shard, one
     /// `UNION ALL` per server, and gathers the rows.
-    async fn scatter(&self, template: &str, params: &[&(dyn ToSql + Sync)], what: &str) -> Result<Vec<Row>, StoreError> {
+    async fn scatter(
+        &self,
+        template: &str,
+        params: &[&(dyn ToSql + Sync)],
+        what: &str,
+    ) -> Result<Vec<Row>, StoreError> {
         self.scatter_to(template, params, what, false).await
     }
 
@@ -114,7 +140,12 @@ impl Shards {
             // Not prepared: these take arrays of thousands (a batch's ids), where the
             // plan for the actual array (often a hash of it over a small shard) beats
             // the generic plan a cached statement settles on (an index probe per id).
-            rows.extend(client.query(&sql, params).await.map_err(|e| query_failed(&server, what, &e))?);
+            rows.extend(
+                client
+                    .query(&sql, params)
+                    .await
+                    .map_err(|e| query_failed(&server, what, &e))?,
+            );
         }
         Ok(rows)
     }
@@ -132,17 +163,35 @@ impl Shards {
     ) -> Result<Option<Row>, StoreError> {
         let (client, server) = self.client(shard).await?;
         let sql = template.replace("{s}", &shard_schema(shard));
-        let statement = client.prepare_cached(&sql).await.map_err(|e| query_failed(&server, what, &e))?;
-        client.query_opt(&statement, params).await.map_err(|e| query_failed(&server, what, &e))
+        let statement = client
+            .prepare_cached(&sql)
+            .await
+            .map_err(|e| query_failed(&server, what, &e))?;
+        client
+            .query_opt(&statement, params)
+            .await
+            .map_err(|e| query_failed(&server, what, &e))
     }
 
     /// Runs statement `template` (with `{s}` for the schema) on one shard; answers the
     /// rows it changed.
-    async fn execute_in(&self, shard: u32, template: &str, params: &[&(dyn ToSql + Sync)], what: &str) -> Result<u64, StoreError> {
+    async fn execute_in(
+        &self,
+        shard: u32,
+        template: &str,
+        params: &[&(dyn ToSql + Sync)],
+        what: &str,
+    ) -> Result<u64, StoreError> {
         let (client, server) = self.client(shard).await?;
         let sql = template.replace("{s}", &shard_schema(shard));
-        let statement = client.prepare_cached(&sql).await.map_err(|e| query_failed(&server, what, &e))?;
-        client.execute(&statement, params).await.map_err(|e| query_failed(&server, what, &e))
+        let statement = client
+            .prepare_cached(&sql)
+            .await
+            .map_err(|e| query_failed(&server, what, &e))?;
+        client
+            .execute(&statement, params)
+            .await
+            .map_err(|e| query_failed(&server, what, &e))
     }
 
     /// Ids for links with these codes, from the `next_id()` of each code's shard (one
@@ -150,13 +199,22 @@ impl Shards {
     pub(super) async fn next_ids(&self, codes: &[String]) -> Result<Vec<u64>, StoreError> {
         let mut by_shard: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for (i, code) in codes.iter().enumerate() {
-            by_shard.entry(self.shard_of_code(code)?).or_default().push(i);
+            by_shard
+                .entry(self.shard_of_code(code)?)
+                .or_default()
+                .push(i);
         }
         let mut ids = vec![0u64; codes.len()];
         for (shard, positions) in by_shard {
             let (client, server) = self.client(shard).await?;
-            let sql = format!("SELECT {}.next_id() FROM generate_series(1, $1::int)", shard_schema(shard));
-            let statement = client.prepare_cached(&sql).await.map_err(|e| query_failed(&server, "making ids", &e))?;
+            let sql = format!(
+                "SELECT {}.next_id() FROM generate_series(1, $1::int)",
+                shard_schema(shard)
+            );
+            let statement = client
+                .prepare_cached(&sql)
+                .await
+                .map_err(|e| query_failed(&server, "making ids", &e))?;
             let rows = client
                 .query(&statement, &[&(positions.len() as i32)])
                 .await
@@ -176,11 +234,16 @@ impl Shards {
         let shard = self.cluster.layout().decode(id).map(|d| d.parts.shard).ok();
         let groups = u64::from(GROUPS).min(u64::from(self.cluster.map().shard_count()));
         if let Some(shard) = shard.filter(|s| *s < groups) {
-            if let Some(row) = self.query_opt_in(shard as u32, &sql, &[&(id as i64)], "reading a link by id").await? {
+            if let Some(row) = self
+                .query_opt_in(shard as u32, &sql, &[&(id as i64)], "reading a link by id")
+                .await?
+            {
                 return row_to_link(&row).map(Some);
             }
         }
-        let rows = self.scatter(&sql, &[&(id as i64)], "reading a link by id").await?;
+        let rows = self
+            .scatter(&sql, &[&(id as i64)], "reading a link by id")
+            .await?;
         rows.first().map(row_to_link).transpose()
     }
 
@@ -188,7 +251,9 @@ impl Shards {
     async fn by_code(&self, code: &str) -> Result<Option<Link>, StoreError> {
         let shard = self.shard_of_code(code)?;
         let sql = format!("SELECT {COLUMNS} FROM {{s}}.links WHERE code = $1");
-        let row = self.query_opt_in(shard, &sql, &[&code], "reading a link by code").await?;
+        let row = self
+            .query_opt_in(shard, &sql, &[&code], "reading a link by code")
+            .await?;
         row.as_ref().map(row_to_link).transpose()
     }
 
@@ -203,25 +268,39 @@ impl Shards {
             "SELECT {L_COLUMNS}, a.code FROM {{s}}.link_aliases a \
              LEFT JOIN {{s}}.links l ON l.id = a.id AND l.alias_name = a.alias WHERE a.alias = $1"
         );
-        let Some(row) = self.query_opt_in(shard, &sql, &[&path], "reading an alias").await? else {
+        let Some(row) = self
+            .query_opt_in(shard, &sql, &[&path], "reading an alias")
+            .await?
+        else {
             return Ok(None);
         };
         if row.try_get::<_, Option<i64>>(0).ok().flatten().is_some() {
             return row_to_link(&row).map(Some);
         }
         // A link whose code was minted in another group (imported): its code's shard.
-        let code: String = row.try_get(9).map_err(|e| StoreError::Corrupt { id: 0, reason: e.to_string() })?;
-        Ok(self.by_code(&code).await?.filter(|l| l.alias.as_deref() == Some(path)))
+        let code: String = row.try_get(9).map_err(|e| StoreError::Corrupt {
+            id: 0,
+            reason: e.to_string(),
+        })?;
+        Ok(self
+            .by_code(&code)
+            .await?
+            .filter(|l| l.alias.as_deref() == Some(path)))
     }
 
     pub(super) async fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
         let shard = self.shard_of(group_of(url));
         let sql = "SELECT code FROM {s}.link_urls WHERE url_hash = $1 AND url = $2 ORDER BY created_at, id LIMIT 1";
-        let row = self.query_opt_in(shard, sql, &[&url_hash(url), &url], "reading the URL index").await?;
+        let row = self
+            .query_opt_in(shard, sql, &[&url_hash(url), &url], "reading the URL index")
+            .await?;
         match row {
             Some(row) => {
                 let code: String = row.get(0);
-                Ok(self.by_code(&code).await?.filter(|l| l.url == url && reusable(l)))
+                Ok(self
+                    .by_code(&code)
+                    .await?
+                    .filter(|l| l.url == url && reusable(l)))
             }
             None => Ok(None),
         }
@@ -232,16 +311,28 @@ impl Shards {
         let shard = self.shard_of(group_of(&link.url));
         let sql = "INSERT INTO {s}.link_urls (id, url_hash, url, code, created_at) VALUES ($1, $2, $3, $4, $5) \
              ON CONFLICT (id) DO UPDATE SET url_hash = EXCLUDED.url_hash, url = EXCLUDED.url";
-        let params: [&(dyn ToSql + Sync); 5] =
-            [&(link.id as i64), &url_hash(&link.url), &link.url, &link.code, &to_time(link.created_at)];
-        self.execute_in(shard, sql, &params, "writing the URL index").await?;
+        let params: [&(dyn ToSql + Sync); 5] = [
+            &(link.id as i64),
+            &url_hash(&link.url),
+            &link.url,
+            &link.code,
+            &to_time(link.created_at),
+        ];
+        self.execute_in(shard, sql, &params, "writing the URL index")
+            .await?;
         Ok(())
     }
 
     /// Removes link `id` from the URL index of `url`'s shard.
     async fn unindex_url(&self, id: u64, url: &str) -> Result<(), StoreError> {
         let shard = self.shard_of(group_of(url));
-        self.execute_in(shard, "DELETE FROM {s}.link_urls WHERE id = $1", &[&(id as i64)], "writing the URL index").await?;
+        self.execute_in(
+            shard,
+            "DELETE FROM {s}.link_urls WHERE id = $1",
+            &[&(id as i64)],
+            "writing the URL index",
+        )
+        .await?;
         Ok(())
     }
 
@@ -249,7 +340,8 @@ impl Shards {
     async fn release_alias(&self, alias: &str, id: u64) -> Result<(), StoreError> {
         let shard = self.shard_of(group_of(alias));
         let sql = "DELETE FROM {s}.link_aliases WHERE alias = $1 AND id = $2";
-        self.execute_in(shard, sql, &[&alias, &(id as i64)], "freeing an alias").await?;
+        self.execute_in(shard, sql, &[&alias, &(id as i64)], "freeing an alias")
+            .await?;
         Ok(())
     }
 
@@ -265,21 +357,40 @@ impl Shards {
             if !codes.insert(link.code.as_str()) {
                 return Err(StoreError::Duplicate(format!("code {}", link.code)));
             }
-            codes_by_shard.entry(self.shard_of_code(&link.code)?).or_default().push(link.code.clone());
+            codes_by_shard
+                .entry(self.shard_of_code(&link.code)?)
+                .or_default()
+                .push(link.code.clone());
         }
         // Ids are unique by construction (the id generator); this check guards against
         // a minting bug. The primary key enforces it within each shard; across shards
         // it asks every server that answers, so a lost server does not stop creates
         // for the shards of the others (the writes below still need their own shards).
         let id_list: Vec<i64> = links.iter().map(|l| l.id as i64).collect();
-        let rows = self.scatter_to("SELECT id FROM {s}.links WHERE id = ANY($1)", &[&id_list], "checking ids", true).await?;
+        let rows = self
+            .scatter_to(
+                "SELECT id FROM {s}.links WHERE id = ANY($1)",
+                &[&id_list],
+                "checking ids",
+                true,
+            )
+            .await?;
         if let Some(row) = rows.first() {
-            return Err(StoreError::Duplicate(format!("link id {}", row.get::<_, i64>(0))));
+            return Err(StoreError::Duplicate(format!(
+                "link id {}",
+                row.get::<_, i64>(0)
+            )));
         }
         for (shard, codes) in codes_by_shard {
             let sql = "SELECT code FROM {s}.links WHERE code = ANY($1) LIMIT 1";
-            if let Some(row) = self.query_opt_in(shard, sql, &[&codes], "checking codes").await? {
-                return Err(StoreError::Duplicate(format!("code {}", row.get::<_, String>(0))));
+            if let Some(row) = self
+                .query_opt_in(shard, sql, &[&codes], "checking codes")
+                .await?
+            {
+                return Err(StoreError::Duplicate(format!(
+                    "code {}",
+                    row.get::<_, String>(0)
+                )));
             }
         }
         Ok(())
@@ -291,20 +402,39 @@ impl Shards {
     async fn claim_alias(&self, alias: &str, link: &Link) -> Result<Option<String>, StoreError> {
         let shard = self.shard_of(group_of(alias));
         let claim = "INSERT INTO {s}.link_aliases (alias, id, code) VALUES ($1, $2, $3) ON CONFLICT (alias) DO NOTHING";
-        if self.execute_in(shard, claim, &[&alias, &(link.id as i64), &link.code], "claiming an alias").await? == 1 {
+        if self
+            .execute_in(
+                shard,
+                claim,
+                &[&alias, &(link.id as i64), &link.code],
+                "claiming an alias",
+            )
+            .await?
+            == 1
+        {
             return Ok(None);
         }
         let owner = "SELECT id, code FROM {s}.link_aliases WHERE alias = $1";
-        let row = self.query_opt_in(shard, owner, &[&alias], "reading an alias").await?;
+        let row = self
+            .query_opt_in(shard, owner, &[&alias], "reading an alias")
+            .await?;
         match row {
-            Some(row) if row.get::<_, i64>(0) == link.id as i64 && row.get::<_, String>(1) == link.code => Ok(None),
+            Some(row)
+                if row.get::<_, i64>(0) == link.id as i64
+                    && row.get::<_, String>(1) == link.code =>
+            {
+                Ok(None)
+            }
             Some(row) => Ok(Some(row.get(1))),
             // Freed between the two statements: report it taken anyway; the caller may retry.
             None => Ok(Some(String::new())),
         }
     }
 
-    pub(super) async fn insert_batch(&self, links: &[Link]) -> Result<Vec<InsertOutcome>, StoreError> {
+    pub(super) async fn insert_batch(
+        &self,
+        links: &[Link],
+    ) -> Result<Vec<InsertOutcome>, StoreError> {
         self.check_duplicates(links).await?;
         let mut outcomes = Vec::with_capacity(links.len());
         let mut claimed: Vec<(&str, u64)> = Vec::new();
@@ -315,7 +445,10 @@ impl Shards {
                         claimed.push((alias, link.id));
                         InsertOutcome::Inserted
                     }
-                    Ok(Some(owner_code)) => InsertOutcome::AliasTaken { alias: alias.clone(), owner_code },
+                    Ok(Some(owner_code)) => InsertOutcome::AliasTaken {
+                        alias: alias.clone(),
+                        owner_code,
+                    },
                     Err(e) => {
                         self.undo_claims(&claimed).await;
                         return Err(e);
@@ -325,8 +458,12 @@ impl Shards {
             };
             outcomes.push(outcome);
         }
-        let stored: Vec<&Link> =
-            links.iter().zip(&outcomes).filter(|(_, o)| **o == InsertOutcome::Inserted).map(|(l, _)| l).collect();
+        let stored: Vec<&Link> = links
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, o)| **o == InsertOutcome::Inserted)
+            .map(|(l, _)| l)
+            .collect();
         if let Err(e) = self.write_links(&stored).await {
             self.undo_claims(&claimed).await;
             return Err(e);
@@ -347,7 +484,10 @@ impl Shards {
     async fn write_links(&self, links: &[&Link]) -> Result<(), StoreError> {
         let mut by_shard: BTreeMap<u32, Vec<&Link>> = BTreeMap::new();
         for &link in links {
-            by_shard.entry(self.shard_of_code(&link.code)?).or_default().push(link);
+            by_shard
+                .entry(self.shard_of_code(&link.code)?)
+                .or_default()
+                .push(link);
         }
         let mut elsewhere = Vec::new();
         for (shard, links) in by_shard {
@@ -372,27 +512,58 @@ impl Shards {
             let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
             let hashes: Vec<i64> = links.iter().map(|l| url_hash(&l.url)).collect();
             let created: Vec<SystemTime> = links.iter().map(|l| to_time(l.created_at)).collect();
-            let expires: Vec<Option<SystemTime>> = links.iter().map(|l| l.expires_at.map(to_time)).collect();
-            let visits: Vec<Option<i64>> = links.iter().map(|l| l.max_visits.map(|v| v as i64)).collect();
+            let expires: Vec<Option<SystemTime>> =
+                links.iter().map(|l| l.expires_at.map(to_time)).collect();
+            let visits: Vec<Option<i64>> = links
+                .iter()
+                .map(|l| l.max_visits.map(|v| v as i64))
+                .collect();
             let statuses: Vec<i16> = links.iter().map(|l| l.redirect.status() as i16).collect();
             let tags: Vec<String> = links.iter().map(|l| tags_json(&l.tags)).collect();
-            let here: Vec<usize> = (0..links.len()).filter(|&i| reusable(links[i]) && self.shard_of(group_of(&links[i].url)) == shard).collect();
-            elsewhere.extend(links.iter().filter(|l| reusable(l) && self.shard_of(group_of(&l.url)) != shard).copied());
+            let here: Vec<usize> = (0..links.len())
+                .filter(|&i| reusable(links[i]) && self.shard_of(group_of(&links[i].url)) == shard)
+                .collect();
+            elsewhere.extend(
+                links
+                    .iter()
+                    .filter(|l| reusable(l) && self.shard_of(group_of(&l.url)) != shard)
+                    .copied(),
+            );
 
-            let tx = client.transaction().await.map_err(|e| fail("starting a transaction", e))?;
-            tx.execute(&insert, &[&ids, &codes, &aliases, &urls, &hashes, &created, &expires, &visits, &statuses, &tags])
+            let tx = client
+                .transaction()
                 .await
-                .map_err(|e| fail("storing links", e))?;
+                .map_err(|e| fail("starting a transaction", e))?;
+            tx.execute(
+                &insert,
+                &[
+                    &ids, &codes, &aliases, &urls, &hashes, &created, &expires, &visits, &statuses,
+                    &tags,
+                ],
+            )
+            .await
+            .map_err(|e| fail("storing links", e))?;
             if !here.is_empty() {
-                let pick = |column: &dyn Fn(usize) -> i64| here.iter().map(|&i| column(i)).collect::<Vec<i64>>();
+                let pick = |column: &dyn Fn(usize) -> i64| {
+                    here.iter().map(|&i| column(i)).collect::<Vec<i64>>()
+                };
                 let index_ids = pick(&|i| ids[i]);
                 let index_hashes = pick(&|i| hashes[i]);
                 let index_urls: Vec<&str> = here.iter().map(|&i| urls[i]).collect();
                 let index_codes: Vec<&str> = here.iter().map(|&i| codes[i]).collect();
                 let index_created: Vec<SystemTime> = here.iter().map(|&i| created[i]).collect();
-                tx.execute(&index, &[&index_ids, &index_hashes, &index_urls, &index_codes, &index_created])
-                    .await
-                    .map_err(|e| fail("writing the URL index", e))?;
+                tx.execute(
+                    &index,
+                    &[
+                        &index_ids,
+                        &index_hashes,
+                        &index_urls,
+                        &index_codes,
+                        &index_created,
+                    ],
+                )
+                .await
+                .map_err(|e| fail("writing the URL index", e))?;
             }
             tx.commit().await.map_err(|e| fail("committing links", e))?;
         }
@@ -406,10 +577,21 @@ impl Shards {
     pub(super) async fn replace(&self, link: &Link) -> Result<(), StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM {{s}}.links WHERE id = $1 AND code = $2");
         let found = match self.shard_of_code(&link.code) {
-            Ok(shard) => self.query_opt_in(shard, &sql, &[&(link.id as i64), &link.code], "reading a link").await?.map(|row| (shard, row)),
+            Ok(shard) => self
+                .query_opt_in(
+                    shard,
+                    &sql,
+                    &[&(link.id as i64), &link.code],
+                    "reading a link",
+                )
+                .await?
+                .map(|row| (shard, row)),
             Err(_) => None,
         };
-        let Some((shard, old)) = found.map(|(shard, row)| row_to_link(&row).map(|l| (shard, l))).transpose()? else {
+        let Some((shard, old)) = found
+            .map(|(shard, row)| row_to_link(&row).map(|l| (shard, l)))
+            .transpose()?
+        else {
             // Not under that code: say whether the id exists with another code.
             return Err(match self.get(link.id).await? {
                 Some(_) => StoreError::Immutable(link.id),
@@ -429,7 +611,11 @@ impl Shards {
             &(link.redirect.status() as i16),
             &link.tags,
         ];
-        if self.execute_in(shard, sql, &params, "replacing a link").await? == 0 {
+        if self
+            .execute_in(shard, sql, &params, "replacing a link")
+            .await?
+            == 0
+        {
             return Err(StoreError::Missing(link.id));
         }
         self.unindex_url(old.id, &old.url).await?;
@@ -452,8 +638,16 @@ impl Shards {
     /// URL index row and alias.
     pub(super) async fn delete_link(&self, link: &Link) -> Result<Option<Link>, StoreError> {
         let shard = self.shard_of_code(&link.code)?;
-        let sql = format!("DELETE FROM {{s}}.links WHERE id = $1 AND code = $2 RETURNING {COLUMNS}");
-        let row = self.query_opt_in(shard, &sql, &[&(link.id as i64), &link.code], "deleting a link").await?;
+        let sql =
+            format!("DELETE FROM {{s}}.links WHERE id = $1 AND code = $2 RETURNING {COLUMNS}");
+        let row = self
+            .query_opt_in(
+                shard,
+                &sql,
+                &[&(link.id as i64), &link.code],
+                "deleting a link",
+            )
+            .await?;
         let Some(deleted) = row.as_ref().map(row_to_link).transpose()? else {
             return Ok(None);
         };
@@ -464,21 +658,33 @@ impl Shards {
         Ok(Some(deleted))
     }
 
-    pub(super) async fn list(&self, tag: Option<String>, after: Option<u64>, limit: usize) -> Result<Vec<Link>, StoreError> {
+    pub(super) async fn list(
+        &self,
+        tag: Option<String>,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Link>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM {{s}}.links WHERE id > $1 AND ($2::text IS NULL OR $2::text = ANY(tags)) ORDER BY id LIMIT $3"
         );
         let after = after.map(|a| a as i64).unwrap_or(-1);
         let limit_sql = limit.min(i64::MAX as usize) as i64;
-        let rows = self.scatter(&sql, &[&after, &tag, &limit_sql], "listing links").await?;
-        let mut links = rows.iter().map(row_to_link).collect::<Result<Vec<_>, _>>()?;
+        let rows = self
+            .scatter(&sql, &[&after, &tag, &limit_sql], "listing links")
+            .await?;
+        let mut links = rows
+            .iter()
+            .map(row_to_link)
+            .collect::<Result<Vec<_>, _>>()?;
         links.sort_unstable_by_key(|l| l.id);
         links.truncate(limit);
         Ok(links)
     }
 
     pub(super) async fn count(&self) -> Result<u64, StoreError> {
-        let rows = self.scatter("SELECT count(*) FROM {s}.links", &[], "counting links").await?;
+        let rows = self
+            .scatter("SELECT count(*) FROM {s}.links", &[], "counting links")
+            .await?;
         Ok(rows.iter().map(|r| r.get::<_, i64>(0) as u64).sum())
     }
 }
@@ -491,7 +697,10 @@ mod tests {
     fn codes_are_recognised() {
         assert!(looks_generated("a000001"));
         assert!(!looks_generated("bee-alias"));
-        assert_eq!(group_of_code("b000001").unwrap(), Codec::group_of_code("b").unwrap());
+        assert_eq!(
+            group_of_code("b000001").unwrap(),
+            Codec::group_of_code("b").unwrap()
+        );
         assert!(group_of_code("nope").is_err());
     }
 }

@@ -21,7 +21,9 @@ pub struct PgLinkStore {
 
 impl std::fmt::Debug for PgLinkStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgLinkStore").field("cluster", &self.live.get()).finish()
+        f.debug_struct("PgLinkStore")
+            .field("cluster", &self.live.get())
+            .finish()
     }
 }
 
@@ -30,12 +32,18 @@ impl PgLinkStore {
     /// map from `servers` and keeps `pool_size` connections per server. A server that
     /// cannot be reached is named in the error.
     pub fn open(servers: &[String], pool_size: usize) -> Result<Self, PgError> {
-        let bridge = Bridge::new("shardkit-links-pg").map_err(|e| PgError::Runtime(e.to_string()))?;
+        let bridge =
+            Bridge::new("shardkit-links-pg").map_err(|e| PgError::Runtime(e.to_string()))?;
         let given = servers.to_vec();
         let cluster = bridge
             .run(async move { Cluster::open(&given, pool_size).await })
-            .ok_or_else(|| PgError::Runtime("the runtime stopped while opening the cluster".into()))??;
-        Ok(Self { live: Arc::new(LiveCluster::new(cluster, servers.to_vec(), pool_size)), bridge })
+            .ok_or_else(|| {
+                PgError::Runtime("the runtime stopped while opening the cluster".into())
+            })??;
+        Ok(Self {
+            live: Arc::new(LiveCluster::new(cluster, servers.to_vec(), pool_size)),
+            bridge,
+        })
     }
 
     /// The cluster the links live on, under the newest shard map the store has seen.
@@ -59,7 +67,10 @@ impl PgLinkStore {
                 match call(Shards { cluster }).await {
                     Err(StoreError::Backend(reason)) => {
                         if live.newer_than(seen).await {
-                            call(Shards { cluster: live.get() }).await
+                            call(Shards {
+                                cluster: live.get(),
+                            })
+                            .await
                         } else {
                             Err(StoreError::Backend(reason))
                         }
@@ -67,7 +78,11 @@ impl PgLinkStore {
                     other => other,
                 }
             })
-            .unwrap_or_else(|| Err(StoreError::Backend("the PostgreSQL link store's runtime stopped".into())))
+            .unwrap_or_else(|| {
+                Err(StoreError::Backend(
+                    "the PostgreSQL link store's runtime stopped".into(),
+                ))
+            })
     }
 }
 
@@ -134,7 +149,12 @@ impl LinkStore for PgLinkStore {
         })
     }
 
-    fn list(&self, tag: Option<&str>, after: Option<u64>, limit: usize) -> Result<Vec<Link>, StoreError> {
+    fn list(
+        &self,
+        tag: Option<&str>,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Link>, StoreError> {
         let tag = tag.map(str::to_string);
         self.run(move |s| {
             let tag = tag.clone();

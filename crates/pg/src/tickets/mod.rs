@@ -50,7 +50,10 @@ impl BlockSize {
     /// Checks a reservation fits one block (the allocator from [`segment_options`] never asks for more).
     pub fn check_count(self, count: u64) -> Result<(), TicketError> {
         if count == 0 || count > self.0 {
-            return Err(TicketError::BadCount { got: count, max: self.0 });
+            return Err(TicketError::BadCount {
+                got: count,
+                max: self.0,
+            });
         }
         Ok(())
     }
@@ -70,5 +73,8 @@ pub fn segment_options(block: BlockSize) -> SegmentOptions {
 
 /// A store error naming the server (URL without password) and what failed.
 pub(crate) fn store_error(server: &str, message: impl Into<String>) -> TicketError {
-    TicketError::Store { path: PathBuf::from(server), message: message.into() }
+    TicketError::Store {
+        path: PathBuf::from(server),
+        message: message.into(),
+    }
 }

@@ -36,7 +36,10 @@ pub struct FailoverOptions {
 impl Default for FailoverOptions {
     /// 2 s per attempt, a failed server skipped for 1 s.
     fn default() -> Self {
-        Self { attempt_timeout: Duration::from_secs(2), retry_after: Duration::from_secs(1) }
+        Self {
+            attempt_timeout: Duration::from_secs(2),
+            retry_after: Duration::from_secs(1),
+        }
     }
 }
 
@@ -77,16 +80,22 @@ impl MysqlTicketServers {
     /// A client over `urls` (`mysql://user:pass@host:3306/db`): server i gets
     /// `auto_increment_increment = urls.len()` and `auto_increment_offset = i + 1`.
     /// Nothing is connected until the first reservation.
-    pub fn new(urls: &[String], block: BlockSize, options: FailoverOptions) -> Result<Self, TicketError> {
+    pub fn new(
+        urls: &[String],
+        block: BlockSize,
+        options: FailoverOptions,
+    ) -> Result<Self, TicketError> {
         if urls.is_empty() {
             return Err(store_error("mysql", "no ticket servers given"));
         }
         let increment = urls.len() as u64;
-        let bridge = Bridge::new("shardkit-tickets-mysql").map_err(|e| store_error("mysql", format!("starting the runtime: {e}")))?;
+        let bridge = Bridge::new("shardkit-tickets-mysql")
+            .map_err(|e| store_error("mysql", format!("starting the runtime: {e}")))?;
         let mut servers = Vec::with_capacity(urls.len());
         for (i, url) in urls.iter().enumerate() {
             let name = redact_url(url);
-            let opts = mysql_async::Opts::from_url(url).map_err(|e| store_error(&name, format!("bad URL: {e}")))?;
+            let opts = mysql_async::Opts::from_url(url)
+                .map_err(|e| store_error(&name, format!("bad URL: {e}")))?;
             let lock_wait = options.attempt_timeout.as_secs().max(1);
             let init = vec![
                 format!("SET SESSION auto_increment_increment = {increment}"),
@@ -103,9 +112,20 @@ impl MysqlTicketServers {
             let handle = bridge.handle();
             let _guard = handle.enter();
             let pool = mysql_async::Pool::new(opts);
-            servers.push(Server { name, pool, ready: Mutex::new(HashSet::new()), down_until: Mutex::new(None) });
+            servers.push(Server {
+                name,
+                pool,
+                ready: Mutex::new(HashSet::new()),
+                down_until: Mutex::new(None),
+            });
         }
-        Ok(Self { servers: Arc::new(servers), block, options, next: AtomicUsize::new(0), bridge })
+        Ok(Self {
+            servers: Arc::new(servers),
+            block,
+            options,
+            next: AtomicUsize::new(0),
+            bridge,
+        })
     }
 
     /// The block size every ticket stands for.
@@ -138,7 +158,11 @@ impl MysqlTicketServers {
 /// Creates the sequence's table and records its block size (once per server and
 /// sequence), then takes one ticket: `REPLACE INTO` and the insert id.
 async fn replace_once(server: &Server, name: &str, block: u64) -> Result<u64, String> {
-    let mut conn = server.pool.get_conn().await.map_err(|e| format!("cannot connect: {e}"))?;
+    let mut conn = server
+        .pool
+        .get_conn()
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
     let table = table_name(name);
     if !server.ready.lock().contains(name) {
         conn.query_drop(format!(
@@ -154,11 +178,17 @@ async fn replace_once(server: &Server, name: &str, block: u64) -> Result<u64, St
         )
         .await
         .map_err(|e| format!("creating shardkit_ticket_blocks: {e}"))?;
-        conn.exec_drop("INSERT IGNORE INTO shardkit_ticket_blocks (name, block_size) VALUES (?, ?)", (name, block))
-            .await
-            .map_err(|e| format!("recording the block size: {e}"))?;
+        conn.exec_drop(
+            "INSERT IGNORE INTO shardkit_ticket_blocks (name, block_size) VALUES (?, ?)",
+            (name, block),
+        )
+        .await
+        .map_err(|e| format!("recording the block size: {e}"))?;
         let stored: Option<u64> = conn
-            .exec_first("SELECT block_size FROM shardkit_ticket_blocks WHERE name = ?", (name,))
+            .exec_first(
+                "SELECT block_size FROM shardkit_ticket_blocks WHERE name = ?",
+                (name,),
+            )
             .await
             .map_err(|e| format!("reading the block size: {e}"))?;
         if stored != Some(block) {
@@ -171,7 +201,9 @@ async fn replace_once(server: &Server, name: &str, block: u64) -> Result<u64, St
     conn.query_drop(format!("REPLACE INTO `{table}` (stub) VALUES ('a')"))
         .await
         .map_err(|e| format!("REPLACE INTO {table}: {e}"))?;
-    conn.last_insert_id().filter(|&t| t > 0).ok_or_else(|| format!("REPLACE INTO {table} returned no insert id"))
+    conn.last_insert_id()
+        .filter(|&t| t > 0)
+        .ok_or_else(|| format!("REPLACE INTO {table} returned no insert id"))
 }
 
 impl TicketStore for MysqlTicketServers {
@@ -188,7 +220,10 @@ impl TicketStore for MysqlTicketServers {
             for k in 0..n {
                 let i = (start + k) % n;
                 let server = &self.servers[i];
-                let skipped = server.down_until.lock().is_some_and(|until| Instant::now() < until);
+                let skipped = server
+                    .down_until
+                    .lock()
+                    .is_some_and(|until| Instant::now() < until);
                 if skipped != (pass == 1) {
                     continue;
                 }
@@ -204,7 +239,10 @@ impl TicketStore for MysqlTicketServers {
                 }
             }
         }
-        Err(store_error("mysql", format!("every ticket server failed: {}", failures.join("; "))))
+        Err(store_error(
+            "mysql",
+            format!("every ticket server failed: {}", failures.join("; ")),
+        ))
     }
 }
 
@@ -214,7 +252,9 @@ impl Drop for MysqlTicketServers {
         let servers = Arc::clone(&self.servers);
         let _ = self.bridge.run(async move {
             for server in servers.iter() {
-                let _ = tokio::time::timeout(Duration::from_secs(1), server.pool.clone().disconnect()).await;
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(1), server.pool.clone().disconnect())
+                        .await;
             }
         });
     }

@@ -32,16 +32,30 @@ pub struct PgTicketStore {
 impl PgTicketStore {
     /// A store on server `url` with tickets `offset, offset + increment, ...`
     /// (`1 <= offset <= increment`); nothing is connected until the first reservation.
-    pub fn new(url: &str, increment: u64, offset: u64, block: BlockSize) -> Result<Self, TicketError> {
+    pub fn new(
+        url: &str,
+        increment: u64,
+        offset: u64,
+        block: BlockSize,
+    ) -> Result<Self, TicketError> {
         SequenceSpec::new(increment, offset)?;
         let name = redact_url(url);
-        let bridge = Bridge::new("shardkit-tickets-pg").map_err(|e| store_error(&name, format!("starting the runtime: {e}")))?;
+        let bridge = Bridge::new("shardkit-tickets-pg")
+            .map_err(|e| store_error(&name, format!("starting the runtime: {e}")))?;
         let pool = {
             let handle = bridge.handle();
             let _guard = handle.enter();
             pool(url, 4).map_err(|e| store_error(&name, e.to_string()))?
         };
-        Ok(Self { name, pool, increment, offset, block, ready: Arc::new(Mutex::new(HashSet::new())), bridge })
+        Ok(Self {
+            name,
+            pool,
+            increment,
+            offset,
+            block,
+            ready: Arc::new(Mutex::new(HashSet::new())),
+            bridge,
+        })
     }
 }
 
@@ -52,7 +66,8 @@ impl TicketStore for PgTicketStore {
         self.block.check_count(count)?;
         let pool = self.pool.clone();
         let ready = Arc::clone(&self.ready);
-        let (seq_name, increment, offset) = (name.to_string(), self.increment as i64, self.offset as i64);
+        let (seq_name, increment, offset) =
+            (name.to_string(), self.increment as i64, self.offset as i64);
         let result = self.bridge.run(async move {
             let client = pool.get().await.map_err(|e| format!("cannot connect: {e}"))?;
             let seq = format!("shardkit_tickets.\"{seq_name}\"");

@@ -9,12 +9,14 @@ static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// The PostgreSQL URL tests start from (`SHARDKIT_PG_URL`).
 pub fn pg_url() -> String {
-    std::env::var("SHARDKIT_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+    std::env::var("SHARDKIT_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
 }
 
 /// The MariaDB URL tests start from (`SHARDKIT_MYSQL_URL`).
 pub fn mysql_url() -> String {
-    std::env::var("SHARDKIT_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
+    std::env::var("SHARDKIT_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
 }
 
 /// `url` with its database replaced by `db`.
@@ -29,8 +31,16 @@ pub fn with_db(url: &str, db: &str) -> String {
 
 /// A fresh database name unique to this process and call.
 pub fn unique_name(tag: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    format!("sk_{tag}_{}_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed), nanos % 100_000)
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "sk_{tag}_{}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        nanos % 100_000
+    )
 }
 
 /// A PostgreSQL database that exists for one test.
@@ -45,9 +55,17 @@ impl PgDb {
     /// Creates a fresh database.
     pub async fn create(tag: &str) -> Self {
         let name = unique_name(tag);
-        let admin = shardkit_pg::connect::connect(&pg_url()).await.expect("PostgreSQL at SHARDKIT_PG_URL");
-        admin.batch_execute(&format!("CREATE DATABASE {name}")).await.expect("create database");
-        Self { url: with_db(&pg_url(), &name), name }
+        let admin = shardkit_pg::connect::connect(&pg_url())
+            .await
+            .expect("PostgreSQL at SHARDKIT_PG_URL");
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("create database");
+        Self {
+            url: with_db(&pg_url(), &name),
+            name,
+        }
     }
 }
 
@@ -56,10 +74,15 @@ impl Drop for PgDb {
         let name = self.name.clone();
         // Drop runs inside the test's runtime: do the async work on a thread of its own.
         let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
             rt.block_on(async {
                 if let Ok(admin) = shardkit_pg::connect::connect(&pg_url()).await {
-                    let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+                    let _ = admin
+                        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .await;
                 }
             });
         })
@@ -70,8 +93,12 @@ impl Drop for PgDb {
 /// Runs one admin statement on MariaDB at `url` (a fresh connection each time).
 pub async fn mysql_exec(url: &str, sql: &str) {
     use mysql_async::prelude::Queryable;
-    let mut conn = mysql_async::Conn::from_url(url).await.expect("MariaDB at SHARDKIT_MYSQL_URL");
-    conn.query_drop(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let mut conn = mysql_async::Conn::from_url(url)
+        .await
+        .expect("MariaDB at SHARDKIT_MYSQL_URL");
+    conn.query_drop(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
     let _ = conn.disconnect().await;
 }
 
@@ -79,7 +106,10 @@ pub async fn mysql_exec(url: &str, sql: &str) {
 pub async fn mysql_column(url: &str, sql: &str) -> Vec<u64> {
     use mysql_async::prelude::Queryable;
     let mut conn = mysql_async::Conn::from_url(url).await.expect("MariaDB");
-    let rows: Vec<u64> = conn.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let rows: Vec<u64> = conn
+        .query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
     let _ = conn.disconnect().await;
     rows
 }
@@ -97,7 +127,10 @@ impl MyDb {
     pub fn create(tag: &str) -> Self {
         let name = unique_name(tag);
         block_on(mysql_exec(&mysql_url(), &format!("CREATE DATABASE {name}")));
-        Self { url: with_db(&mysql_url(), &name), name }
+        Self {
+            url: with_db(&mysql_url(), &name),
+            name,
+        }
     }
 }
 
@@ -110,11 +143,17 @@ impl Drop for MyDb {
 
 /// Runs a future to completion on a throwaway runtime (for sync tests).
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime").block_on(future)
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(future)
 }
 
 /// `PgDb::create` for sync tests.
 pub fn pg_db(tag: &str) -> PgDb {
     let tag = tag.to_string();
-    std::thread::spawn(move || block_on(PgDb::create(&tag))).join().expect("create database")
+    std::thread::spawn(move || block_on(PgDb::create(&tag)))
+        .join()
+        .expect("create database")
 }

@@ -7,7 +7,9 @@ use libfuzzer_sys::fuzz_target;
 use shardkit_ring::{Format, NodeSpec, Plan, ShardMap};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     for format in [Format::Toml, Format::Json] {
         if let Ok(map) = ShardMap::parse(text, format) {
             let rendered = map.render(format).expect("a valid map renders");

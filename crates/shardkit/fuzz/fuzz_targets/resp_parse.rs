@@ -8,7 +8,12 @@ use shardkit::resp::parse::Parsed;
 use shardkit::resp::{Limits, Parser};
 
 fuzz_target!(|data: &[u8]| {
-    let mut parser = Parser::new(Limits { max_bulk_len: 1024, max_array_len: 64, max_inline_len: 1024, max_buffer: 1 << 16 });
+    let mut parser = Parser::new(Limits {
+        max_bulk_len: 1024,
+        max_array_len: 64,
+        max_inline_len: 1024,
+        max_buffer: 1 << 16,
+    });
     let mut at = 0;
     while at < data.len() {
         let used = match parser.parse(&data[at..]) {

@@ -7,7 +7,12 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Args)]
 pub struct DataDirArgs {
     /// Directory for shardkit's files; created if missing.
-    #[arg(long = "data", env = "SHARDKIT_DATA", default_value = "./shardkit-data", value_name = "DIR")]
+    #[arg(
+        long = "data",
+        env = "SHARDKIT_DATA",
+        default_value = "./shardkit-data",
+        value_name = "DIR"
+    )]
     pub dir: PathBuf,
 }
 

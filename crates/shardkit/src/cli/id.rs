@@ -2,9 +2,9 @@
 
 use super::data_dir::DataDirArgs;
 use super::layout_args::LayoutArgs;
-use shardkit::decoded_json::DecodedIdJson;
 use anyhow::{bail, Context};
 use clap::Subcommand;
+use shardkit::decoded_json::DecodedIdJson;
 use shardkit_ids::{Clock, GeneratorOptions, GuardOptions, ShardGenerator, SystemClock};
 use std::io::Write;
 
@@ -48,20 +48,37 @@ pub enum IdCommand {
 /// Runs one `shardkit id` subcommand, writing to `out`.
 pub fn run(cmd: IdCommand, out: &mut impl Write) -> anyhow::Result<()> {
     match cmd {
-        IdCommand::Next { layout, shard, count, data } => next(&layout, shard, count, &data, out),
+        IdCommand::Next {
+            layout,
+            shard,
+            count,
+            data,
+        } => next(&layout, shard, count, &data, out),
         IdCommand::Decode { layout, ids } => decode(&layout, &ids, out),
     }
 }
 
-fn next(layout: &LayoutArgs, shard: u64, count: u64, data: &DataDirArgs, out: &mut impl Write) -> anyhow::Result<()> {
+fn next(
+    layout: &LayoutArgs,
+    shard: u64,
+    count: u64,
+    data: &DataDirArgs,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     let layout = layout.layout()?;
     if count == 0 || count > MAX_COUNT {
         bail!("--count must be between 1 and {MAX_COUNT}, got {count}");
     }
     if shard >= layout.shards() {
-        bail!("--shard {shard} is out of range: layout {layout} has shards 0 to {}", layout.shards() - 1);
+        bail!(
+            "--shard {shard} is out of range: layout {layout} has shards 0 to {}",
+            layout.shards() - 1
+        );
     }
-    let options = GeneratorOptions { guard: Some(GuardOptions::new(data.time_guard())), ..GeneratorOptions::default() };
+    let options = GeneratorOptions {
+        guard: Some(GuardOptions::new(data.time_guard())),
+        ..GeneratorOptions::default()
+    };
     let generator = ShardGenerator::with_clock(layout, shard, SystemClock, &options)?;
     let mut batch = vec![0u64; count.min(4096) as usize];
     let mut left = count;
@@ -85,10 +102,12 @@ fn decode(layout: &LayoutArgs, ids: &[String], out: &mut impl Write) -> anyhow::
     for text in ids {
         let decoded = layout.decode_str(text)?;
         if decoded.unix_ms > now_ms + FUTURE_TOLERANCE_MS {
-            let when = DecodedIdJson::new(&decoded, &layout).map_or_else(|| "beyond year 9999".to_string(), |j| j.time);
+            let when = DecodedIdJson::new(&decoded, &layout)
+                .map_or_else(|| "beyond year 9999".to_string(), |j| j.time);
             bail!("id {text} is from the future ({when}) in layout {layout}: wrong --layout or --epoch?");
         }
-        let json = DecodedIdJson::new(&decoded, &layout).with_context(|| format!("id {text} has a time that cannot be shown"))?;
+        let json = DecodedIdJson::new(&decoded, &layout)
+            .with_context(|| format!("id {text} has a time that cannot be shown"))?;
         lines.push(serde_json::to_string(&json)?);
     }
     for line in lines {

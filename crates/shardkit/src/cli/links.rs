@@ -66,9 +66,17 @@ impl ServerArgs {
     fn client(&self) -> anyhow::Result<reqwest::blocking::Client> {
         let mut headers = reqwest::header::HeaderMap::new();
         if let Some(key) = self.api_key.as_deref().filter(|k| !k.is_empty()) {
-            headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {key}").parse().context("the API key is not a valid header value")?);
+            headers.insert(
+                reqwest::header::AUTHORIZATION,
+                format!("Bearer {key}")
+                    .parse()
+                    .context("the API key is not a valid header value")?,
+            );
         }
-        Ok(reqwest::blocking::Client::builder().default_headers(headers).timeout(Duration::from_secs(600)).build()?)
+        Ok(reqwest::blocking::Client::builder()
+            .default_headers(headers)
+            .timeout(Duration::from_secs(600))
+            .build()?)
     }
 
     fn url(&self, path: &str) -> String {
@@ -81,9 +89,10 @@ fn bar(total: Option<u64>) -> ProgressBar {
         Some(n) => ProgressBar::new(n),
         None => ProgressBar::new_spinner(),
     };
-    let style = ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} [{bar:30}] {msg} ({eta})")
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
+    let style =
+        ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} [{bar:30}] {msg} ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
     bar.set_style(style);
     bar
 }
@@ -91,39 +100,89 @@ fn bar(total: Option<u64>) -> ProgressBar {
 /// Runs one `shardkit links` subcommand.
 pub fn run(cmd: LinksCommand, out: &mut impl Write) -> anyhow::Result<()> {
     match cmd {
-        LinksCommand::Import { file, format, batch, server } => import(&file, format, batch.max(1), &server, out),
-        LinksCommand::Export { format, tag, out: path, server } => {
+        LinksCommand::Import {
+            file,
+            format,
+            batch,
+            server,
+        } => import(&file, format, batch.max(1), &server, out),
+        LinksCommand::Export {
+            format,
+            tag,
+            out: path,
+            server,
+        } => {
             let client = server.client()?;
-            let mut url = server.url(&format!("/api/links/export?format={}", if format == FileFormat::Csv { "csv" } else { "jsonl" }));
+            let mut url = server.url(&format!(
+                "/api/links/export?format={}",
+                if format == FileFormat::Csv {
+                    "csv"
+                } else {
+                    "jsonl"
+                }
+            ));
             if let Some(tag) = tag {
                 url.push_str(&format!("&tag={tag}"));
             }
             let bar = bar(None);
             bar.set_message("exporting");
-            let response = client.get(&url).send().with_context(|| format!("cannot reach {}", server.server))?;
+            let response = client
+                .get(&url)
+                .send()
+                .with_context(|| format!("cannot reach {}", server.server))?;
             let status = response.status();
             let body = response.bytes()?;
             if !status.is_success() {
-                bail!("the server answered {status}: {}", String::from_utf8_lossy(&body));
+                bail!(
+                    "the server answered {status}: {}",
+                    String::from_utf8_lossy(&body)
+                );
             }
             bar.finish_and_clear();
             match path {
-                Some(path) => std::fs::write(&path, &body).with_context(|| format!("cannot write {}", path.display()))?,
+                Some(path) => std::fs::write(&path, &body)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
                 None => out.write_all(&body)?,
             }
-            eprintln!("exported {} links", body.iter().filter(|&&b| b == b'\n').count().saturating_sub(usize::from(format == FileFormat::Csv)));
+            eprintln!(
+                "exported {} links",
+                body.iter()
+                    .filter(|&&b| b == b'\n')
+                    .count()
+                    .saturating_sub(usize::from(format == FileFormat::Csv))
+            );
             Ok(())
         }
     }
 }
 
-fn import(file: &PathBuf, format: Option<FileFormat>, batch: usize, server: &ServerArgs, out: &mut impl Write) -> anyhow::Result<()> {
-    let format = format.unwrap_or(if file.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) { FileFormat::Csv } else { FileFormat::Jsonl });
-    let handle = std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+fn import(
+    file: &PathBuf,
+    format: Option<FileFormat>,
+    batch: usize,
+    server: &ServerArgs,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let format = format.unwrap_or(
+        if file
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+        {
+            FileFormat::Csv
+        } else {
+            FileFormat::Jsonl
+        },
+    );
+    let handle =
+        std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
     let size = handle.metadata().map(|m| m.len()).ok();
     let mut reader = BufReader::new(handle);
     let client = server.client()?;
-    let content_type = if format == FileFormat::Csv { "text/csv" } else { "application/x-ndjson" };
+    let content_type = if format == FileFormat::Csv {
+        "text/csv"
+    } else {
+        "application/x-ndjson"
+    };
     let mut header = String::new();
     if format == FileFormat::Csv {
         reader.read_line(&mut header)?;
@@ -158,9 +217,15 @@ fn import(file: &PathBuf, format: Option<FileFormat>, batch: usize, server: &Ser
             .send()
             .with_context(|| format!("cannot reach {}", server.server))?;
         let status = response.status();
-        let answer: Value = response.json().with_context(|| format!("the server answered {status} with something that is not JSON"))?;
+        let answer: Value = response.json().with_context(|| {
+            format!("the server answered {status} with something that is not JSON")
+        })?;
         if !status.is_success() {
-            bail!("the server refused the batch starting at data line {}: {}", done_lines + 1, answer["error"].as_str().unwrap_or("?"));
+            bail!(
+                "the server refused the batch starting at data line {}: {}",
+                done_lines + 1,
+                answer["error"].as_str().unwrap_or("?")
+            );
         }
         for row in answer["results"].as_array().into_iter().flatten() {
             let mut row = row.clone();
@@ -179,7 +244,10 @@ fn import(file: &PathBuf, format: Option<FileFormat>, batch: usize, server: &Ser
     bar.finish_and_clear();
     eprintln!("{created} links created, {failed} failed");
     if failed > 0 {
-        bail!("{failed} of {} lines were not created; see the error of each above", created + failed);
+        bail!(
+            "{failed} of {} lines were not created; see the error of each above",
+            created + failed
+        );
     }
     Ok(())
 }

@@ -3,9 +3,9 @@
 mod data_dir;
 mod id;
 mod layout_args;
+mod links;
 #[cfg(feature = "sql")]
 mod pg;
-mod links;
 mod ring;
 mod serve;
 mod ticket;

@@ -27,7 +27,12 @@ pub struct MoveArgs {
     #[arg(long)]
     to: String,
     /// Every server of the current map, comma-separated.
-    #[arg(long, value_delimiter = ',', required = true, env = "SHARDKIT_PG_SERVERS")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required = true,
+        env = "SHARDKIT_PG_SERVERS"
+    )]
     servers: Vec<String>,
 }
 
@@ -35,7 +40,12 @@ pub struct MoveArgs {
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// PostgreSQL server URLs, comma-separated (postgres://user@host:port/db,...).
-    #[arg(long, value_delimiter = ',', required = true, env = "SHARDKIT_PG_SERVERS")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required = true,
+        env = "SHARDKIT_PG_SERVERS"
+    )]
     servers: Vec<String>,
     /// Number of logical shards: a power of two up to 8192. Fixed for the cluster's life.
     #[arg(long)]
@@ -48,17 +58,27 @@ pub struct InitArgs {
 
 /// Runs `shardkit pg ...`.
 pub fn run(cmd: PgCommand, out: &mut impl Write) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the async runtime")?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
     match cmd {
         PgCommand::Init(args) => {
             let epoch_unix_ms = match &args.epoch {
                 None => None,
                 Some(text) => Some(
-                    shardkit_ids::Layout::instagram().with_epoch_rfc3339(text).context("bad --epoch")?.epoch_unix_ms(),
+                    shardkit_ids::Layout::instagram()
+                        .with_epoch_rfc3339(text)
+                        .context("bad --epoch")?
+                        .epoch_unix_ms(),
                 ),
             };
             let logical_shards = shardkit_pg::cluster::check_logical_shards(args.logical_shards)?;
-            let options = InitOptions { servers: args.servers, logical_shards, epoch_unix_ms };
+            let options = InitOptions {
+                servers: args.servers,
+                logical_shards,
+                epoch_unix_ms,
+            };
             let report = runtime.block_on(init(&options))?;
             let servers: Vec<_> = report
                 .servers

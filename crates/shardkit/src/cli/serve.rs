@@ -29,7 +29,12 @@ pub struct ServeArgs {
     #[arg(long, env = "SHARDKIT_STORE", value_name = "redb|postgres")]
     store: Option<String>,
     /// PostgreSQL servers of the cluster (`shardkit pg init`), comma-separated, for `--store postgres`.
-    #[arg(long, env = "SHARDKIT_PG_SERVERS", value_delimiter = ',', value_name = "URL[,URL...]")]
+    #[arg(
+        long,
+        env = "SHARDKIT_PG_SERVERS",
+        value_delimiter = ',',
+        value_name = "URL[,URL...]"
+    )]
     servers: Option<Vec<String>>,
     /// Print the settings in effect (API key hidden) and exit.
     #[arg(long)]
@@ -53,14 +58,21 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     init_logging(settings.log_format);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
     runtime.block_on(shardkit::server::run(settings))
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SHARDKIT_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SHARDKIT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     use std::io::IsTerminal;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),

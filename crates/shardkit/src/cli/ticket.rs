@@ -31,15 +31,27 @@ pub enum TicketCommand {
 /// Runs one `shardkit ticket` subcommand, writing to `out`.
 pub fn run(cmd: TicketCommand, out: &mut impl Write) -> anyhow::Result<()> {
     match cmd {
-        TicketCommand::Next { name, count, increment, offset, data } => {
+        TicketCommand::Next {
+            name,
+            count,
+            increment,
+            offset,
+            data,
+        } => {
             if count == 0 || count > MAX_TICKETS_PER_CALL {
-                return Err(TicketError::BadCount { got: count, max: MAX_TICKETS_PER_CALL }.into());
+                return Err(TicketError::BadCount {
+                    got: count,
+                    max: MAX_TICKETS_PER_CALL,
+                }
+                .into());
             }
             let spec = SequenceSpec::new(increment, offset)?;
             let store = EmbeddedTicketStore::open(data.tickets())?;
             let first = store.reserve(&name, spec, count)?;
             for position in first..first + count {
-                let number = spec.number(position).with_context(|| format!("sequence {name:?} is exhausted"))?;
+                let number = spec
+                    .number(position)
+                    .with_context(|| format!("sequence {name:?} is exhausted"))?;
                 writeln!(out, "{number}")?;
             }
             out.flush()?;

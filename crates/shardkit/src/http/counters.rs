@@ -37,21 +37,34 @@ pub struct MgetBody {
 
 fn engine_error(e: Error) -> ApiError {
     match e {
-        Error::Io { .. } | Error::LogFailed(_) | Error::Closed | Error::Locked(_) | Error::Corrupt { .. } => ApiError::unavailable(e.to_string()),
+        Error::Io { .. }
+        | Error::LogFailed(_)
+        | Error::Closed
+        | Error::Locked(_)
+        | Error::Corrupt { .. } => ApiError::unavailable(e.to_string()),
         Error::NoSuchCounter(_) | Error::NoSuchColumn { .. } => ApiError::not_found(e.to_string()),
         other => ApiError::bad_request(other.to_string()),
     }
 }
 
 fn body<T>(parsed: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    parsed.map(|Json(v)| v).map_err(|e| ApiError::bad_request(e.body_text()))
+    parsed
+        .map(|Json(v)| v)
+        .map_err(|e| ApiError::bad_request(e.body_text()))
 }
 
 /// A row as JSON: `{"comments":3,…}`; every column, defaults included.
 fn row_json(state: &AppState, counter: &str, key: &str) -> Result<Map<String, Value>, ApiError> {
-    let row = state.counters.read(|e| e.get_row(counter, Key::parse(key))).map_err(engine_error)?;
-    let row = row.ok_or_else(|| ApiError::not_found(format!("counter `{counter}` does not exist")))?;
-    Ok(row.into_iter().map(|(column, value)| (column, json!(value))).collect())
+    let row = state
+        .counters
+        .read(|e| e.get_row(counter, Key::parse(key)))
+        .map_err(engine_error)?;
+    let row =
+        row.ok_or_else(|| ApiError::not_found(format!("counter `{counter}` does not exist")))?;
+    Ok(row
+        .into_iter()
+        .map(|(column, value)| (column, json!(value)))
+        .collect())
 }
 
 /// `{"key":"…","values":{…}}`.
@@ -61,7 +74,10 @@ fn row_json(state: &AppState, counter: &str, key: &str) -> Result<Map<String, Va
         (status = 200, description = "Every column of the row (defaults for an absent row)", body = super::openapi::CounterRowBody),
         (status = 404, description = "No such counter", body = super::openapi::ErrorBody),
     ))]
-pub async fn get(State(state): State<Arc<AppState>>, Path((counter, key)): Path<(String, String)>) -> Result<Json<Value>, ApiError> {
+pub async fn get(
+    State(state): State<Arc<AppState>>,
+    Path((counter, key)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
     let values = row_json(&state, &counter, &key)?;
     Ok(Json(json!({ "key": key, "values": values })))
 }
@@ -88,12 +104,22 @@ pub async fn incr(
     let (counter2, key2, column2) = (counter.clone(), key.clone(), column.clone());
     // The write waits for the log's fsync: keep it off the async workers.
     let value = tokio::task::spawn_blocking(move || {
-        state.counters.write(&counter2, &column2, |e| e.incr(&counter2, Key::parse(&key2), &column2, by, request.txid.as_deref()))
+        state.counters.write(&counter2, &column2, |e| {
+            e.incr(
+                &counter2,
+                Key::parse(&key2),
+                &column2,
+                by,
+                request.txid.as_deref(),
+            )
+        })
     })
     .await
     .map_err(|_| ApiError::unavailable("the counter engine stopped"))?
     .map_err(engine_error)?;
-    Ok(Json(json!({ "key": key, "column": column, "value": value })))
+    Ok(Json(
+        json!({ "key": key, "column": column, "value": value }),
+    ))
 }
 
 /// `{"rows":[{"key":"…","values":{…}},…]}` in the order asked.
@@ -105,20 +131,35 @@ pub async fn incr(
         (status = 400, description = "Bad body or more than 10000 keys", body = super::openapi::ErrorBody),
         (status = 404, description = "No such counter", body = super::openapi::ErrorBody),
     ))]
-pub async fn mget(State(state): State<Arc<AppState>>, Path(counter): Path<String>, parsed: Result<Json<MgetBody>, JsonRejection>) -> Result<Json<Value>, ApiError> {
+pub async fn mget(
+    State(state): State<Arc<AppState>>,
+    Path(counter): Path<String>,
+    parsed: Result<Json<MgetBody>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
     let request = body(parsed)?;
     if request.keys.len() > MAX_MGET_KEYS {
-        return Err(ApiError::bad_request(format!("at most {MAX_MGET_KEYS} keys per mget, got {}", request.keys.len())));
+        return Err(ApiError::bad_request(format!(
+            "at most {MAX_MGET_KEYS} keys per mget, got {}",
+            request.keys.len()
+        )));
     }
     let keys: Vec<Key<'_>> = request.keys.iter().map(|k| Key::parse(k)).collect();
-    let found = state.counters.read(|e| e.mget_rows(&counter, &keys)).map_err(engine_error)?;
-    let (columns, rows) = found.ok_or_else(|| ApiError::not_found(format!("counter `{counter}` does not exist")))?;
+    let found = state
+        .counters
+        .read(|e| e.mget_rows(&counter, &keys))
+        .map_err(engine_error)?;
+    let (columns, rows) =
+        found.ok_or_else(|| ApiError::not_found(format!("counter `{counter}` does not exist")))?;
     let rows: Vec<Value> = request
         .keys
         .iter()
         .zip(rows)
         .map(|(key, values)| {
-            let values: Map<String, Value> = columns.iter().cloned().zip(values.into_iter().map(|v| json!(v))).collect();
+            let values: Map<String, Value> = columns
+                .iter()
+                .cloned()
+                .zip(values.into_iter().map(|v| json!(v)))
+                .collect();
             json!({ "key": key, "values": values })
         })
         .collect();

@@ -16,11 +16,22 @@ pub struct ApiError {
 impl ApiError {
     /// Any status with a message.
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), extra: None }
+        Self {
+            status,
+            message: message.into(),
+            extra: None,
+        }
     }
     /// 409: taken by someone else; `field` names the owner (e.g. `code`).
-    pub fn conflict(message: impl Into<String>, field: &'static str, owner: impl Into<String>) -> Self {
-        Self { extra: Some((field, owner.into())), ..Self::new(StatusCode::CONFLICT, message) }
+    pub fn conflict(
+        message: impl Into<String>,
+        field: &'static str,
+        owner: impl Into<String>,
+    ) -> Self {
+        Self {
+            extra: Some((field, owner.into())),
+            ..Self::new(StatusCode::CONFLICT, message)
+        }
     }
     /// 429: the client's creation rate is used up.
     pub fn too_many_requests(message: impl Into<String>) -> Self {
@@ -40,11 +51,17 @@ impl ApiError {
     }
     /// 405.
     pub fn method_not_allowed() -> Self {
-        Self::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed on this endpoint")
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method not allowed on this endpoint",
+        )
     }
     /// 401: missing or wrong API key.
     pub fn unauthorized() -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "this endpoint needs the API key: send Authorization: Bearer <key>")
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "this endpoint needs the API key: send Authorization: Bearer <key>",
+        )
     }
     /// 503: the server cannot do it now (clock behind, storage failing); retry later.
     pub fn unavailable(message: impl Into<String>) -> Self {

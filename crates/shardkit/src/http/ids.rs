@@ -23,7 +23,9 @@ pub fn parse_count(count: Option<&str>) -> Result<u64, ApiError> {
         None => Ok(1),
         Some(text) => match text.parse::<u64>() {
             Ok(n) if (1..=MAX_BATCH).contains(&n) => Ok(n),
-            _ => Err(ApiError::bad_request(format!("count must be a whole number from 1 to {MAX_BATCH}, got {text:?}"))),
+            _ => Err(ApiError::bad_request(format!(
+                "count must be a whole number from 1 to {MAX_BATCH}, got {text:?}"
+            ))),
         },
     }
 }
@@ -41,7 +43,10 @@ pub fn parse_count(count: Option<&str>) -> Result<u64, ApiError> {
         (status = 401, description = "API key missing or wrong", body = super::openapi::ErrorBody),
         (status = 503, description = "Clock behind the last issued id, or the time guard cannot be written", body = super::openapi::ErrorBody),
     ))]
-pub async fn create(State(state): State<Arc<AppState>>, query: Result<Query<IdsQuery>, axum::extract::rejection::QueryRejection>) -> Result<axum::response::Response, ApiError> {
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    query: Result<Query<IdsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<axum::response::Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let count = parse_count(query.count.as_deref())?;
     let shards = state.layout.shards();
@@ -49,11 +54,20 @@ pub async fn create(State(state): State<Arc<AppState>>, query: Result<Query<IdsQ
         (Some(_), Some(_)) => return Err(ApiError::bad_request("give shard or key, not both")),
         (Some(text), None) => match text.parse::<u64>() {
             Ok(s) if s < shards => s,
-            _ => return Err(ApiError::bad_request(format!("shard must be a whole number from 0 to {}, got {text:?}", shards - 1))),
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "shard must be a whole number from 0 to {}, got {text:?}",
+                    shards - 1
+                )))
+            }
         },
         (None, Some(text)) => match text.parse::<u64>() {
             Ok(key) => state.ids.shard_for_key(key),
-            Err(_) => return Err(ApiError::bad_request(format!("key must be a whole number (a user id, say), got {text:?}"))),
+            Err(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "key must be a whole number (a user id, say), got {text:?}"
+                )))
+            }
         },
         (None, None) => rand_shard(shards),
     };
@@ -70,9 +84,17 @@ pub async fn create(State(state): State<Arc<AppState>>, query: Result<Query<IdsQ
         (status = 200, description = "Time, shard and sequence", body = crate::decoded_json::DecodedIdJson),
         (status = 400, description = "Not a decimal id below 2^63", body = super::openapi::ErrorBody),
     ))]
-pub async fn decode(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Result<Json<DecodedIdJson>, ApiError> {
-    let decoded = state.layout.decode_str(&id).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    DecodedIdJson::new(&decoded, &state.layout).map(Json).ok_or_else(|| ApiError::bad_request(format!("id {id} has a time that cannot be shown")))
+pub async fn decode(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<DecodedIdJson>, ApiError> {
+    let decoded = state
+        .layout
+        .decode_str(&id)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    DecodedIdJson::new(&decoded, &state.layout)
+        .map(Json)
+        .ok_or_else(|| ApiError::bad_request(format!("id {id} has a time that cannot be shown")))
 }
 
 /// A generator error as an answer: the clock being behind is temporary (503).

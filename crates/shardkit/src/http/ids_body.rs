@@ -28,11 +28,21 @@ mod tests {
 
     #[tokio::test]
     async fn the_body_is_the_json_of_string_ids() {
-        for ids in [vec![], vec![7u64], vec![1, u64::MAX, 765_485_701_750_849_536]] {
+        for ids in [
+            vec![],
+            vec![7u64],
+            vec![1, u64::MAX, 765_485_701_750_849_536],
+        ] {
             let response = ids_response(&ids);
-            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
-            let expected = serde_json::json!({ "ids": ids.iter().map(u64::to_string).collect::<Vec<_>>() });
-            assert_eq!(serde_json::from_slice::<serde_json::Value>(&bytes).unwrap(), expected);
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+                .await
+                .unwrap();
+            let expected =
+                serde_json::json!({ "ids": ids.iter().map(u64::to_string).collect::<Vec<_>>() });
+            assert_eq!(
+                serde_json::from_slice::<serde_json::Value>(&bytes).unwrap(),
+                expected
+            );
         }
     }
 }

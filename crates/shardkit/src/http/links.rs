@@ -31,12 +31,19 @@ pub fn op_error(e: LinkOpError) -> ApiError {
 }
 
 /// Runs storage work off the async threads.
-pub async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T, LinkOpError> + Send + 'static) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(work).await.map_err(|e| ApiError::unavailable(format!("the request was cut short: {e}")))?.map_err(op_error)
+pub async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, LinkOpError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::unavailable(format!("the request was cut short: {e}")))?
+        .map_err(op_error)
 }
 
 fn json_body<T>(parsed: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    parsed.map(|Json(v)| v).map_err(|e| ApiError::bad_request(e.body_text()))
+    parsed
+        .map(|Json(v)| v)
+        .map_err(|e| ApiError::bad_request(e.body_text()))
 }
 
 /// Creates a link: 201 with the link, or 200 with an existing one for `"reuse": true`.
@@ -49,11 +56,18 @@ fn json_body<T>(parsed: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
         (status = 409, description = "Alias taken: `code` names the owner", body = super::openapi::ErrorBody),
         (status = 429, description = "Too many creations from this client", body = super::openapi::ErrorBody),
     ))]
-pub async fn create(State(state): State<Arc<AppState>>, body: Result<Json<NewLink>, JsonRejection>) -> Result<Response, ApiError> {
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    body: Result<Json<NewLink>, JsonRejection>,
+) -> Result<Response, ApiError> {
     let request = json_body(body)?;
     let worker = Arc::clone(&state);
     let (link, created) = blocking(move || worker.links.create(&request, &worker.ids)).await?;
-    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok((status, Json(state.links.view(&link))).into_response())
 }
 
@@ -64,10 +78,18 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Json<NewLin
         (status = 200, description = "The link with `clicks` (total) and `daily` ([{day, clicks}], last 30 days)"),
         (status = 404, description = "No such link", body = super::openapi::ErrorBody),
     ))]
-pub async fn get(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Result<Json<Value>, ApiError> {
-    let link = state.links.lookup(&code).map_err(|e| ApiError::unavailable(e.to_string()))?;
+pub async fn get(
+    State(state): State<Arc<AppState>>,
+    Path(code): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let link = state
+        .links
+        .lookup(&code)
+        .map_err(|e| ApiError::unavailable(e.to_string()))?;
     let link = link.ok_or_else(|| op_error(LinkOpError::NotFound(code)))?;
-    Ok(Json(state.links.view_with_clicks(&state.counters.engine, &link)))
+    Ok(Json(
+        state.links.view_with_clicks(&state.counters.engine, &link),
+    ))
 }
 
 /// Changes the target, expiry, limit, redirect or tags (PATCH and PUT alike).
@@ -78,7 +100,11 @@ pub async fn get(State(state): State<Arc<AppState>>, Path(code): Path<String>) -
         (status = 400, description = "Bad field", body = super::openapi::ErrorBody),
         (status = 404, description = "No such link", body = super::openapi::ErrorBody),
     ))]
-pub async fn update(State(state): State<Arc<AppState>>, Path(code): Path<String>, body: Result<Json<LinkPatch>, JsonRejection>) -> Result<Json<Value>, ApiError> {
+pub async fn update(
+    State(state): State<Arc<AppState>>,
+    Path(code): Path<String>,
+    body: Result<Json<LinkPatch>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
     let patch = json_body(body)?;
     let worker = Arc::clone(&state);
     let link = blocking(move || worker.links.update(&code, &patch)).await?;
@@ -89,7 +115,11 @@ pub async fn update(State(state): State<Arc<AppState>>, Path(code): Path<String>
 #[utoipa::path(put, path = "/api/links/{code}", tag = "links", request_body = LinkPatch,
     params(("code" = String, Path, description = "Code or alias")),
     responses((status = 200, description = "The link as changed"), (status = 404, description = "No such link", body = super::openapi::ErrorBody)))]
-pub async fn replace(state: State<Arc<AppState>>, code: Path<String>, body: Result<Json<LinkPatch>, JsonRejection>) -> Result<Json<Value>, ApiError> {
+pub async fn replace(
+    state: State<Arc<AppState>>,
+    code: Path<String>,
+    body: Result<Json<LinkPatch>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
     update(state, code, body).await
 }
 
@@ -97,7 +127,10 @@ pub async fn replace(state: State<Arc<AppState>>, code: Path<String>, body: Resu
 #[utoipa::path(delete, path = "/api/links/{code}", tag = "links",
     params(("code" = String, Path, description = "Code or alias")),
     responses((status = 204, description = "Deleted"), (status = 404, description = "No such link", body = super::openapi::ErrorBody)))]
-pub async fn delete(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Result<StatusCode, ApiError> {
+pub async fn delete(
+    State(state): State<Arc<AppState>>,
+    Path(code): Path<String>,
+) -> Result<StatusCode, ApiError> {
     blocking(move || state.links.delete(&code, &state.counters.engine)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -120,19 +153,36 @@ pub struct ListQuery {
         (status = 200, description = "`{\"links\":[…],\"next_cursor\":\"…\"|null}`"),
         (status = 400, description = "Bad cursor or limit", body = super::openapi::ErrorBody),
     ))]
-pub async fn list(State(state): State<Arc<AppState>>, query: Result<Query<ListQuery>, QueryRejection>) -> Result<Json<Value>, ApiError> {
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let limit = query.limit.unwrap_or(100);
     if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::bad_request(format!("limit must be between 1 and {MAX_PAGE}, got {limit}")));
+        return Err(ApiError::bad_request(format!(
+            "limit must be between 1 and {MAX_PAGE}, got {limit}"
+        )));
     }
     let after = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
         None => None,
-        Some(c) => Some(c.parse::<u64>().map_err(|_| ApiError::bad_request(format!("cursor {c:?} is not one this API gave out")))?),
+        Some(c) => Some(c.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!("cursor {c:?} is not one this API gave out"))
+        })?),
     };
     let worker = Arc::clone(&state);
-    let links = blocking(move || Ok(worker.links.store().list(query.tag.as_deref(), after, limit)?)).await?;
-    let next = if links.len() == limit { links.last().map(|l| l.id.to_string()) } else { None };
+    let links = blocking(move || {
+        Ok(worker
+            .links
+            .store()
+            .list(query.tag.as_deref(), after, limit)?)
+    })
+    .await?;
+    let next = if links.len() == limit {
+        links.last().map(|l| l.id.to_string())
+    } else {
+        None
+    };
     let views: Vec<Value> = links.iter().map(|l| state.links.view(l)).collect();
     Ok(Json(json!({ "links": views, "next_cursor": next })))
 }

@@ -29,10 +29,25 @@ const EXPORT_PAGE: usize = 10_000;
         (status = 200, description = "`{\"created\":N,\"failed\":M,\"results\":[{\"line\":1,\"code\":…,\"short_url\":…}|{\"line\":2,\"error\":…}]}`"),
         (status = 400, description = "Unreadable body or header, or too many lines", body = super::openapi::ErrorBody),
     ))]
-pub async fn create(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Result<Json<Value>, ApiError> {
-    let body = body.map_err(|e| ApiError::bad_request(format!("{} (at most {MAX_BODY} bytes per request: split the file)", e.body_text())))?;
-    let body = std::str::from_utf8(&body).map_err(|e| ApiError::bad_request(format!("the body is not UTF-8 text: {e}")))?;
-    let format = Format::detect(headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or(""));
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let body = body.map_err(|e| {
+        ApiError::bad_request(format!(
+            "{} (at most {MAX_BODY} bytes per request: split the file)",
+            e.body_text()
+        ))
+    })?;
+    let body = std::str::from_utf8(&body)
+        .map_err(|e| ApiError::bad_request(format!("the body is not UTF-8 text: {e}")))?;
+    let format = Format::detect(
+        headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or(""),
+    );
     let requests = lines::parse(format, body).map_err(ApiError::bad_request)?;
     let worker = Arc::clone(&state);
     let results = blocking(move || worker.links.create_many(requests, &worker.ids)).await?;
@@ -56,7 +71,9 @@ pub async fn create(State(state): State<Arc<AppState>>, headers: HeaderMap, body
         })
         .collect();
     let failed = rows.len() - created;
-    Ok(Json(json!({ "created": created, "failed": failed, "results": rows })))
+    Ok(Json(
+        json!({ "created": created, "failed": failed, "results": rows }),
+    ))
 }
 
 /// Query of the export.
@@ -72,7 +89,10 @@ pub struct ExportQuery {
 /// Every link as JSON lines or CSV.
 #[utoipa::path(get, path = "/api/links/export", tag = "links", params(ExportQuery),
     responses((status = 200, description = "Every link, in the bulk-create format"), (status = 400, description = "Bad query", body = super::openapi::ErrorBody)))]
-pub async fn export(State(state): State<Arc<AppState>>, query: Result<Query<ExportQuery>, QueryRejection>) -> Result<Response, ApiError> {
+pub async fn export(
+    State(state): State<Arc<AppState>>,
+    query: Result<Query<ExportQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let format = Format::detect(query.format.as_deref().unwrap_or("jsonl"));
     let body = blocking(move || {
@@ -80,7 +100,10 @@ pub async fn export(State(state): State<Arc<AppState>>, query: Result<Query<Expo
         let mut after = None;
         let mut header = true;
         loop {
-            let page = state.links.store().list(query.tag.as_deref(), after, EXPORT_PAGE)?;
+            let page = state
+                .links
+                .store()
+                .list(query.tag.as_deref(), after, EXPORT_PAGE)?;
             lines::write(format, &page, header, &mut out);
             header = false;
             match page.last() {
@@ -91,6 +114,10 @@ pub async fn export(State(state): State<Arc<AppState>>, query: Result<Query<Expo
         Ok(out)
     })
     .await?;
-    let content_type = if format == Format::Csv { "text/csv; charset=utf-8" } else { "application/x-ndjson" };
+    let content_type = if format == Format::Csv {
+        "text/csv; charset=utf-8"
+    } else {
+        "application/x-ndjson"
+    };
     Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
 }

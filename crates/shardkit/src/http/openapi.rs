@@ -85,7 +85,19 @@ pub struct MgetAnswer {
         super::ui::link_page,
         super::ui::qr,
     ),
-    components(schemas(HealthBody, IdsBody, ErrorBody, CounterRowBody, IncrAnswer, MgetAnswer, crate::decoded_json::DecodedIdJson, super::counters::IncrBody, super::counters::MgetBody, crate::links::NewLink, crate::links::LinkPatch))
+    components(schemas(
+        HealthBody,
+        IdsBody,
+        ErrorBody,
+        CounterRowBody,
+        IncrAnswer,
+        MgetAnswer,
+        crate::decoded_json::DecodedIdJson,
+        super::counters::IncrBody,
+        super::counters::MgetBody,
+        crate::links::NewLink,
+        crate::links::LinkPatch
+    ))
 )]
 pub struct ApiDoc;
 

@@ -25,12 +25,17 @@ pub fn escape(text: &str) -> String {
 
 /// A whole page: `title` (escaped) and `body` (HTML, already safe).
 pub fn page(title: &str, body: &str) -> String {
-    FRAME.replace("{title}", &escape(title)).replace("{body}", body)
+    FRAME
+        .replace("{title}", &escape(title))
+        .replace("{body}", body)
 }
 
 /// Whether the client asked for HTML (a browser); API clients get `{"error":…}`.
 pub fn wants_html(headers: &HeaderMap) -> bool {
-    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"))
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/html"))
 }
 
 /// An HTML page for a browser, the API's `{"error":…}` for anything else.
@@ -44,16 +49,30 @@ pub fn answer(html: bool, status: StatusCode, title: &str, sentence: &str) -> Re
 
 /// A page with a heading and one sentence.
 pub fn message(status: StatusCode, title: &str, sentence: &str) -> Response {
-    let body = format!("<h1>{}</h1><p>{}</p><p><a href=\"/\">Shorten a link</a></p>", escape(title), escape(sentence));
+    let body = format!(
+        "<h1>{}</h1><p>{}</p><p><a href=\"/\">Shorten a link</a></p>",
+        escape(title),
+        escape(sentence)
+    );
     (status, Html(page(title, &body))).into_response()
 }
 
 /// 404: no such short link.
 pub fn not_found(html: bool, code: &str) -> Response {
-    answer(html, StatusCode::NOT_FOUND, "Link not found", &format!("There is no short link /{code}."))
+    answer(
+        html,
+        StatusCode::NOT_FOUND,
+        "Link not found",
+        &format!("There is no short link /{code}."),
+    )
 }
 
 /// 410: the link existed but is used up.
 pub fn gone(html: bool, code: &str, why: &str) -> Response {
-    answer(html, StatusCode::GONE, "Link gone", &format!("The short link /{code} no longer redirects: {why}."))
+    answer(
+        html,
+        StatusCode::GONE,
+        "Link gone",
+        &format!("The short link /{code} no longer redirects: {why}."),
+    )
 }

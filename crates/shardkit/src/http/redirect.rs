@@ -18,7 +18,11 @@ use std::sync::Arc;
         (status = 404, description = "Unknown code: an HTML page for browsers (Accept: text/html), else {\"error\":…}"),
         (status = 410, description = "Expired or out of visits: an HTML page for browsers, else {\"error\":…}"),
     ))]
-pub async fn follow(State(state): State<Arc<AppState>>, Path(code): Path<String>, request: Request) -> Response {
+pub async fn follow(
+    State(state): State<Arc<AppState>>,
+    Path(code): Path<String>,
+    request: Request,
+) -> Response {
     let html = || pages::wants_html(request.headers());
     if code.is_empty() || code.len() > MAX_ALIAS_LEN {
         return pages::not_found(html(), &code);
@@ -26,17 +30,33 @@ pub async fn follow(State(state): State<Arc<AppState>>, Path(code): Path<String>
     let link = match state.links.lookup(&code) {
         Ok(Some(link)) => link,
         Ok(None) => return pages::not_found(html(), &code),
-        Err(e) => return pages::message(StatusCode::SERVICE_UNAVAILABLE, "Try again", &e.to_string()),
+        Err(e) => {
+            return pages::message(StatusCode::SERVICE_UNAVAILABLE, "Try again", &e.to_string())
+        }
     };
     let now = now_ms();
     if link.expired_at(now) {
         return pages::gone(html(), &code, "it has expired");
     }
-    if state.links.clicks.hit(&state.counters.engine, link.id, day_of(now), link.max_visits).is_none() {
+    if state
+        .links
+        .clicks
+        .hit(
+            &state.counters.engine,
+            link.id,
+            day_of(now),
+            link.max_visits,
+        )
+        .is_none()
+    {
         return pages::gone(html(), &code, "it has reached its visit limit");
     }
     let Ok(location) = HeaderValue::from_str(&link.url) else {
-        return pages::message(StatusCode::SERVICE_UNAVAILABLE, "Broken link", "the stored target is not a valid header value");
+        return pages::message(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Broken link",
+            "the stored target is not a valid header value",
+        );
     };
     let status = StatusCode::from_u16(link.redirect.status()).unwrap_or(StatusCode::FOUND);
     crate::telemetry::add(&crate::telemetry::LINK_REDIRECTS, 1);

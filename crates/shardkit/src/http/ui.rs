@@ -29,15 +29,32 @@ pub fn chart(days: &[(String, u64)]) -> String {
     for (i, (day, n)) in days.iter().enumerate() {
         let h = (height - pad) * n / max;
         let x = pad + i as u64 * slot;
-        let _ = write!(svg, "<rect x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{h}\"><title>{day}: {n}</title></rect>", height - h, slot.saturating_sub(2).max(1));
+        let _ = write!(
+            svg,
+            "<rect x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{h}\"><title>{day}: {n}</title></rect>",
+            height - h,
+            slot.saturating_sub(2).max(1)
+        );
     }
     if let (Some((first, _)), Some((last, _))) = (days.first(), days.last()) {
-        let _ = write!(svg, "<text x=\"{pad}\" y=\"{}\" font-size=\"12\">{first}</text>", height + 18);
+        let _ = write!(
+            svg,
+            "<text x=\"{pad}\" y=\"{}\" font-size=\"12\">{first}</text>",
+            height + 18
+        );
         if days.len() > 1 {
-            let _ = write!(svg, "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\">{last}</text>", pad + slot * days.len() as u64, height + 18);
+            let _ = write!(
+                svg,
+                "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\">{last}</text>",
+                pad + slot * days.len() as u64,
+                height + 18
+            );
         }
     }
-    let _ = write!(svg, "<text x=\"{pad}\" y=\"12\" font-size=\"12\">max {max}/day</text></svg>");
+    let _ = write!(
+        svg,
+        "<text x=\"{pad}\" y=\"12\" font-size=\"12\">max {max}/day</text></svg>"
+    );
     svg
 }
 
@@ -66,7 +83,9 @@ pub async fn link_page(State(state): State<Arc<AppState>>, Path(code): Path<Stri
     let link = match state.links.lookup(&code) {
         Ok(Some(link)) => link,
         Ok(None) => return pages::not_found(true, &code),
-        Err(e) => return pages::message(StatusCode::SERVICE_UNAVAILABLE, "Try again", &e.to_string()),
+        Err(e) => {
+            return pages::message(StatusCode::SERVICE_UNAVAILABLE, "Try again", &e.to_string())
+        }
     };
     let engine = &state.counters.engine;
     let total = state.links.clicks.total(engine, link.id);
@@ -96,8 +115,19 @@ pub async fn link_page(State(state): State<Arc<AppState>>, Path(code): Path<Stri
 pub async fn qr(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
     match state.links.lookup(&code) {
         Ok(Some(link)) => match qr_svg(&state.links.short_url(&link)) {
-            Some(svg) => ([(header::CONTENT_TYPE, "image/svg+xml"), (header::CACHE_CONTROL, "public, max-age=86400")], svg).into_response(),
-            None => pages::message(StatusCode::SERVICE_UNAVAILABLE, "No QR code", "the short URL is too long for a QR code"),
+            Some(svg) => (
+                [
+                    (header::CONTENT_TYPE, "image/svg+xml"),
+                    (header::CACHE_CONTROL, "public, max-age=86400"),
+                ],
+                svg,
+            )
+                .into_response(),
+            None => pages::message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "No QR code",
+                "the short URL is too long for a QR code",
+            ),
         },
         Ok(None) => pages::not_found(true, &code),
         Err(e) => pages::message(StatusCode::SERVICE_UNAVAILABLE, "Try again", &e.to_string()),

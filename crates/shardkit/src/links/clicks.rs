@@ -51,7 +51,10 @@ impl Slot {
     }
 
     fn days(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        (self.day_pending > 0).then_some((self.day, self.day_pending)).into_iter().chain(self.older.iter().copied())
+        (self.day_pending > 0)
+            .then_some((self.day, self.day_pending))
+            .into_iter()
+            .chain(self.older.iter().copied())
     }
 }
 
@@ -64,7 +67,10 @@ pub struct ClickBook {
 
 impl Default for ClickBook {
     fn default() -> Self {
-        Self { shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(), flushing: Mutex::new(()) }
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            flushing: Mutex::new(()),
+        }
     }
 }
 
@@ -102,7 +108,10 @@ impl ClickBook {
     /// answers the new total, or `None` when the link is used up.
     pub fn hit(&self, engine: &Engine, id: u64, day: u64, max: Option<u64>) -> Option<u64> {
         let mut shard = self.shard(id).lock();
-        let slot = shard.entry(id).or_insert_with(|| Slot { total: stored_total(engine, id), ..Slot::default() });
+        let slot = shard.entry(id).or_insert_with(|| Slot {
+            total: stored_total(engine, id),
+            ..Slot::default()
+        });
         if max.is_some_and(|m| slot.total >= m) {
             return None;
         }
@@ -124,10 +133,16 @@ impl ClickBook {
     pub fn daily(&self, engine: &Engine, id: u64, days: &[u64]) -> Vec<u64> {
         let keys: Vec<String> = days.iter().map(|&d| day_key(id, d)).collect();
         let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::parse(k)).collect();
-        let mut counts = engine.mget(DAILY_COUNTER, &parsed, COLUMN).unwrap_or_else(|_| vec![0; days.len()]);
+        let mut counts = engine
+            .mget(DAILY_COUNTER, &parsed, COLUMN)
+            .unwrap_or_else(|_| vec![0; days.len()]);
         if let Some(slot) = self.shard(id).lock().get(&id) {
             for (i, day) in days.iter().enumerate() {
-                counts[i] += slot.days().filter(|(d, _)| d == day).map(|(_, n)| n).sum::<u64>();
+                counts[i] += slot
+                    .days()
+                    .filter(|(d, _)| d == day)
+                    .map(|(_, n)| n)
+                    .sum::<u64>();
             }
         }
         counts
@@ -162,9 +177,18 @@ impl ClickBook {
             return Ok(0);
         }
         let day_keys: Vec<String> = days.iter().map(|&(id, d, _)| day_key(id, d)).collect();
-        let total_items: Vec<(Key<'_>, i64)> = totals.iter().map(|&(id, n)| (Key::Id(id), n as i64)).collect();
-        let day_items: Vec<(Key<'_>, i64)> = day_keys.iter().zip(&days).map(|(k, &(_, _, n))| (Key::parse(k), n as i64)).collect();
-        let result = engine.incr_batch(DAILY_COUNTER, COLUMN, &day_items).and_then(|_| engine.incr_batch(TOTAL_COUNTER, COLUMN, &total_items));
+        let total_items: Vec<(Key<'_>, i64)> = totals
+            .iter()
+            .map(|&(id, n)| (Key::Id(id), n as i64))
+            .collect();
+        let day_items: Vec<(Key<'_>, i64)> = day_keys
+            .iter()
+            .zip(&days)
+            .map(|(k, &(_, _, n))| (Key::parse(k), n as i64))
+            .collect();
+        let result = engine
+            .incr_batch(DAILY_COUNTER, COLUMN, &day_items)
+            .and_then(|_| engine.incr_batch(TOTAL_COUNTER, COLUMN, &total_items));
         if let Err(e) = result {
             // Put them back; a later flush retries (a partly applied batch may then count twice, never lose).
             for &(id, n) in &totals {
@@ -199,9 +223,17 @@ mod tests {
             assert_eq!(book.total(&engine, 7), 2);
             assert_eq!(book.flush(&engine).unwrap(), 1);
             assert_eq!(book.daily(&engine, 7, &[100, 101, 102]), [1, 1, 0]);
-            assert_eq!(book.flush(&engine).unwrap(), 0, "nothing new; the idle slot is dropped");
+            assert_eq!(
+                book.flush(&engine).unwrap(),
+                0,
+                "nothing new; the idle slot is dropped"
+            );
             assert_eq!(book.total(&engine, 7), 2);
-            assert_eq!(book.hit(&engine, 7, 101, Some(2)), None, "the limit holds after a reload from the engine");
+            assert_eq!(
+                book.hit(&engine, 7, 101, Some(2)),
+                None,
+                "the limit holds after a reload from the engine"
+            );
             book.hit(&engine, 8, 100, None);
         }
         let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();

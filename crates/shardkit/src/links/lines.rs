@@ -15,7 +15,14 @@ pub enum Format {
 }
 
 /// The CSV header.
-pub const CSV_HEADER: [&str; 6] = ["url", "alias", "expires_at", "max_visits", "redirect", "tags"];
+pub const CSV_HEADER: [&str; 6] = [
+    "url",
+    "alias",
+    "expires_at",
+    "max_visits",
+    "redirect",
+    "tags",
+];
 
 /// The most lines one bulk request may hold.
 pub const MAX_LINES: usize = 100_000;
@@ -39,29 +46,56 @@ pub fn parse(format: Format, body: &str) -> Result<Vec<Result<NewLink, String>>,
             .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(n, l)| serde_json::from_str::<NewLink>(l).map_err(|e| format!("line {}: {e}", n + 1)))
+            .map(|(n, l)| {
+                serde_json::from_str::<NewLink>(l).map_err(|e| format!("line {}: {e}", n + 1))
+            })
             .collect(),
         Format::Csv => {
-            let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(body.as_bytes());
-            let headers = reader.headers().map_err(|e| format!("the CSV header cannot be read: {e}"))?.clone();
+            let mut reader = csv::ReaderBuilder::new()
+                .flexible(true)
+                .from_reader(body.as_bytes());
+            let headers = reader
+                .headers()
+                .map_err(|e| format!("the CSV header cannot be read: {e}"))?
+                .clone();
             if headers.iter().next().map(str::trim) != Some("url") {
-                return Err(format!("the CSV header must start with url (columns: {})", CSV_HEADER.join(",")));
+                return Err(format!(
+                    "the CSV header must start with url (columns: {})",
+                    CSV_HEADER.join(",")
+                ));
             }
             for h in headers.iter() {
                 if !CSV_HEADER.contains(&h.trim()) {
-                    return Err(format!("unknown CSV column {h:?}; the columns are {}", CSV_HEADER.join(",")));
+                    return Err(format!(
+                        "unknown CSV column {h:?}; the columns are {}",
+                        CSV_HEADER.join(",")
+                    ));
                 }
             }
-            reader.records().enumerate().map(|(n, r)| r.map_err(|e| format!("row {}: {e}", n + 2)).and_then(|r| from_row(&headers, &r, n + 2))).collect()
+            reader
+                .records()
+                .enumerate()
+                .map(|(n, r)| {
+                    r.map_err(|e| format!("row {}: {e}", n + 2))
+                        .and_then(|r| from_row(&headers, &r, n + 2))
+                })
+                .collect()
         }
     };
     if out.len() > MAX_LINES {
-        return Err(format!("{} lines in one request; at most {MAX_LINES}, split the file", out.len()));
+        return Err(format!(
+            "{} lines in one request; at most {MAX_LINES}, split the file",
+            out.len()
+        ));
     }
     Ok(out)
 }
 
-fn from_row(headers: &csv::StringRecord, row: &csv::StringRecord, number: usize) -> Result<NewLink, String> {
+fn from_row(
+    headers: &csv::StringRecord,
+    row: &csv::StringRecord,
+    number: usize,
+) -> Result<NewLink, String> {
     let mut link = NewLink::default();
     for (name, value) in headers.iter().zip(row.iter()) {
         let value = value.trim();
@@ -72,9 +106,28 @@ fn from_row(headers: &csv::StringRecord, row: &csv::StringRecord, number: usize)
             "url" => link.url = value.to_string(),
             "alias" => link.alias = Some(value.to_string()),
             "expires_at" => link.expires_at = Some(value.to_string()),
-            "max_visits" => link.max_visits = Some(value.parse().map_err(|_| format!("row {number}: max_visits {value:?} is not a number"))?),
-            "redirect" => link.redirect = Some(value.parse().map_err(|_| format!("row {number}: redirect {value:?} is not a number"))?),
-            "tags" => link.tags = Some(value.split('|').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect()),
+            "max_visits" => {
+                link.max_visits =
+                    Some(value.parse().map_err(|_| {
+                        format!("row {number}: max_visits {value:?} is not a number")
+                    })?)
+            }
+            "redirect" => {
+                link.redirect = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("row {number}: redirect {value:?} is not a number"))?,
+                )
+            }
+            "tags" => {
+                link.tags = Some(
+                    value
+                        .split('|')
+                        .map(|t| t.trim().to_string())
+                        .filter(|t| !t.is_empty())
+                        .collect(),
+                )
+            }
             _ => {}
         }
     }
@@ -89,7 +142,11 @@ pub fn as_request(link: &Link) -> NewLink {
         expires_at: link.expires_at.map(format_time),
         max_visits: link.max_visits,
         redirect: Some(link.redirect.status()),
-        tags: if link.tags.is_empty() { None } else { Some(link.tags.clone()) },
+        tags: if link.tags.is_empty() {
+            None
+        } else {
+            Some(link.tags.clone())
+        },
         reuse: None,
     }
 }
@@ -142,14 +199,21 @@ mod tests {
 
     #[test]
     fn both_formats_parse_and_write_back() {
-        let parsed = parse(Format::JsonLines, "{\"url\":\"https://a.example/\"}\n\n{\"url\":1}\n").unwrap();
+        let parsed = parse(
+            Format::JsonLines,
+            "{\"url\":\"https://a.example/\"}\n\n{\"url\":1}\n",
+        )
+        .unwrap();
         assert_eq!(parsed.len(), 2);
         assert!(parsed[0].is_ok() && parsed[1].as_ref().unwrap_err().starts_with("line 3"));
         let csv = "url,alias,tags,max_visits\nhttps://a.example/,my-alias,x|y,3\n\"https://b.example/?q=1,2\",,,\n";
         let parsed = parse(Format::Csv, csv).unwrap();
         let first = parsed[0].as_ref().unwrap();
         assert_eq!(first.alias.as_deref(), Some("my-alias"));
-        assert_eq!(first.tags.as_deref(), Some(&["x".to_string(), "y".to_string()][..]));
+        assert_eq!(
+            first.tags.as_deref(),
+            Some(&["x".to_string(), "y".to_string()][..])
+        );
         assert_eq!(parsed[1].as_ref().unwrap().url, "https://b.example/?q=1,2");
         assert!(parse(Format::Csv, "link\nx\n").is_err());
         let link = Link {

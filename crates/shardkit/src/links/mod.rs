@@ -12,8 +12,9 @@ use serde_json::{json, Value};
 use shardkit_counters::Engine;
 use shardkit_ids::ShardedGenerator;
 use shardkit_links::{
-    day_of, format_day, format_time, group_of, normalize_url, now_ms, parse_time, validate_alias, validate_tags, Codec, Feistel, InsertOutcome,
-    Link, LinkError, LinkStore, Minter, OwnOrigin, Redirect, StoreError,
+    day_of, format_day, format_time, group_of, normalize_url, now_ms, parse_time, validate_alias,
+    validate_tags, Codec, Feistel, InsertOutcome, Link, LinkError, LinkStore, Minter, OwnOrigin,
+    Redirect, StoreError,
 };
 use std::sync::Arc;
 
@@ -88,8 +89,12 @@ pub enum LinkOpError {
 impl From<LinkError> for LinkOpError {
     fn from(e: LinkError) -> Self {
         match e {
-            LinkError::Url(_) | LinkError::Alias(_) | LinkError::Invalid(_) => LinkOpError::Invalid(e.to_string()),
-            LinkError::Code(_) | LinkError::Ticket(_) | LinkError::Store(_) => LinkOpError::Unavailable(e.to_string()),
+            LinkError::Url(_) | LinkError::Alias(_) | LinkError::Invalid(_) => {
+                LinkOpError::Invalid(e.to_string())
+            }
+            LinkError::Code(_) | LinkError::Ticket(_) | LinkError::Store(_) => {
+                LinkOpError::Unavailable(e.to_string())
+            }
         }
     }
 }
@@ -113,14 +118,18 @@ pub struct Links {
 
 impl std::fmt::Debug for Links {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Links").field("base_url", &self.base_url).finish()
+        f.debug_struct("Links")
+            .field("base_url", &self.base_url)
+            .finish()
     }
 }
 
 fn expiry(text: &str, now: u64) -> Result<u64, LinkOpError> {
     let at = parse_time(text).map_err(|e| LinkOpError::Invalid(format!("expires_at: {e}")))?;
     if at <= now {
-        return Err(LinkOpError::Invalid(format!("expires_at {text} is in the past")));
+        return Err(LinkOpError::Invalid(format!(
+            "expires_at {text} is in the past"
+        )));
     }
     Ok(at)
 }
@@ -128,7 +137,9 @@ fn expiry(text: &str, now: u64) -> Result<u64, LinkOpError> {
 fn redirect(status: Option<u16>) -> Result<Redirect, LinkOpError> {
     match status {
         None => Ok(Redirect::default()),
-        Some(s) => Redirect::from_status(s).ok_or_else(|| LinkOpError::Invalid(format!("redirect must be 301, 302, 307 or 308, got {s}"))),
+        Some(s) => Redirect::from_status(s).ok_or_else(|| {
+            LinkOpError::Invalid(format!("redirect must be 301, 302, 307 or 308, got {s}"))
+        }),
     }
 }
 
@@ -141,9 +152,21 @@ fn max_visits(n: Option<u64>) -> Result<Option<u64>, LinkOpError> {
 
 impl Links {
     /// The service over `store`, minting with `minter`; `base_url` starts every short URL.
-    pub fn new(store: Arc<dyn LinkStore>, minter: Minter, base_url: String, cache_entries: usize) -> anyhow::Result<Self> {
+    pub fn new(
+        store: Arc<dyn LinkStore>,
+        minter: Minter,
+        base_url: String,
+        cache_entries: usize,
+    ) -> anyhow::Result<Self> {
         let own = vec![OwnOrigin::from_base_url(&base_url)?];
-        Ok(Self { store, minter, cache: quick_cache::sync::Cache::new(cache_entries.max(16)), clicks: ClickBook::default(), own, base_url })
+        Ok(Self {
+            store,
+            minter,
+            cache: quick_cache::sync::Cache::new(cache_entries.max(16)),
+            clicks: ClickBook::default(),
+            own,
+            base_url,
+        })
     }
 
     /// The codec for `sequential` codes or scrambled ones with `key`.
@@ -166,14 +189,23 @@ impl Links {
     }
 
     /// A stored link from a validated request (code minted, id made), not yet stored.
-    fn draft(&self, request: &NewLink, ids: &ShardedGenerator, now: u64) -> Result<Link, LinkOpError> {
+    fn draft(
+        &self,
+        request: &NewLink,
+        ids: &ShardedGenerator,
+        now: u64,
+    ) -> Result<Link, LinkOpError> {
         let url = normalize_url(&request.url, &self.own).map_err(LinkError::from)?;
         if let Some(alias) = &request.alias {
             validate_alias(alias).map_err(LinkError::from)?;
         }
         let tags = request.tags.clone().unwrap_or_default();
         validate_tags(&tags).map_err(LinkOpError::Invalid)?;
-        let expires_at = request.expires_at.as_deref().map(|t| expiry(t, now)).transpose()?;
+        let expires_at = request
+            .expires_at
+            .as_deref()
+            .map(|t| expiry(t, now))
+            .transpose()?;
         let max_visits = max_visits(request.max_visits)?;
         let redirect = redirect(request.redirect)?;
         // An aliased link's code lives in the alias's group: a sharded store then finds
@@ -182,49 +214,95 @@ impl Links {
             Some(alias) => self.minter.mint_in(group_of(alias))?,
             None => self.minter.mint(&url)?,
         };
-        let id = ids.next_for_key(u64::from(group)).map_err(|e| LinkOpError::Unavailable(e.to_string()))?;
-        Ok(Link { id, url, code, alias: request.alias.clone(), created_at: now, expires_at, max_visits, redirect, tags })
+        let id = ids
+            .next_for_key(u64::from(group))
+            .map_err(|e| LinkOpError::Unavailable(e.to_string()))?;
+        Ok(Link {
+            id,
+            url,
+            code,
+            alias: request.alias.clone(),
+            created_at: now,
+            expires_at,
+            max_visits,
+            redirect,
+            tags,
+        })
     }
 
     /// Creates one link (blocking: one fsynced transaction). Answers the link and
     /// whether it is new (`false`: an existing link handed back for `reuse`).
-    pub fn create(&self, request: &NewLink, ids: &ShardedGenerator) -> Result<(Link, bool), LinkOpError> {
-        if request.reuse == Some(true) && request.alias.is_none() && request.expires_at.is_none() && request.max_visits.is_none() {
+    pub fn create(
+        &self,
+        request: &NewLink,
+        ids: &ShardedGenerator,
+    ) -> Result<(Link, bool), LinkOpError> {
+        if request.reuse == Some(true)
+            && request.alias.is_none()
+            && request.expires_at.is_none()
+            && request.max_visits.is_none()
+        {
             let url = normalize_url(&request.url, &self.own).map_err(LinkError::from)?;
             if let Some(found) = self.store.find_reusable(&url)? {
                 return Ok((found, false));
             }
         }
         let mut results = self.create_many(vec![Ok(request.clone())], ids)?;
-        results.pop().unwrap_or_else(|| Err(LinkOpError::Unavailable("no result".into()))).map(|l| (l, true))
+        results
+            .pop()
+            .unwrap_or_else(|| Err(LinkOpError::Unavailable("no result".into())))
+            .map(|l| (l, true))
     }
 
     /// Creates many links in one durable transaction; one result per request, in
     /// order. Requests that failed to parse come in as `Err(reason)`.
-    pub fn create_many(&self, requests: Vec<Result<NewLink, String>>, ids: &ShardedGenerator) -> Result<Vec<Result<Link, LinkOpError>>, LinkOpError> {
+    pub fn create_many(
+        &self,
+        requests: Vec<Result<NewLink, String>>,
+        ids: &ShardedGenerator,
+    ) -> Result<Vec<Result<Link, LinkOpError>>, LinkOpError> {
         let now = now_ms();
-        let mut results: Vec<Result<Link, LinkOpError>> =
-            requests.into_iter().map(|r| r.map_err(LinkOpError::Invalid).and_then(|r| self.draft(&r, ids, now))).collect();
-        let mut drafts: Vec<Link> = results.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
+        let mut results: Vec<Result<Link, LinkOpError>> = requests
+            .into_iter()
+            .map(|r| {
+                r.map_err(LinkOpError::Invalid)
+                    .and_then(|r| self.draft(&r, ids, now))
+            })
+            .collect();
+        let mut drafts: Vec<Link> = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok().cloned())
+            .collect();
         if drafts.is_empty() {
             return Ok(results);
         }
         // A store shared by many servers makes the ids (PostgreSQL: each shard's next_id()).
         self.store.assign_ids(&mut drafts)?;
-        for (result, draft) in results.iter_mut().filter_map(|r| r.as_mut().ok()).zip(&drafts) {
+        for (result, draft) in results
+            .iter_mut()
+            .filter_map(|r| r.as_mut().ok())
+            .zip(&drafts)
+        {
             result.id = draft.id;
         }
         let mut outcomes = self.store.insert_batch(&drafts)?.into_iter();
         for result in results.iter_mut().filter(|r| r.is_ok()) {
             match outcomes.next() {
                 Some(InsertOutcome::Inserted) => {}
-                Some(InsertOutcome::AliasTaken { alias, owner_code }) => *result = Err(LinkOpError::AliasTaken { alias, owner_code }),
-                None => *result = Err(LinkOpError::Unavailable("the store answered fewer outcomes than links".into())),
+                Some(InsertOutcome::AliasTaken { alias, owner_code }) => {
+                    *result = Err(LinkOpError::AliasTaken { alias, owner_code })
+                }
+                None => {
+                    *result = Err(LinkOpError::Unavailable(
+                        "the store answered fewer outcomes than links".into(),
+                    ))
+                }
             }
         }
         // A new link is likely to be followed soon: put it in the redirect cache.
         for link in results.iter().flatten() {
-            self.cache.insert(link.path().to_string(), Arc::new(link.clone()));
+            self.cache
+                .insert(link.path().to_string(), Arc::new(link.clone()));
         }
         Ok(results)
     }
@@ -239,7 +317,11 @@ impl Links {
         }
         let resolve = || self.store.resolve(path);
         let found = match tokio::runtime::Handle::try_current() {
-            Ok(runtime) if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(resolve),
+            Ok(runtime)
+                if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
+            {
+                tokio::task::block_in_place(resolve)
+            }
             _ => resolve(),
         };
         let Some(link) = found? else {
@@ -259,7 +341,10 @@ impl Links {
 
     /// Applies `patch` to the link at `/{path}` (blocking).
     pub fn update(&self, path: &str, patch: &LinkPatch) -> Result<Link, LinkOpError> {
-        let mut link = self.store.resolve(path)?.ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
+        let mut link = self
+            .store
+            .resolve(path)?
+            .ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
         let now = now_ms();
         if let Some(url) = &patch.url {
             link.url = normalize_url(url, &self.own).map_err(LinkError::from)?;
@@ -287,8 +372,14 @@ impl Links {
 
     /// Deletes the link at `/{path}` and its click total (blocking).
     pub fn delete(&self, path: &str, engine: &Engine) -> Result<Link, LinkOpError> {
-        let link = self.store.resolve(path)?.ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
-        let deleted = self.store.delete_link(&link)?.ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
+        let link = self
+            .store
+            .resolve(path)?
+            .ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
+        let deleted = self
+            .store
+            .delete_link(&link)?
+            .ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
         self.forget_cached(&deleted);
         self.clicks.forget(engine, deleted.id);
         Ok(deleted)
@@ -307,7 +398,9 @@ impl Links {
     /// their clicks, oldest first: `[("2026-11-22", 3), …]`.
     pub fn daily(&self, engine: &Engine, link: &Link) -> Vec<(String, u64)> {
         let today = day_of(now_ms());
-        let first = day_of(link.created_at).max(today.saturating_sub(SERIES_DAYS - 1)).min(today);
+        let first = day_of(link.created_at)
+            .max(today.saturating_sub(SERIES_DAYS - 1))
+            .min(today);
         let days: Vec<u64> = (first..=today).collect();
         let counts = self.clicks.daily(engine, link.id, &days);
         days.iter().map(|&d| format_day(d)).zip(counts).collect()
@@ -316,7 +409,11 @@ impl Links {
     /// The view plus `clicks` and `daily`.
     pub fn view_with_clicks(&self, engine: &Engine, link: &Link) -> Value {
         let mut value = self.view(link);
-        let daily: Vec<Value> = self.daily(engine, link).into_iter().map(|(day, clicks)| json!({ "day": day, "clicks": clicks })).collect();
+        let daily: Vec<Value> = self
+            .daily(engine, link)
+            .into_iter()
+            .map(|(day, clicks)| json!({ "day": day, "clicks": clicks }))
+            .collect();
         if let Some(object) = value.as_object_mut() {
             object.insert("clicks".into(), json!(self.clicks.total(engine, link.id)));
             object.insert("daily".into(), json!(daily));

@@ -48,8 +48,15 @@ static NEXT_SHARD: AtomicU64 = AtomicU64::new(0);
 const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 
 /// Runs one command, writing its reply into `out`.
-pub fn execute(cmd: &Command<'_>, state: &AppState, session: &mut Session, out: &mut BytesMut) -> Outcome {
-    let Some(name) = cmd.arg(0) else { return Outcome::Continue };
+pub fn execute(
+    cmd: &Command<'_>,
+    state: &AppState,
+    session: &mut Session,
+    out: &mut BytesMut,
+) -> Outcome {
+    let Some(name) = cmd.arg(0) else {
+        return Outcome::Continue;
+    };
     let is = |expected: &str| name.eq_ignore_ascii_case(expected.as_bytes());
     if !(session.authenticated || is("AUTH") || is("QUIT") || is("HELLO")) {
         reply::error(out, "NOAUTH Authentication required.");
@@ -88,7 +95,14 @@ pub fn execute(cmd: &Command<'_>, state: &AppState, session: &mut Session, out: 
     } else if is("CLIENT") {
         client(cmd, session, out);
     } else if is("DBSIZE") {
-        let rows: u64 = state.counters.engine.stats().counters.iter().map(|c| c.rows).sum();
+        let rows: u64 = state
+            .counters
+            .engine
+            .stats()
+            .counters
+            .iter()
+            .map(|c| c.rows)
+            .sum();
         reply::integer(out, rows as i64);
     } else if is("INFO") {
         info(state, out);
@@ -103,14 +117,23 @@ pub fn execute(cmd: &Command<'_>, state: &AppState, session: &mut Session, out: 
 }
 
 fn wrong_arity(out: &mut BytesMut, name: &str) {
-    reply::error(out, &format!("ERR wrong number of arguments for '{name}' command"));
+    reply::error(
+        out,
+        &format!("ERR wrong number of arguments for '{name}' command"),
+    );
 }
 
 /// Redis 7's text: `ERR unknown command 'x', with args beginning with: 'a' 'b' `.
 fn unknown(cmd: &Command<'_>, out: &mut BytesMut) {
-    let mut message = format!("ERR unknown command '{}', with args beginning with: ", String::from_utf8_lossy(cmd.arg(0).unwrap_or_default()));
+    let mut message = format!(
+        "ERR unknown command '{}', with args beginning with: ",
+        String::from_utf8_lossy(cmd.arg(0).unwrap_or_default())
+    );
     for arg in cmd.args().skip(1).take(8) {
-        message.push_str(&format!("'{}' ", String::from_utf8_lossy(&arg[..arg.len().min(64)])));
+        message.push_str(&format!(
+            "'{}' ",
+            String::from_utf8_lossy(&arg[..arg.len().min(64)])
+        ));
     }
     reply::error(out, &message);
 }
@@ -128,7 +151,10 @@ fn auth(cmd: &Command<'_>, state: &AppState, session: &mut Session, out: &mut By
         session.authenticated = true;
         reply::simple(out, "OK");
     } else {
-        reply::error(out, "WRONGPASS invalid username-password pair or user is disabled.");
+        reply::error(
+            out,
+            "WRONGPASS invalid username-password pair or user is disabled.",
+        );
     }
 }
 
@@ -137,13 +163,26 @@ fn hello(cmd: &Command<'_>, state: &AppState, session: &mut Session, out: &mut B
     if let Some(version) = cmd.arg(1) {
         match parse_i64(version) {
             Some(2) => {}
-            Some(_) => return reply::error(out, "NOPROTO sorry, this protocol version is not supported."),
-            None => return reply::error(out, "ERR Protocol version is not an integer or out of range"),
+            Some(_) => {
+                return reply::error(
+                    out,
+                    "NOPROTO sorry, this protocol version is not supported.",
+                )
+            }
+            None => {
+                return reply::error(
+                    out,
+                    "ERR Protocol version is not an integer or out of range",
+                )
+            }
         }
     }
     if cmd.len() == 5 && cmd.arg(2).is_some_and(|a| a.eq_ignore_ascii_case(b"AUTH")) {
         if !state.key_ok(cmd.arg(4)) {
-            return reply::error(out, "WRONGPASS invalid username-password pair or user is disabled.");
+            return reply::error(
+                out,
+                "WRONGPASS invalid username-password pair or user is disabled.",
+            );
         }
         session.authenticated = true;
     }
@@ -179,7 +218,10 @@ fn client(cmd: &Command<'_>, session: &mut Session, out: &mut BytesMut) {
     } else if sub.eq_ignore_ascii_case(b"ID") && cmd.len() == 2 {
         reply::integer(out, session.id as i64);
     } else {
-        reply::error(out, "ERR CLIENT supports SETINFO, SETNAME, GETNAME and ID here");
+        reply::error(
+            out,
+            "ERR CLIENT supports SETINFO, SETNAME, GETNAME and ID here",
+        );
     }
 }
 
@@ -217,7 +259,11 @@ fn info(state: &AppState, out: &mut BytesMut) {
         stats.fsync
     );
     for c in &stats.counters {
-        let _ = write!(text, "counter_{}:rows={},columns={},bytes={},bytes_per_row={:.2},overflow={}\r\n", c.name, c.rows, c.columns, c.bytes, c.bytes_per_row, c.overflow_entries);
+        let _ = write!(
+            text,
+            "counter_{}:rows={},columns={},bytes={},bytes_per_row={:.2},overflow={}\r\n",
+            c.name, c.rows, c.columns, c.bytes, c.bytes_per_row, c.overflow_entries
+        );
     }
     let _ = write!(text, "\r\n# Keyspace\r\n");
     if rows > 0 {
@@ -248,7 +294,13 @@ fn id_next(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     let shards = state.layout.shards();
     let shard = shard.unwrap_or_else(|| NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % shards);
     if shard >= shards {
-        return reply::error(out, &format!("ERR shard {shard} is out of range: this layout has shards 0 to {}", shards - 1));
+        return reply::error(
+            out,
+            &format!(
+                "ERR shard {shard} is out of range: this layout has shards 0 to {}",
+                shards - 1
+            ),
+        );
     }
     match count {
         None => match state.ids.next_id(shard) {
@@ -258,7 +310,9 @@ fn id_next(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
             }
             Err(e) => reply::error(out, &format!("ERR {e}")),
         },
-        Some(n) if n == 0 || n > MAX_BATCH => reply::error(out, &format!("ERR count must be between 1 and {MAX_BATCH}")),
+        Some(n) if n == 0 || n > MAX_BATCH => {
+            reply::error(out, &format!("ERR count must be between 1 and {MAX_BATCH}"))
+        }
         Some(n) => {
             let mut ids = vec![0u64; n as usize];
             match state.ids.fill(shard, &mut ids) {
@@ -280,13 +334,20 @@ fn ticket_next(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     let (Some(name), true) = (cmd.arg(1), (2..=3).contains(&cmd.len())) else {
         return wrong_arity(out, "ticket.next");
     };
-    let Ok(count) = arg_u64(cmd, 2) else { return reply::error(out, NOT_INTEGER) };
+    let Ok(count) = arg_u64(cmd, 2) else {
+        return reply::error(out, NOT_INTEGER);
+    };
     let Ok(name) = std::str::from_utf8(name) else {
-        return reply::error(out, "ERR ticket sequence names are 1 to 64 characters of A-Z a-z 0-9 _ - . :");
+        return reply::error(
+            out,
+            "ERR ticket sequence names are 1 to 64 characters of A-Z a-z 0-9 _ - . :",
+        );
     };
     // Numbers come from memory; the next block is reserved (and fsynced) by the
     // allocator's preload thread, so only a sequence's first call waits for the disk.
-    let result = state.tickets(name).and_then(|allocator| allocator.take(count.unwrap_or(1)));
+    let result = state
+        .tickets(name)
+        .and_then(|allocator| allocator.take(count.unwrap_or(1)));
     if let Ok(numbers) = &result {
         crate::telemetry::add(&crate::telemetry::TICKETS_ISSUED, numbers.len() as u64);
     }

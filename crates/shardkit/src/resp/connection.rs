@@ -12,7 +12,12 @@ use tokio::net::TcpStream;
 
 /// Serves one connection until the client quits, breaks the protocol beyond repair,
 /// or `shutdown` fires (then the replies already computed are written first).
-pub async fn serve(mut stream: TcpStream, state: Arc<AppState>, limits: Limits, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+pub async fn serve(
+    mut stream: TcpStream,
+    state: Arc<AppState>,
+    limits: Limits,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
     let _ = stream.set_nodelay(true);
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut output = BytesMut::with_capacity(16 * 1024);
@@ -33,7 +38,8 @@ pub async fn serve(mut stream: TcpStream, state: Arc<AppState>, limits: Limits, 
             let used = match parser.parse(&input) {
                 Ok(Parsed::Command(cmd, used)) => {
                     commands_run += 1;
-                    if commands::execute(&cmd, &state, &mut session, &mut output) == Outcome::Close {
+                    if commands::execute(&cmd, &state, &mut session, &mut output) == Outcome::Close
+                    {
                         close = true;
                     }
                     used
@@ -57,13 +63,20 @@ pub async fn serve(mut stream: TcpStream, state: Arc<AppState>, limits: Limits, 
             }
         }
         if !close && input.len() > limits.max_buffer {
-            reply::error(&mut output, "ERR Protocol error: client query buffer too big");
+            reply::error(
+                &mut output,
+                "ERR Protocol error: client query buffer too big",
+            );
             close = true;
         }
         // No reply of this batch goes out before its writes are durable; if they cannot
         // be made durable, none does and the connection closes (the client must not take
         // an unacknowledged write for done).
-        if !session.pending.is_none() && commit(&state, std::mem::take(&mut session.pending)).await.is_err() {
+        if !session.pending.is_none()
+            && commit(&state, std::mem::take(&mut session.pending))
+                .await
+                .is_err()
+        {
             return;
         }
         crate::telemetry::add(&crate::telemetry::RESP_COMMANDS, commands_run);
@@ -84,7 +97,12 @@ pub async fn serve(mut stream: TcpStream, state: Arc<AppState>, limits: Limits, 
 /// `no` the records are already where the policy wants them.
 async fn commit(state: &AppState, pending: shardkit_counters::Pending) -> Result<(), ()> {
     if state.counters.writes_wait_for_disk {
-        state.counters.group_commit.wait(state, pending).await.map_err(|_| ())
+        state
+            .counters
+            .group_commit
+            .wait(state, pending)
+            .await
+            .map_err(|_| ())
     } else {
         state.counters.engine.commit(pending).map_err(|_| ())
     }

@@ -29,16 +29,28 @@ fn may_block<T>(state: &AppState, write: impl FnOnce() -> T) -> T {
 /// Runs a counter command if `name` is one; returns false for any other name.
 /// Value writes add what they wait for to `pending`; the caller must
 /// [`commit`](shardkit_counters::Engine::commit) it before sending any reply.
-pub fn execute(name: &[u8], cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut BytesMut) -> bool {
+pub fn execute(
+    name: &[u8],
+    cmd: &Command<'_>,
+    state: &AppState,
+    pending: &mut Pending,
+    out: &mut BytesMut,
+) -> bool {
     let is = |expected: &str| name.eq_ignore_ascii_case(expected.as_bytes());
     if is("GET") {
         exact(cmd, 2, "get", out, |out| get(cmd, state, out));
     } else if is("INCR") {
-        exact(cmd, 2, "incr", out, |out| incr(cmd, state, Some(1), pending, out));
+        exact(cmd, 2, "incr", out, |out| {
+            incr(cmd, state, Some(1), pending, out)
+        });
     } else if is("DECR") {
-        exact(cmd, 2, "decr", out, |out| incr(cmd, state, Some(-1), pending, out));
+        exact(cmd, 2, "decr", out, |out| {
+            incr(cmd, state, Some(-1), pending, out)
+        });
     } else if is("INCRBY") {
-        exact(cmd, 3, "incrby", out, |out| incr(cmd, state, None, pending, out));
+        exact(cmd, 3, "incrby", out, |out| {
+            incr(cmd, state, None, pending, out)
+        });
     } else if is("DECRBY") {
         exact(cmd, 3, "decrby", out, |out| {
             match cmd.arg(2).and_then(parse_i64).and_then(i64::checked_neg) {
@@ -55,7 +67,9 @@ pub fn execute(name: &[u8], cmd: &Command<'_>, state: &AppState, pending: &mut P
     } else if is("EXISTS") {
         at_least(cmd, 2, "exists", out, |out| exists(cmd, state, out));
     } else if is("HINCRBY") {
-        exact(cmd, 4, "hincrby", out, |out| hincrby(cmd, state, pending, out));
+        exact(cmd, 4, "hincrby", out, |out| {
+            hincrby(cmd, state, pending, out)
+        });
     } else if is("HGET") {
         exact(cmd, 3, "hget", out, |out| hget(cmd, state, out));
     } else if is("HMGET") {
@@ -71,26 +85,46 @@ pub fn execute(name: &[u8], cmd: &Command<'_>, state: &AppState, pending: &mut P
     } else if is("COUNTER.INFO") {
         exact(cmd, 2, "counter.info", out, |out| info(cmd, state, out));
     } else if is("COUNTER.INCRBY") {
-        exact(cmd, 5, "counter.incrby", out, |out| idempotent_incr(cmd, state, pending, out));
+        exact(cmd, 5, "counter.incrby", out, |out| {
+            idempotent_incr(cmd, state, pending, out)
+        });
     } else {
         return false;
     }
     true
 }
 
-fn exact(cmd: &Command<'_>, n: usize, name: &str, out: &mut BytesMut, run: impl FnOnce(&mut BytesMut)) {
+fn exact(
+    cmd: &Command<'_>,
+    n: usize,
+    name: &str,
+    out: &mut BytesMut,
+    run: impl FnOnce(&mut BytesMut),
+) {
     if cmd.len() == n {
         run(out)
     } else {
-        reply::error(out, &format!("ERR wrong number of arguments for '{name}' command"))
+        reply::error(
+            out,
+            &format!("ERR wrong number of arguments for '{name}' command"),
+        )
     }
 }
 
-fn at_least(cmd: &Command<'_>, n: usize, name: &str, out: &mut BytesMut, run: impl FnOnce(&mut BytesMut)) {
+fn at_least(
+    cmd: &Command<'_>,
+    n: usize,
+    name: &str,
+    out: &mut BytesMut,
+    run: impl FnOnce(&mut BytesMut),
+) {
     if cmd.len() >= n {
         run(out)
     } else {
-        reply::error(out, &format!("ERR wrong number of arguments for '{name}' command"))
+        reply::error(
+            out,
+            &format!("ERR wrong number of arguments for '{name}' command"),
+        )
     }
 }
 
@@ -108,9 +142,15 @@ fn engine_error(out: &mut BytesMut, e: &Error) {
 
 /// The value of one column, `None` when the row or column is absent (Redis's nil).
 fn value_of(state: &AppState, key: &CounterKey<'_>, column: &str) -> Result<Option<u64>, Error> {
-    let found = state.counters.read(|e| e.get(key.counter, key.key(), column))?;
+    let found = state
+        .counters
+        .read(|e| e.get(key.counter, key.key(), column))?;
     match found {
-        Some(0) => Ok(state.counters.read(|e| e.exists(key.counter, key.key()))?.filter(|&exists| exists).map(|_| 0)),
+        Some(0) => Ok(state
+            .counters
+            .read(|e| e.exists(key.counter, key.key()))?
+            .filter(|&exists| exists)
+            .map(|_| 0)),
         other => Ok(other),
     }
 }
@@ -130,13 +170,29 @@ fn get(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     }
 }
 
-fn incr(cmd: &Command<'_>, state: &AppState, fixed: Option<i64>, pending: &mut Pending, out: &mut BytesMut) {
+fn incr(
+    cmd: &Command<'_>,
+    state: &AppState,
+    fixed: Option<i64>,
+    pending: &mut Pending,
+    out: &mut BytesMut,
+) {
     let key = match CounterKey::parse(cmd.arg(1).unwrap_or_default()) {
         Ok(key) => key,
         Err(msg) => return reply::error(out, msg),
     };
-    let Some(delta) = fixed.or_else(|| cmd.arg(2).and_then(parse_i64)) else { return reply::error(out, NOT_INTEGER) };
-    write_delta(state, &key, key.column_or_default(), delta, None, pending, out);
+    let Some(delta) = fixed.or_else(|| cmd.arg(2).and_then(parse_i64)) else {
+        return reply::error(out, NOT_INTEGER);
+    };
+    write_delta(
+        state,
+        &key,
+        key.column_or_default(),
+        delta,
+        None,
+        pending,
+        out,
+    );
 }
 
 fn write_delta(
@@ -148,7 +204,9 @@ fn write_delta(
     pending: &mut Pending,
     out: &mut BytesMut,
 ) {
-    let result = state.counters.write(key.counter, column, |e| e.incr_deferred(key.counter, key.key(), column, delta, txid));
+    let result = state.counters.write(key.counter, column, |e| {
+        e.incr_deferred(key.counter, key.key(), column, delta, txid)
+    });
     match result {
         Ok((v, p)) => {
             *pending = (*pending).max(p);
@@ -163,7 +221,10 @@ fn set(cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut Byt
         return reply::error(out, "ERR wrong number of arguments for 'set' command");
     }
     if cmd.len() > 3 {
-        return reply::error(out, "ERR syntax error: counters take no SET options (EX, NX, ...)");
+        return reply::error(
+            out,
+            "ERR syntax error: counters take no SET options (EX, NX, ...)",
+        );
     }
     let key = match CounterKey::parse(cmd.arg(1).unwrap_or_default()) {
         Ok(key) => key,
@@ -174,7 +235,9 @@ fn set(cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut Byt
         _ => return reply::error(out, NOT_INTEGER),
     };
     let column = key.column_or_default();
-    match state.counters.write(key.counter, column, |e| e.set_deferred(key.counter, key.key(), column, value)) {
+    match state.counters.write(key.counter, column, |e| {
+        e.set_deferred(key.counter, key.key(), column, value)
+    }) {
         Ok(p) => {
             *pending = (*pending).max(p);
             reply::simple(out, "OK")
@@ -204,13 +267,16 @@ fn del(cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut Byt
         let result = match key.column {
             // A key naming a column resets that column.
             Some(column) => reset_column(state, &key, column, pending),
-            None => state.counters.read(|e| e.delete_deferred(key.counter, key.key())).map(|d| match d {
-                Some((stored, p)) => {
-                    *pending = (*pending).max(p);
-                    stored
-                }
-                None => false,
-            }),
+            None => state
+                .counters
+                .read(|e| e.delete_deferred(key.counter, key.key()))
+                .map(|d| match d {
+                    Some((stored, p)) => {
+                        *pending = (*pending).max(p);
+                        stored
+                    }
+                    None => false,
+                }),
         };
         match result {
             Ok(true) => removed += 1,
@@ -222,10 +288,21 @@ fn del(cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut Byt
 }
 
 /// Sets a column back to 0; true if it was set (what `DEL` and `HDEL` count).
-fn reset_column(state: &AppState, key: &CounterKey<'_>, column: &str, pending: &mut Pending) -> Result<bool, Error> {
-    match state.counters.read(|e| e.get(key.counter, key.key(), column))? {
+fn reset_column(
+    state: &AppState,
+    key: &CounterKey<'_>,
+    column: &str,
+    pending: &mut Pending,
+) -> Result<bool, Error> {
+    match state
+        .counters
+        .read(|e| e.get(key.counter, key.key(), column))?
+    {
         Some(v) if v != 0 => {
-            let p = state.counters.engine.set_deferred(key.counter, key.key(), column, 0)?;
+            let p = state
+                .counters
+                .engine
+                .set_deferred(key.counter, key.key(), column, 0)?;
             *pending = (*pending).max(p);
             Ok(true)
         }
@@ -236,10 +313,15 @@ fn reset_column(state: &AppState, key: &CounterKey<'_>, column: &str, pending: &
 fn exists(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
     let mut found = 0i64;
     for raw in cmd.args().skip(1) {
-        let Ok(key) = CounterKey::parse(raw) else { continue };
+        let Ok(key) = CounterKey::parse(raw) else {
+            continue;
+        };
         let present = match key.column {
             Some(column) => value_of(state, &key, column).map(|v| v.is_some()),
-            None => state.counters.read(|e| e.exists(key.counter, key.key())).map(|v| v.unwrap_or(false)),
+            None => state
+                .counters
+                .read(|e| e.exists(key.counter, key.key()))
+                .map(|v| v.unwrap_or(false)),
         };
         match present {
             Ok(true) => found += 1,
@@ -263,8 +345,12 @@ fn hincrby(cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut
         Ok(key) => key,
         Err(msg) => return reply::error(out, msg),
     };
-    let Some(column) = column_name(cmd.arg(2).unwrap_or_default(), out) else { return };
-    let Some(delta) = cmd.arg(3).and_then(parse_i64) else { return reply::error(out, NOT_INTEGER) };
+    let Some(column) = column_name(cmd.arg(2).unwrap_or_default(), out) else {
+        return;
+    };
+    let Some(delta) = cmd.arg(3).and_then(parse_i64) else {
+        return reply::error(out, NOT_INTEGER);
+    };
     write_delta(state, &key, column, delta, None, pending, out);
 }
 
@@ -273,7 +359,9 @@ fn hget(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
         Ok(key) => key,
         Err(msg) => return reply::error(out, msg),
     };
-    let Some(column) = column_name(cmd.arg(2).unwrap_or_default(), out) else { return };
+    let Some(column) = column_name(cmd.arg(2).unwrap_or_default(), out) else {
+        return;
+    };
     reply_optional(out, value_of(state, &key, column));
 }
 
@@ -322,7 +410,9 @@ fn hdel(cmd: &Command<'_>, state: &AppState, pending: &mut Pending, out: &mut By
     };
     let mut removed = 0i64;
     for raw in cmd.args().skip(2) {
-        let Ok(column) = std::str::from_utf8(raw) else { continue };
+        let Ok(column) = std::str::from_utf8(raw) else {
+            continue;
+        };
         let result = reset_column(state, &key, column, pending);
         match result {
             Ok(true) => removed += 1,
@@ -342,7 +432,9 @@ fn utf8<'a>(raw: Option<&'a [u8]>, what: &str, out: &mut BytesMut) -> Option<&'a
 }
 
 fn create(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
-    let Some(name) = utf8(cmd.arg(1), "counter names", out) else { return };
+    let Some(name) = utf8(cmd.arg(1), "counter names", out) else {
+        return;
+    };
     match may_block(state, || state.counters.engine.create_counter(name)) {
         Ok(()) => reply::simple(out, "OK"),
         Err(e) => engine_error(out, &e),
@@ -351,8 +443,12 @@ fn create(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
 
 /// `COUNTER.ADDCOL name column [BITS n] [MAX 32|64] [DEFAULT n]`.
 fn addcol(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
-    let Some(name) = utf8(cmd.arg(1), "counter names", out) else { return };
-    let Some(column) = utf8(cmd.arg(2), "column names", out) else { return };
+    let Some(name) = utf8(cmd.arg(1), "counter names", out) else {
+        return;
+    };
+    let Some(column) = utf8(cmd.arg(2), "column names", out) else {
+        return;
+    };
     let mut options = ColumnOptions::default();
     let mut i = 3;
     while i < cmd.len() {
@@ -371,7 +467,9 @@ fn addcol(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
         }
         i += 2;
     }
-    match may_block(state, || state.counters.engine.add_column(name, column, options)) {
+    match may_block(state, || {
+        state.counters.engine.add_column(name, column, options)
+    }) {
         Ok(()) => reply::simple(out, "OK"),
         Err(e) => engine_error(out, &e),
     }
@@ -379,7 +477,9 @@ fn addcol(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
 
 /// `COUNTER.INFO name`: columns and memory of one counter, as field/value pairs.
 fn info(cmd: &Command<'_>, state: &AppState, out: &mut BytesMut) {
-    let Some(name) = utf8(cmd.arg(1), "counter names", out) else { return };
+    let Some(name) = utf8(cmd.arg(1), "counter names", out) else {
+        return;
+    };
     let columns = match state.counters.engine.columns(name) {
         Ok(columns) => columns,
         Err(e) => return engine_error(out, &e),
@@ -420,8 +520,14 @@ fn idempotent_incr(cmd: &Command<'_>, state: &AppState, pending: &mut Pending, o
         Ok(key) => key,
         Err(msg) => return reply::error(out, msg),
     };
-    let Some(column) = column_name(cmd.arg(2).unwrap_or_default(), out) else { return };
-    let Some(delta) = cmd.arg(3).and_then(parse_i64) else { return reply::error(out, NOT_INTEGER) };
-    let Some(txid) = utf8(cmd.arg(4), "transaction ids", out) else { return };
+    let Some(column) = column_name(cmd.arg(2).unwrap_or_default(), out) else {
+        return;
+    };
+    let Some(delta) = cmd.arg(3).and_then(parse_i64) else {
+        return reply::error(out, NOT_INTEGER);
+    };
+    let Some(txid) = utf8(cmd.arg(4), "transaction ids", out) else {
+        return;
+    };
     write_delta(state, &key, column, delta, Some(txid), pending, out);
 }

@@ -17,6 +17,11 @@ pub struct Limits {
 impl Default for Limits {
     /// 16 MiB bulk strings, 1 Mi arguments, 64 KiB inline lines (as Redis), 64 MiB buffer.
     fn default() -> Self {
-        Self { max_bulk_len: 16 << 20, max_array_len: 1 << 20, max_inline_len: 64 << 10, max_buffer: 64 << 20 }
+        Self {
+            max_bulk_len: 16 << 20,
+            max_array_len: 1 << 20,
+            max_inline_len: 64 << 10,
+            max_buffer: 64 << 20,
+        }
     }
 }

@@ -21,7 +21,10 @@ pub struct ParseError {
 
 impl ParseError {
     fn fatal(message: impl Into<String>) -> Self {
-        Self { message: message.into(), skip: None }
+        Self {
+            message: message.into(),
+            skip: None,
+        }
     }
 }
 
@@ -46,13 +49,17 @@ impl<'a> Command<'a> {
 
     /// Argument `i` (0 is the command name), if present.
     pub fn arg(&self, i: usize) -> Option<&'a [u8]> {
-        self.spans.get(i).map(|&(start, end)| &self.base[start..end])
+        self.spans
+            .get(i)
+            .map(|&(start, end)| &self.base[start..end])
     }
 
     /// All arguments.
     pub fn args(&self) -> impl ExactSizeIterator<Item = &'a [u8]> + 'a {
         let base = self.base;
-        self.spans.iter().map(move |&(start, end)| &base[start..end])
+        self.spans
+            .iter()
+            .map(move |&(start, end)| &base[start..end])
     }
 }
 
@@ -79,7 +86,11 @@ pub struct Parser {
 impl Parser {
     /// A parser enforcing `limits`.
     pub fn new(limits: Limits) -> Self {
-        Self { limits, spans: Vec::with_capacity(16), scratch: Vec::new() }
+        Self {
+            limits,
+            spans: Vec::with_capacity(16),
+            scratch: Vec::new(),
+        }
     }
 
     /// The limits in force.
@@ -106,13 +117,20 @@ impl Parser {
         }
         let count = count as usize;
         if count > self.limits.max_array_len {
-            return Err(ParseError::fatal("Protocol error: invalid multibulk length"));
+            return Err(ParseError::fatal(
+                "Protocol error: invalid multibulk length",
+            ));
         }
         for _ in 0..count {
             match buf.get(at) {
                 None => return Ok(Parsed::Incomplete),
                 Some(b'$') => {}
-                Some(&other) => return Err(ParseError::fatal(format!("Protocol error: expected '$', got '{}'", other as char))),
+                Some(&other) => {
+                    return Err(ParseError::fatal(format!(
+                        "Protocol error: expected '$', got '{}'",
+                        other as char
+                    )))
+                }
             }
             let Some((len, start)) = read_length_line(buf, at + 1, "invalid bulk length")? else {
                 return Ok(Parsed::Incomplete);
@@ -125,12 +143,20 @@ impl Parser {
                 return Ok(Parsed::Incomplete);
             }
             if &buf[end..end + 2] != b"\r\n" {
-                return Err(ParseError::fatal("Protocol error: bulk string not followed by CRLF"));
+                return Err(ParseError::fatal(
+                    "Protocol error: bulk string not followed by CRLF",
+                ));
             }
             self.spans.push((start, end));
             at = end + 2;
         }
-        Ok(Parsed::Command(Command { base: buf, spans: &self.spans }, at))
+        Ok(Parsed::Command(
+            Command {
+                base: buf,
+                spans: &self.spans,
+            },
+            at,
+        ))
     }
 
     fn parse_inline<'a>(&'a mut self, buf: &'a [u8]) -> Result<Parsed<'a>, ParseError> {
@@ -142,23 +168,41 @@ impl Parser {
         };
         let consumed = newline + 1;
         if newline > self.limits.max_inline_len {
-            return Err(ParseError { message: "Protocol error: too big inline request".into(), skip: Some(consumed) });
+            return Err(ParseError {
+                message: "Protocol error: too big inline request".into(),
+                skip: Some(consumed),
+            });
         }
-        let line = buf[..newline].strip_suffix(b"\r").unwrap_or(&buf[..newline]);
+        let line = buf[..newline]
+            .strip_suffix(b"\r")
+            .unwrap_or(&buf[..newline]);
         self.scratch.clear();
         if let Err(message) = split_inline(line, &mut self.scratch, &mut self.spans) {
-            return Err(ParseError { message: message.into(), skip: Some(consumed) });
+            return Err(ParseError {
+                message: message.into(),
+                skip: Some(consumed),
+            });
         }
         if self.spans.is_empty() {
             return Ok(Parsed::Skip(consumed));
         }
-        Ok(Parsed::Command(Command { base: &self.scratch, spans: &self.spans }, consumed))
+        Ok(Parsed::Command(
+            Command {
+                base: &self.scratch,
+                spans: &self.spans,
+            },
+            consumed,
+        ))
     }
 }
 
 /// Reads `<integer>\r\n` starting at `from`: `Ok(None)` if the line is not complete
 /// yet, else the integer and the position after the line.
-fn read_length_line(buf: &[u8], from: usize, what: &str) -> Result<Option<(i64, usize)>, ParseError> {
+fn read_length_line(
+    buf: &[u8],
+    from: usize,
+    what: &str,
+) -> Result<Option<(i64, usize)>, ParseError> {
     // A length line is at most "-9223372036854775808\r\n"; anything longer is garbage.
     const MAX_LINE: usize = 21;
     let window = &buf[from.min(buf.len())..buf.len().min(from + MAX_LINE + 1)];
@@ -175,7 +219,8 @@ fn read_length_line(buf: &[u8], from: usize, what: &str) -> Result<Option<(i64, 
         return Err(ParseError::fatal(format!("Protocol error: {what}")));
     }
     let digits = &window[..cr];
-    let value = parse_i64(digits).ok_or_else(|| ParseError::fatal(format!("Protocol error: {what}")))?;
+    let value =
+        parse_i64(digits).ok_or_else(|| ParseError::fatal(format!("Protocol error: {what}")))?;
     Ok(Some((value, from + cr + 2)))
 }
 
@@ -194,7 +239,11 @@ pub fn parse_i64(digits: &[u8]) -> Option<i64> {
             return None;
         }
         let digit = i64::from(d - b'0');
-        value = if negative { value.checked_mul(10)?.checked_sub(digit)? } else { value.checked_mul(10)?.checked_add(digit)? };
+        value = if negative {
+            value.checked_mul(10)?.checked_sub(digit)?
+        } else {
+            value.checked_mul(10)?.checked_add(digit)?
+        };
     }
     Some(value)
 }
@@ -202,7 +251,11 @@ pub fn parse_i64(digits: &[u8]) -> Option<i64> {
 /// Splits an inline command line into arguments as redis-cli's `sdssplitargs` does:
 /// whitespace separates, `"..."` takes `\n \r \t \b \a \\ \" \xHH` escapes, `'...'`
 /// takes `\'`; a closing quote must be followed by whitespace or the end.
-fn split_inline(line: &[u8], scratch: &mut Vec<u8>, spans: &mut Vec<(usize, usize)>) -> Result<(), &'static str> {
+fn split_inline(
+    line: &[u8],
+    scratch: &mut Vec<u8>,
+    spans: &mut Vec<(usize, usize)>,
+) -> Result<(), &'static str> {
     const UNBALANCED: &str = "Protocol error: unbalanced quotes in request";
     let mut i = 0;
     loop {
@@ -219,7 +272,12 @@ fn split_inline(line: &[u8], scratch: &mut Vec<u8>, spans: &mut Vec<(usize, usiz
                 loop {
                     match line.get(i) {
                         None => return Err(UNBALANCED),
-                        Some(b'\\') if i + 3 < line.len() && line[i + 1] == b'x' && line[i + 2].is_ascii_hexdigit() && line[i + 3].is_ascii_hexdigit() => {
+                        Some(b'\\')
+                            if i + 3 < line.len()
+                                && line[i + 1] == b'x'
+                                && line[i + 2].is_ascii_hexdigit()
+                                && line[i + 3].is_ascii_hexdigit() =>
+                        {
                             let hex = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
                             scratch.push(hex(line[i + 2]) * 16 + hex(line[i + 3]));
                             i += 4;
@@ -302,9 +360,20 @@ mod tests {
         assert_eq!(used, 20);
         let line = b"SET  k \"a b\\n\\x41\" 'it\\'s'\r\n";
         let (a, used) = args(&mut p, line);
-        assert_eq!(a, [b"SET".to_vec(), b"k".to_vec(), b"a b\nA".to_vec(), b"it's".to_vec()]);
+        assert_eq!(
+            a,
+            [
+                b"SET".to_vec(),
+                b"k".to_vec(),
+                b"a b\nA".to_vec(),
+                b"it's".to_vec()
+            ]
+        );
         assert_eq!(used, line.len());
-        assert!(matches!(p.parse(b"*2\r\n$3\r\nGET\r\n$1\r\n").unwrap(), Parsed::Incomplete));
+        assert!(matches!(
+            p.parse(b"*2\r\n$3\r\nGET\r\n$1\r\n").unwrap(),
+            Parsed::Incomplete
+        ));
         assert!(matches!(p.parse(b"PING").unwrap(), Parsed::Incomplete));
         assert!(matches!(p.parse(b"\r\n").unwrap(), Parsed::Skip(2)));
         assert!(matches!(p.parse(b"*0\r\n").unwrap(), Parsed::Skip(4)));
@@ -314,10 +383,17 @@ mod tests {
     fn announced_sizes_past_the_limits_are_refused_before_reading_them() {
         let mut p = Parser::new(Limits::default());
         let err = p.parse(b"*1\r\n$4294967296\r\n").unwrap_err();
-        assert_eq!((err.message.as_str(), err.skip), ("Protocol error: invalid bulk length", None));
+        assert_eq!(
+            (err.message.as_str(), err.skip),
+            ("Protocol error: invalid bulk length", None)
+        );
         let err = p.parse(b"*99999999999\r\n").unwrap_err();
         assert_eq!(err.message, "Protocol error: invalid multibulk length");
-        assert!(p.parse(b"*1\r\n:5\r\n").unwrap_err().message.contains("expected '$', got ':'"));
+        assert!(p
+            .parse(b"*1\r\n:5\r\n")
+            .unwrap_err()
+            .message
+            .contains("expected '$', got ':'"));
         assert!(p.parse(b"*1\r\n$-5\r\n").is_err());
         assert!(p.parse(b"*x\r\n").is_err());
         assert!(p.parse(b"*1111111111111111111111111111").is_err());

@@ -84,6 +84,9 @@ mod tests {
         bulk_integer(&mut out, 7);
         null(&mut out);
         array_header(&mut out, 2);
-        assert_eq!(&out[..], b"+OK\r\n-ERR bad  thing\r\n:-42\r\n$2\r\nhi\r\n$1\r\n7\r\n$-1\r\n*2\r\n");
+        assert_eq!(
+            &out[..],
+            b"+OK\r\n-ERR bad  thing\r\n:-42\r\n$2\r\nhi\r\n$1\r\n7\r\n$-1\r\n*2\r\n"
+        );
     }
 }

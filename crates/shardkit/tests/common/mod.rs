@@ -26,7 +26,12 @@ pub struct Server {
 impl Server {
     /// Starts a server on 127.0.0.1 with port 0 for both listeners.
     pub fn start(data: &Path, env: &[(&str, &str)]) -> Server {
-        Self::try_start(data, &["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"], env).expect("server should start")
+        Self::try_start(
+            data,
+            &["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"],
+            env,
+        )
+        .expect("server should start")
     }
 
     /// Starts a server with the given flags; `Err(stderr)` if it exits instead.
@@ -34,8 +39,20 @@ impl Server {
     #[allow(clippy::zombie_processes)]
     pub fn try_start(data: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Server, String> {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_shardkit"));
-        cmd.arg("serve").arg("--data").arg(data).args(args).stdout(Stdio::null()).stderr(Stdio::piped());
-        for var in ["SHARDKIT_API_KEY", "SHARDKIT_HTTP", "SHARDKIT_RESP", "SHARDKIT_CONFIG", "SHARDKIT_LOG_FORMAT", "SHARDKIT_LOG"] {
+        cmd.arg("serve")
+            .arg("--data")
+            .arg(data)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for var in [
+            "SHARDKIT_API_KEY",
+            "SHARDKIT_HTTP",
+            "SHARDKIT_RESP",
+            "SHARDKIT_CONFIG",
+            "SHARDKIT_LOG_FORMAT",
+            "SHARDKIT_LOG",
+        ] {
             cmd.env_remove(var);
         }
         for (k, v) in env {
@@ -56,7 +73,12 @@ impl Server {
             if line.contains("shardkit listening") {
                 let field = |name: &str| -> SocketAddr {
                     let start = line.find(&format!("{name}=")).unwrap() + name.len() + 1;
-                    line[start..].split_whitespace().next().unwrap().parse().unwrap()
+                    line[start..]
+                        .split_whitespace()
+                        .next()
+                        .unwrap()
+                        .parse()
+                        .unwrap()
                 };
                 let (http, resp) = (field("http"), field("resp"));
                 let log = std::sync::Arc::new(std::sync::Mutex::new(seen));
@@ -66,7 +88,13 @@ impl Server {
                         sink.lock().unwrap().push(line);
                     }
                 });
-                return Ok(Server { child, http, resp, data: data.to_path_buf(), log });
+                return Ok(Server {
+                    child,
+                    http,
+                    resp,
+                    data: data.to_path_buf(),
+                    log,
+                });
             }
         }
     }
@@ -78,7 +106,10 @@ impl Server {
 
     /// A Redis-protocol connection.
     pub fn redis(&self) -> redis::Connection {
-        redis::Client::open(format!("redis://{}/", self.resp)).unwrap().get_connection().unwrap()
+        redis::Client::open(format!("redis://{}/", self.resp))
+            .unwrap()
+            .get_connection()
+            .unwrap()
     }
 
     /// Sends SIGTERM and waits for the exit status.
@@ -90,7 +121,10 @@ impl Server {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(Instant::now() < deadline, "server did not stop after SIGTERM");
+            assert!(
+                Instant::now() < deadline,
+                "server did not stop after SIGTERM"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }

@@ -24,7 +24,13 @@ impl TcpProxy {
     pub fn start(target: SocketAddr) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
         let port = listener.local_addr().unwrap().port();
-        let mut proxy = Self { port, target, stop: Arc::new(AtomicBool::new(false)), open: Arc::default(), acceptor: None };
+        let mut proxy = Self {
+            port,
+            target,
+            stop: Arc::new(AtomicBool::new(false)),
+            open: Arc::default(),
+            acceptor: None,
+        };
         proxy.serve(listener);
         proxy
     }
@@ -46,7 +52,8 @@ impl TcpProxy {
                             continue;
                         };
                         for (from, to) in [(&client, &upstream), (&upstream, &client)] {
-                            let (mut from, mut to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
+                            let (mut from, mut to) =
+                                (from.try_clone().unwrap(), to.try_clone().unwrap());
                             std::thread::spawn(move || {
                                 let _ = std::io::copy(&mut from, &mut to);
                                 let _ = to.shutdown(Shutdown::Both);
@@ -55,7 +62,9 @@ impl TcpProxy {
                         }
                         open.lock().unwrap().extend([client, upstream]);
                     }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(5)),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(5))
+                    }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
             }
