@@ -16,6 +16,8 @@
 //!   global allocator (same contents, same behaviour, no huge pages); a refused
 //!   `madvise` (THP off or not built in) is ignored: the mapping just keeps small pages;
 //! - dropping a mapped buffer unmaps it, so the memory goes back to the system at once.
+// Allowed here only (huge-page mappings through libc (mmap/madvise/munmap); each block says why it is sound); the workspace denies unsafe code elsewhere.
+#![allow(unsafe_code)]
 
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;

@@ -1,14 +1,10 @@
 //! Compact, durable counters: the Weibo counter service as a library.
 //!
-//! A counter is a table keyed by unsigned 64-bit ids (or, through a side map, by any
-//! string), with columns added at run time. Rows whose columns are all at their defaults
-//! are not stored. Values live inline at a narrow width (8/16/32/64 bits) with an
-//! overflow map for the few that do not fit. Every mutation is written to an append log
-//! (length + CRC-32 framed, group commit, fsync policy like Redis's `appendfsync`)
-//! before it is acknowledged; snapshots are written in the background and let the log
-//! be rotated; recovery cuts a torn or corrupt tail and reports it; increments carrying
-//! a transaction id are counted once. See `README.md` in this crate for the API, the
-//! file formats and the invariants.
+//! The rest of this page is the crate's `README.md`: its examples are compiled and run as
+//! doc tests.
+//!
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 
 mod codec;
 mod column;

@@ -22,6 +22,8 @@
 //! assert_eq!(decoded.parts.shard, 31_337 % 8192);
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod base62;
 mod clock;
 pub mod durable_file;

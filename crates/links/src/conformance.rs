@@ -1,5 +1,5 @@
 //! The contract of [`LinkStore`] as one function any backend's tests call, so the
-//! embedded store and the PostgreSQL store (issue 7) are held to the same behaviour.
+//! embedded store and the PostgreSQL store (`shardkit-pg`) are held to the same behaviour.
 //! It panics (like an `assert!`) on the first broken rule; give it an empty store.
 
 use crate::code::group_of;

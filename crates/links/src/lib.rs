@@ -1,7 +1,7 @@
 //! # shardkit-links
 //!
 //! The short-link domain of shardkit (the TinyURL service), with no HTTP in it, so the
-//! server, the command line and a future PostgreSQL backend share one set of rules.
+//! server, the command line and the PostgreSQL backend (`shardkit-pg`) share one set of rules.
 //!
 //! - [`Codec`]: a code's first character names its shard group (hash of the
 //!   normalized long URL over 62 groups, or of the alias for an aliased link); the rest is base62 of that group's ticket

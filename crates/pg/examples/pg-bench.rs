@@ -1,4 +1,4 @@
-//! Side-by-side figures for issue 7, all in one run on the machine's PostgreSQL and
+//! Side-by-side figures for the PostgreSQL and MariaDB backends, all in one run on the machine's PostgreSQL and
 //! MariaDB (fresh databases, dropped after):
 //!
 //! 1. rows/s inserted with ids from `next_id()`: one shard, 64 shards, Instagram's

@@ -4,6 +4,8 @@
 //! the bucket count grows from n to n+1 exactly the keys that must move (1/(n+1) of them)
 //! move, all to the new bucket. Its limit is that buckets are numbers: only the *last*
 //! bucket can be removed cleanly. [`JumpNodes`] shows the cost of removing a middle node.
+// Allowed here only (the SSE4.1 fast path, called only after run-time feature detection); the workspace denies unsafe code elsewhere.
+#![allow(unsafe_code)]
 
 use crate::hash::{hash_bytes, hash_u64};
 use crate::jump_back::jump_back_nonzero;
@@ -121,7 +123,7 @@ pub enum JumpAlgorithm {
     /// Lamping–Veach ([`jump`]): the same buckets as Google's and Guava's jump hash.
     #[default]
     LampingVeach,
-    /// JumpBack hashing ([`crate::jump_back`]): no floating point, about constant time,
+    /// JumpBack hashing ([`crate::jump_back()`]): no floating point, about constant time,
     /// several times faster at 1000 buckets, but placement only this crate reproduces.
     JumpBack,
 }

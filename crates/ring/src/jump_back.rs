@@ -2,10 +2,10 @@
 //! an expected constant number of steps, after Ertl's JumpBackHash (2024, "JumpBackHash:
 //! Say Goodbye to the Modulo Operation to Distribute Keys Uniformly to Buckets").
 //!
-//! It exists beside [`crate::jump`] because Lamping–Veach needs about ln(n) + 1 dependent
+//! It exists beside [`crate::jump()`] because Lamping–Veach needs about ln(n) + 1 dependent
 //! float steps (past 25 ns at 1000 buckets on our machines) while this needs about three
 //! hash mixes, two of them side by side. It is **not** bit-compatible with Google's jump hash, nor with Hash4j's
-//! JumpBackHash (the random stream differs): use [`crate::jump`] where another language
+//! JumpBackHash (the random stream differs): use [`crate::jump()`] where another language
 //! must compute the same placement.
 //!
 //! # How it works

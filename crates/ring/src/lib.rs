@@ -28,6 +28,10 @@
 //! # Ok::<(), shardkit_ring::RingError>(())
 //! ```
 
+//!
+//! The rest of this page is the crate's `README.md`.
+//!
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 mod error;

@@ -1,4 +1,4 @@
-//! Property tests of the placement guarantees the issue lists: keys move only where they
+//! Property tests of the placement guarantees the crate promises: keys move only where they
 //! must, replicas are distinct and start at the primary, plans balance within one shard
 //! and move no shard twice, and no input makes the parsers panic.
 

@@ -1,4 +1,4 @@
-//! The JSON shape of a decoded id, shared by `shardkit id decode` and (later)
+//! The JSON shape of a decoded id, shared by `shardkit id decode` and
 //! `GET /api/ids/{id}`: one contract, one definition.
 
 use serde::Serialize;

@@ -2,6 +2,8 @@
 //! and fuzz targets reach it directly: settings, shared state, the HTTP API and the
 //! Redis protocol. The command line lives in `main.rs` and `cli/`.
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod counter_access;
 pub mod decoded_json;

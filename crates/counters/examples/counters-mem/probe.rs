@@ -13,6 +13,8 @@
 //! table has a mapping per partition whose last partial 2 MiB stays on small pages, so
 //! the probe is a little kinder to the TLB), asking for each op's lines 16 ops ahead of
 //! reading and writing them.
+// Allowed here only (the probe's raw mapping, as the table's own buffers); the workspace denies unsafe code elsewhere.
+#![allow(unsafe_code)]
 
 use std::time::Instant;
 

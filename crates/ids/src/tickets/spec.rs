@@ -38,7 +38,7 @@ impl SequenceSpec {
         self.offset
     }
 
-    /// The number at `position`, or `None` past [`MAX_TICKET`].
+    /// The number at `position`, or `None` past `i64::MAX` (the largest number a SQL `bigint` holds).
     #[inline]
     pub fn number(&self, position: u64) -> Option<u64> {
         position

@@ -1,4 +1,4 @@
-//! `shardkit pg ...`: PostgreSQL logical shards (issue 7), built with the cargo feature
+//! `shardkit pg ...`: PostgreSQL logical shards, built with the cargo feature
 //! `sql`. A thin shell over `shardkit-pg`: parse arguments, run the library on a small
 //! tokio runtime, print one JSON line.
 

@@ -1,4 +1,4 @@
-//! `shardkit ring ...`: placement statistics and shard-map move plans (issue 3).
+//! `shardkit ring ...`: placement statistics and shard-map move plans.
 //!
 //! A thin shell over `shardkit-ring`: parse arguments, call the library, print. Library
 //! errors carry the explanation; this module only adds which file or step failed.
