@@ -17,7 +17,8 @@ use crate::hash::FastMap;
 use crate::key::Key;
 use crate::log::{FsyncPolicy, Log};
 use crate::record::{encode_set_body, write_key, write_spec};
-use crate::{logread, recover, snapshot};
+use crate::{logread, recover, replicated, snapshot};
+use crate::{Applied, LogOfRecord};
 use crate::{ColumnOptions, CounterStats, Options, RecoveryReport, SnapshotInfo, Stats};
 
 /// Longest transaction id accepted, in bytes.
@@ -476,6 +477,44 @@ impl Engine {
             fsync: self.inner.opts.fsync,
             last_background_error: self.inner.last_bg_error.lock().clone(),
         }
+    }
+
+    /// The lsn the next record gets: every record below it is applied here. A follower
+    /// and its leader agree on lsns, so this says how far a follower has come.
+    pub fn next_lsn(&self) -> u64 {
+        self.inner.log.next_lsn()
+    }
+
+    /// Makes the engine refuse its own writes ([`Error::ReadOnly`]) while it follows a
+    /// replicated log, or take them again when it leads. Reads are never affected.
+    pub fn set_read_only(&self, read_only: bool) {
+        self.inner.log.set_read_only(read_only);
+    }
+
+    /// Whether the engine refuses its own writes.
+    pub fn is_read_only(&self) -> bool {
+        self.inner.log.is_read_only()
+    }
+
+    /// Attaches the log of record every written batch must reach before it is
+    /// acknowledged (`None` detaches it: the local log alone again). Pending records are
+    /// written out first. See [`LogOfRecord`].
+    pub fn set_log_of_record(&self, sink: Option<Arc<dyn LogOfRecord>>) -> Result<()> {
+        self.inner.check_open()?;
+        self.inner.log.set_log_of_record(sink)
+    }
+
+    /// Applies a batch of the leader's records (as its [`LogOfRecord`] received them)
+    /// on a follower: CRCs and the lsn sequence are checked first (a damaged batch or a
+    /// gap changes nothing and is an [`Error::BadBatch`]); records already applied are
+    /// skipped, so a redelivery is harmless. Transaction ids travel with the records,
+    /// so a retried increment is counted once whichever node applies it.
+    pub fn apply_replicated(&self, frames: &[u8]) -> Result<Applied> {
+        self.inner.check_open()?;
+        let cutoff = now_ms().saturating_sub(self.inner.opts.txid_window.as_millis() as u64);
+        let applied = replicated::apply(&self.inner.log, &self.inner.counters, frames, cutoff)?;
+        self.inner.log.flush(false)?;
+        Ok(applied)
     }
 
     /// Writes a snapshot now (on the calling thread) and rotates the log; writers wait

@@ -105,6 +105,16 @@ pub enum Error {
     /// The engine was closed.
     #[error("the engine is closed")]
     Closed,
+    /// The engine follows a replicated log (a replica) and takes no writes of its own.
+    #[error("this engine is a read-only replica; write to the leader")]
+    ReadOnly,
+    /// The log of record (e.g. the JetStream stream) refused or lost a batch: nothing in
+    /// it is acknowledged and the engine refuses writes from now on.
+    #[error("the log of record refused a batch ({0}); this node no longer takes writes")]
+    LogOfRecord(String),
+    /// A replicated batch could not be applied: damaged, or not the next records.
+    #[error("replicated batch refused: {0}")]
+    BadBatch(String),
 }
 
 /// Result with the crate's [`Error`].

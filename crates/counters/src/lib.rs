@@ -16,9 +16,11 @@ mod hugemem;
 mod key;
 mod log;
 mod logread;
+mod of_record;
 mod partition;
 mod record;
 mod recover;
+mod replicated;
 mod snapshot;
 mod stripe;
 mod table;
@@ -32,6 +34,7 @@ pub use engine::{Engine, Pending, MAX_TXID_LEN};
 pub use error::{Error, Result};
 pub use key::{Key, OwnedKey, MAX_KEY_LEN};
 pub use log::FsyncPolicy;
+pub use of_record::{Applied, LogOfRecord};
 pub use table::Table;
 
 /// How an [`Engine`] runs.

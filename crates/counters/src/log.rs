@@ -10,6 +10,11 @@
 //! Segment files are named `log-<first lsn, 20 digits>.log`. A segment ends only at a
 //! [`Log::rotate`], which the snapshotter calls, so a snapshot at rotation point X makes
 //! every older segment unnecessary.
+//!
+//! With a [`LogOfRecord`] attached (the server's JetStream mode), every batch the log
+//! writes out is also handed to it, in lsn order under the segment lock, and a record
+//! counts as durable only once the log of record accepted its batch: group commit then
+//! costs one publish per batch. A refused batch fails the log like a failed fsync.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -21,6 +26,7 @@ use parking_lot::Mutex;
 use crate::codec::{crc, Put};
 use crate::error::{io_err, Error, Result};
 use crate::record::encode_head;
+use crate::LogOfRecord;
 
 /// When the log is flushed to stable storage, as in Redis's `appendfsync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,6 +67,12 @@ pub(crate) struct Log {
     failed: Mutex<Option<String>>,
     is_failed: AtomicBool,
     since_rotate: AtomicU64,
+    /// Where every written batch must also be accepted before it counts as durable.
+    of_record: parking_lot::RwLock<Option<std::sync::Arc<dyn LogOfRecord>>>,
+    /// Whether `of_record` is set (read on the hot path without the lock).
+    has_of_record: AtomicBool,
+    /// Appends are refused with [`Error::ReadOnly`] (a replica applies with `append_framed`).
+    read_only: AtomicBool,
 }
 
 /// File name of the segment whose first record is `lsn`.
@@ -103,7 +115,48 @@ impl Log {
             failed: Mutex::new(None),
             is_failed: AtomicBool::new(false),
             since_rotate: AtomicU64::new(0),
+            of_record: parking_lot::RwLock::new(None),
+            has_of_record: AtomicBool::new(false),
+            read_only: AtomicBool::new(false),
         })
+    }
+
+    /// Attaches (or detaches) the log of record. Everything appended before is written
+    /// out first, so a batch handed to it never holds records from before it was attached.
+    pub(crate) fn set_log_of_record(&self, sink: Option<std::sync::Arc<dyn LogOfRecord>>) -> Result<()> {
+        let seg = self.seg.lock();
+        self.write_out(&seg, self.policy == FsyncPolicy::Always)?;
+        self.has_of_record.store(sink.is_some(), Ordering::Release);
+        *self.of_record.write() = sink;
+        Ok(())
+    }
+
+    /// Refuses (or allows again) appends through [`Log::append`].
+    pub(crate) fn set_read_only(&self, read_only: bool) {
+        self.read_only.store(read_only, Ordering::Release);
+    }
+
+    /// Whether appends are refused.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.read_only.load(Ordering::Acquire)
+    }
+
+    /// Whether an acknowledgement waits for the batch to be written out: under
+    /// `Always`, and whenever a log of record is attached.
+    fn acks_wait(&self) -> bool {
+        self.policy == FsyncPolicy::Always || self.has_of_record.load(Ordering::Acquire)
+    }
+
+    /// Appends one record that arrived already framed (a replica applying the leader's
+    /// log): `frame` must be exactly one frame whose payload carries lsn `next_lsn`.
+    pub(crate) fn append_framed(&self, frame: &[u8]) -> Result<()> {
+        self.check()?;
+        let mut p = self.pending.lock();
+        p.next_lsn += 1;
+        p.buf.extend_from_slice(frame);
+        self.since_rotate
+            .fetch_add(frame.len() as u64, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The fsync policy in force.
@@ -140,6 +193,9 @@ impl Log {
     /// Call with the stripe lock held; then [`Log::commit`] after releasing it.
     pub(crate) fn append(&self, ts_ms: u64, body: impl FnOnce(&mut Vec<u8>)) -> Result<u64> {
         self.check()?;
+        if self.is_read_only() {
+            return Err(Error::ReadOnly);
+        }
         let mut p = self.pending.lock();
         let lsn = p.next_lsn;
         p.next_lsn += 1;
@@ -159,8 +215,8 @@ impl Log {
 
     /// Makes the record `lsn` as durable as the policy promises before acknowledging it.
     pub(crate) fn commit(&self, lsn: u64) -> Result<()> {
-        match self.policy {
-            FsyncPolicy::Always => {
+        match self.acks_wait() {
+            true => {
                 if self.durable.load(Ordering::Acquire) > lsn {
                     return Ok(());
                 }
@@ -172,9 +228,10 @@ impl Log {
                 if self.durable.load(Ordering::Acquire) > lsn {
                     return Ok(());
                 }
-                self.write_out(&seg, true).map(|_| ())
+                self.write_out(&seg, self.policy == FsyncPolicy::Always)
+                    .map(|_| ())
             }
-            _ => {
+            false => {
                 self.check()?;
                 if self.pending.lock().buf.len() >= FLUSH_AT {
                     self.flush(false)?;
@@ -186,10 +243,11 @@ impl Log {
 
     /// Whether record `lsn` has been written out (and fsynced, under `Always`).
     pub(crate) fn is_durable(&self, lsn: u64) -> bool {
-        match self.policy {
-            FsyncPolicy::Always => self.durable.load(Ordering::Acquire) > lsn,
+        if self.acks_wait() {
+            self.durable.load(Ordering::Acquire) > lsn
+        } else {
             // The other policies acknowledge once the record is in memory.
-            _ => true,
+            true
         }
     }
 
@@ -218,6 +276,17 @@ impl Log {
             .and_then(|_| if sync { seg.file.sync_data() } else { Ok(()) });
         if let Err(e) = res {
             return Err(self.fail(&io_err(&seg.path)(e)));
+        }
+        if !buf.is_empty() && self.has_of_record.load(Ordering::Acquire) {
+            let first = self.durable.load(Ordering::Acquire);
+            let sink = self.of_record.read().clone();
+            if let Some(sink) = sink {
+                if let Err(why) = sink.append(first, end, &buf) {
+                    let refused = Error::LogOfRecord(why);
+                    self.fail(&refused);
+                    return Err(refused);
+                }
+            }
         }
         self.durable.store(end, Ordering::Release);
         Ok(end)

@@ -46,6 +46,24 @@ pub struct Settings {
     pub counters: CounterSettings,
     /// Short links.
     pub links: LinkSettings,
+    /// The NATS server the counters' replicated log lives on (`[counters] log = "jetstream"`).
+    pub nats: NatsSettings,
+}
+
+/// `[nats]`: where the JetStream log of record is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NatsSettings {
+    /// Server URL(s), comma-separated, e.g. `nats://127.0.0.1:4222`.
+    pub url: String,
+}
+
+impl Default for NatsSettings {
+    fn default() -> Self {
+        Self {
+            url: "nats://127.0.0.1:4222".into(),
+        }
+    }
 }
 
 /// `[links]`: short links (codes, cache, limits, click flushing).
@@ -100,7 +118,23 @@ pub struct CounterSettings {
     pub txid_window_secs: u64,
     /// Snapshot and rotate the log after this many MiB of log.
     pub snapshot_log_mib: u64,
+    /// The log of record: `local` (the data directory's segment files) or `jetstream`
+    /// (a NATS JetStream stream: a leader that holds the store's lease writes, replicas
+    /// follow; needs feature `nats`).
+    pub log: String,
+    /// Name of the counter store on NATS; the stream, lease bucket and subject derive
+    /// from it, so several stores share one NATS. Letters, digits, `-` and `_`.
+    pub store: String,
+    /// Copies JetStream keeps of the stream and the lease bucket (3 in production).
+    pub stream_replicas: usize,
+    /// `auto` (lead when the lease is free, else follow) or `replica` (never lead).
+    pub role: String,
+    /// How long the leader's lease lasts without renewal, ms (renewed every third of it).
+    pub lease_ms: u64,
 }
+
+/// The `[counters] log` modes.
+pub const COUNTER_LOGS: [&str; 2] = ["local", "jetstream"];
 
 impl Default for CounterSettings {
     fn default() -> Self {
@@ -109,6 +143,11 @@ impl Default for CounterSettings {
             auto_create: true,
             txid_window_secs: 600,
             snapshot_log_mib: 64,
+            log: "local".into(),
+            store: "counters".into(),
+            stream_replicas: 1,
+            role: "auto".into(),
+            lease_ms: 3_000,
         }
     }
 }
@@ -165,6 +204,7 @@ impl Default for Settings {
             resp_limits: RespLimitSettings::default(),
             counters: CounterSettings::default(),
             links: LinkSettings::default(),
+            nats: NatsSettings::default(),
         }
     }
 }
@@ -219,6 +259,18 @@ pub struct Overrides {
     pub store: Option<String>,
     /// `--servers` / `SHARDKIT_PG_SERVERS`: PostgreSQL servers (`links.servers`).
     pub servers: Option<Vec<String>>,
+    /// `--counters-log` / `SHARDKIT_COUNTERS_LOG` (`counters.log`).
+    pub counters_log: Option<String>,
+    /// `--counters-store` / `SHARDKIT_COUNTERS_STORE` (`counters.store`).
+    pub counters_store: Option<String>,
+    /// `--counters-role` / `SHARDKIT_COUNTERS_ROLE` (`counters.role`).
+    pub counters_role: Option<String>,
+    /// `--counters-lease-ms` / `SHARDKIT_COUNTERS_LEASE_MS` (`counters.lease_ms`).
+    pub counters_lease_ms: Option<u64>,
+    /// `--counters-stream-replicas` / `SHARDKIT_COUNTERS_STREAM_REPLICAS`.
+    pub counters_stream_replicas: Option<usize>,
+    /// `--nats-url` / `SHARDKIT_NATS_URL` (`nats.url`).
+    pub nats_url: Option<String>,
 }
 
 impl Settings {
@@ -256,6 +308,24 @@ impl Settings {
         if let Some(v) = overrides.servers.filter(|s| !s.is_empty()) {
             settings.links.servers = v;
         }
+        if let Some(v) = overrides.counters_log {
+            settings.counters.log = v;
+        }
+        if let Some(v) = overrides.counters_store {
+            settings.counters.store = v;
+        }
+        if let Some(v) = overrides.counters_role {
+            settings.counters.role = v;
+        }
+        if let Some(v) = overrides.counters_lease_ms {
+            settings.counters.lease_ms = v;
+        }
+        if let Some(v) = overrides.counters_stream_replicas {
+            settings.counters.stream_replicas = v;
+        }
+        if let Some(v) = overrides.nats_url {
+            settings.nats.url = v;
+        }
         settings.check()?;
         Ok(settings)
     }
@@ -289,6 +359,7 @@ impl Settings {
                 self.counters.fsync
             );
         }
+        self.check_counter_log()?;
         if !matches!(self.ids.on_clock_backwards.as_str(), "refuse" | "wait") {
             anyhow::bail!(
                 "ids.on_clock_backwards must be \"refuse\" or \"wait\", got {:?}",
@@ -311,6 +382,56 @@ impl Settings {
         if let Some(base) = &self.links.base_url {
             shardkit_links::OwnOrigin::from_base_url(base)
                 .map_err(|e| anyhow::anyhow!("links.base_url {base:?} is not a usable URL: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// The replicated-log settings: a mode this build has, a usable store name, a role,
+    /// a lease long enough to renew.
+    fn check_counter_log(&self) -> anyhow::Result<()> {
+        let c = &self.counters;
+        match c.log.as_str() {
+            "local" => return Ok(()),
+            "jetstream" if !cfg!(feature = "nats") => anyhow::bail!(
+                "counters.log \"jetstream\" needs a shardkit built with the cargo feature `nats`"
+            ),
+            "jetstream" => {}
+            other => anyhow::bail!(
+                "counters.log must be \"local\" or \"jetstream\", got {other:?}"
+            ),
+        }
+        if c.store.is_empty()
+            || c.store.len() > 64
+            || !c
+                .store
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            anyhow::bail!(
+                "counters.store must be 1 to 64 letters, digits, '-' or '_', got {:?}",
+                c.store
+            );
+        }
+        if !matches!(c.role.as_str(), "auto" | "replica") {
+            anyhow::bail!(
+                "counters.role must be \"auto\" or \"replica\", got {:?}",
+                c.role
+            );
+        }
+        if !(300..=60_000).contains(&c.lease_ms) {
+            anyhow::bail!(
+                "counters.lease_ms must be from 300 to 60000, got {}",
+                c.lease_ms
+            );
+        }
+        if !(1..=5).contains(&c.stream_replicas) {
+            anyhow::bail!(
+                "counters.stream_replicas must be from 1 to 5 (JetStream's limit), got {}",
+                c.stream_replicas
+            );
+        }
+        if self.nats.url.trim().is_empty() {
+            anyhow::bail!("nats.url is empty: set it to the NATS server, e.g. nats://127.0.0.1:4222");
         }
         Ok(())
     }

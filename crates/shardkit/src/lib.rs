@@ -10,6 +10,7 @@ pub mod decoded_json;
 pub mod group_commit;
 pub mod http;
 pub mod links;
+pub mod replication;
 pub mod resp;
 pub mod server;
 pub mod state;

@@ -33,7 +33,14 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
         // The bound address (port 0 becomes a real port), so short URLs work as printed.
         settings.links.base_url = Some(format!("http://{}", http_listener.local_addr()?));
     }
+    // The addresses really bound (port 0 becomes a real port): a leader announces them.
+    settings.http = http_listener.local_addr()?;
+    settings.resp = resp_listener.local_addr()?;
     let state = Arc::new(tokio::task::spawn_blocking(move || AppState::open(settings)).await??);
+    let replication = {
+        let state = Arc::clone(&state);
+        tokio::task::spawn_blocking(move || crate::replication::Running::start(&state)).await??
+    };
     tracing::info!(
         http = %http_listener.local_addr()?,
         resp = %resp_listener.local_addr()?,
@@ -101,6 +108,9 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
     // Everything on it has ended; dropping a runtime inside another's context would panic.
     resp_runtime.shutdown_background();
     let _ = clicks.await;
+    if let Some(replication) = replication {
+        let _ = tokio::task::spawn_blocking(move || replication.stop()).await;
+    }
     match Arc::try_unwrap(state) {
         Ok(state) => tokio::task::spawn_blocking(move || state.close()).await??,
         Err(_) => tracing::warn!(

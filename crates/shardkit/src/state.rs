@@ -37,6 +37,8 @@ pub struct AppState {
     pub counters: Counters,
     /// Short links (`<data>/links.redb`, code key `<data>/links.key`).
     pub links: Links,
+    /// This node's replication role (standalone with the `local` log).
+    pub replication: Arc<crate::replication::Status>,
     tickets: TicketBook,
 }
 
@@ -85,7 +87,24 @@ impl AppState {
             snapshot_log_bytes: Some(settings.counters.snapshot_log_mib.max(1) << 20),
             ..shardkit_counters::Options::default()
         };
-        let engine = Engine::open(settings.data.join("counters"), engine_options)?;
+        let jetstream = settings.counters.log == "jetstream";
+        let engine = if jetstream {
+            // The stream is the log of record: the local directory is only the copy being
+            // built from it, started afresh (it may hold records the stream refused).
+            let dir = settings
+                .data
+                .join("counters-jetstream")
+                .join(&settings.counters.store);
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir)
+                    .with_context(|| format!("cannot clear {}", dir.display()))?;
+            }
+            let engine = Engine::open(dir, engine_options)?;
+            engine.set_read_only(true);
+            engine
+        } else {
+            Engine::open(settings.data.join("counters"), engine_options)?
+        };
         let recovery = engine.recovery();
         tracing::info!(report = ?recovery, "counters recovered");
         let writes_wait_for_disk = settings.counters.fsync == "always";
@@ -95,7 +114,21 @@ impl AppState {
             writes_wait_for_disk,
             group_commit: Default::default(),
         };
-        crate::links::clicks::ensure_counters(&counters.engine)?;
+        if !jetstream {
+            // With the JetStream log they are made when this node first leads.
+            crate::links::clicks::ensure_counters(&counters.engine)?;
+        }
+        let me = crate::replication::LeaderAddr {
+            node: node_id(),
+            resp: settings.resp.to_string(),
+            http: settings.http.to_string(),
+        };
+        let role = if jetstream {
+            crate::replication::Role::Replica { leader: None }
+        } else {
+            crate::replication::Role::Standalone
+        };
+        let replication = Arc::new(crate::replication::Status::new(role, me));
         let key_path = settings.data.join("links.key");
         let key = load_or_create_key(&key_path)
             .with_context(|| format!("cannot read or make the code key {}", key_path.display()))?;
@@ -123,6 +156,7 @@ impl AppState {
             ids,
             counters,
             links,
+            replication,
             tickets,
         })
     }
@@ -157,6 +191,13 @@ impl AppState {
             }
         }
     }
+}
+
+/// A random id for this process, as announced in the counters' lease.
+fn node_id() -> String {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Connections per PostgreSQL server for the link store.

@@ -36,6 +36,24 @@ pub struct ServeArgs {
         value_name = "URL[,URL...]"
     )]
     servers: Option<Vec<String>>,
+    /// The counters' log of record: `local` (default) or `jetstream` (feature `nats`).
+    #[arg(long, env = "SHARDKIT_COUNTERS_LOG", value_name = "local|jetstream")]
+    counters_log: Option<String>,
+    /// Name of the counter store on NATS (stream and lease names derive from it).
+    #[arg(long, env = "SHARDKIT_COUNTERS_STORE", value_name = "NAME")]
+    counters_store: Option<String>,
+    /// `auto` (lead when the lease is free) or `replica` (never lead).
+    #[arg(long, env = "SHARDKIT_COUNTERS_ROLE", value_name = "auto|replica")]
+    counters_role: Option<String>,
+    /// The leader's lease, ms [default: 3000].
+    #[arg(long, env = "SHARDKIT_COUNTERS_LEASE_MS", value_name = "MS")]
+    counters_lease_ms: Option<u64>,
+    /// Copies JetStream keeps of the stream and lease [default: 1].
+    #[arg(long, env = "SHARDKIT_COUNTERS_STREAM_REPLICAS", value_name = "N")]
+    counters_stream_replicas: Option<usize>,
+    /// NATS server URL for `--counters-log jetstream` [default: nats://127.0.0.1:4222].
+    #[arg(long, env = "SHARDKIT_NATS_URL", value_name = "URL")]
+    nats_url: Option<String>,
     /// Print the settings in effect (API key hidden) and exit.
     #[arg(long)]
     print_config: bool,
@@ -51,6 +69,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         log_format: args.log_format,
         store: args.store,
         servers: args.servers,
+        counters_log: args.counters_log,
+        counters_store: args.counters_store,
+        counters_role: args.counters_role,
+        counters_lease_ms: args.counters_lease_ms,
+        counters_stream_replicas: args.counters_stream_replicas,
+        nats_url: args.nats_url,
     };
     let settings = Settings::load(args.config.as_deref(), overrides)?;
     if args.print_config {

@@ -41,7 +41,10 @@ fn engine_error(e: Error) -> ApiError {
         | Error::LogFailed(_)
         | Error::Closed
         | Error::Locked(_)
-        | Error::Corrupt { .. } => ApiError::unavailable(e.to_string()),
+        | Error::Corrupt { .. }
+        | Error::LogOfRecord(_)
+        | Error::BadBatch(_) => ApiError::unavailable(e.to_string()),
+        Error::ReadOnly => ApiError::misdirected(None),
         Error::NoSuchCounter(_) | Error::NoSuchColumn { .. } => ApiError::not_found(e.to_string()),
         other => ApiError::bad_request(other.to_string()),
     }
@@ -91,6 +94,7 @@ pub async fn get(
         (status = 400, description = "Bad body, a count that would go negative or past its max", body = super::openapi::ErrorBody),
         (status = 401, description = "API key missing or wrong", body = super::openapi::ErrorBody),
         (status = 404, description = "No such counter or column (auto_create off)", body = super::openapi::ErrorBody),
+        (status = 421, description = "A read-only replica: `leader` is the HTTP address to write to", body = super::openapi::ErrorBody),
         (status = 503, description = "The log cannot be written", body = super::openapi::ErrorBody),
     ))]
 pub async fn incr(
@@ -98,6 +102,9 @@ pub async fn incr(
     Path((counter, key)): Path<(String, String)>,
     parsed: Result<Json<IncrBody>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    if let Ok(leader) = crate::replication::gate::http_leader(&state.replication) {
+        return Err(ApiError::misdirected(leader));
+    }
     let request = body(parsed)?;
     let column = request.column.unwrap_or_else(|| DEFAULT_COLUMN.to_string());
     let by = request.by.unwrap_or(1);

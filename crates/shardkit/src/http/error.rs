@@ -63,6 +63,18 @@ impl ApiError {
             "this endpoint needs the API key: send Authorization: Bearer <key>",
         )
     }
+    /// 421: this node is a read-only replica; `leader` is the HTTP address of the node
+    /// that takes writes (absent while none holds the lease).
+    pub fn misdirected(leader: Option<String>) -> Self {
+        let message = match &leader {
+            Some(addr) => format!("this node is a read-only replica; send writes to the leader at {addr}"),
+            None => "this node is a read-only replica and no leader holds the lease right now; retry shortly".to_string(),
+        };
+        Self {
+            extra: leader.map(|addr| ("leader", addr)),
+            ..Self::new(StatusCode::MISDIRECTED_REQUEST, message)
+        }
+    }
     /// 503: the server cannot do it now (clock behind, storage failing); retry later.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, message)

@@ -62,6 +62,10 @@ pub fn execute(
         reply::error(out, "NOAUTH Authentication required.");
         return Outcome::Continue;
     }
+    if let Some(refusal) = crate::replication::gate::refuse(&state.replication, name) {
+        reply::error(out, refusal);
+        return Outcome::Continue;
+    }
     if is("PING") {
         match cmd.len() {
             1 => reply::simple(out, "PONG"),
@@ -106,6 +110,8 @@ pub fn execute(
         reply::integer(out, rows as i64);
     } else if is("INFO") {
         info(state, out);
+    } else if is("ROLE") {
+        crate::replication::gate::role_reply(&state.replication, out);
     } else if is("ID.NEXT") {
         id_next(cmd, state, out);
     } else if is("TICKET.NEXT") {
@@ -265,6 +271,8 @@ fn info(state: &AppState, out: &mut BytesMut) {
             c.name, c.rows, c.columns, c.bytes, c.bytes_per_row, c.overflow_entries
         );
     }
+    text.push_str("\r\n");
+    text.push_str(&crate::replication::gate::info_section(&state.replication));
     let _ = write!(text, "\r\n# Keyspace\r\n");
     if rows > 0 {
         let _ = write!(text, "db0:keys={rows},expires=0,avg_ttl=0\r\n");

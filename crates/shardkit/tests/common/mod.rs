@@ -6,6 +6,8 @@
 
 #[cfg(feature = "sql")]
 pub mod pg_db;
+#[cfg(feature = "nats")]
+pub mod nats;
 pub mod tcp_proxy;
 
 use std::io::{BufRead, BufReader};

@@ -1,0 +1,121 @@
+//! Applying a replicated batch on a follower: the leader's framed records, checked
+//! (CRC, parse, lsn sequence) and applied in order, also written to the local log so
+//! the follower's own lsns stay the leader's.
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use crate::codec::{unframe, Reader};
+use crate::counter::{stripe_of, Counter};
+use crate::error::{Error, Result};
+use crate::hash::FastMap;
+use crate::log::Log;
+use crate::record::{Op, Record};
+use crate::Applied;
+
+/// Applies `frames` (whole frames, lsns consecutive) to `counters` and `log`. Records
+/// below the log's next lsn were applied before and are skipped; a gap is refused
+/// before anything of the batch is applied.
+pub(crate) fn apply(
+    log: &Log,
+    counters: &RwLock<FastMap<String, Arc<Counter>>>,
+    frames: &[u8],
+    txid_cutoff_ms: u64,
+) -> Result<Applied> {
+    // Check the whole batch first: a damaged batch changes nothing.
+    let mut parsed = Vec::new();
+    let mut r = Reader::new(frames);
+    while !r.is_empty() {
+        let start = r.pos();
+        let payload = unframe(&mut r).map_err(|e| Error::BadBatch(e.to_string()))?;
+        let rec = Record::decode(payload)
+            .ok_or_else(|| Error::BadBatch("a record does not parse".into()))?;
+        parsed.push((rec, &frames[start..r.pos()]));
+    }
+    let mut out = Applied {
+        next_lsn: log.next_lsn(),
+        ..Applied::default()
+    };
+    let mut expect = out.next_lsn;
+    for (rec, _) in &parsed {
+        if rec.lsn >= out.next_lsn {
+            if rec.lsn != expect {
+                return Err(Error::BadBatch(format!(
+                    "expected record {expect}, got {} (records are missing)",
+                    rec.lsn
+                )));
+            }
+            expect += 1;
+        }
+    }
+    for (rec, frame) in parsed {
+        if rec.lsn < out.next_lsn {
+            out.skipped += 1;
+            continue;
+        }
+        apply_one(counters, &rec, txid_cutoff_ms);
+        log.append_framed(frame)?;
+        out.applied += 1;
+        out.next_lsn = rec.lsn + 1;
+    }
+    Ok(out)
+}
+
+/// Applies one record the way the leader did (values are absolute, so this is the
+/// same state the leader had after it).
+fn apply_one(
+    counters: &RwLock<FastMap<String, Arc<Counter>>>,
+    rec: &Record,
+    txid_cutoff_ms: u64,
+) {
+    match &rec.op {
+        Op::CreateCounter { name } => {
+            counters
+                .write()
+                .entry(name.clone())
+                .or_insert_with(|| Arc::new(Counter::new(name)));
+        }
+        Op::AddColumn { counter, spec } => {
+            let Some(c) = counters.read().get(counter).cloned() else {
+                return;
+            };
+            let mut schema = c.schema.write();
+            if !schema.iter().any(|s| s.name == spec.name) && spec.check().is_ok() {
+                schema.push(spec.clone());
+            }
+        }
+        Op::Set {
+            counter,
+            key,
+            col,
+            value,
+            txid,
+        } => {
+            let Some(c) = counters.read().get(counter).cloned() else {
+                return;
+            };
+            let specs = c.schema.read();
+            if *col as usize >= specs.len() {
+                return;
+            }
+            let mut st = c.stripes[stripe_of(key.as_key())].write();
+            st.set(key.as_key(), *col as usize, *value, &specs);
+            if let Some(t) = txid {
+                st.txids.expire(txid_cutoff_ms);
+                if rec.ts_ms >= txid_cutoff_ms {
+                    st.txids.insert(key.clone(), t, rec.ts_ms);
+                }
+            }
+        }
+        Op::Delete { counter, key } => {
+            let Some(c) = counters.read().get(counter).cloned() else {
+                return;
+            };
+            let specs = c.schema.read();
+            c.stripes[stripe_of(key.as_key())]
+                .write()
+                .delete(key.as_key(), &specs);
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The log-of-record seam: a leader engine hands every written batch to a
+//! [`LogOfRecord`]; a follower engine applies those batches and ends in the same state,
+//! txid window included. A refused batch is not acknowledged and stops the leader.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use shardkit_counters::{ColumnOptions, Engine, Error, FsyncPolicy, Key, LogOfRecord, Options};
+
+/// Keeps every batch it is given, in order, like a stream would.
+#[derive(Default)]
+struct Recorded {
+    batches: Mutex<Vec<(u64, u64, Vec<u8>)>>,
+    refuse: std::sync::atomic::AtomicBool,
+}
+
+impl LogOfRecord for Recorded {
+    fn append(&self, first: u64, end: u64, frames: &[u8]) -> Result<(), String> {
+        if self.refuse.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err("wrong last sequence".into());
+        }
+        self.batches.lock().push((first, end, frames.to_vec()));
+        Ok(())
+    }
+}
+
+fn opts(fsync: FsyncPolicy) -> Options {
+    Options {
+        fsync,
+        snapshot_log_bytes: None,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn a_follower_applying_the_batches_has_the_leaders_state() {
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let leader = Engine::open(dirs.0.path(), opts(FsyncPolicy::No)).unwrap();
+    let sink = Arc::new(Recorded::default());
+    leader.set_log_of_record(Some(sink.clone())).unwrap();
+    leader.create_counter("weibo").unwrap();
+    leader
+        .add_column("weibo", "likes", ColumnOptions::new(8, 64))
+        .unwrap();
+    for i in 0..200u64 {
+        leader
+            .incr("weibo", Key::Id(i % 7), "likes", 3, Some(&format!("t{i}")))
+            .unwrap();
+    }
+    // A retried txid is not counted again and appends nothing.
+    let before = sink.batches.lock().len();
+    leader
+        .incr("weibo", Key::Id(0), "likes", 3, Some("t0"))
+        .unwrap();
+    assert_eq!(sink.batches.lock().len(), before);
+    leader.delete("weibo", Key::Name("gone")).unwrap();
+    leader.set("weibo", Key::Name("home"), "likes", 77).unwrap();
+
+    // Under a policy that does not fsync, writes still waited for the log of record:
+    // one batch per acknowledged write here, lsns consecutive across batches.
+    let batches = sink.batches.lock().clone();
+    let mut expect = 1;
+    for (first, end, _) in &batches {
+        assert_eq!(*first, expect);
+        assert!(end > first);
+        expect = *end;
+    }
+    assert_eq!(expect, leader.next_lsn());
+
+    let follower = Engine::open(dirs.1.path(), opts(FsyncPolicy::No)).unwrap();
+    follower.set_read_only(true);
+    for (_, _, frames) in &batches {
+        follower.apply_replicated(frames).unwrap();
+    }
+    // Redelivery of an applied batch is skipped.
+    let again = follower.apply_replicated(&batches[3].2).unwrap();
+    assert_eq!((again.applied, again.skipped > 0), (0, true));
+    assert_eq!(follower.next_lsn(), leader.next_lsn());
+    for i in 0..7 {
+        assert_eq!(
+            follower.get("weibo", Key::Id(i), "likes").unwrap(),
+            leader.get("weibo", Key::Id(i), "likes").unwrap()
+        );
+    }
+    assert_eq!(
+        follower.get("weibo", Key::Name("home"), "likes").unwrap(),
+        77
+    );
+    // The follower refuses its own writes.
+    assert!(matches!(
+        follower.incr("weibo", Key::Id(1), "likes", 1, None),
+        Err(Error::ReadOnly)
+    ));
+
+    // Promoted, it continues the leader's lsns and knows the txids applied there.
+    follower.set_read_only(false);
+    let sink2 = Arc::new(Recorded::default());
+    follower.set_log_of_record(Some(sink2.clone())).unwrap();
+    let v = follower.get("weibo", Key::Id(5), "likes").unwrap();
+    assert_eq!(
+        follower
+            .incr("weibo", Key::Id(5), "likes", 3, Some("t5"))
+            .unwrap(),
+        v,
+        "a txid applied on the old leader is not counted again"
+    );
+    follower
+        .incr("weibo", Key::Id(5), "likes", 1, Some("new"))
+        .unwrap();
+    assert_eq!(sink2.batches.lock()[0].0, leader.next_lsn());
+}
+
+#[test]
+fn a_damaged_or_gapped_batch_changes_nothing() {
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let leader = Engine::open(dirs.0.path(), opts(FsyncPolicy::No)).unwrap();
+    let sink = Arc::new(Recorded::default());
+    leader.set_log_of_record(Some(sink.clone())).unwrap();
+    leader.create_counter("c").unwrap();
+    leader.add_column("c", "v", ColumnOptions::new(8, 64)).unwrap();
+    leader.incr("c", Key::Id(1), "v", 5, None).unwrap();
+    let batches = sink.batches.lock().clone();
+    let follower = Engine::open(dirs.1.path(), opts(FsyncPolicy::No)).unwrap();
+    // A gap: the first batch is missing.
+    assert!(matches!(
+        follower.apply_replicated(&batches[1].2),
+        Err(Error::BadBatch(_))
+    ));
+    let mut damaged = batches[0].2.clone();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 0x40;
+    assert!(matches!(
+        follower.apply_replicated(&damaged),
+        Err(Error::BadBatch(_))
+    ));
+    assert_eq!(follower.next_lsn(), 1);
+    for (_, _, frames) in &batches {
+        follower.apply_replicated(frames).unwrap();
+    }
+    assert_eq!(follower.get("c", Key::Id(1), "v").unwrap(), 5);
+}
+
+#[test]
+fn a_refused_batch_is_not_acknowledged_and_stops_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let leader = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+    let sink = Arc::new(Recorded::default());
+    leader.set_log_of_record(Some(sink.clone())).unwrap();
+    leader.create_counter("c").unwrap();
+    leader.add_column("c", "v", ColumnOptions::new(8, 64)).unwrap();
+    sink.refuse.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(matches!(
+        leader.incr("c", Key::Id(1), "v", 5, None),
+        Err(Error::LogOfRecord(_))
+    ));
+    sink.refuse.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(leader.incr("c", Key::Id(1), "v", 5, None).is_err());
+    assert_eq!(sink.batches.lock().len(), 2);
+}

@@ -1,0 +1,178 @@
+//! The write gate and the replication replies, kept in one module so the RESP
+//! dispatcher needs one call before a write and one branch for `ROLE`.
+
+use super::{Role, Status};
+use bytes::BytesMut;
+
+/// Redis's answer to a write sent to a replica, word for word.
+pub const READONLY: &str = "READONLY You can't write against a read only replica.";
+
+/// Commands that change state: refused on a replica. Ids and tickets are refused too
+/// (a replica holds no id shard or ticket lease yet).
+const WRITES: &[&str] = &[
+    "SET",
+    "INCR",
+    "INCRBY",
+    "DECR",
+    "DECRBY",
+    "DEL",
+    "UNLINK",
+    "HSET",
+    "HINCRBY",
+    "HDEL",
+    "HMSET",
+    "MSET",
+    "GETSET",
+    "GETDEL",
+    "SETNX",
+    "INCRBYFLOAT",
+    "COUNTER.CREATE",
+    "COUNTER.ADDCOL",
+    "COUNTER.INCRBY",
+    "ID.NEXT",
+    "TICKET.NEXT",
+];
+
+/// The error to answer instead of running command `name`, if this node may not write.
+pub fn refuse(status: &Status, name: &[u8]) -> Option<&'static str> {
+    if status.writable() || !WRITES.iter().any(|w| name.eq_ignore_ascii_case(w.as_bytes())) {
+        return None;
+    }
+    if name.eq_ignore_ascii_case(b"ID.NEXT") || name.eq_ignore_ascii_case(b"TICKET.NEXT") {
+        return Some("READONLY ids and tickets are issued by the leader only; send ID.NEXT and TICKET.NEXT to the leader (ROLE names it)");
+    }
+    Some(READONLY)
+}
+
+/// The leader's HTTP address, for a 421 to a write sent here; `Err(())` when this
+/// node may write.
+pub fn http_leader(status: &Status) -> Result<Option<String>, ()> {
+    match status.role() {
+        Role::Standalone | Role::Leader => Err(()),
+        Role::Replica { leader } => Ok(leader.map(|l| l.http)),
+        Role::Deposed => Ok(None),
+    }
+}
+
+/// `ROLE`, as Redis answers it: `master <offset> <replicas>` or `slave <host> <port>
+/// <state> <offset>`. Offsets are stream sequences; a master lists no replicas
+/// (membership is the Sentinel work still to come).
+pub fn role_reply(status: &Status, out: &mut BytesMut) {
+    let (seq, lag, _) = status.progress();
+    match status.role() {
+        Role::Standalone | Role::Leader => {
+            crate::resp::reply::array_header(out, 3);
+            crate::resp::reply::bulk(out, b"master");
+            crate::resp::reply::integer(out, seq as i64);
+            crate::resp::reply::array_header(out, 0);
+        }
+        Role::Replica { leader } => {
+            let (host, port) = split_addr(leader.as_ref().map(|l| l.resp.as_str()));
+            crate::resp::reply::array_header(out, 5);
+            crate::resp::reply::bulk(out, b"slave");
+            crate::resp::reply::bulk(out, host.as_bytes());
+            crate::resp::reply::integer(out, port);
+            let link: &[u8] = if leader.is_none() {
+                b"connect"
+            } else if lag > 0 {
+                b"sync"
+            } else {
+                b"connected"
+            };
+            crate::resp::reply::bulk(out, link);
+            crate::resp::reply::integer(out, seq as i64);
+        }
+        Role::Deposed => {
+            crate::resp::reply::array_header(out, 5);
+            crate::resp::reply::bulk(out, b"slave");
+            crate::resp::reply::bulk(out, b"?");
+            crate::resp::reply::integer(out, 0);
+            crate::resp::reply::bulk(out, b"connect");
+            crate::resp::reply::integer(out, seq as i64);
+        }
+    }
+}
+
+fn split_addr(addr: Option<&str>) -> (String, i64) {
+    match addr.and_then(|a| a.rsplit_once(':')) {
+        Some((host, port)) => (host.to_string(), port.parse().unwrap_or(0)),
+        None => ("?".to_string(), 0),
+    }
+}
+
+/// The `# Replication` section of `INFO`, Redis's field names where they apply, plus
+/// the stream figures: applied sequence and lag in records and milliseconds.
+pub fn info_section(status: &Status) -> String {
+    let (seq, lag, lag_ms) = status.progress();
+    let mut s = String::from("# Replication\r\n");
+    match status.role() {
+        Role::Standalone => s.push_str("role:master\r\nconnected_slaves:0\r\nlog:local\r\n"),
+        Role::Leader => s.push_str("role:master\r\nconnected_slaves:0\r\nlog:jetstream\r\n"),
+        Role::Replica { leader } => {
+            let (host, port) = split_addr(leader.as_ref().map(|l| l.resp.as_str()));
+            let up = if leader.is_some() { "up" } else { "down" };
+            s.push_str(&format!(
+                "role:slave\r\nmaster_host:{host}\r\nmaster_port:{port}\r\nmaster_link_status:{up}\r\nlog:jetstream\r\n"
+            ));
+        }
+        Role::Deposed => s.push_str("role:slave\r\nmaster_link_status:down\r\ndeposed:1\r\nlog:jetstream\r\n"),
+    }
+    s.push_str(&format!(
+        "stream_applied_seq:{seq}\r\nlag_records:{lag}\r\nlag_ms:{lag_ms}\r\n"
+    ));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replication::LeaderAddr;
+
+    fn node(role: Role) -> Status {
+        Status::new(
+            role,
+            LeaderAddr {
+                node: "n".into(),
+                resp: "127.0.0.1:6380".into(),
+                http: "127.0.0.1:8080".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn replicas_refuse_writes_and_leaders_take_them() {
+        let replica = node(Role::Replica { leader: None });
+        assert_eq!(refuse(&replica, b"incr"), Some(READONLY));
+        assert_eq!(refuse(&replica, b"COUNTER.INCRBY"), Some(READONLY));
+        assert!(refuse(&replica, b"ID.NEXT").unwrap().starts_with("READONLY "));
+        assert_eq!(refuse(&replica, b"GET"), None);
+        assert_eq!(refuse(&replica, b"HGETALL"), None);
+        for writable in [Role::Leader, Role::Standalone] {
+            assert_eq!(refuse(&node(writable), b"INCR"), None);
+        }
+        assert_eq!(refuse(&node(Role::Deposed), b"SET"), Some(READONLY));
+    }
+
+    #[test]
+    fn role_names_the_leader() {
+        let leader = LeaderAddr {
+            node: "x".into(),
+            resp: "10.0.0.1:7000".into(),
+            http: "10.0.0.1:8000".into(),
+        };
+        let replica = node(Role::Replica {
+            leader: Some(leader),
+        });
+        replica.set_progress(42, 0, 0);
+        let mut out = BytesMut::new();
+        role_reply(&replica, &mut out);
+        assert_eq!(
+            &out[..],
+            b"*5\r\n$5\r\nslave\r\n$8\r\n10.0.0.1\r\n:7000\r\n$9\r\nconnected\r\n:42\r\n"
+        );
+        assert_eq!(http_leader(&replica), Ok(Some("10.0.0.1:8000".into())));
+        let info = info_section(&replica);
+        assert!(info.contains("master_host:10.0.0.1\r\nmaster_port:7000"), "{info}");
+        assert_eq!(http_leader(&node(Role::Leader)), Err(()));
+    }
+}

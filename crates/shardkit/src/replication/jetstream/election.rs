@@ -1,0 +1,308 @@
+//! Who writes: the lease in the KV bucket, the catch-up and fencing a new leader does
+//! before it takes writes, the renewal, and stepping down.
+//!
+//! Taking over: create the lease key (refused while another holds it), read the
+//! stream's last sequence L, wait until the follower applied L, publish an empty marker
+//! expecting L (refused if a deposed writer appended meanwhile: then read again), stop
+//! following, attach the [`JetStreamLog`] and take writes. From the marker on, any
+//! publish of an older writer expects a sequence that is no longer the last: refused.
+
+use super::follower::follow;
+use super::names::{Names, LEADER_HEADER, LEASE_KEY};
+use super::publisher::JetStreamLog;
+use super::EXIT_DEPOSED;
+use crate::config::Settings;
+use crate::replication::{LeaderAddr, Role};
+use crate::state::AppState;
+use async_nats::jetstream::{self, message::PublishMessage, kv, stream};
+use bytes::Bytes;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The store's NATS objects, made at start.
+pub struct Store {
+    js: jetstream::Context,
+    stream: stream::Stream,
+    lease: kv::Store,
+    names: Names,
+    lease_for: Duration,
+    may_lead: bool,
+}
+
+impl Store {
+    /// Connects and makes the stream and the lease bucket if missing.
+    pub async fn connect(settings: &Settings) -> anyhow::Result<Self> {
+        let names = Names::new(&settings.counters.store);
+        let lease_for = Duration::from_millis(settings.counters.lease_ms);
+        let client = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(5))
+            .name(format!("shardkit {}", settings.resp))
+            .connect(settings.nats.url.as_str())
+            .await?;
+        let js = jetstream::new(client);
+        let replicas = settings.counters.stream_replicas;
+        let stream = js
+            .get_or_create_stream(stream::Config {
+                name: names.stream.clone(),
+                subjects: vec![names.subject.clone()],
+                num_replicas: replicas,
+                storage: stream::StorageType::File,
+                ..Default::default()
+            })
+            .await?;
+        let lease = match js.get_key_value(names.lease_bucket.as_str()).await {
+            Ok(store) => store,
+            Err(_) => {
+                js.create_key_value(kv::Config {
+                    bucket: names.lease_bucket.clone(),
+                    history: 1,
+                    max_age: lease_for,
+                    num_replicas: replicas,
+                    storage: stream::StorageType::File,
+                    ..Default::default()
+                })
+                .await?
+            }
+        };
+        Ok(Self {
+            js,
+            stream,
+            lease,
+            names,
+            lease_for,
+            may_lead: settings.counters.role == "auto",
+        })
+    }
+}
+
+/// Follows the stream; stands for the lease every third of it (role `auto`); leads
+/// once it has it; exits the process with [`EXIT_DEPOSED`] when it loses it.
+pub async fn run(state: Arc<AppState>, store: Store) {
+    let me = state.replication.me.clone();
+    let me_json = serde_json::to_string(&me).unwrap_or_default();
+    let mut follower = tokio::spawn(follow(
+        Arc::clone(&state),
+        store.stream.clone(),
+        store.names.clone(),
+        1,
+    ));
+    let tick = store.lease_for / 3;
+    loop {
+        tokio::time::sleep(tick).await;
+        if follower.is_finished() {
+            match (&mut follower).await {
+                Ok(Err(e)) => tracing::error!(error = %e, "following the counters' stream stopped"),
+                _ => tracing::error!("following the counters' stream stopped"),
+            }
+            // Start again after what was applied (a new ordered consumer).
+            let (applied, _, _) = state.replication.progress();
+            follower = tokio::spawn(follow(
+                Arc::clone(&state),
+                store.stream.clone(),
+                store.names.clone(),
+                applied + 1,
+            ));
+            continue;
+        }
+        match store.lease.entry(LEASE_KEY).await {
+            Ok(Some(entry)) if entry.operation == kv::Operation::Put => {
+                if let Ok(leader) = serde_json::from_slice::<LeaderAddr>(&entry.value) {
+                    state.replication.set_role(Role::Replica {
+                        leader: Some(leader),
+                    });
+                }
+                continue;
+            }
+            Ok(_) => state.replication.set_role(Role::Replica { leader: None }),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the counters' lease");
+                continue;
+            }
+        }
+        if !store.may_lead {
+            continue;
+        }
+        let asked = Instant::now();
+        let Ok(revision) = store
+            .lease
+            .create(LEASE_KEY, Bytes::from(me_json.clone()))
+            .await
+        else {
+            continue;
+        };
+        tracing::info!("took the counters' lease; catching up with the stream");
+        let fenced = Arc::new(AtomicBool::new(false));
+        let valid_until = Arc::new(parking_lot::Mutex::new(asked + store.lease_for));
+        tokio::spawn(renew(
+            Arc::clone(&state),
+            store.lease.clone(),
+            me_json.clone(),
+            revision,
+            store.lease_for,
+            Arc::clone(&fenced),
+            Arc::clone(&valid_until),
+        ));
+        match take_over(&state, &store, &me_json, &fenced).await {
+            Ok(marker) => {
+                follower.abort();
+                let _ = (&mut follower).await;
+                if let Err(e) = lead(&state, &store, marker, fenced, valid_until).await {
+                    tracing::error!(error = %e, "cannot start leading the counters");
+                    step_down(&state);
+                }
+                return;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "taking over the counters failed");
+                step_down(&state);
+                return;
+            }
+        }
+    }
+}
+
+/// Catches up and appends the leader marker; returns its stream sequence.
+async fn take_over(
+    state: &AppState,
+    store: &Store,
+    me_json: &str,
+    fenced: &AtomicBool,
+) -> anyhow::Result<u64> {
+    loop {
+        if fenced.load(Ordering::Acquire) {
+            anyhow::bail!("lost the lease while catching up");
+        }
+        let last = store.stream.get_info().await?.state.last_sequence;
+        while state.replication.progress().0 < last {
+            if fenced.load(Ordering::Acquire) {
+                anyhow::bail!("lost the lease while catching up");
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let marker = PublishMessage::build()
+            .payload(Bytes::new())
+            .expected_last_sequence(last)
+            .header(LEADER_HEADER, me_json);
+        let sent = store
+            .js
+            .send_publish(store.names.subject.clone(), marker)
+            .await?
+            .await;
+        match sent {
+            Ok(ack) => return Ok(ack.sequence),
+            Err(e) if e.kind() == jetstream::context::PublishErrorKind::WrongLastSequence => {
+                // An old writer appended after we read: read to the new end and try again.
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Attaches the stream as the engine's log of record and opens for writes.
+async fn lead(
+    state: &Arc<AppState>,
+    store: &Store,
+    marker: u64,
+    fenced: Arc<AtomicBool>,
+    valid_until: Arc<parking_lot::Mutex<Instant>>,
+) -> anyhow::Result<()> {
+    // The status, not the state: the engine holds this log, and the state the engine.
+    let status = Arc::clone(&state.replication);
+    let log = JetStreamLog::start(
+        store.js.clone(),
+        &store.names,
+        marker,
+        Arc::clone(&fenced),
+        move |seq| status.set_progress(seq, 0, 0),
+    );
+    let log: Arc<dyn shardkit_counters::LogOfRecord> = Arc::new(LeaseCheckedLog {
+        log,
+        valid_until,
+        fenced,
+    });
+    let engine_state = Arc::clone(state);
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        let engine = &engine_state.counters.engine;
+        engine.set_log_of_record(Some(log))?;
+        engine.set_read_only(false);
+        crate::links::clicks::ensure_counters(engine)?;
+        Ok(())
+    })
+    .await??;
+    state.replication.set_progress(marker, 0, 0);
+    state.replication.set_role(Role::Leader);
+    tracing::info!(stream_seq = marker, "leading the counters");
+    Ok(())
+}
+
+/// The publisher, refusing once the lease may have lapsed (a paused leader that wakes
+/// up acknowledges nothing, even before the stream refuses it).
+struct LeaseCheckedLog {
+    log: JetStreamLog,
+    valid_until: Arc<parking_lot::Mutex<Instant>>,
+    fenced: Arc<AtomicBool>,
+}
+
+impl shardkit_counters::LogOfRecord for LeaseCheckedLog {
+    fn append(&self, first_lsn: u64, end_lsn: u64, frames: &[u8]) -> Result<(), String> {
+        if Instant::now() >= *self.valid_until.lock() {
+            self.fenced.store(true, Ordering::Release);
+            return Err("the counters' lease lapsed".into());
+        }
+        self.log.append(first_lsn, end_lsn, frames)
+    }
+}
+
+/// Renews the lease every third of it; when a renewal is refused (another holds it)
+/// or the lease ran out without one, fences this node and steps down.
+async fn renew(
+    state: Arc<AppState>,
+    lease: kv::Store,
+    me_json: String,
+    mut revision: u64,
+    lease_for: Duration,
+    fenced: Arc<AtomicBool>,
+    valid_until: Arc<parking_lot::Mutex<Instant>>,
+) {
+    loop {
+        tokio::time::sleep(lease_for / 3).await;
+        let asked = Instant::now();
+        if asked >= *valid_until.lock() {
+            tracing::error!("the counters' lease lapsed before it could be renewed");
+            break;
+        }
+        match lease
+            .update(LEASE_KEY, Bytes::from(me_json.clone()), revision)
+            .await
+        {
+            Ok(next) => {
+                revision = next;
+                *valid_until.lock() = asked + lease_for;
+            }
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
+                tracing::error!("another node holds the counters' lease now");
+                break;
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot renew the counters' lease; retrying"),
+        }
+    }
+    fenced.store(true, Ordering::Release);
+    step_down(&state);
+}
+
+/// Stops taking writes and exits so a supervisor restarts this node as a replica.
+fn step_down(state: &AppState) {
+    state.counters.engine.set_read_only(true);
+    state.replication.set_role(Role::Deposed);
+    tracing::error!(
+        code = EXIT_DEPOSED,
+        "this node is no longer the counters' leader; exiting so it restarts as a replica"
+    );
+    // Give replies already refused a moment to reach their clients.
+    std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_millis(200));
+        std::process::exit(EXIT_DEPOSED);
+    });
+}

@@ -1,0 +1,69 @@
+//! The counters' log of record on NATS JetStream (feature `nats`).
+//!
+//! One stream per counter store holds the engine's framed records, one message per
+//! group-commit batch. One writer per store: the node holding the store's lease (a key
+//! in a KV bucket whose `max_age` is the lease, renewed every third of it) publishes;
+//! every publish expects the stream's last sequence, so a writer that lost the lease is
+//! refused as soon as the new leader has appended (its first append is an empty marker
+//! message naming it). Every other node follows the stream with an ordered consumer.
+//!
+//! - [`names`]: stream, subject and bucket names of a store.
+//! - [`publisher`]: the leader's [`shardkit_counters::LogOfRecord`].
+//! - [`follower`]: the replica's consumer.
+//! - [`election`]: take the lease, catch up, fence, lead; renew; step down.
+//!
+//! Everything NATS runs on a runtime of its own (one thread), so an engine commit that
+//! blocks a server thread on a publish can never starve the task doing the publish.
+
+pub mod election;
+pub mod follower;
+pub mod names;
+pub mod publisher;
+
+use crate::state::AppState;
+use anyhow::Context;
+use std::sync::Arc;
+
+/// Exit status of a leader that lost its lease: restart it and it rejoins as a replica
+/// (its in-memory state may hold writes the stream refused, so it does not keep it).
+pub const EXIT_DEPOSED: i32 = 75;
+
+/// The running replication: its runtime, stopped with [`Replicator::stop`].
+pub struct Replicator {
+    runtime: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for Replicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Replicator")
+    }
+}
+
+impl Replicator {
+    /// Connects to NATS (`[nats] url`), makes the store's stream and lease bucket if
+    /// they are missing, and starts following the stream and, with `role = "auto"`,
+    /// standing for the lease.
+    pub fn start(state: Arc<AppState>) -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("shardkit-nats")
+            .enable_all()
+            .build()
+            .context("cannot start the NATS runtime")?;
+        let setup = runtime.block_on(election::Store::connect(&state.settings));
+        let store = setup.with_context(|| {
+            format!(
+                "cannot reach JetStream at {} for the counters' log",
+                state.settings.nats.url
+            )
+        })?;
+        runtime.spawn(election::run(state, store));
+        Ok(Self { runtime })
+    }
+
+    /// Stops every NATS task, waiting up to a second for them to end (so the state they
+    /// hold is released). Call it from a blocking thread.
+    pub fn stop(self) {
+        self.runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    }
+}

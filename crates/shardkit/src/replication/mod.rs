@@ -1,0 +1,46 @@
+//! Replication of the counters' log (`[counters] log = "jetstream"`): who may write,
+//! who leads, how far a replica has come.
+//!
+//! - [`status`]: the node's role and progress, shared by the servers (always built; in
+//!   `local` mode the node is a standalone master).
+//! - [`gate`]: the one check the RESP dispatcher and the HTTP handlers make before a
+//!   write, and the `ROLE` / `INFO replication` replies.
+//! - `jetstream` (feature `nats`): the log of record on a JetStream stream, the leader
+//!   lease in a KV bucket, the follower that applies the stream.
+
+pub mod gate;
+#[cfg(feature = "nats")]
+pub mod jetstream;
+pub mod status;
+
+pub use status::{LeaderAddr, Role, Status};
+
+/// The replication tasks of a node, if its counters' log is on JetStream.
+#[derive(Debug)]
+pub struct Running {
+    #[cfg(feature = "nats")]
+    replicator: jetstream::Replicator,
+}
+
+impl Running {
+    /// Starts replication when `[counters] log = "jetstream"` (`None` for `local`).
+    /// Blocks while connecting: call it from a blocking thread.
+    pub fn start(state: &std::sync::Arc<crate::state::AppState>) -> anyhow::Result<Option<Self>> {
+        if state.settings.counters.log != "jetstream" {
+            return Ok(None);
+        }
+        #[cfg(feature = "nats")]
+        {
+            let replicator = jetstream::Replicator::start(std::sync::Arc::clone(state))?;
+            Ok(Some(Self { replicator }))
+        }
+        #[cfg(not(feature = "nats"))]
+        anyhow::bail!("counters.log \"jetstream\" needs a shardkit built with the cargo feature `nats`")
+    }
+
+    /// Stops the replication tasks (blocks up to a second: call it from a blocking thread).
+    pub fn stop(self) {
+        #[cfg(feature = "nats")]
+        self.replicator.stop();
+    }
+}

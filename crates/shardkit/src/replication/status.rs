@@ -1,0 +1,90 @@
+//! The node's replication role and progress, written by the replication tasks and read
+//! by every request (write gate, `ROLE`, `INFO replication`).
+
+use parking_lot::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Where clients reach a leader.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LeaderAddr {
+    /// The leader's node id (random per process start).
+    pub node: String,
+    /// Its Redis-protocol address, `host:port`.
+    pub resp: String,
+    /// Its HTTP address, `host:port`.
+    pub http: String,
+}
+
+/// What this node does with writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// `local` log: the only copy, takes every write.
+    Standalone,
+    /// Holds the store's lease and writes the stream.
+    Leader,
+    /// Follows the stream; knows the leader once it has seen its lease.
+    Replica {
+        /// The leader, if one holds the lease.
+        leader: Option<LeaderAddr>,
+    },
+    /// Was leader and lost the lease (or was fenced): takes no writes, exits to rejoin.
+    Deposed,
+}
+
+/// The shared role and progress figures.
+#[derive(Debug)]
+pub struct Status {
+    role: RwLock<Role>,
+    /// This node's id and addresses, as it announces them in the lease.
+    pub me: LeaderAddr,
+    /// Stream sequence of the last message applied (or published, on the leader).
+    applied_seq: AtomicU64,
+    /// Messages in the stream after the last applied one, as last seen.
+    lag_records: AtomicU64,
+    /// Age of the oldest unapplied message when last seen, ms (0 when caught up).
+    lag_ms: AtomicU64,
+}
+
+impl Status {
+    /// A node in `role` with the given addresses.
+    pub fn new(role: Role, me: LeaderAddr) -> Self {
+        Self {
+            role: RwLock::new(role),
+            me,
+            applied_seq: AtomicU64::new(0),
+            lag_records: AtomicU64::new(0),
+            lag_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// The role now.
+    pub fn role(&self) -> Role {
+        self.role.read().clone()
+    }
+
+    /// Changes the role.
+    pub fn set_role(&self, role: Role) {
+        *self.role.write() = role;
+    }
+
+    /// Whether this node may take writes.
+    pub fn writable(&self) -> bool {
+        matches!(*self.role.read(), Role::Standalone | Role::Leader)
+    }
+
+    /// Records progress: the stream sequence applied and what is left.
+    pub fn set_progress(&self, applied_seq: u64, lag_records: u64, lag_ms: u64) {
+        self.applied_seq.store(applied_seq, Ordering::Relaxed);
+        self.lag_records.store(lag_records, Ordering::Relaxed);
+        self.lag_ms.store(lag_ms, Ordering::Relaxed);
+    }
+
+    /// (applied stream sequence, lag in messages, lag in ms).
+    pub fn progress(&self) -> (u64, u64, u64) {
+        (
+            self.applied_seq.load(Ordering::Relaxed),
+            self.lag_records.load(Ordering::Relaxed),
+            self.lag_ms.load(Ordering::Relaxed),
+        )
+    }
+}

@@ -1,0 +1,51 @@
+//! A private `nats-server -js` on a free loopback port, with its store in a temp
+//! directory, stopped when dropped. Tests that stop or kill servers use their own, so
+//! nothing they do touches the machine's NATS.
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `nats-server` with JetStream.
+pub struct Nats {
+    child: Child,
+    /// `nats://127.0.0.1:PORT`.
+    pub url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Nats {
+    /// Starts one; panics if `nats-server` is not on PATH or does not come up in 20 s.
+    pub fn start() -> Nats {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new("nats-server")
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server on PATH");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Nats {
+            child,
+            url: format!("nats://127.0.0.1:{port}"),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
