@@ -123,7 +123,10 @@ impl Log {
 
     /// Attaches (or detaches) the log of record. Everything appended before is written
     /// out first, so a batch handed to it never holds records from before it was attached.
-    pub(crate) fn set_log_of_record(&self, sink: Option<std::sync::Arc<dyn LogOfRecord>>) -> Result<()> {
+    pub(crate) fn set_log_of_record(
+        &self,
+        sink: Option<std::sync::Arc<dyn LogOfRecord>>,
+    ) -> Result<()> {
         let seg = self.seg.lock();
         self.write_out(&seg, self.policy == FsyncPolicy::Always)?;
         self.has_of_record.store(sink.is_some(), Ordering::Release);

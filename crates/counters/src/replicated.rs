@@ -64,11 +64,7 @@ pub(crate) fn apply(
 
 /// Applies one record the way the leader did (values are absolute, so this is the
 /// same state the leader had after it).
-fn apply_one(
-    counters: &RwLock<FastMap<String, Arc<Counter>>>,
-    rec: &Record,
-    txid_cutoff_ms: u64,
-) {
+fn apply_one(counters: &RwLock<FastMap<String, Arc<Counter>>>, rec: &Record, txid_cutoff_ms: u64) {
     match &rec.op {
         Op::CreateCounter { name } => {
             counters

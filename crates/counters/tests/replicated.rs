@@ -117,7 +117,9 @@ fn a_damaged_or_gapped_batch_changes_nothing() {
     let sink = Arc::new(Recorded::default());
     leader.set_log_of_record(Some(sink.clone())).unwrap();
     leader.create_counter("c").unwrap();
-    leader.add_column("c", "v", ColumnOptions::new(8, 64)).unwrap();
+    leader
+        .add_column("c", "v", ColumnOptions::new(8, 64))
+        .unwrap();
     leader.incr("c", Key::Id(1), "v", 5, None).unwrap();
     let batches = sink.batches.lock().clone();
     let follower = Engine::open(dirs.1.path(), opts(FsyncPolicy::No)).unwrap();
@@ -147,13 +149,16 @@ fn a_refused_batch_is_not_acknowledged_and_stops_writes() {
     let sink = Arc::new(Recorded::default());
     leader.set_log_of_record(Some(sink.clone())).unwrap();
     leader.create_counter("c").unwrap();
-    leader.add_column("c", "v", ColumnOptions::new(8, 64)).unwrap();
+    leader
+        .add_column("c", "v", ColumnOptions::new(8, 64))
+        .unwrap();
     sink.refuse.store(true, std::sync::atomic::Ordering::SeqCst);
     assert!(matches!(
         leader.incr("c", Key::Id(1), "v", 5, None),
         Err(Error::LogOfRecord(_))
     ));
-    sink.refuse.store(false, std::sync::atomic::Ordering::SeqCst);
+    sink.refuse
+        .store(false, std::sync::atomic::Ordering::SeqCst);
     assert!(leader.incr("c", Key::Id(1), "v", 5, None).is_err());
     assert_eq!(sink.batches.lock().len(), 2);
 }

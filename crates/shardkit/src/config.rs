@@ -396,9 +396,9 @@ impl Settings {
                 "counters.log \"jetstream\" needs a shardkit built with the cargo feature `nats`"
             ),
             "jetstream" => {}
-            other => anyhow::bail!(
-                "counters.log must be \"local\" or \"jetstream\", got {other:?}"
-            ),
+            other => {
+                anyhow::bail!("counters.log must be \"local\" or \"jetstream\", got {other:?}")
+            }
         }
         if c.store.is_empty()
             || c.store.len() > 64
@@ -431,7 +431,9 @@ impl Settings {
             );
         }
         if self.nats.url.trim().is_empty() {
-            anyhow::bail!("nats.url is empty: set it to the NATS server, e.g. nats://127.0.0.1:4222");
+            anyhow::bail!(
+                "nats.url is empty: set it to the NATS server, e.g. nats://127.0.0.1:4222"
+            );
         }
         Ok(())
     }

@@ -32,7 +32,8 @@ fn role(server: &Server) -> Option<String> {
     let mut con = client
         .get_connection_with_timeout(Duration::from_millis(500))
         .ok()?;
-    con.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+    con.set_read_timeout(Some(Duration::from_millis(500)))
+        .ok()?;
     let reply: redis::Value = redis::cmd("ROLE").query(&mut con).ok()?;
     match reply {
         redis::Value::Array(items) => match items.first() {
@@ -98,7 +99,9 @@ fn a_replica_serves_the_leaders_counts_and_refuses_writes() {
             .query(&mut con)
             .unwrap();
     }
-    let expected: Vec<Option<i64>> = (0..10).map(|i| get(&leader, &format!("weibo:{i}"))).collect();
+    let expected: Vec<Option<i64>> = (0..10)
+        .map(|i| get(&leader, &format!("weibo:{i}")))
+        .collect();
     eventually(20, "the replica has the leader's counts", || {
         (0..10).all(|i| get(&replica, &format!("weibo:{i}")) == expected[i])
             && get(&replica, "weibo:8:likes") == Some(2)
@@ -110,7 +113,11 @@ fn a_replica_serves_the_leaders_counts_and_refuses_writes() {
     let refused: redis::RedisResult<i64> = redis::cmd("INCR").arg("weibo:1").query(&mut rcon);
     let err = refused.unwrap_err();
     assert_eq!(err.code(), Some("READONLY"), "{err}");
-    assert!(err.to_string().contains("You can't write against a read only replica."), "{err}");
+    assert!(
+        err.to_string()
+            .contains("You can't write against a read only replica."),
+        "{err}"
+    );
     let ids: redis::RedisResult<i64> = redis::cmd("ID.NEXT").query(&mut rcon);
     assert_eq!(ids.unwrap_err().code(), Some("READONLY"));
     let answer = reqwest::blocking::Client::new()
@@ -121,7 +128,11 @@ fn a_replica_serves_the_leaders_counts_and_refuses_writes() {
     assert_eq!(answer.status().as_u16(), 421);
     let body: serde_json::Value = answer.json().unwrap();
     assert_eq!(body["leader"], leader.http.to_string());
-    assert_eq!(get(&replica, "weibo:1"), expected[1], "the refused writes changed nothing");
+    assert_eq!(
+        get(&replica, "weibo:1"),
+        expected[1],
+        "the refused writes changed nothing"
+    );
 
     // ROLE and INFO name the leader and the progress.
     let role_reply: redis::Value = redis::cmd("ROLE").query(&mut rcon).unwrap();
@@ -132,35 +143,61 @@ fn a_replica_serves_the_leaders_counts_and_refuses_writes() {
     assert_eq!(items[2], redis::Value::Int(i64::from(leader.resp.port())));
     let info: String = redis::cmd("INFO").query(&mut rcon).unwrap();
     assert!(info.contains("role:slave"), "{info}");
-    assert!(info.contains(&format!("master_port:{}", leader.resp.port())), "{info}");
+    assert!(
+        info.contains(&format!("master_port:{}", leader.resp.port())),
+        "{info}"
+    );
     assert!(info.contains("lag_records:0"), "{info}");
     let info: String = redis::cmd("INFO").query(&mut con).unwrap();
-    assert!(info.contains("role:master") && info.contains("log:jetstream"), "{info}");
+    assert!(
+        info.contains("role:master") && info.contains("log:jetstream"),
+        "{info}"
+    );
 }
 
 #[test]
 fn a_paused_leader_is_fenced_and_acknowledges_nothing() {
     let nats = Nats::start();
-    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let dirs = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
     let mut old = node(dirs.0.path(), &nats, "auto", 600);
-    eventually(20, "the first node leads", || role(&old).as_deref() == Some("master"));
+    eventually(20, "the first node leads", || {
+        role(&old).as_deref() == Some("master")
+    });
     let other = node(dirs.1.path(), &nats, "auto", 600);
-    eventually(20, "the second node follows", || role(&other).as_deref() == Some("slave"));
+    eventually(20, "the second node follows", || {
+        role(&other).as_deref() == Some("slave")
+    });
     let mut con = old.redis();
     for _ in 0..50 {
         let _: i64 = redis::cmd("INCR").arg("c:1").query(&mut con).unwrap();
     }
     signal(&old, "-STOP");
-    eventually(20, "the other node leads", || role(&other).as_deref() == Some("master"));
+    eventually(20, "the other node leads", || {
+        role(&other).as_deref() == Some("master")
+    });
     let mut ocon = other.redis();
-    let on_new: i64 = redis::cmd("INCRBY").arg("c:1").arg(1000).query(&mut ocon).unwrap();
-    assert_eq!(on_new, 1050, "the new leader had every acknowledged increment");
+    let on_new: i64 = redis::cmd("INCRBY")
+        .arg("c:1")
+        .arg(1000)
+        .query(&mut ocon)
+        .unwrap();
+    assert_eq!(
+        on_new, 1050,
+        "the new leader had every acknowledged increment"
+    );
 
     // The old leader wakes up: whatever it is asked, nothing is acknowledged.
     con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     signal(&old, "-CONT");
     let late: redis::RedisResult<i64> = redis::cmd("INCR").arg("c:1").query(&mut con);
-    assert!(late.is_err(), "a deposed leader acknowledged a write: {late:?}");
+    assert!(
+        late.is_err(),
+        "a deposed leader acknowledged a write: {late:?}"
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {
         if let Some(status) = old.child.try_wait().unwrap() {
@@ -188,9 +225,13 @@ fn a_killed_leader_loses_no_acknowledged_increment_and_counts_none_twice() {
     let nats = Nats::start();
     let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let first = node(dirs.0.path(), &nats, "auto", 600);
-    eventually(20, "the first node leads", || role(&first).as_deref() == Some("master"));
+    eventually(20, "the first node leads", || {
+        role(&first).as_deref() == Some("master")
+    });
     let second = node(dirs.1.path(), &nats, "auto", 600);
-    eventually(20, "the second node follows", || role(&second).as_deref() == Some("slave"));
+    eventually(20, "the second node follows", || {
+        role(&second).as_deref() == Some("slave")
+    });
     let addrs = [first.resp, second.resp];
     const CLIENTS: usize = 4;
     const EACH: usize = 150;
@@ -204,12 +245,17 @@ fn a_killed_leader_loses_no_acknowledged_increment_and_counts_none_twice() {
                     let txid = format!("c{c}-{n}");
                     let deadline = Instant::now() + Duration::from_secs(60);
                     'retry: loop {
-                        assert!(Instant::now() < deadline, "increment {txid} never acknowledged");
+                        assert!(
+                            Instant::now() < deadline,
+                            "increment {txid} never acknowledged"
+                        );
                         for addr in addrs {
                             let Ok(client) = redis::Client::open(format!("redis://{addr}/")) else {
                                 continue;
                             };
-                            let Ok(mut con) = client.get_connection_with_timeout(Duration::from_millis(300)) else {
+                            let Ok(mut con) =
+                                client.get_connection_with_timeout(Duration::from_millis(300))
+                            else {
                                 continue;
                             };
                             let _ = con.set_read_timeout(Some(Duration::from_secs(3)));

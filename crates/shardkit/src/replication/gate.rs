@@ -35,7 +35,11 @@ const WRITES: &[&str] = &[
 
 /// The error to answer instead of running command `name`, if this node may not write.
 pub fn refuse(status: &Status, name: &[u8]) -> Option<&'static str> {
-    if status.writable() || !WRITES.iter().any(|w| name.eq_ignore_ascii_case(w.as_bytes())) {
+    if status.writable()
+        || !WRITES
+            .iter()
+            .any(|w| name.eq_ignore_ascii_case(w.as_bytes()))
+    {
         return None;
     }
     if name.eq_ignore_ascii_case(b"ID.NEXT") || name.eq_ignore_ascii_case(b"TICKET.NEXT") {
@@ -115,7 +119,9 @@ pub fn info_section(status: &Status) -> String {
                 "role:slave\r\nmaster_host:{host}\r\nmaster_port:{port}\r\nmaster_link_status:{up}\r\nlog:jetstream\r\n"
             ));
         }
-        Role::Deposed => s.push_str("role:slave\r\nmaster_link_status:down\r\ndeposed:1\r\nlog:jetstream\r\n"),
+        Role::Deposed => {
+            s.push_str("role:slave\r\nmaster_link_status:down\r\ndeposed:1\r\nlog:jetstream\r\n")
+        }
     }
     s.push_str(&format!(
         "stream_applied_seq:{seq}\r\nlag_records:{lag}\r\nlag_ms:{lag_ms}\r\n"
@@ -144,7 +150,9 @@ mod tests {
         let replica = node(Role::Replica { leader: None });
         assert_eq!(refuse(&replica, b"incr"), Some(READONLY));
         assert_eq!(refuse(&replica, b"COUNTER.INCRBY"), Some(READONLY));
-        assert!(refuse(&replica, b"ID.NEXT").unwrap().starts_with("READONLY "));
+        assert!(refuse(&replica, b"ID.NEXT")
+            .unwrap()
+            .starts_with("READONLY "));
         assert_eq!(refuse(&replica, b"GET"), None);
         assert_eq!(refuse(&replica, b"HGETALL"), None);
         for writable in [Role::Leader, Role::Standalone] {
@@ -172,7 +180,10 @@ mod tests {
         );
         assert_eq!(http_leader(&replica), Ok(Some("10.0.0.1:8000".into())));
         let info = info_section(&replica);
-        assert!(info.contains("master_host:10.0.0.1\r\nmaster_port:7000"), "{info}");
+        assert!(
+            info.contains("master_host:10.0.0.1\r\nmaster_port:7000"),
+            "{info}"
+        );
         assert_eq!(http_leader(&node(Role::Leader)), Err(()));
     }
 }

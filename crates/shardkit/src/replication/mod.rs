@@ -35,7 +35,9 @@ impl Running {
             Ok(Some(Self { replicator }))
         }
         #[cfg(not(feature = "nats"))]
-        anyhow::bail!("counters.log \"jetstream\" needs a shardkit built with the cargo feature `nats`")
+        anyhow::bail!(
+            "counters.log \"jetstream\" needs a shardkit built with the cargo feature `nats`"
+        )
     }
 
     /// Stops the replication tasks (blocks up to a second: call it from a blocking thread).

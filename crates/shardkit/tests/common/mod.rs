@@ -4,10 +4,10 @@
 
 #![allow(dead_code)]
 
-#[cfg(feature = "sql")]
-pub mod pg_db;
 #[cfg(feature = "nats")]
 pub mod nats;
+#[cfg(feature = "sql")]
+pub mod pg_db;
 pub mod tcp_proxy;
 
 use std::io::{BufRead, BufReader};

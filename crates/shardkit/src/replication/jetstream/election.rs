@@ -14,7 +14,7 @@ use super::EXIT_DEPOSED;
 use crate::config::Settings;
 use crate::replication::{LeaderAddr, Role};
 use crate::state::AppState;
-use async_nats::jetstream::{self, message::PublishMessage, kv, stream};
+use async_nats::jetstream::{self, kv, message::PublishMessage, stream};
 use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -51,20 +51,7 @@ impl Store {
                 ..Default::default()
             })
             .await?;
-        let lease = match js.get_key_value(names.lease_bucket.as_str()).await {
-            Ok(store) => store,
-            Err(_) => {
-                js.create_key_value(kv::Config {
-                    bucket: names.lease_bucket.clone(),
-                    history: 1,
-                    max_age: lease_for,
-                    num_replicas: replicas,
-                    storage: stream::StorageType::File,
-                    ..Default::default()
-                })
-                .await?
-            }
-        };
+        let lease = lease_bucket(&js, &names.lease_bucket, lease_for, replicas).await?;
         Ok(Self {
             js,
             stream,
@@ -74,6 +61,34 @@ impl Store {
             may_lead: settings.counters.role == "auto",
         })
     }
+}
+
+/// The lease bucket, made if missing. Its stream is made here with the KV conventions
+/// (`KV_<bucket>`, subjects `$KV.<bucket>.>`, one value per key, rollups, direct gets)
+/// rather than by `create_key_value`, whose reply from a 2.9 server async-nats 0.51
+/// cannot parse; `get_key_value` then binds it as usual.
+async fn lease_bucket(
+    js: &jetstream::Context,
+    bucket: &str,
+    lease_for: Duration,
+    replicas: usize,
+) -> anyhow::Result<kv::Store> {
+    js.get_or_create_stream(stream::Config {
+        name: format!("KV_{bucket}"),
+        subjects: vec![format!("$KV.{bucket}.>")],
+        max_messages_per_subject: 1,
+        max_age: lease_for,
+        duplicate_window: lease_for,
+        discard: stream::DiscardPolicy::New,
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        num_replicas: replicas,
+        storage: stream::StorageType::File,
+        ..Default::default()
+    })
+    .await?;
+    Ok(js.get_key_value(bucket).await?)
 }
 
 /// Follows the stream; stands for the lease every third of it (role `auto`); leads

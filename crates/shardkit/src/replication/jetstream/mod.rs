@@ -64,6 +64,7 @@ impl Replicator {
     /// Stops every NATS task, waiting up to a second for them to end (so the state they
     /// hold is released). Call it from a blocking thread.
     pub fn stop(self) {
-        self.runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+        self.runtime
+            .shutdown_timeout(std::time::Duration::from_secs(1));
     }
 }
