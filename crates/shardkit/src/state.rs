@@ -77,8 +77,12 @@ impl AppState {
             segment,
             sequences: Mutex::new(HashMap::new()),
         };
+        let jetstream = settings.counters.log == "jetstream";
         let engine_options = shardkit_counters::Options {
+            // With the JetStream log the stream is what makes a write durable; the local
+            // copy is rebuilt from it at start, so fsyncing it would buy nothing.
             fsync: match settings.counters.fsync.as_str() {
+                _ if jetstream => FsyncPolicy::No,
                 "everysec" => FsyncPolicy::EverySec,
                 "no" => FsyncPolicy::No,
                 _ => FsyncPolicy::Always,
@@ -87,7 +91,6 @@ impl AppState {
             snapshot_log_bytes: Some(settings.counters.snapshot_log_mib.max(1) << 20),
             ..shardkit_counters::Options::default()
         };
-        let jetstream = settings.counters.log == "jetstream";
         let engine = if jetstream {
             // The stream is the log of record: the local directory is only the copy being
             // built from it, started afresh (it may hold records the stream refused).
@@ -107,7 +110,8 @@ impl AppState {
         };
         let recovery = engine.recovery();
         tracing::info!(report = ?recovery, "counters recovered");
-        let writes_wait_for_disk = settings.counters.fsync == "always";
+        // A write waits for its batch's fsync, or for JetStream's ack of its batch.
+        let writes_wait_for_disk = settings.counters.fsync == "always" || jetstream;
         let counters = Counters {
             engine,
             auto_create: settings.counters.auto_create,

@@ -133,6 +133,13 @@ fn a_replica_serves_the_leaders_counts_and_refuses_writes() {
         expected[1],
         "the refused writes changed nothing"
     );
+    for path in ["/api/ids?count=2", "/api/tickets/orders"] {
+        let answer = reqwest::blocking::Client::new()
+            .post(replica.url(path))
+            .send()
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 421, "{path}");
+    }
 
     // ROLE and INFO name the leader and the progress.
     let role_reply: redis::Value = redis::cmd("ROLE").query(&mut rcon).unwrap();

@@ -102,7 +102,7 @@ pub async fn incr(
     Path((counter, key)): Path<(String, String)>,
     parsed: Result<Json<IncrBody>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    if let Ok(leader) = crate::replication::gate::http_leader(&state.replication) {
+    if let Some(leader) = crate::replication::gate::http_leader(&state.replication) {
         return Err(ApiError::misdirected(leader));
     }
     let request = body(parsed)?;

@@ -31,6 +31,10 @@ pub async fn create(
     Path(name): Path<String>,
     query: Result<Query<TicketQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<axum::response::Response, ApiError> {
+    // Ids and tickets come from the leader only (a replica holds no lease on them yet).
+    if let Some(leader) = crate::replication::gate::http_leader(&state.replication) {
+        return Err(ApiError::misdirected(leader));
+    }
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let count = parse_count(query.count.as_deref())?;
     let allocator = state.tickets(&name).map_err(ticket_error)?;

@@ -48,13 +48,13 @@ pub fn refuse(status: &Status, name: &[u8]) -> Option<&'static str> {
     Some(READONLY)
 }
 
-/// The leader's HTTP address, for a 421 to a write sent here; `Err(())` when this
-/// node may write.
-pub fn http_leader(status: &Status) -> Result<Option<String>, ()> {
+/// `None` when this node may write; else `Some(the leader's HTTP address, if known)`,
+/// for the 421 a write sent here gets.
+pub fn http_leader(status: &Status) -> Option<Option<String>> {
     match status.role() {
-        Role::Standalone | Role::Leader => Err(()),
-        Role::Replica { leader } => Ok(leader.map(|l| l.http)),
-        Role::Deposed => Ok(None),
+        Role::Standalone | Role::Leader => None,
+        Role::Replica { leader } => Some(leader.map(|l| l.http)),
+        Role::Deposed => Some(None),
     }
 }
 
@@ -178,12 +178,12 @@ mod tests {
             &out[..],
             b"*5\r\n$5\r\nslave\r\n$8\r\n10.0.0.1\r\n:7000\r\n$9\r\nconnected\r\n:42\r\n"
         );
-        assert_eq!(http_leader(&replica), Ok(Some("10.0.0.1:8000".into())));
+        assert_eq!(http_leader(&replica), Some(Some("10.0.0.1:8000".into())));
         let info = info_section(&replica);
         assert!(
             info.contains("master_host:10.0.0.1\r\nmaster_port:7000"),
             "{info}"
         );
-        assert_eq!(http_leader(&node(Role::Leader)), Err(()));
+        assert_eq!(http_leader(&node(Role::Leader)), None);
     }
 }
