@@ -19,6 +19,7 @@ mod logread;
 mod partition;
 mod record;
 mod recover;
+mod scramble;
 mod snapshot;
 mod stripe;
 mod table;
