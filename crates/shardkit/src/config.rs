@@ -46,6 +46,18 @@ pub struct Settings {
     pub counters: CounterSettings,
     /// Short links.
     pub links: LinkSettings,
+    /// Who may read what.
+    pub access: AccessSettings,
+}
+
+/// `[access]`: routes the operator opens to callers without a key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AccessSettings {
+    /// Routes open without a key even when keys are configured, as `"METHOD /path"`
+    /// with the router's patterns (`"GET /api/links/{code}"`, `"GET /metrics"`); a
+    /// pattern alone means GET.
+    pub public: Vec<String>,
 }
 
 /// `[links]`: short links (codes, cache, limits, click flushing).
@@ -165,6 +177,7 @@ impl Default for Settings {
             resp_limits: RespLimitSettings::default(),
             counters: CounterSettings::default(),
             links: LinkSettings::default(),
+            access: AccessSettings::default(),
         }
     }
 }
@@ -277,6 +290,7 @@ impl Settings {
         if matches!(&self.api_key, Some(k) if k.len() < 16) {
             anyhow::bail!("the API key is too short: use at least 16 characters");
         }
+        crate::http::parse_public(&self.access.public)?;
         if !(1..=256).contains(&self.resp_threads) {
             anyhow::bail!(
                 "resp_threads must be from 1 to 256, got {}",

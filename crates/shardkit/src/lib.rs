@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod config;
 pub mod counter_access;
 pub mod decoded_json;

@@ -509,7 +509,7 @@ fn clicks_survive_sigkill_and_restart() {
 }
 
 #[test]
-fn writes_need_the_key_and_creation_is_rate_limited() {
+fn the_api_needs_the_key_and_creation_is_rate_limited() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("shardkit.toml");
     std::fs::write(
@@ -559,8 +559,14 @@ fn writes_need_the_key_and_creation_is_rate_limited() {
         .as_str()
         .unwrap()
         .contains("too many"));
-    // Reads and redirects need no key and are not limited.
-    assert_eq!(get_json(&c, &server, "/api/links").0, 200);
+    // Reads need the key too (tests/access.rs has every route), and are not limited.
+    assert_eq!(get_json(&c, &server, "/api/links").0, 401);
+    let listed = c
+        .get(server.url("/api/links"))
+        .bearer_auth(key)
+        .send()
+        .unwrap();
+    assert_eq!(listed.status().as_u16(), 200);
 }
 
 #[test]

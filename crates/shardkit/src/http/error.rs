@@ -63,6 +63,10 @@ impl ApiError {
             "this endpoint needs the API key: send Authorization: Bearer <key>",
         )
     }
+    /// 403: a valid key whose roles do not cover the request.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, message)
+    }
     /// 503: the server cannot do it now (clock behind, storage failing); retry later.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, message)

@@ -13,10 +13,16 @@ use std::sync::Arc;
 
 const INDEX: &str = include_str!("assets/index.html");
 
-/// The form.
+/// The form. When creating links needs a key, the page says so and takes one (kept in
+/// the tab's session storage, sent as a bearer header).
 #[utoipa::path(get, path = "/", tag = "ui", responses((status = 200, description = "HTML form to shorten a URL")))]
-pub async fn index() -> Html<String> {
-    Html(page("Shorten a link", INDEX))
+pub async fn index(State(state): State<Arc<AppState>>) -> Html<String> {
+    let public = super::auth::parse_public(&state.settings.access.public).unwrap_or_default();
+    let needs_key = state.access.enforced()
+        && super::auth::need(&axum::http::Method::POST, "/api/links", &public)
+            != crate::access::Need::Nothing;
+    let body = format!("<div hidden data-needs-key=\"{needs_key}\" id=\"needs-key\"></div>{INDEX}");
+    Html(page("Shorten a link", &body))
 }
 
 /// Bars of clicks per day as an SVG (no script, no outside file).

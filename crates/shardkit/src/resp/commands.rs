@@ -145,7 +145,7 @@ fn auth(cmd: &Command<'_>, state: &AppState, session: &mut Session, out: &mut By
         3 => cmd.arg(2),
         _ => return wrong_arity(out, "auth"),
     };
-    if state.settings.api_key.is_none() {
+    if !state.access.enforced() {
         reply::error(out, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
     } else if state.key_ok(key) {
         session.authenticated = true;

@@ -22,7 +22,7 @@ pub async fn serve(
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut output = BytesMut::with_capacity(16 * 1024);
     let mut parser = Parser::new(limits);
-    let mut session = Session::new(state.settings.api_key.is_none());
+    let mut session = Session::new(!state.access.enforced());
     loop {
         let read = tokio::select! {
             read = stream.read_buf(&mut input) => read,
