@@ -8,6 +8,7 @@ pub mod decoded_json;
 pub mod group_commit;
 pub mod http;
 pub mod links;
+pub mod plural;
 pub mod resp;
 pub mod server;
 pub mod state;
