@@ -3,7 +3,9 @@
 //! Redis protocol. The command line lives in `main.rs` and `cli/`.
 
 pub mod config;
+pub mod config_error;
 pub mod counter_access;
+pub mod data_dir;
 pub mod decoded_json;
 pub mod group_commit;
 pub mod http;
