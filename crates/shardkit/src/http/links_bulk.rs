@@ -36,6 +36,7 @@ pub enum OnConflict {
 
 /// Query of bulk create.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct BulkQuery {
     /// `fail` (default) or `skip`: a line whose code or alias is already stored.
