@@ -118,6 +118,9 @@ pub enum DecodeError {
     /// Not a decimal number.
     #[error("{0:?} is not a decimal id")]
     NotANumber(String),
+    /// A decimal number past 64 bits: no id can be that large.
+    #[error("{0} is past 64 bits: shardkit ids are below 2^63 (9223372036854775808)")]
+    PastSixtyFourBits(String),
 }
 
 /// Why a base62 string could not be read.

@@ -243,9 +243,8 @@ impl Settings {
                 let text = std::fs::read_to_string(path).map_err(|e| {
                     anyhow::anyhow!("cannot read config file {}: {e}", path.display())
                 })?;
-                toml::from_str(&text).map_err(|e| {
-                    anyhow::anyhow!("config file {}: {}", path.display(), e.message())
-                })?
+                toml::from_str(&text)
+                    .map_err(|e| anyhow::anyhow!(crate::config_error::describe(path, &text, &e)))?
             }
         };
         if let Some(v) = overrides.data {
@@ -390,6 +389,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("unknown field"), "{err}");
+        assert!(err.contains("line 1 (setting htp)"), "{err}");
+        std::fs::write(
+            &file,
+            "data = \"x\"\n[links]\ncreate_per_second = \"lots\"\n",
+        )
+        .unwrap();
+        let err = Settings::load(Some(&file), Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 3 (setting links.create_per_second)") && err.contains("u32"),
+            "{err}"
+        );
         let open = Overrides {
             http: Some("0.0.0.0:8080".parse().unwrap()),
             ..Overrides::default()

@@ -6,11 +6,14 @@
 
 pub mod access;
 pub mod config;
+pub mod config_error;
 pub mod counter_access;
+pub mod data_dir;
 pub mod decoded_json;
 pub mod group_commit;
 pub mod http;
 pub mod links;
+pub mod plural;
 pub mod resp;
 pub mod server;
 pub mod state;

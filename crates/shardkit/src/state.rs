@@ -46,8 +46,7 @@ impl AppState {
     /// Opens everything under the data directory. Fails (with the file named) if
     /// another process holds it.
     pub fn open(settings: Settings) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&settings.data)
-            .with_context(|| format!("cannot create data directory {}", settings.data.display()))?;
+        crate::data_dir::create(&settings.data)?;
         let mut layout: Layout = settings.ids.layout.parse()?;
         if let Some(epoch) = &settings.ids.epoch {
             layout = layout.with_epoch_rfc3339(epoch)?;

@@ -301,3 +301,62 @@ fn serve_print_config_shows_flags_over_environment_over_file() {
     );
     assert_one_line_error(&bad, "cannot read config file");
 }
+
+#[test]
+fn errors_name_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_one_line_error(
+        &shardkit(d, &["id", "decode", "99999999999999999999"]),
+        "is past 64 bits",
+    );
+    assert_one_line_error(
+        &shardkit(d, &["id", "next", "--count", "-5"]),
+        "--count must be between 1 and 10000000, got -5",
+    );
+
+    // A file where the data directory should be: said so, for the CLI and the server.
+    let file = d.join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    for args in [&["id", "next"][..], &["ticket", "next", "photos"][..]] {
+        assert_one_line_error(&shardkit(&file, args), "is a file, not a directory");
+    }
+    let serve = Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--resp",
+            "127.0.0.1:0",
+            "--data",
+        ])
+        .arg(&file)
+        .env_remove("SHARDKIT_CONFIG")
+        .output()
+        .unwrap();
+    assert!(!serve.status.success());
+    let stderr = String::from_utf8_lossy(&serve.stderr);
+    assert!(stderr.contains("is a file, not a directory"), "{stderr}");
+
+    // The OS error is said once, not once per layer of the error.
+    let data = d.join("guard-is-a-dir");
+    std::fs::create_dir_all(data.join("ids.guard")).unwrap();
+    let out = shardkit(&data, &["id", "next"]);
+    assert_one_line_error(&out, "ids.guard");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("os error").count(), 1, "{stderr}");
+
+    // A config error names the line and the setting.
+    let config = d.join("bad.toml");
+    std::fs::write(
+        &config,
+        "data = \"x\"\n\n[links]\ncreate_per_second = \"lots\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args(["serve", "--print-config", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, "line 4 (setting links.create_per_second)");
+}

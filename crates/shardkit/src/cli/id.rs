@@ -30,8 +30,8 @@ pub enum IdCommand {
         #[arg(long, default_value_t = 0)]
         shard: u64,
         /// How many ids, 1 to 10,000,000.
-        #[arg(long, default_value_t = 1)]
-        count: u64,
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+        count: i64,
         #[command(flatten)]
         data: DataDirArgs,
     },
@@ -61,20 +61,24 @@ pub fn run(cmd: IdCommand, out: &mut impl Write) -> anyhow::Result<()> {
 fn next(
     layout: &LayoutArgs,
     shard: u64,
-    count: u64,
+    count: i64,
     data: &DataDirArgs,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     let layout = layout.layout()?;
-    if count == 0 || count > MAX_COUNT {
+    let Some(count) = u64::try_from(count)
+        .ok()
+        .filter(|c| (1..=MAX_COUNT).contains(c))
+    else {
         bail!("--count must be between 1 and {MAX_COUNT}, got {count}");
-    }
+    };
     if shard >= layout.shards() {
         bail!(
             "--shard {shard} is out of range: layout {layout} has shards 0 to {}",
             layout.shards() - 1
         );
     }
+    data.ensure()?;
     let options = GeneratorOptions {
         guard: Some(GuardOptions::new(data.time_guard())),
         ..GeneratorOptions::default()

@@ -46,6 +46,7 @@ pub fn run(cmd: TicketCommand, out: &mut impl Write) -> anyhow::Result<()> {
                 .into());
             }
             let spec = SequenceSpec::new(increment, offset)?;
+            data.ensure()?;
             let store = EmbeddedTicketStore::open(data.tickets())?;
             let first = store.reserve(&name, spec, count)?;
             for position in first..first + count {

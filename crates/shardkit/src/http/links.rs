@@ -25,6 +25,10 @@ pub fn op_error(e: LinkOpError) -> ApiError {
             let owner = owner_code.clone();
             ApiError::conflict(e.to_string(), "code", owner)
         }
+        LinkOpError::CodeTaken(ref code) => {
+            let code = code.clone();
+            ApiError::conflict(e.to_string(), "code", code)
+        }
         LinkOpError::NotFound(_) => ApiError::not_found(e.to_string()),
         LinkOpError::Unavailable(m) => ApiError::unavailable(m),
     }
@@ -62,7 +66,12 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let request = json_body(body)?;
     let worker = Arc::clone(&state);
-    let (link, created) = blocking(move || worker.links.create(&request, &worker.ids)).await?;
+    let (link, created) = blocking(move || {
+        worker
+            .links
+            .create(&request, &worker.ids, &worker.counters.engine)
+    })
+    .await?;
     let status = if created {
         StatusCode::CREATED
     } else {
