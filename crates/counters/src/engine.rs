@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
@@ -19,16 +19,10 @@ use crate::log::{FsyncPolicy, Log};
 use crate::record::{encode_set_body, write_key, write_spec};
 use crate::{logread, recover, snapshot};
 use crate::{ColumnOptions, CounterStats, Options, RecoveryReport, SnapshotInfo, Stats};
+use shardkit_ids::now_ms;
 
 /// Longest transaction id accepted, in bytes.
 pub const MAX_TXID_LEN: usize = 128;
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 struct Inner {
     dir: PathBuf,

@@ -183,6 +183,10 @@ pub enum TicketError {
     /// The sequence has run past 2^63-1.
     #[error("ticket sequence {0:?} is exhausted (past 2^63-1)")]
     Exhausted(String),
+    /// Another process has the embedded store open (a server or another command on the
+    /// same data directory).
+    #[error("ticket store {0}: already open in another process (is a shardkit server using this data directory?)")]
+    StoreInUse(PathBuf),
     /// The embedded store failed.
     #[error("ticket store {path}: {message}")]
     Store {

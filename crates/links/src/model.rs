@@ -1,7 +1,7 @@
 //! The stored link and the small value types around it.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 /// Most tags on one link.
 pub const MAX_TAGS: usize = 16;
@@ -130,13 +130,8 @@ pub fn validate_tags(tags: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+/// Milliseconds since the Unix epoch, now (one copy, in `shardkit-ids`).
+pub use shardkit_ids::now_ms;
 
 /// The UTC day number (days since 1970-01-01) of an instant: the per-day click key.
 pub fn day_of(ms: u64) -> u64 {

@@ -338,22 +338,10 @@ impl Settings {
             .links
             .servers
             .iter()
-            .map(|url| redact_password(url))
+            .map(|url| shardkit_ring::redact_url(url))
             .collect();
         Ok(toml::to_string_pretty(&shown)?)
     }
-}
-
-/// `url` without the password of its user part (`postgres://u:pw@h/db` -> `postgres://u@h/db`).
-fn redact_password(url: &str) -> String {
-    if let Some(scheme_end) = url.find("://") {
-        let rest = &url[scheme_end + 3..];
-        if let Some(at) = rest.rfind('@') {
-            let user = rest[..at].split(':').next().unwrap_or("");
-            return format!("{}://{}@{}", &url[..scheme_end], user, &rest[at + 1..]);
-        }
-    }
-    url.to_string()
 }
 
 #[cfg(test)]

@@ -360,3 +360,120 @@ fn errors_name_the_cause() {
         .unwrap();
     assert_one_line_error(&out, "line 4 (setting links.create_per_second)");
 }
+
+/// `shardkit` with `args` started in the background, stdout and stderr piped.
+fn spawn_shardkit(data: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args(args)
+        .env("SHARDKIT_DATA", data)
+        .env_remove("SHARDKIT_LAYOUT")
+        .env_remove("SHARDKIT_EPOCH")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start shardkit")
+}
+
+/// The outputs of two running commands, read at once: a command waiting for the other
+/// must not be stuck behind a full pipe nobody reads.
+fn both_outputs(a: std::process::Child, b: std::process::Child) -> (Output, Output) {
+    let a = std::thread::spawn(move || a.wait_with_output().unwrap());
+    let b = b.wait_with_output().unwrap();
+    (a.join().unwrap(), b)
+}
+
+/// Holds `file` locked (as a running command does), starts `args`, checks that the
+/// command says it waits, lets go, and returns the command's output.
+fn run_while_locked_then_released(data: &Path, file: &Path, args: &[&str]) -> Output {
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(file)
+        .unwrap();
+    held.lock().unwrap();
+    let mut child = spawn_shardkit(data, args);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    stderr.read_line(&mut said).unwrap();
+    assert!(
+        said.starts_with("shardkit: waiting for another process using the "),
+        "{said:?}"
+    );
+    held.unlock().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert_eq!(rest, "", "the wait is said once, and nothing else");
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn id_next_waits_for_another_process_holding_the_time_guard() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = ids(&shardkit(dir.path(), &["id", "next"]));
+    let output = run_while_locked_then_released(
+        dir.path(),
+        &dir.path().join("ids.guard.lock"),
+        &["id", "next", "--count", "3"],
+    );
+    let later = ids(&output);
+    assert_eq!(later.len(), 3);
+    assert!(later[0] > first[0]);
+}
+
+#[test]
+fn two_id_next_runs_at_once_on_one_data_directory_both_succeed_with_distinct_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["id", "next", "--count", "200000"];
+    let (a, b) = (
+        spawn_shardkit(dir.path(), &args),
+        spawn_shardkit(dir.path(), &args),
+    );
+    let (a, b) = both_outputs(a, b);
+    for output in [&a, &b] {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.is_empty() || stderr.starts_with("shardkit: waiting for another process"),
+            "{stderr}"
+        );
+    }
+    let (a, b) = (ids(&a), ids(&b));
+    assert_eq!((a.len(), b.len()), (200_000, 200_000));
+    let mut all: Vec<u64> = a.into_iter().chain(b).collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), 400_000, "an id was issued twice");
+}
+
+#[test]
+fn ticket_next_waits_for_another_process_holding_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        lines(&shardkit(dir.path(), &["ticket", "next", "orders"])),
+        ["1"]
+    );
+    let output = run_while_locked_then_released(
+        dir.path(),
+        &dir.path().join("tickets.redb"),
+        &["ticket", "next", "orders", "--count", "2"],
+    );
+    assert_eq!(lines(&output), ["2", "3"]);
+}
+
+#[test]
+fn two_ticket_next_runs_at_once_on_one_data_directory_both_succeed_with_distinct_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["ticket", "next", "orders", "--count", "1000"];
+    let (a, b) = (
+        spawn_shardkit(dir.path(), &args),
+        spawn_shardkit(dir.path(), &args),
+    );
+    let (a, b) = both_outputs(a, b);
+    let mut all: Vec<u64> = lines(&a)
+        .into_iter()
+        .chain(lines(&b))
+        .map(|l| l.parse().unwrap())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (1..=2000).collect::<Vec<u64>>());
+}

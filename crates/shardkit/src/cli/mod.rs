@@ -1,5 +1,6 @@
 //! Command-line interface: the argument types and the dispatch to each subcommand.
 
+mod busy_wait;
 mod data_dir;
 mod id;
 mod keys;
