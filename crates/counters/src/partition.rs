@@ -187,6 +187,9 @@ struct Col {
     /// All ones in `w` bytes: the overflow marker ([`ColumnSpec::marker`]), kept here so
     /// the in-place increment does not work it out per op.
     marker: u64,
+    /// The first value the in-place increment must not write: the marker, or one past
+    /// the column's max when that is lower (a 64-bit column stops at 2^63 - 1).
+    limit: u64,
 }
 
 impl Col {
@@ -196,6 +199,7 @@ impl Col {
             off,
             w: spec.bits as usize / 8,
             marker: spec.marker(),
+            limit: spec.marker().min(spec.max_value().saturating_add(1)),
         }
     }
 
@@ -616,7 +620,7 @@ impl Partition {
             return None;
         }
         let next = raw.checked_add_signed(delta)?;
-        if next >= col.marker || next == spec.default {
+        if next >= col.limit || next == spec.default {
             return None;
         }
         // SAFETY: as for the read.
