@@ -329,9 +329,7 @@ fn hand_written_edge_cases_answer_as_redis_does() {
         "INCRBY s:3 -0".into(),
         "INCRBY s:3 +1".into(),
         "INCRBY s:3 9223372036854775808".into(),
-        "SET s:3 05".into(),
         "HINCRBY h:2 a 05".into(),
-        "HSET h:2 a 007".into(),
         // Arity errors and the command table.
         "GET".into(),
         "GET s:1 s:2".into(),
@@ -348,7 +346,6 @@ fn hand_written_edge_cases_answer_as_redis_does() {
         "PING hello".into(),
         "ECHO hi".into(),
         "SELECT 0".into(),
-        "SELECT 1".into(),
         "SELECT 05".into(),
         "FLUSHDB NOW".into(),
         // Hashes answer only fields that hold a value.
