@@ -295,7 +295,7 @@ fn hdel(call: &mut Call<'_, '_>) {
 /// Sets the field/value pairs from argument 2 on (all checked first); answers how many
 /// of the fields held no value before, or `None` after writing an error reply.
 fn set_fields(call: &mut Call<'_, '_>, name: &str) -> Option<i64> {
-    if call.cmd.len() % 2 != 0 {
+    if !call.cmd.len().is_multiple_of(2) {
         super::table::wrong_arity(call.out, name);
         return None;
     }

@@ -294,7 +294,7 @@ fn mget(call: &mut Call<'_, '_>) {
 /// The key/value pairs of `MSET`/`MSETNX`, all checked before anything is written
 /// (a bad pair writes nothing, as Redis's all-or-nothing `MSET`).
 fn pairs<'a>(call: &mut Call<'_, 'a>) -> Option<Vec<(CounterKey<'a>, u64)>> {
-    if call.cmd.len() % 2 == 0 {
+    if call.cmd.len().is_multiple_of(2) {
         let name = if call
             .cmd
             .arg(0)
