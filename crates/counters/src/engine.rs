@@ -397,6 +397,30 @@ impl Engine {
         Ok((true, Pending(lsn)))
     }
 
+    /// Deletes every row of a counter (its columns stay), as one log record, so the
+    /// clear survives a restart like any other write. Exists for `FLUSHDB`: test
+    /// fixtures empty the store before they start. Returns the rows removed and what to
+    /// [`Engine::commit`] before acknowledging.
+    pub fn clear_deferred(&self, counter: &str) -> Result<(u64, Pending)> {
+        let c = self.counter(counter)?;
+        let _schema = c.schema.read();
+        // Every stripe at once (in index order, the only order anyone takes more than
+        // one), so no write lands between the record and the clear.
+        let mut stripes: Vec<_> = c.stripes.iter().map(|s| s.write()).collect();
+        let rows: u64 = stripes.iter().map(|s| s.rows() as u64).sum();
+        if rows == 0 {
+            return Ok((0, Pending::NONE));
+        }
+        let lsn = self.inner.log.append(now_ms(), |b| {
+            b.put_u8(6);
+            b.put_str(counter);
+        })?;
+        for stripe in stripes.iter_mut() {
+            stripe.clear();
+        }
+        Ok((rows, Pending(lsn)))
+    }
+
     /// One column of one row (the column default if the row is not stored).
     pub fn get(&self, counter: &str, key: Key<'_>, column: &str) -> Result<u64> {
         key.validate()?;

@@ -125,6 +125,9 @@ struct Col {
     /// All ones in `width` bytes: the overflow marker ([`ColumnSpec::marker`]), kept here so
     /// the in-place increment does not work it out per op.
     marker: u64,
+    /// The first value the in-place increment must not write: the marker, or one past
+    /// the column's max when that is lower (a 64-bit column stops at 2^63 - 1).
+    limit: u64,
 }
 
 impl Col {
@@ -134,6 +137,7 @@ impl Col {
             off,
             width: spec.bits as usize / 8,
             marker: spec.marker(),
+            limit: spec.marker().min(spec.max_value().saturating_add(1)),
         }
     }
 
@@ -574,7 +578,7 @@ impl Partition {
             return None;
         }
         let next = raw.checked_add_signed(delta)?;
-        if next >= col.marker || next == spec.default {
+        if next >= col.limit || next == spec.default {
             return None;
         }
         // SAFETY: as for the read.

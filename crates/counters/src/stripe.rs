@@ -483,6 +483,16 @@ impl Stripe {
             + self.txids.bytes()
     }
 
+    /// Drops every row; the transaction ids stay, so a retried idempotent increment
+    /// from before the clear is still recognised.
+    pub(crate) fn clear(&mut self) {
+        let txids = std::mem::take(&mut self.txids);
+        *self = Stripe {
+            txids,
+            ..Stripe::default()
+        };
+    }
+
     /// Calls `f` with every row's key and its full values (for snapshots).
     pub(crate) fn for_each_row(&self, specs: &[ColumnSpec], mut f: impl FnMut(Key<'_>, &[u64])) {
         let mut row = Vec::with_capacity(specs.len());

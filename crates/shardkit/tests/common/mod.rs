@@ -6,6 +6,7 @@
 
 #[cfg(feature = "sql")]
 pub mod pg_db;
+pub mod raw_resp;
 pub mod tcp_proxy;
 
 use std::io::{BufRead, BufReader};
