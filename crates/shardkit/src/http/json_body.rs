@@ -15,11 +15,11 @@ pub fn read<T: DeserializeOwned>(
 ) -> Result<T, ApiError> {
     let Json(mut value) = parsed.map_err(|e| ApiError::body_rejected(e.status(), e.body_text()))?;
     whole_numbers_as_integers(&mut value);
-    serde_json::from_value(value).map_err(|e| {
-        ApiError::bad_request(format!(
-            "Failed to deserialize the JSON body into the target type: {e}"
-        ))
-    })
+    // Read back through axum's reader: its errors name the field (`by: invalid type`).
+    let bytes = serde_json::to_vec(&value).unwrap_or_default();
+    Json::<T>::from_bytes(&bytes)
+        .map(|Json(v)| v)
+        .map_err(|e| ApiError::body_rejected(e.status(), e.body_text()))
 }
 
 /// Rewrites every float without a fraction that fits an integer type as that integer
