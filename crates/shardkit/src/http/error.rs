@@ -45,6 +45,17 @@ impl ApiError {
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
+    /// A body the extractor refused (`Json`, `Bytes`): 413 when it is too large, 415
+    /// when its content type is not the one the endpoint reads, 400 for anything else
+    /// (unreadable or not the expected shape), always with the extractor's sentence.
+    pub fn body_rejected(status: StatusCode, message: impl Into<String>) -> Self {
+        match status {
+            StatusCode::PAYLOAD_TOO_LARGE | StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+                Self::new(status, message)
+            }
+            _ => Self::bad_request(message),
+        }
+    }
     /// 404.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, message)

@@ -61,11 +61,19 @@ pub async fn create(
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let on_conflict = query.on_conflict.unwrap_or_default();
     let body = body.map_err(|e| {
-        ApiError::bad_request(format!(
-            "{} (at most {MAX_BODY} bytes per request: split the file)",
-            e.body_text()
-        ))
+        ApiError::body_rejected(
+            e.status(),
+            format!(
+                "{} (at most {MAX_BODY} bytes per request: split the file)",
+                e.body_text()
+            ),
+        )
     })?;
+    if body.is_empty() {
+        return Err(ApiError::bad_request(
+            "the body is empty: send JSON lines or, with Content-Type text/csv, CSV",
+        ));
+    }
     let body = std::str::from_utf8(&body)
         .map_err(|e| ApiError::bad_request(format!("the body is not UTF-8 text: {e}")))?;
     let format = Format::detect(
@@ -120,6 +128,7 @@ pub async fn create(
 
 /// Query of the export.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ExportQuery {
     /// `jsonl` (default) or `csv`.
@@ -137,7 +146,15 @@ pub async fn export(
     query: Result<Query<ExportQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let format = Format::detect(query.format.as_deref().unwrap_or("jsonl"));
+    let format = match query.format.as_deref() {
+        None | Some("jsonl") => Format::JsonLines,
+        Some("csv") => Format::Csv,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "format must be jsonl or csv, got {other:?}"
+            )))
+        }
+    };
     let body = blocking(move || {
         let mut out = Vec::new();
         let mut after = None;
