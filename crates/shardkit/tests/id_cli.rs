@@ -108,7 +108,7 @@ fn a_sigkilled_run_never_has_its_ids_reissued() {
 }
 
 #[test]
-fn two_processes_cannot_generate_from_one_data_directory_at_once() {
+fn a_second_process_waits_for_the_guard_then_names_what_holds_it() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_shardkit"))
         .args(["id", "next", "--count", "10000000"])
@@ -122,7 +122,14 @@ fn two_processes_cannot_generate_from_one_data_directory_at_once() {
     let second = shardkit(dir.path(), &["id", "next"]);
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_one_line_error(&second, "in use by another generator");
+    // The first run holds the guard for longer than the wait (10 s): the second says
+    // once that it waits, then fails naming the holder.
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(lines[0].starts_with("shardkit: waiting for another process"), "{stderr}");
+    assert!(lines[1].contains("in use by another generator"), "{stderr}");
 }
 
 #[test]
