@@ -17,6 +17,10 @@ pub struct ColumnSpec {
     pub default: u64,
 }
 
+/// The largest value any column holds: `i64::MAX`, so no client reading a signed
+/// 64-bit integer ever sees a count wrap to a negative number.
+pub const MAX_VALUE: u64 = i64::MAX as u64;
+
 impl ColumnSpec {
     /// Checks the spec; returns the reason it is refused, if any.
     pub(crate) fn check(&self) -> Result<(), String> {
@@ -52,11 +56,12 @@ impl ColumnSpec {
         }
     }
 
-    /// Largest value the column may hold.
+    /// Largest value the column may hold. A 64-bit column stops at 2^63 - 1 so every
+    /// value is also a signed 64-bit integer (what RESP, JSON and SQL clients read).
     #[inline]
     pub fn max_value(&self) -> u64 {
         if self.max_bits == 64 {
-            u64::MAX
+            MAX_VALUE
         } else {
             u32::MAX as u64
         }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
@@ -20,16 +20,10 @@ use crate::record::{encode_set_body, write_key, write_spec};
 use crate::{logread, recover, replicated, snapshot};
 use crate::{Applied, LogOfRecord};
 use crate::{ColumnOptions, CounterStats, Options, RecoveryReport, SnapshotInfo, Stats};
+use shardkit_ids::now_ms;
 
 /// Longest transaction id accepted, in bytes.
 pub const MAX_TXID_LEN: usize = 128;
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 struct Inner {
     dir: PathBuf,
@@ -402,6 +396,30 @@ impl Engine {
             lsn
         };
         Ok((true, Pending(lsn)))
+    }
+
+    /// Deletes every row of a counter (its columns stay), as one log record, so the
+    /// clear survives a restart like any other write. Exists for `FLUSHDB`: test
+    /// fixtures empty the store before they start. Returns the rows removed and what to
+    /// [`Engine::commit`] before acknowledging.
+    pub fn clear_deferred(&self, counter: &str) -> Result<(u64, Pending)> {
+        let c = self.counter(counter)?;
+        let _schema = c.schema.read();
+        // Every stripe at once (in index order, the only order anyone takes more than
+        // one), so no write lands between the record and the clear.
+        let mut stripes: Vec<_> = c.stripes.iter().map(|s| s.write()).collect();
+        let rows: u64 = stripes.iter().map(|s| s.rows() as u64).sum();
+        if rows == 0 {
+            return Ok((0, Pending::NONE));
+        }
+        let lsn = self.inner.log.append(now_ms(), |b| {
+            b.put_u8(6);
+            b.put_str(counter);
+        })?;
+        for stripe in stripes.iter_mut() {
+            stripe.clear();
+        }
+        Ok((rows, Pending(lsn)))
     }
 
     /// One column of one row (the column default if the row is not stored).

@@ -21,6 +21,7 @@ mod partition;
 mod record;
 mod recover;
 mod replicated;
+mod scramble;
 mod snapshot;
 mod stripe;
 mod table;
@@ -29,7 +30,7 @@ mod txwindow;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use column::ColumnSpec;
+pub use column::{ColumnSpec, MAX_VALUE};
 pub use engine::{Engine, Pending, MAX_TXID_LEN};
 pub use error::{Error, Result};
 pub use key::{Key, OwnedKey, MAX_KEY_LEN};

@@ -7,8 +7,8 @@
 //!
 //! The table is an *ordered* linear-probing table (Amble and Knuth's ordered hash
 //! table, which is Robin Hood hashing with ties broken by key). Each key is stored
-//! scrambled by a bijection of its `8 * kw` bits ([`scramble`]); the scrambled value is
-//! at once the stored key and the hash, and its home slot is its top bits scaled onto
+//! scrambled by a bijection of its `8 * key_bytes` bits ([`crate::scramble::scramble`]);
+//! the scrambled value is at once the stored key and the hash, and its home slot is its top bits scaled onto
 //! the home range, a few slots short of the capacity. Slots never wrap around: runs near
 //! the top spill into those last slots, and the array grows by a few slots in the rare
 //! case a run reaches its end. So the whole table is sorted by stored key,
@@ -20,8 +20,8 @@
 //! look-ups miss the cache, between ~81% and 86%: shorter runs, fewer lines per look-up).
 //!
 //! Invariants:
-//! - a slot is empty iff its stored key equals `empty` (all ones in `kw` bytes); the
-//!   scramble maps all ones to all ones, so callers never insert the all-ones key (the
+//! - a slot is empty iff its stored key equals `empty` (all ones in `key_bytes` bytes);
+//!   the scramble maps all ones to all ones, so callers never insert the all-ones key (the
 //!   stripe routes such ids elsewhere);
 //! - every stored key sits at or after its home slot, every slot between its home and
 //!   it is occupied, and stored keys increase strictly from slot to slot across the
@@ -35,6 +35,7 @@
 
 use crate::column::ColumnSpec;
 use crate::hugemem::HugeBuf;
+use crate::scramble::{mix, scramble, unscramble};
 
 /// Prefetch hint; a no-op where the architecture has none wired up.
 #[inline(always)]
@@ -83,86 +84,21 @@ const MAX_LOAD_PCT: usize = 96;
 /// increments per second for ~0.7 bytes per row, 83% against 87% another 1.23x for ~0.6.
 const BIG_MAX_LOAD_PCT: usize = 86;
 
-const M1: u64 = 0xFF51_AFD7_ED55_8CCD;
-const M2: u64 = 0xC4CE_B9FE_1A85_EC53;
-
-/// Multiplicative inverse of an odd `m` modulo 2^64 (Newton's iteration).
-const fn inverse(m: u64) -> u64 {
-    let mut x = m;
-    let mut i = 0;
-    while i < 6 {
-        x = x.wrapping_mul(2u64.wrapping_sub(m.wrapping_mul(x)));
-        i += 1;
-    }
-    x
-}
-
-const M1_INV: u64 = inverse(M1);
-const M2_INV: u64 = inverse(M2);
-
-/// A bijection of the low `bits` bits (murmur3's finaliser, cut to `bits`): every
-/// input bit reaches the top output bits, which pick the home slot.
-#[inline(always)]
-fn mix(x: u64, bits: u32, mask: u64) -> u64 {
-    let s = bits / 2;
-    let mut h = x ^ (x >> s);
-    h = h.wrapping_mul(M1) & mask;
-    h ^= h >> (s - 3);
-    h = h.wrapping_mul(M2) & mask;
-    h ^ (h >> s)
-}
-
-/// Undoes `y = x ^ (x >> s)` on `bits` bits.
-#[inline]
-fn unxorshift(y: u64, s: u32, bits: u32) -> u64 {
-    let mut x = y;
-    let mut done = s;
-    while done < bits {
-        x = y ^ (x >> s);
-        done += s;
-    }
-    x
-}
-
-/// The inverse of [`mix`].
-#[inline]
-fn unmix(h: u64, bits: u32, mask: u64) -> u64 {
-    let s = bits / 2;
-    let mut x = unxorshift(h, s, bits);
-    x = x.wrapping_mul(M2_INV) & mask;
-    x = unxorshift(x, s - 3, bits);
-    x = x.wrapping_mul(M1_INV) & mask;
-    unxorshift(x, s, bits)
-}
-
-/// The stored form of key `k`: a bijection of `bits` bits that keeps all ones (the
-/// empty marker) fixed, so the one key callers may not insert is the same before and
-/// after scrambling.
-#[inline(always)]
-fn scramble(k: u64, bits: u32, mask: u64) -> u64 {
-    mix(k, bits, mask) ^ mix(mask, bits, mask) ^ mask
-}
-
-/// The key whose stored form is `h`.
-#[inline]
-fn unscramble(h: u64, bits: u32, mask: u64) -> u64 {
-    unmix(h ^ mix(mask, bits, mask) ^ mask, bits, mask)
-}
-
-/// An open-addressing table of rows keyed by the low `8 * kw` bits of an id.
+/// An open-addressing table of rows keyed by the low `8 * key_bytes` bits of an id.
 #[derive(Debug, Clone)]
 pub(crate) struct Partition {
-    kw: usize,
+    key_bytes: usize,
     bits: u32,
     empty: u64,
-    /// `mix(empty) ^ empty`, the constant half of [`scramble`], kept so a look-up mixes once.
+    /// `mix(empty) ^ empty`, the constant half of [`crate::scramble::scramble`], kept so a
+    /// look-up mixes once.
     flip: u64,
-    /// Stored (scrambled) keys, `kw` bytes each, at the start: `slots * kw + 8` bytes (8
+    /// Stored (scrambled) keys, `key_bytes` bytes each, at the start: `slots * key_bytes + 8` bytes (8
     /// bytes of padding so every slot can be read as a whole `u64`); then, in a big
     /// partition, each column's values, `slots` of them, where `cols` says.
     buf: HugeBuf,
     /// In a small partition, column `c`'s values (from offset 0); empty in a big one.
-    own: Vec<HugeBuf>,
+    col_bufs: Vec<HugeBuf>,
     /// Nominal capacity, the base of the load bound.
     cap: usize,
     /// Home slots are `0..homes` (`homes < cap`: the slots above are for spilling runs).
@@ -176,19 +112,22 @@ pub(crate) struct Partition {
     /// partition it was found in still has the same value, even if it was replaced by
     /// another partition in between.
     moves: u64,
-    /// Where each present column lives (in `own[c]` if there is one, else in `buf`).
+    /// Where each present column lives (in `col_bufs[c]` if there is one, else in `buf`).
     cols: Vec<Col>,
 }
 
-/// One column's region of its buffer: `slots` little-endian values of `w` bytes (1, 2,
+/// One column's region of its buffer: `slots` little-endian values of `width` bytes (1, 2,
 /// 4 or 8) from byte `off`.
 #[derive(Debug, Clone, Copy)]
 struct Col {
     off: usize,
-    w: usize,
-    /// All ones in `w` bytes: the overflow marker ([`ColumnSpec::marker`]), kept here so
+    width: usize,
+    /// All ones in `width` bytes: the overflow marker ([`ColumnSpec::marker`]), kept here so
     /// the in-place increment does not work it out per op.
     marker: u64,
+    /// The first value the in-place increment must not write: the marker, or one past
+    /// the column's max when that is lower (a 64-bit column stops at 2^63 - 1).
+    limit: u64,
 }
 
 impl Col {
@@ -196,8 +135,9 @@ impl Col {
     fn new(off: usize, spec: &ColumnSpec) -> Col {
         Col {
             off,
-            w: spec.bits as usize / 8,
+            width: spec.bits as usize / 8,
             marker: spec.marker(),
+            limit: spec.marker().min(spec.max_value().saturating_add(1)),
         }
     }
 
@@ -207,10 +147,10 @@ impl Col {
     /// `buf` must be the column's buffer and `i` below the partition's `slots`.
     #[inline(always)]
     unsafe fn get_unchecked(self, buf: *const u8, i: usize) -> u64 {
-        // SAFETY: by the caller's promise `off + (i + 1) * w` is within the buffer.
+        // SAFETY: by the caller's promise `off + (i + 1) * width` is within the buffer.
         unsafe {
-            let p = buf.add(self.off + i * self.w);
-            match self.w {
+            let p = buf.add(self.off + i * self.width);
+            match self.width {
                 1 => *p as u64,
                 2 => (p as *const u16).read_unaligned() as u64,
                 4 => (p as *const u32).read_unaligned() as u64,
@@ -225,10 +165,10 @@ impl Col {
     /// As for [`Col::get_unchecked`].
     #[inline(always)]
     unsafe fn set_unchecked(self, buf: *mut u8, i: usize, x: u64) {
-        // SAFETY: by the caller's promise `off + (i + 1) * w` is within the buffer.
+        // SAFETY: by the caller's promise `off + (i + 1) * width` is within the buffer.
         unsafe {
-            let p = buf.add(self.off + i * self.w);
-            match self.w {
+            let p = buf.add(self.off + i * self.width);
+            match self.width {
                 1 => *p = x as u8,
                 2 => (p as *mut u16).write_unaligned(x as u16),
                 4 => (p as *mut u32).write_unaligned(x as u32),
@@ -239,35 +179,35 @@ impl Col {
 
     #[inline(always)]
     fn get(self, buf: &[u8], i: usize) -> u64 {
-        let o = self.off + i * self.w;
-        match self.w {
-            1 => buf[o] as u64,
-            2 => u16::from_le_bytes([buf[o], buf[o + 1]]) as u64,
-            4 => u32::from_le_bytes(buf[o..o + 4].try_into().expect("4 bytes")) as u64,
-            _ => u64::from_le_bytes(buf[o..o + 8].try_into().expect("8 bytes")),
+        let start = self.off + i * self.width;
+        match self.width {
+            1 => buf[start] as u64,
+            2 => u16::from_le_bytes([buf[start], buf[start + 1]]) as u64,
+            4 => u32::from_le_bytes(buf[start..start + 4].try_into().expect("4 bytes")) as u64,
+            _ => u64::from_le_bytes(buf[start..start + 8].try_into().expect("8 bytes")),
         }
     }
 
     #[inline(always)]
     fn set(self, buf: &mut [u8], i: usize, x: u64) {
-        let o = self.off + i * self.w;
-        match self.w {
-            1 => buf[o] = x as u8,
-            2 => buf[o..o + 2].copy_from_slice(&(x as u16).to_le_bytes()),
-            4 => buf[o..o + 4].copy_from_slice(&(x as u32).to_le_bytes()),
-            _ => buf[o..o + 8].copy_from_slice(&x.to_le_bytes()),
+        let start = self.off + i * self.width;
+        match self.width {
+            1 => buf[start] = x as u8,
+            2 => buf[start..start + 2].copy_from_slice(&(x as u16).to_le_bytes()),
+            4 => buf[start..start + 4].copy_from_slice(&(x as u32).to_le_bytes()),
+            _ => buf[start..start + 8].copy_from_slice(&x.to_le_bytes()),
         }
     }
 
     /// Sets slots `from..to` to `x`.
     fn fill(self, buf: &mut [u8], from: usize, to: usize, x: u64) {
-        let region = &mut buf[self.off + from * self.w..self.off + to * self.w];
+        let region = &mut buf[self.off + from * self.width..self.off + to * self.width];
         if x == 0 {
             region.fill(0);
         } else {
             let b = x.to_le_bytes();
-            for v in region.chunks_exact_mut(self.w) {
-                v.copy_from_slice(&b[..self.w]);
+            for v in region.chunks_exact_mut(self.width) {
+                v.copy_from_slice(&b[..self.width]);
             }
         }
     }
@@ -277,8 +217,8 @@ impl Col {
     #[inline]
     fn shift_up(self, buf: &mut [u8], from: usize, to: usize) {
         buf.copy_within(
-            self.off + from * self.w..self.off + to * self.w,
-            self.off + (from + 1) * self.w,
+            self.off + from * self.width..self.off + to * self.width,
+            self.off + (from + 1) * self.width,
         );
     }
 
@@ -287,8 +227,8 @@ impl Col {
     #[inline]
     fn shift_down(self, buf: &mut [u8], from: usize, to: usize) {
         buf.copy_within(
-            self.off + (from + 1) * self.w..self.off + to * self.w,
-            self.off + from * self.w,
+            self.off + (from + 1) * self.width..self.off + to * self.width,
+            self.off + from * self.width,
         );
     }
 }
@@ -299,7 +239,7 @@ impl Col {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Look {
     /// Stored form of the key.
-    h: u64,
+    stored_key: u64,
     /// The home slot at first; the row's slot once found; where the scan stopped if it
     /// ran past the lines asked for.
     at: usize,
@@ -321,46 +261,56 @@ enum Step {
     Absent,
 }
 
-/// Buffers for `slots` keys of `kw` bytes and the given columns, keys all empty and every
+/// Buffers for `slots` keys of `key_bytes` bytes and the given columns, keys all empty and every
 /// column at its default: one buffer if that is at least [`crate::hugemem::MAP_MIN`]
 /// bytes, else one for the keys and one per column.
-fn alloc(kw: usize, slots: usize, specs: &[ColumnSpec]) -> (HugeBuf, Vec<HugeBuf>, Vec<Col>) {
-    let keys = slots * kw + 8;
-    let total = joined_bytes(kw, slots, specs.iter().map(|s| s.bits as usize / 8).sum());
+fn alloc(
+    key_bytes: usize,
+    slots: usize,
+    specs: &[ColumnSpec],
+) -> (HugeBuf, Vec<HugeBuf>, Vec<Col>) {
+    let keys = slots * key_bytes + 8;
+    let total = joined_bytes(
+        key_bytes,
+        slots,
+        specs.iter().map(|s| s.bits as usize / 8).sum(),
+    );
     let joined = total >= crate::hugemem::MAP_MIN;
     let mut off = keys;
     let cols: Vec<Col> = specs
         .iter()
         .map(|s| {
             let col = Col::new(if joined { off } else { 0 }, s);
-            off += slots * col.w;
+            off += slots * col.width;
             col
         })
         .collect();
     let mut buf = HugeBuf::zeroed(if joined { total } else { keys });
     buf[..keys].fill(0xFF);
-    let mut own: Vec<HugeBuf> = if joined {
+    let mut col_bufs: Vec<HugeBuf> = if joined {
         Vec::new()
     } else {
-        cols.iter().map(|c| HugeBuf::zeroed(slots * c.w)).collect()
+        cols.iter()
+            .map(|c| HugeBuf::zeroed(slots * c.width))
+            .collect()
     };
     for (c, (col, s)) in cols.iter().zip(specs).enumerate() {
-        col.fill(colbuf_mut(&mut buf, &mut own, c), 0, slots, s.default);
+        col.fill(colbuf_mut(&mut buf, &mut col_bufs, c), 0, slots, s.default);
     }
-    (buf, own, cols)
+    (buf, col_bufs, cols)
 }
 
-/// Bytes of one buffer holding `slots` keys of `kw` bytes (with the scan's 8 bytes of
+/// Bytes of one buffer holding `slots` keys of `key_bytes` bytes (with the scan's 8 bytes of
 /// padding) and columns of `col_bytes` bytes per slot in all: a table is big, one buffer
 /// with a lower load bound, iff this is at least [`crate::hugemem::MAP_MIN`].
-fn joined_bytes(kw: usize, slots: usize, col_bytes: usize) -> usize {
-    slots * (kw + col_bytes) + 8
+fn joined_bytes(key_bytes: usize, slots: usize, col_bytes: usize) -> usize {
+    slots * (key_bytes + col_bytes) + 8
 }
 
 /// The buffer column `c` lives in.
 #[inline(always)]
-fn colbuf<'a>(buf: &'a HugeBuf, own: &'a [HugeBuf], c: usize) -> &'a [u8] {
-    match own.get(c) {
+fn colbuf<'a>(buf: &'a HugeBuf, col_bufs: &'a [HugeBuf], c: usize) -> &'a [u8] {
+    match col_bufs.get(c) {
         Some(b) => b,
         None => buf,
     }
@@ -368,33 +318,38 @@ fn colbuf<'a>(buf: &'a HugeBuf, own: &'a [HugeBuf], c: usize) -> &'a [u8] {
 
 /// The buffer column `c` lives in, to write.
 #[inline(always)]
-fn colbuf_mut<'a>(buf: &'a mut HugeBuf, own: &'a mut [HugeBuf], c: usize) -> &'a mut [u8] {
-    match own.get_mut(c) {
+fn colbuf_mut<'a>(buf: &'a mut HugeBuf, col_bufs: &'a mut [HugeBuf], c: usize) -> &'a mut [u8] {
+    match col_bufs.get_mut(c) {
         Some(b) => b,
         None => buf,
     }
 }
 
 impl Partition {
-    /// An empty table with keys of `kw` bytes (1..=8) and room for about `rows` rows.
-    pub(crate) fn new(kw: usize, rows: usize, specs: &[ColumnSpec], ncols: usize) -> Partition {
+    /// An empty table with keys of `key_bytes` bytes (1..=8) and room for about `rows` rows.
+    pub(crate) fn new(
+        key_bytes: usize,
+        rows: usize,
+        specs: &[ColumnSpec],
+        ncols: usize,
+    ) -> Partition {
         let cap = Self::cap_for(rows);
-        let bits = 8 * kw as u32;
-        let empty = if kw >= 8 {
+        let bits = 8 * key_bytes as u32;
+        let empty = if key_bytes >= 8 {
             u64::MAX
         } else {
             (1u64 << bits) - 1
         };
         let slots = cap;
-        let (buf, own, cols) = alloc(kw, slots, &specs[..ncols]);
+        let (buf, col_bufs, cols) = alloc(key_bytes, slots, &specs[..ncols]);
         let flip = mix(empty, bits, empty) ^ empty;
         Partition {
-            kw,
+            key_bytes,
             bits,
             empty,
             flip,
             buf,
-            own,
+            col_bufs,
             cap,
             homes: Self::homes_for(cap),
             slots,
@@ -433,13 +388,13 @@ impl Partition {
 
     /// Bytes held by this table (keys and inline columns).
     pub(crate) fn bytes(&self) -> usize {
-        self.buf.bytes() + self.own.iter().map(HugeBuf::bytes).sum::<usize>()
+        self.buf.bytes() + self.col_bufs.iter().map(HugeBuf::bytes).sum::<usize>()
     }
 
     /// Stored key at slot `i` (`empty` if the slot is free).
     #[inline(always)]
     fn key_at(&self, i: usize) -> u64 {
-        let p = i * self.kw;
+        let p = i * self.key_bytes;
         let mut b = [0u8; 8];
         b.copy_from_slice(&self.buf[p..p + 8]);
         u64::from_le_bytes(b) & self.empty
@@ -453,79 +408,84 @@ impl Partition {
     #[inline(always)]
     unsafe fn key_unchecked(&self, i: usize) -> u64 {
         debug_assert!(i < self.slots);
-        // SAFETY: `i * kw + 8 <= slots * kw + 8 <= buf.len()` by the caller's promise.
-        unsafe { (self.buf.as_ptr().add(i * self.kw) as *const u64).read_unaligned() & self.empty }
+        // SAFETY: `i * key_bytes + 8 <= slots * key_bytes + 8 <= buf.len()` by the caller's promise.
+        unsafe {
+            (self.buf.as_ptr().add(i * self.key_bytes) as *const u64).read_unaligned() & self.empty
+        }
     }
 
     #[inline]
-    fn set_key(&mut self, i: usize, h: u64) {
-        let p = i * self.kw;
-        let kw = self.kw;
-        self.buf[p..p + kw].copy_from_slice(&h.to_le_bytes()[..kw]);
+    fn set_key(&mut self, i: usize, stored_key: u64) {
+        let p = i * self.key_bytes;
+        let key_bytes = self.key_bytes;
+        self.buf[p..p + key_bytes].copy_from_slice(&stored_key.to_le_bytes()[..key_bytes]);
     }
 
     #[inline(always)]
-    fn stored(&self, k: u64) -> u64 {
-        let h = mix(k & self.empty, self.bits, self.empty) ^ self.flip;
-        debug_assert_eq!(h, scramble(k & self.empty, self.bits, self.empty));
-        h
+    fn stored(&self, key: u64) -> u64 {
+        let stored_key = mix(key & self.empty, self.bits, self.empty) ^ self.flip;
+        debug_assert_eq!(
+            stored_key,
+            scramble(key & self.empty, self.bits, self.empty)
+        );
+        stored_key
     }
 
-    /// Home slot of stored key `h`: its top bits scaled onto `0..homes`, so homes grow
+    /// Home slot of stored key `stored_key`: its top bits scaled onto `0..homes`, so homes grow
     /// with the stored key (the ordering the table relies on).
     #[inline(always)]
-    fn home(&self, h: u64) -> usize {
-        let top = h << (64 - self.bits);
+    fn home(&self, stored_key: u64) -> usize {
+        let top = stored_key << (64 - self.bits);
         ((top as u128 * self.homes as u128) >> 64) as usize
     }
 
-    /// Slot holding `k`, if present.
+    /// Slot holding `key`, if present.
     #[inline]
-    pub(crate) fn find(&self, k: u64) -> Option<usize> {
-        let h = self.stored(k);
-        if h == self.empty {
+    pub(crate) fn find(&self, key: u64) -> Option<usize> {
+        let stored_key = self.stored(key);
+        if stored_key == self.empty {
             return None;
         }
-        self.find_from(h, self.home(h))
+        self.find_from(stored_key, self.home(stored_key))
     }
 
-    /// Slot holding stored key `h`, walking up from slot `from` (below `slots`). Any
-    /// start finds no wrong row: stored keys are unique and sorted, so meeting `h` is its
+    /// Slot holding stored key `stored_key`, walking up from slot `from` (below `slots`). Any
+    /// start finds no wrong row: stored keys are unique and sorted, so meeting `stored_key` is its
     /// row, and a start past it only misses (meets a larger key or the empty sentinel).
     #[inline(always)]
-    fn find_from(&self, h: u64, from: usize) -> Option<usize> {
+    fn find_from(&self, stored_key: u64, from: usize) -> Option<usize> {
         assert!(from < self.slots);
         let mut i = from;
         loop {
             // SAFETY: `i < slots`: it starts below and stops at the last slot at the
-            // latest, which is always empty (the largest stored value, so `sk >= h`).
-            let sk = unsafe { self.key_unchecked(i) };
-            if sk >= h {
-                return (sk == h).then_some(i);
+            // latest, which is always empty (the largest stored value, so `slot_key >= stored_key`).
+            let slot_key = unsafe { self.key_unchecked(i) };
+            if slot_key >= stored_key {
+                return (slot_key == stored_key).then_some(i);
             }
             i += 1;
         }
     }
 
-    /// First step of a look-up of key `k` for an increment of column `c`: works out its
+    /// First step of a look-up of key `key` for an increment of column `c`: works out its
     /// stored form and home slot, and asks the CPU for the two key lines from the home on
     /// and for the column line the row most likely sits in (runs end about a dozen slots
     /// past their home, so home + 8). Meant to run for a whole group of ops in a row: this
     /// is where the page walks of a random op happen, and in a short loop many of them
     /// overlap (in a loop that does the whole op, at most one or two do).
     #[inline(always)]
-    pub(crate) fn aim(&self, k: u64, c: usize) -> Look {
-        let h = self.stored(k);
-        let home = self.home(h);
-        let p = self.buf.as_ptr().wrapping_add(home * self.kw);
+    pub(crate) fn aim(&self, key: u64, c: usize) -> Look {
+        let stored_key = self.stored(key);
+        let home = self.home(stored_key);
+        let p = self.buf.as_ptr().wrapping_add(home * self.key_bytes);
         prefetch(p);
         prefetch(p.wrapping_add(64));
         if let Some(col) = self.cols.get(c) {
-            let cb = colbuf(&self.buf, &self.own, c).as_ptr();
-            prefetch(cb.wrapping_add(col.off + (home + 8) * col.w));
+            let cb = colbuf(&self.buf, &self.col_bufs, c).as_ptr();
+            prefetch(cb.wrapping_add(col.off + (home + 8) * col.width));
         }
         Look {
-            h,
+            stored_key,
             at: home,
             moves: self.moves,
             step: Step::Aimed,
@@ -541,30 +501,30 @@ impl Partition {
         if look.moves != self.moves || !matches!(look.step, Step::Aimed | Step::Partial) {
             return;
         }
-        if look.h == self.empty {
+        if look.stored_key == self.empty {
             look.step = Step::Absent;
             return;
         }
-        let kw = self.kw;
+        let key_bytes = self.key_bytes;
         // Read only keys whose 8-byte read stays inside the two lines asked for; the
         // empty last slot stops the scan before the end of the keys in any case.
-        let end = ((look.at * kw) & !63) + 128 - 8;
+        let end = ((look.at * key_bytes) & !63) + 128 - 8;
         assert!(look.at < self.slots);
         let mut i = look.at;
-        let mut o = i * kw;
-        while o <= end {
+        let mut key_offset = i * key_bytes;
+        while key_offset <= end {
             // SAFETY: `i < slots`: it starts below, and it stops at the last slot at the
             // latest, which is always empty (the largest stored value).
-            let sk = unsafe { self.key_unchecked(i) };
-            if sk >= look.h {
-                if sk == look.h {
+            let slot_key = unsafe { self.key_unchecked(i) };
+            if slot_key >= look.stored_key {
+                if slot_key == look.stored_key {
                     look.at = i;
                     look.step = Step::Found;
                     if let Some(col) = self.cols.get(c) {
                         prefetch(
-                            colbuf(&self.buf, &self.own, c)
+                            colbuf(&self.buf, &self.col_bufs, c)
                                 .as_ptr()
-                                .wrapping_add(col.off + i * col.w),
+                                .wrapping_add(col.off + i * col.width),
                         );
                     }
                 } else {
@@ -573,11 +533,11 @@ impl Partition {
                 return;
             }
             i += 1;
-            o += kw;
+            key_offset += key_bytes;
         }
         look.at = i;
         look.step = Step::Partial;
-        let p = self.buf.as_ptr().wrapping_add(o);
+        let p = self.buf.as_ptr().wrapping_add(key_offset);
         prefetch(p);
         prefetch(p.wrapping_add(64));
     }
@@ -598,7 +558,7 @@ impl Partition {
         spec: &ColumnSpec,
     ) -> Option<u64> {
         let col = *self.cols.get(c)?;
-        if look.h == self.empty {
+        if look.stored_key == self.empty {
             return None;
         }
         let i = if look.moves == self.moves {
@@ -606,25 +566,25 @@ impl Partition {
                 Step::Found => look.at,
                 Step::Absent => return None,
                 // `at` is at or below the row's slot: any such start finds it.
-                Step::Aimed | Step::Partial => self.find_from(look.h, look.at)?,
+                Step::Aimed | Step::Partial => self.find_from(look.stored_key, look.at)?,
             }
         } else {
-            self.find_from(look.h, self.home(look.h))?
+            self.find_from(look.stored_key, self.home(look.stored_key))?
         };
         // SAFETY: `i` is an occupied slot (a scan found the key there), so below `slots`,
         // and the buffer is column `c`'s.
-        let raw = unsafe { col.get_unchecked(colbuf(&self.buf, &self.own, c).as_ptr(), i) };
+        let raw = unsafe { col.get_unchecked(colbuf(&self.buf, &self.col_bufs, c).as_ptr(), i) };
         if raw == col.marker {
             return None;
         }
         let next = raw.checked_add_signed(delta)?;
-        if next >= col.marker || next == spec.default {
+        if next >= col.limit || next == spec.default {
             return None;
         }
         // SAFETY: as for the read.
         unsafe {
             col.set_unchecked(
-                colbuf_mut(&mut self.buf, &mut self.own, c).as_mut_ptr(),
+                colbuf_mut(&mut self.buf, &mut self.col_bufs, c).as_mut_ptr(),
                 i,
                 next,
             )
@@ -632,20 +592,20 @@ impl Partition {
         Some(next)
     }
 
-    /// Adds `delta` to column `c` of the row keyed `k` in place, all steps at once; see
+    /// Adds `delta` to column `c` of the row keyed `key` in place, all steps at once; see
     /// [`Partition::incr_found`].
     #[inline(always)]
     pub(crate) fn incr_inline(
         &mut self,
-        k: u64,
+        key: u64,
         c: usize,
         delta: i64,
         spec: &ColumnSpec,
     ) -> Option<u64> {
-        let h = self.stored(k);
+        let stored_key = self.stored(key);
         let look = Look {
-            h,
-            at: self.home(h),
+            stored_key,
+            at: self.home(stored_key),
             moves: self.moves,
             step: Step::Aimed,
         };
@@ -656,7 +616,7 @@ impl Partition {
     #[inline]
     pub(crate) fn raw(&self, i: usize, c: usize, spec: &ColumnSpec) -> u64 {
         match self.cols.get(c) {
-            Some(a) => a.get(colbuf(&self.buf, &self.own, c), i),
+            Some(col) => col.get(colbuf(&self.buf, &self.col_bufs, c), i),
             None => spec.default,
         }
     }
@@ -667,7 +627,7 @@ impl Partition {
         if c >= self.cols.len() {
             self.ensure_cols(c + 1, specs);
         }
-        self.cols[c].set(colbuf_mut(&mut self.buf, &mut self.own, c), i, x);
+        self.cols[c].set(colbuf_mut(&mut self.buf, &mut self.col_bufs, c), i, x);
     }
 
     fn ensure_cols(&mut self, n: usize, specs: &[ColumnSpec]) {
@@ -679,16 +639,16 @@ impl Partition {
     /// Moves everything into a new buffer of `slots` slots and `ncols` columns (neither
     /// fewer than now); new slots are empty, new columns at their defaults.
     fn relayout(&mut self, slots: usize, ncols: usize, specs: &[ColumnSpec]) {
-        let (mut buf, mut own, cols) = alloc(self.kw, slots, &specs[..ncols]);
-        let n = self.slots * self.kw;
+        let (mut buf, mut col_bufs, cols) = alloc(self.key_bytes, slots, &specs[..ncols]);
+        let n = self.slots * self.key_bytes;
         buf[..n].copy_from_slice(&self.buf[..n]);
         for (c, (new, old)) in cols.iter().zip(&self.cols).enumerate() {
-            let n = self.slots * old.w;
-            colbuf_mut(&mut buf, &mut own, c)[new.off..new.off + n]
-                .copy_from_slice(&colbuf(&self.buf, &self.own, c)[old.off..old.off + n]);
+            let n = self.slots * old.width;
+            colbuf_mut(&mut buf, &mut col_bufs, c)[new.off..new.off + n]
+                .copy_from_slice(&colbuf(&self.buf, &self.col_bufs, c)[old.off..old.off + n]);
         }
         self.buf = buf;
-        self.own = own;
+        self.col_bufs = col_bufs;
         self.cols = cols;
         self.slots = slots;
         self.moves = next_moves();
@@ -700,12 +660,12 @@ impl Partition {
             .iter()
             .zip(specs)
             .enumerate()
-            .all(|(c, (a, s))| a.get(colbuf(&self.buf, &self.own, c), i) == s.default)
+            .all(|(c, (col, s))| col.get(colbuf(&self.buf, &self.col_bufs, c), i) == s.default)
     }
 
     /// Inserts a new key (not present, not `empty`) with every column at its default;
     /// grows first if needed. Returns its slot.
-    pub(crate) fn insert(&mut self, k: u64, specs: &[ColumnSpec]) -> usize {
+    pub(crate) fn insert(&mut self, key: u64, specs: &[ColumnSpec]) -> usize {
         if self.full() {
             self.grow(self.next_cap(), specs);
         }
@@ -721,19 +681,19 @@ impl Partition {
         for (c, s) in carry.iter_mut().zip(specs) {
             *c = s.default;
         }
-        let h = self.stored(k);
-        self.place(h, carry, specs)
+        let stored_key = self.stored(key);
+        self.place(stored_key, carry, specs)
     }
 
-    /// Puts stored key `h` with its raw column values at its place in the sorted order,
+    /// Puts stored key `stored_key` with its raw column values at its place in the sorted order,
     /// moving the rest of its run up one slot; room is guaranteed by the load bound.
-    fn place(&mut self, h: u64, carry: &[u64], specs: &[ColumnSpec]) -> usize {
-        debug_assert!(h != self.empty);
-        let mut p = self.home(h);
-        while self.key_at(p) < h {
+    fn place(&mut self, stored_key: u64, carry: &[u64], specs: &[ColumnSpec]) -> usize {
+        debug_assert!(stored_key != self.empty);
+        let mut p = self.home(stored_key);
+        while self.key_at(p) < stored_key {
             p += 1;
         }
-        debug_assert!(self.key_at(p) != h, "place: key already present");
+        debug_assert!(self.key_at(p) != stored_key, "place: key already present");
         let mut e = p;
         while self.key_at(e) != self.empty {
             e += 1;
@@ -741,11 +701,12 @@ impl Partition {
         if e + 1 >= self.slots {
             self.extend_tail(specs);
         }
-        let kw = self.kw;
-        self.buf.copy_within(p * kw..e * kw, (p + 1) * kw);
-        self.set_key(p, h);
+        let key_bytes = self.key_bytes;
+        self.buf
+            .copy_within(p * key_bytes..e * key_bytes, (p + 1) * key_bytes);
+        self.set_key(p, stored_key);
         for (c, col) in self.cols.iter().enumerate() {
-            let b = colbuf_mut(&mut self.buf, &mut self.own, c);
+            let b = colbuf_mut(&mut self.buf, &mut self.col_bufs, c);
             col.shift_up(b, p, e);
             col.set(b, p, carry[c]);
         }
@@ -770,13 +731,14 @@ impl Partition {
             }
             end += 1;
         }
-        let kw = self.kw;
-        self.buf.copy_within((hole + 1) * kw..end * kw, hole * kw);
+        let key_bytes = self.key_bytes;
+        self.buf
+            .copy_within((hole + 1) * key_bytes..end * key_bytes, hole * key_bytes);
         let last = end - 1;
         let empty = self.empty;
         self.set_key(last, empty);
         for (c, col) in self.cols.iter().enumerate() {
-            col.shift_down(colbuf_mut(&mut self.buf, &mut self.own, c), hole, end);
+            col.shift_down(colbuf_mut(&mut self.buf, &mut self.col_bufs, c), hole, end);
         }
         self.len -= 1;
         self.moves = next_moves();
@@ -786,9 +748,9 @@ impl Partition {
     /// big; a small partition that grows into a big one goes to ~83% at once).
     fn next_cap(&self) -> usize {
         let cap = self.cap + self.cap / 16 + 1;
-        let col_bytes = self.cols.iter().map(|c| c.w).sum();
+        let col_bytes = self.cols.iter().map(|c| c.width).sum();
         if self.max_load_pct() == MAX_LOAD_PCT
-            && joined_bytes(self.kw, cap, col_bytes) >= crate::hugemem::MAP_MIN
+            && joined_bytes(self.key_bytes, cap, col_bytes) >= crate::hugemem::MAP_MIN
         {
             // Growing into a big partition: straight to 3 points under its bound (~83%).
             cap.max((self.len + 1) * 100 / (BIG_MAX_LOAD_PCT - 3))
@@ -827,7 +789,7 @@ impl Partition {
             cap,
             homes: Self::homes_for(cap),
             buf: HugeBuf::zeroed(0),
-            own: Vec::new(),
+            col_bufs: Vec::new(),
             slots: 0,
             len: 0,
             moves: next_moves(),
@@ -837,25 +799,26 @@ impl Partition {
         // First pass: where the last key lands, so the arrays are allocated once.
         let mut last: Option<usize> = None;
         for i in 0..self.slots {
-            let h = self.key_at(i);
-            if h != self.empty {
-                let home = next.home(h);
+            let stored_key = self.key_at(i);
+            if stored_key != self.empty {
+                let home = next.home(stored_key);
                 last = Some(last.map_or(home, |l| home.max(l + 1)));
             }
         }
         let needed = last.map_or(0, |l| l + 2);
         next.slots = needed.max(next.cap);
-        (next.buf, next.own, next.cols) = alloc(next.kw, next.slots, &specs[..self.cols.len()]);
+        (next.buf, next.col_bufs, next.cols) =
+            alloc(next.key_bytes, next.slots, &specs[..self.cols.len()]);
         let mut prev: Option<usize> = None;
         for i in 0..self.slots {
-            let h = self.key_at(i);
-            if h != self.empty {
-                let home = next.home(h);
+            let stored_key = self.key_at(i);
+            if stored_key != self.empty {
+                let home = next.home(stored_key);
                 let at = prev.map_or(home, |l| home.max(l + 1));
-                next.set_key(at, h);
+                next.set_key(at, stored_key);
                 for (c, (new, old)) in next.cols.iter().zip(&self.cols).enumerate() {
-                    let x = old.get(colbuf(&self.buf, &self.own, c), i);
-                    new.set(colbuf_mut(&mut next.buf, &mut next.own, c), at, x);
+                    let x = old.get(colbuf(&self.buf, &self.col_bufs, c), i);
+                    new.set(colbuf_mut(&mut next.buf, &mut next.col_bufs, c), at, x);
                 }
                 prev = Some(at);
                 next.len += 1;
@@ -873,13 +836,13 @@ impl Partition {
     /// Every occupied slot with its key.
     pub(crate) fn slots(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
         (0..self.slots).filter_map(move |i| {
-            let h = self.key_at(i);
-            (h != self.empty).then(|| (i, unscramble(h, self.bits, self.empty)))
+            let stored_key = self.key_at(i);
+            (stored_key != self.empty).then(|| (i, unscramble(stored_key, self.bits, self.empty)))
         })
     }
 
     /// Inserts a key with given raw values (for moving rows between tables).
-    pub(crate) fn insert_raw(&mut self, k: u64, raw: &[u64], specs: &[ColumnSpec]) {
+    pub(crate) fn insert_raw(&mut self, key: u64, raw: &[u64], specs: &[ColumnSpec]) {
         self.ensure_cols(raw.len(), specs);
         if self.full() {
             self.grow(self.next_cap(), specs);
@@ -887,8 +850,8 @@ impl Partition {
         let carry: Vec<u64> = (0..self.cols.len())
             .map(|c| raw.get(c).copied().unwrap_or(specs[c].default))
             .collect();
-        let h = self.stored(k);
-        self.place(h, &carry, specs);
+        let stored_key = self.stored(key);
+        self.place(stored_key, &carry, specs);
     }
 
     /// Raw values of every present column array at slot `i`.
@@ -896,7 +859,7 @@ impl Partition {
         self.cols
             .iter()
             .enumerate()
-            .map(|(c, a)| a.get(colbuf(&self.buf, &self.own, c), i))
+            .map(|(c, col)| col.get(colbuf(&self.buf, &self.col_bufs, c), i))
             .collect()
     }
 }
@@ -905,6 +868,7 @@ impl Partition {
 mod tests {
     use super::*;
     use crate::hash::mix64;
+    use crate::scramble::unscramble;
 
     fn specs() -> Vec<ColumnSpec> {
         vec![ColumnSpec {
@@ -937,44 +901,23 @@ mod tests {
         assert!(all[0] > 0);
     }
 
-    #[test]
-    fn scramble_is_a_bijection_that_fixes_all_ones() {
-        for bits in [32u32, 56] {
-            let mask = (1u64 << bits) - 1;
-            assert_eq!(scramble(mask, bits, mask), mask);
-            for k in (0..100_000u64).map(mix64).chain([0, 1, mask - 1]) {
-                let k = k & mask;
-                let h = scramble(k, bits, mask);
-                assert!(h <= mask);
-                assert_eq!(unscramble(h, bits, mask), k, "bits={bits} k={k:#x}");
-            }
-        }
-        // No two keys of a small range collide (a bijection on the full range follows
-        // from the inverse above).
-        let mask = u32::MAX as u64;
-        let mut seen: Vec<u64> = (0..200_000u64).map(|k| scramble(k, 32, mask)).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        assert_eq!(seen.len(), 200_000);
-    }
-
     fn check_sorted(p: &Partition) {
         let mut prev = None;
         let mut n = 0;
         for i in 0..p.slots {
-            let h = p.key_at(i);
-            if h == p.empty {
+            let stored_key = p.key_at(i);
+            if stored_key == p.empty {
                 continue;
             }
             n += 1;
-            assert!(p.home(h) <= i, "key before its home");
-            for j in p.home(h)..i {
+            assert!(p.home(stored_key) <= i, "key before its home");
+            for j in p.home(stored_key)..i {
                 assert_ne!(p.key_at(j), p.empty, "gap between home and key");
             }
             if let Some(q) = prev {
-                assert!(h > q, "not sorted at {i}");
+                assert!(stored_key > q, "not sorted at {i}");
             }
-            prev = Some(h);
+            prev = Some(stored_key);
         }
         assert_eq!(n, p.len());
         assert_eq!(p.key_at(p.slots - 1), p.empty, "sentinel");
@@ -983,8 +926,8 @@ mod tests {
     #[test]
     fn insert_find_remove_many() {
         let s = specs();
-        for kw in [4usize, 7] {
-            let mut p = Partition::new(kw, 0, &s, 1);
+        for key_bytes in [4usize, 7] {
+            let mut p = Partition::new(key_bytes, 0, &s, 1);
             let n = 5000u64;
             for k in 0..n {
                 let key = mix64(k) & p.empty_key() & !1;
@@ -995,7 +938,7 @@ mod tests {
             }
             check_sorted(&p);
             assert_eq!(
-                p.own.len(),
+                p.col_bufs.len(),
                 1,
                 "a small partition keeps its column in a buffer of its own"
             );
@@ -1059,7 +1002,7 @@ mod tests {
         }
         assert!(p.buf.is_mapped() || !cfg!(target_os = "linux"));
         assert!(
-            p.own.is_empty(),
+            p.col_bufs.is_empty(),
             "a big partition keeps its columns in its one buffer"
         );
         for k in (0..n).step_by(5) {
@@ -1141,8 +1084,8 @@ mod tests {
         }
     }
 
-    fn p_mask(kw: u32) -> u64 {
-        (1u64 << (8 * kw)) - 1
+    fn p_mask(key_bytes: u32) -> u64 {
+        (1u64 << (8 * key_bytes)) - 1
     }
 
     #[test]
@@ -1153,13 +1096,13 @@ mod tests {
         let mut p = Partition::new(4, 0, &s, 1);
         let mask = p.empty_key();
         let mut inserted = Vec::new();
-        let mut h = mask - 1;
+        let mut stored_key = mask - 1;
         while inserted.len() < 3000 {
-            let k = unscramble(h, 32, mask);
+            let k = unscramble(stored_key, 32, mask);
             let i = p.insert(k, &s);
             p.set_raw(i, 0, 1, &s);
             inserted.push(k);
-            h -= 1;
+            stored_key -= 1;
         }
         check_sorted(&p);
         for &k in &inserted {

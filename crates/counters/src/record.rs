@@ -24,6 +24,8 @@ pub(crate) enum Op {
     },
     /// A row was deleted.
     Delete { counter: String, key: OwnedKey },
+    /// Every row of a counter was deleted (its columns stay).
+    Clear { counter: String },
 }
 
 /// One log record: a sequence number, the wall-clock time and the mutation.
@@ -146,6 +148,10 @@ impl Record {
                 out.put_str(counter);
                 put_key(out, key);
             }
+            Op::Clear { counter } => {
+                out.put_u8(6);
+                out.put_str(counter);
+            }
         }
     }
 
@@ -183,6 +189,9 @@ impl Record {
             5 => Op::Delete {
                 counter: r.str()?.to_string(),
                 key: get_key(&mut r)?,
+            },
+            6 => Op::Clear {
+                counter: r.str()?.to_string(),
             },
             _ => return None,
         };
@@ -234,6 +243,13 @@ mod tests {
                 op: Op::Delete {
                     counter: "w".into(),
                     key: OwnedKey::Name("home".into()),
+                },
+            },
+            Record {
+                lsn: 5,
+                ts_ms: 9,
+                op: Op::Clear {
+                    counter: "w".into(),
                 },
             },
         ];

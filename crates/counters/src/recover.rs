@@ -260,5 +260,18 @@ fn replay(
             let specs = c.schema.read();
             c.stripes[s].write().delete(key.as_key(), &specs);
         }
+        Op::Clear { counter } => {
+            let Some(c) = counters.get(&counter) else {
+                report.anomalies += 1;
+                return;
+            };
+            let marks = marks.get(&counter);
+            for (s, stripe) in c.stripes.iter().enumerate() {
+                // A stripe whose snapshot copy is newer than the clear already shows it.
+                if marks.is_none_or(|m| rec.lsn >= m[s]) {
+                    stripe.write().clear();
+                }
+            }
+        }
     }
 }

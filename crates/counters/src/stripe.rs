@@ -30,8 +30,11 @@ const LOW56: u64 = (1u64 << 56) - 1;
 /// Where an id lives, per the rules in the module doc.
 #[derive(Debug, Clone, Copy)]
 enum Loc {
-    Dense(u32, u64),
-    Wide(u8, u64),
+    /// In the dense partition of the id's high 32 bits, keyed by its low 32 bits.
+    Dense { high: u32, low: u64 },
+    /// In the wide partition of the id's top byte, keyed by its low 56 bits.
+    Wide { top: u8, low: u64 },
+    /// In the `odd` map, keyed by the whole id.
     Odd,
 }
 
@@ -63,11 +66,17 @@ impl Stripe {
             && !self.dense.is_empty()
             && self.dense.contains_key(&((id >> 32) as u32))
         {
-            return Loc::Dense((id >> 32) as u32, lo);
+            return Loc::Dense {
+                high: (id >> 32) as u32,
+                low: lo,
+            };
         }
         let low = id & LOW56;
         if low != LOW56 {
-            Loc::Wide((id >> 56) as u8, low)
+            Loc::Wide {
+                top: (id >> 56) as u8,
+                low,
+            }
         } else {
             Loc::Odd
         }
@@ -76,8 +85,8 @@ impl Stripe {
     #[inline(always)]
     fn part(&self, loc: &Loc) -> Option<&Partition> {
         match *loc {
-            Loc::Dense(hi, _) => self.dense.get(&hi),
-            Loc::Wide(top, _) => self.wide.get(top as usize).and_then(|p| p.as_deref()),
+            Loc::Dense { high, .. } => self.dense.get(&high),
+            Loc::Wide { top, .. } => self.wide.get(top as usize).and_then(|p| p.as_deref()),
             Loc::Odd => None,
         }
     }
@@ -85,8 +94,8 @@ impl Stripe {
     #[inline(always)]
     fn part_mut(&mut self, loc: &Loc) -> Option<&mut Partition> {
         match *loc {
-            Loc::Dense(hi, _) => self.dense.get_mut(&hi),
-            Loc::Wide(top, _) => self
+            Loc::Dense { high, .. } => self.dense.get_mut(&high),
+            Loc::Wide { top, .. } => self
                 .wide
                 .get_mut(top as usize)
                 .and_then(|p| p.as_deref_mut()),
@@ -96,7 +105,7 @@ impl Stripe {
 
     fn low(loc: &Loc) -> u64 {
         match *loc {
-            Loc::Dense(_, l) | Loc::Wide(_, l) => l,
+            Loc::Dense { low, .. } | Loc::Wide { low, .. } => low,
             Loc::Odd => 0,
         }
     }
@@ -140,9 +149,9 @@ impl Stripe {
 
     /// Second step (see [`Partition::locate`]).
     #[inline(always)]
-    pub(crate) fn locate(&self, l: &mut Located, c: usize) {
-        if let Some(p) = self.part(&l.loc) {
-            p.locate(&mut l.look, c);
+    pub(crate) fn locate(&self, located: &mut Located, c: usize) {
+        if let Some(p) = self.part(&located.loc) {
+            p.locate(&mut located.look, c);
         }
     }
 
@@ -152,12 +161,13 @@ impl Stripe {
     #[inline(always)]
     pub(crate) fn incr_found(
         &mut self,
-        l: Located,
+        located: Located,
         c: usize,
         delta: i64,
         spec: &ColumnSpec,
     ) -> Option<u64> {
-        self.part_mut(&l.loc)?.incr_found(l.look, c, delta, spec)
+        self.part_mut(&located.loc)?
+            .incr_found(located.look, c, delta, spec)
     }
 
     /// The common case of an increment of a numeric row, with one look-up and no
@@ -295,7 +305,7 @@ impl Stripe {
                 if value == spec.default {
                     return;
                 }
-                if let Loc::Wide(top, _) = loc {
+                if let Loc::Wide { top, .. } = loc {
                     if self.wide_needs_growth(top) && self.promote(top, specs) {
                         loc = self.loc(id);
                     }
@@ -326,7 +336,7 @@ impl Stripe {
     }
 
     fn ensure_part(&mut self, loc: &Loc, specs: &[ColumnSpec]) {
-        if let Loc::Wide(top, _) = *loc {
+        if let Loc::Wide { top, .. } = *loc {
             if self.wide.is_empty() {
                 self.wide.resize_with(256, || None);
             }
@@ -349,20 +359,20 @@ impl Stripe {
         let Some(Some(wide)) = self.wide.get(top as usize) else {
             return false;
         };
-        let mut his: Vec<u32> = wide
+        let mut prefixes: Vec<u32> = wide
             .slots()
             .map(|(_, k)| ((top as u32) << 24) | (k >> 32) as u32)
             .collect();
-        his.sort_unstable();
+        prefixes.sort_unstable();
         let mut groups: FastMap<u32, usize> = FastMap::default();
         let mut i = 0;
-        while i < his.len() {
+        while i < prefixes.len() {
             let mut j = i;
-            while j < his.len() && his[j] == his[i] {
+            while j < prefixes.len() && prefixes[j] == prefixes[i] {
                 j += 1;
             }
             if j - i >= PROMOTE_MIN {
-                groups.insert(his[i], j - i);
+                groups.insert(prefixes[i], j - i);
             }
             i = j;
         }
@@ -374,14 +384,14 @@ impl Stripe {
         let mut dense: FastMap<u32, Partition> = FastMap::default();
         for (slot, k) in wide.slots() {
             let raw = wide.raw_row(slot);
-            let hi = ((top as u32) << 24) | (k >> 32) as u32;
-            let lo = k & 0xFFFF_FFFF;
-            match groups.get(&hi) {
-                Some(&n) if lo != 0xFFFF_FFFF => {
+            let high = ((top as u32) << 24) | (k >> 32) as u32;
+            let low = k & 0xFFFF_FFFF;
+            match groups.get(&high) {
+                Some(&n) if low != 0xFFFF_FFFF => {
                     dense
-                        .entry(hi)
+                        .entry(high)
                         .or_insert_with(|| Partition::new(4, n, specs, 0))
-                        .insert_raw(lo, &raw, specs);
+                        .insert_raw(low, &raw, specs);
                 }
                 _ => rest.insert_raw(k, &raw, specs),
             }
@@ -473,6 +483,16 @@ impl Stripe {
             + self.txids.bytes()
     }
 
+    /// Drops every row; the transaction ids stay, so a retried idempotent increment
+    /// from before the clear is still recognised.
+    pub(crate) fn clear(&mut self) {
+        let txids = std::mem::take(&mut self.txids);
+        *self = Stripe {
+            txids,
+            ..Stripe::default()
+        };
+    }
+
     /// Calls `f` with every row's key and its full values (for snapshots).
     pub(crate) fn for_each_row(&self, specs: &[ColumnSpec], mut f: impl FnMut(Key<'_>, &[u64])) {
         let mut row = Vec::with_capacity(specs.len());
@@ -481,9 +501,9 @@ impl Stripe {
             row.extend((0..specs.len()).map(|c| self.get_id(id, c, specs)));
             f(Key::Id(id), row);
         };
-        for (hi, p) in &self.dense {
+        for (high, p) in &self.dense {
             for (_, low) in p.slots() {
-                emit(((*hi as u64) << 32) | low, &mut row, &mut f);
+                emit(((*high as u64) << 32) | low, &mut row, &mut f);
             }
         }
         for (top, p) in self.wide.iter().enumerate() {

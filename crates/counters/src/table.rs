@@ -103,7 +103,7 @@ impl Table {
         out.reserve(ops.len());
         let ncols = self.specs.len();
         let mut looks = [None::<Located>; GROUP];
-        for (g, group) in ops.chunks(GROUP).enumerate() {
+        for (group_no, group) in ops.chunks(GROUP).enumerate() {
             for (look, &(id, col, _)) in looks.iter_mut().zip(group) {
                 *look = if col < ncols {
                     self.rows.aim(id, col)
@@ -112,13 +112,13 @@ impl Table {
                 };
             }
             for (look, &(_, col, _)) in looks.iter_mut().zip(group) {
-                if let Some(l) = look.as_mut() {
-                    self.rows.locate(l, col);
+                if let Some(located) = look.as_mut() {
+                    self.rows.locate(located, col);
                 }
             }
-            for (k, (look, &(id, col, delta))) in looks.iter_mut().zip(group).enumerate() {
+            for (in_group, (look, &(id, col, delta))) in looks.iter_mut().zip(group).enumerate() {
                 let fast = match (look.take(), self.specs.get(col)) {
-                    (Some(l), Some(spec)) => self.rows.incr_found(l, col, delta, spec),
+                    (Some(located), Some(spec)) => self.rows.incr_found(located, col, delta, spec),
                     _ => None,
                 };
                 let result = match fast {
@@ -129,7 +129,7 @@ impl Table {
                     None => self.incr(Key::Id(id), col, delta),
                 };
                 out.push(result.unwrap_or_else(|e| {
-                    refused.push((g * GROUP + k, e));
+                    refused.push((group_no * GROUP + in_group, e));
                     0
                 }));
             }

@@ -508,3 +508,76 @@ fn deferred_writes_are_visible_at_once_and_durable_after_one_commit() {
     assert_eq!(e.get("weibo", Key::Id(9), "comments").unwrap(), 0);
     assert_eq!(e.get("weibo", Key::Id(500), "comments").unwrap(), 7);
 }
+
+#[test]
+fn no_value_passes_i64_max_and_a_refused_increment_leaves_no_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let max = i64::MAX as u64;
+    {
+        let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+        e.create_counter("c").unwrap();
+        // Both a 64-bit inline column (the in-place path) and an overflowing one.
+        e.add_column("c", "wide", ColumnOptions::new(64, 64))
+            .unwrap();
+        e.add_column("c", "small", ColumnOptions::new(16, 64))
+            .unwrap();
+        for column in ["wide", "small"] {
+            assert_eq!(
+                e.incr("c", Key::Id(1), column, i64::MAX - 1, None).unwrap(),
+                max - 1
+            );
+            assert_eq!(e.incr("c", Key::Id(1), column, 1, None).unwrap(), max);
+            let before = e.stats().next_lsn;
+            let err = e.incr("c", Key::Id(1), column, 1, None).unwrap_err();
+            assert!(
+                matches!(err, Error::TooLarge { max: m, .. } if m == max),
+                "{err:?}"
+            );
+            assert_eq!(
+                e.stats().next_lsn,
+                before,
+                "a refused increment is not logged"
+            );
+            assert!(matches!(
+                e.set("c", Key::Id(2), column, max + 1),
+                Err(Error::TooLarge { .. })
+            ));
+        }
+    }
+    let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+    assert_eq!(e.get("c", Key::Id(1), "wide").unwrap(), max);
+    assert_eq!(e.get("c", Key::Id(1), "small").unwrap(), max);
+}
+
+#[test]
+fn clear_removes_every_row_and_survives_reopen_and_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+        setup(&e);
+        for id in 0..2_000u64 {
+            e.incr("weibo", Key::Id(id * 977), "comments", 1, None)
+                .unwrap();
+        }
+        e.incr("weibo", Key::parse("home"), "likes", 3, None)
+            .unwrap();
+        // Half the rows are in a snapshot, the clear and later writes in the log.
+        e.snapshot().unwrap();
+        let (rows, pending) = e.clear_deferred("weibo").unwrap();
+        e.commit(pending).unwrap();
+        assert_eq!(rows, 2_001);
+        assert_eq!(e.clear_deferred("weibo").unwrap().0, 0, "nothing left");
+        e.incr("weibo", Key::Id(5), "comments", 2, None).unwrap();
+        assert_eq!(e.get("weibo", Key::Id(977), "comments").unwrap(), 0);
+        assert_eq!(e.columns("weibo").unwrap().len(), 2, "columns stay");
+    }
+    for round in 0..2 {
+        let e = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
+        let stats = e.stats();
+        assert_eq!(stats.counters[0].rows, 1, "round {round}");
+        assert_eq!(e.get("weibo", Key::Id(5), "comments").unwrap(), 2);
+        assert!(!e.exists("weibo", Key::parse("home")).unwrap());
+        // The second open reads a snapshot taken after the clear.
+        e.snapshot().unwrap();
+    }
+}

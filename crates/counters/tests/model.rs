@@ -125,8 +125,14 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 };
                 t.add_column(&format!("c{n}"), o)
                     .map_err(|e| TestCaseError::fail(e.to_string()))?;
-                m.cols
-                    .push((default, if max64 { u64::MAX } else { u32::MAX as u64 }));
+                m.cols.push((
+                    default,
+                    if max64 {
+                        i64::MAX as u64
+                    } else {
+                        u32::MAX as u64
+                    },
+                ));
             }
             Op::Incr { key, col, delta } => {
                 let col = col % m.cols.len();

@@ -27,6 +27,14 @@ impl Clock for SystemClock {
     }
 }
 
+/// Milliseconds since the Unix epoch, now, from the system clock: the one wall-clock
+/// read of the crates that stamp records with the time (link clicks and expiry, the
+/// counter log), so they all agree on what a clock before 1970 reads as (0).
+#[inline]
+pub fn now_ms() -> u64 {
+    SystemClock.unix_ms()
+}
+
 /// A clock that only moves when told to: clones share one time, so a test can hold a
 /// handle while a generator reads another.
 #[derive(Debug, Clone, Default)]

@@ -118,6 +118,9 @@ pub enum DecodeError {
     /// Not a decimal number.
     #[error("{0:?} is not a decimal id")]
     NotANumber(String),
+    /// A decimal number past 64 bits: no id can be that large.
+    #[error("{0} is past 64 bits: shardkit ids are below 2^63 (9223372036854775808)")]
+    PastSixtyFourBits(String),
 }
 
 /// Why a base62 string could not be read.
@@ -180,6 +183,10 @@ pub enum TicketError {
     /// The sequence has run past 2^63-1.
     #[error("ticket sequence {0:?} is exhausted (past 2^63-1)")]
     Exhausted(String),
+    /// Another process has the embedded store open (a server or another command on the
+    /// same data directory).
+    #[error("ticket store {0}: already open in another process (is a shardkit server using this data directory?)")]
+    StoreInUse(PathBuf),
     /// The embedded store failed.
     #[error("ticket store {path}: {message}")]
     Store {

@@ -287,10 +287,13 @@ impl Layout {
 
     /// Decodes a decimal id as typed by a person or sent in JSON.
     pub fn decode_str(&self, text: &str) -> Result<DecodedId, DecodeError> {
-        let id: u64 = text
-            .trim()
-            .parse()
-            .map_err(|_| DecodeError::NotANumber(text.to_string()))?;
+        let id: u64 = text.trim().parse().map_err(|e: std::num::ParseIntError| {
+            if *e.kind() == std::num::IntErrorKind::PosOverflow {
+                DecodeError::PastSixtyFourBits(text.trim().to_string())
+            } else {
+                DecodeError::NotANumber(text.to_string())
+            }
+        })?;
         self.decode(id)
     }
 
@@ -450,5 +453,11 @@ mod tests {
             l.decode_str("12x"),
             Err(DecodeError::NotANumber(_))
         ));
+        assert_eq!(
+            l.decode_str("99999999999999999999"),
+            Err(DecodeError::PastSixtyFourBits(
+                "99999999999999999999".into()
+            ))
+        );
     }
 }

@@ -37,7 +37,7 @@ mod shard_generator;
 mod sharded_generator;
 pub mod tickets;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{now_ms, Clock, ManualClock, SystemClock};
 pub use error::{Base62Error, DecodeError, GenerateError, LayoutError, TicketError};
 pub use layout::{DecodedId, IdParts, Layout, LayoutKind, DEFAULT_EPOCH_UNIX_MS, MIN_TIME_BITS};
 pub use options::{BackwardPolicy, GeneratorOptions, GuardOptions};

@@ -1,7 +1,7 @@
 //! The stored link and the small value types around it.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 /// Most tags on one link.
 pub const MAX_TAGS: usize = 16;
@@ -130,13 +130,8 @@ pub fn validate_tags(tags: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+/// Milliseconds since the Unix epoch, now (one copy, in `shardkit-ids`).
+pub use shardkit_ids::now_ms;
 
 /// The UTC day number (days since 1970-01-01) of an instant: the per-day click key.
 pub fn day_of(ms: u64) -> u64 {
@@ -156,9 +151,28 @@ pub fn format_time(ms: u64) -> String {
 }
 
 /// Parses RFC 3339 (`2026-12-31T23:59:59Z`, fractions allowed) into ms since the epoch.
+/// Anything after the seconds but a fraction and a final `Z` is refused (the parser
+/// alone lets trailing text through).
 pub fn parse_time(text: &str) -> Result<u64, String> {
-    let t = humantime::parse_rfc3339_weak(text.trim())
-        .map_err(|e| format!("{text:?} is not an RFC 3339 time like 2026-12-31T23:59:59Z: {e}"))?;
+    let trimmed = text.trim();
+    let bad = |why: &dyn std::fmt::Display| {
+        format!("{text:?} is not an RFC 3339 time like 2026-12-31T23:59:59Z: {why}")
+    };
+    let tail = trimmed.get(19..).unwrap_or("");
+    let fraction = tail
+        .strip_prefix('.')
+        .map_or("", |f| f.trim_end_matches(['Z', 'z']));
+    let expected_tail_len = if tail.starts_with('.') {
+        1 + fraction.len()
+    } else {
+        0
+    };
+    if !fraction.bytes().all(|b| b.is_ascii_digit())
+        || !matches!(&tail[expected_tail_len..], "" | "Z" | "z")
+    {
+        return Err(bad(&"unexpected text after the seconds"));
+    }
+    let t = humantime::parse_rfc3339_weak(trimmed).map_err(|e| bad(&e))?;
     Ok(t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0))
@@ -231,6 +245,12 @@ mod tests {
         assert_eq!(back, link);
         assert_eq!(format_day(day_of(86_400_000 * 365)), "1971-01-01");
         assert!(parse_time("tomorrow").is_err());
+        assert!(parse_time("6313-11-28T20:20:18Z*").is_err());
+        assert!(parse_time("2100-01-01T00:00:00Zjunk").is_err());
+        assert!(parse_time("2100-01-01T00:00:00.5x").is_err());
+        assert!(parse_time("2100-01-01T00:00:00.25Z").is_ok());
+        assert!(parse_time("2100-01-01T00:00:00Z").is_ok());
+        assert!(parse_time("2100-01-01T00:00:00").is_ok());
         assert!(validate_tags(&["ok".into()]).is_ok());
         assert!(validate_tags(&["not ok".into()]).is_err());
     }

@@ -152,17 +152,19 @@ pub async fn init(options: &InitOptions) -> Result<InitReport, PgError> {
             }
             if let Some(epoch) = options.epoch_unix_ms {
                 if epoch != meta.epoch_unix_ms {
-                    return Err(PgError::ClusterMismatch {
+                    return Err(PgError::EpochMismatch {
                         server: name.clone(),
-                        reason: format!("its id epoch is {} ms, not {epoch} ms; the epoch is baked into every id", meta.epoch_unix_ms),
+                        existing: meta.epoch_unix_ms,
+                        requested: epoch,
                     });
                 }
             }
             if let Some(seen) = &existing {
                 if seen.epoch_unix_ms != meta.epoch_unix_ms {
-                    return Err(PgError::ClusterMismatch {
+                    return Err(PgError::EpochsDisagree {
                         server: name.clone(),
-                        reason: "servers disagree on the id epoch".into(),
+                        epoch: meta.epoch_unix_ms,
+                        other_epoch: seen.epoch_unix_ms,
                     });
                 }
             }
@@ -182,13 +184,10 @@ pub async fn init(options: &InitOptions) -> Result<InitReport, PgError> {
             if in_map != given {
                 let mut listed: Vec<&str> = in_map.into_iter().collect();
                 listed.sort_unstable();
-                return Err(PgError::ClusterMismatch {
+                return Err(PgError::ServersDiffer {
                     server: names[0].clone(),
-                    reason: format!(
-                        "its shard map (version {}) places shards on [{}], not on the servers given; pass exactly those (moving shards is `shardkit pg move-shard`)",
-                        meta.map.version(),
-                        listed.join(", ")
-                    ),
+                    version: meta.map.version(),
+                    placed: listed.join(", "),
                 });
             }
             (meta.epoch_unix_ms, meta.map)
@@ -352,17 +351,13 @@ impl Cluster {
                 }
             }
         }
-        let meta = newest.ok_or_else(|| PgError::ClusterMismatch {
+        let meta = newest.ok_or_else(|| PgError::NoCluster {
             server: names[0].clone(),
-            reason: "no shardkit_meta found on any server given: run `shardkit pg init` first"
-                .into(),
         })?;
         Self::assemble(meta, |name| match names.iter().position(|n| n == name) {
             Some(i) => pool(servers[i].trim(), pool_size),
-            None => Err(PgError::ClusterMismatch {
+            None => Err(PgError::MissingServer {
                 server: name.to_string(),
-                reason: "the shard map places shards on this server, but no URL for it was given"
-                    .into(),
             }),
         })
     }
@@ -472,7 +467,10 @@ impl Cluster {
             .map
             .table()
             .get(shard as usize)
-            .ok_or(PgError::BadShardCount(u64::from(shard)))? as usize;
+            .ok_or(PgError::NoSuchShard {
+                shard: u64::from(shard),
+                logical_shards: self.map.shard_count(),
+            })? as usize;
         self.pools[index]
             .get()
             .await

@@ -53,13 +53,82 @@ pub enum PgError {
         /// Shard count asked for.
         requested: u32,
     },
-    /// The cluster exists with another epoch or other servers.
-    #[error("server {server} already holds a cluster that differs: {reason}")]
-    ClusterMismatch {
+    /// The cluster exists with another id epoch: ids carry their time since the epoch, so
+    /// it can never change.
+    #[error("server {server} already holds a cluster whose id epoch is {existing} ms, not {requested} ms; the epoch is baked into every id and cannot change (leave --epoch out to keep it, or use fresh databases)")]
+    EpochMismatch {
         /// Server whose `shardkit_meta` disagrees.
         server: String,
-        /// What differs.
-        reason: String,
+        /// Epoch recorded there, Unix ms.
+        existing: u64,
+        /// Epoch asked for, Unix ms.
+        requested: u64,
+    },
+    /// Two servers given hold clusters with different id epochs: they are not one cluster.
+    #[error("server {server} holds a cluster whose id epoch is {epoch} ms, but another server given holds one whose epoch is {other_epoch} ms: they are not one cluster (check --servers)")]
+    EpochsDisagree {
+        /// The server found to disagree.
+        server: String,
+        /// Its epoch, Unix ms.
+        epoch: u64,
+        /// The epoch a server given before it holds, Unix ms.
+        other_epoch: u64,
+    },
+    /// `init` on an existing cluster named servers other than those its map places shards on.
+    #[error("server {server} holds a shard map (version {version}) that places shards on [{placed}], not on the servers given; pass exactly those servers (to move shards to other servers, use `shardkit pg move-shard`)")]
+    ServersDiffer {
+        /// The server whose map was read.
+        server: String,
+        /// That map's version.
+        version: u64,
+        /// The servers the map places shards on, comma-separated.
+        placed: String,
+    },
+    /// None of the servers given holds a cluster: `init` has not been run on them.
+    #[error("no shardkit_meta found on any server given (the first is {server}): run `shardkit pg init` on them first, or check --servers")]
+    NoCluster {
+        /// The first server given.
+        server: String,
+    },
+    /// The shard map places shards on a server whose URL was not given, so it cannot be
+    /// reached (the map stores names without passwords, not URLs).
+    #[error("the shard map places shards on server {server}, but no URL for it was given: add its URL (with its password) to --servers")]
+    MissingServer {
+        /// The server (URL without password) as the map names it.
+        server: String,
+    },
+    /// A logical shard number the cluster does not have.
+    #[error("logical shard {shard} does not exist: the cluster has {logical_shards} logical shards, numbered 0 to {}", logical_shards.saturating_sub(1))]
+    NoSuchShard {
+        /// The shard asked for.
+        shard: u64,
+        /// The cluster's logical shard count.
+        logical_shards: u32,
+    },
+    /// A move whose target is the shard's current server.
+    #[error("logical shard {shard} is already on server {server}: nothing to move")]
+    AlreadyThere {
+        /// The shard.
+        shard: u32,
+        /// Its server.
+        server: String,
+    },
+    /// Another process is moving the same shard (it holds the move lock on the source).
+    #[error("another move of logical shard {shard} is running (it holds the move lock on server {server}): wait for it to end; a move whose process died releases the lock when its connection closes")]
+    MoveRunning {
+        /// The shard.
+        shard: u32,
+        /// The shard's current server, where the lock is held.
+        server: String,
+    },
+    /// The move's target already has the shard's schema, most likely left over by a move
+    /// that died; copying over it could mix two copies of the shard.
+    #[error("server {server} already has a schema {schema} (a leftover of an earlier move?): check it holds nothing you need, drop it (DROP SCHEMA {schema} CASCADE) and run the move again")]
+    TargetHasShard {
+        /// The target server.
+        server: String,
+        /// The shard's schema name.
+        schema: String,
     },
     /// The shard map in `shardkit_meta` could not be read or built.
     #[error("shard map: {0}")]
@@ -72,35 +141,62 @@ pub enum PgError {
     Epoch(String),
 }
 
-/// Removes the password from a connection URL, so that errors and the shard map can
-/// name a server without leaking its secret.
-pub fn redact_url(url: &str) -> String {
-    // postgres://user:secret@host:5432/db -> postgres://user@host:5432/db
-    if let Some(scheme_end) = url.find("://") {
-        let rest = &url[scheme_end + 3..];
-        if let Some(at) = rest.rfind('@') {
-            let userinfo = &rest[..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            return format!("{}://{}@{}", &url[..scheme_end], user, &rest[at + 1..]);
-        }
-    }
-    url.to_string()
-}
+/// Removes the password from a connection URL: one copy, in `shardkit-ring`, which the
+/// server uses too without this crate.
+pub use shardkit_ring::redact_url;
 
 #[cfg(test)]
 mod tests {
-    use super::redact_url;
+    use super::PgError;
 
+    /// Each failure's message says what is wrong and what to do, naming the server.
     #[test]
-    fn password_is_removed() {
-        assert_eq!(
-            redact_url("postgres://u:pw@h:5432/db"),
-            "postgres://u@h:5432/db"
-        );
-        assert_eq!(redact_url("postgres://h/db"), "postgres://h/db");
-        assert_eq!(
-            redact_url("mysql://root@127.0.0.1/test"),
-            "mysql://root@127.0.0.1/test"
-        );
+    fn each_failure_says_what_is_wrong_and_what_to_do() {
+        let server = || "postgres://u@h:5432/db".to_string();
+        let cases = [
+            (
+                PgError::BadShardCount(12),
+                "--logical-shards 12 is invalid: use a power of two from 1 to 8192 (the 13 shard bits of an Instagram id)",
+            ),
+            (
+                PgError::EpochMismatch { server: server(), existing: 1, requested: 2 },
+                "server postgres://u@h:5432/db already holds a cluster whose id epoch is 1 ms, not 2 ms; the epoch is baked into every id and cannot change (leave --epoch out to keep it, or use fresh databases)",
+            ),
+            (
+                PgError::EpochsDisagree { server: server(), epoch: 1, other_epoch: 2 },
+                "server postgres://u@h:5432/db holds a cluster whose id epoch is 1 ms, but another server given holds one whose epoch is 2 ms: they are not one cluster (check --servers)",
+            ),
+            (
+                PgError::ServersDiffer { server: server(), version: 3, placed: "a, b".into() },
+                "server postgres://u@h:5432/db holds a shard map (version 3) that places shards on [a, b], not on the servers given; pass exactly those servers (to move shards to other servers, use `shardkit pg move-shard`)",
+            ),
+            (
+                PgError::NoCluster { server: server() },
+                "no shardkit_meta found on any server given (the first is postgres://u@h:5432/db): run `shardkit pg init` on them first, or check --servers",
+            ),
+            (
+                PgError::MissingServer { server: server() },
+                "the shard map places shards on server postgres://u@h:5432/db, but no URL for it was given: add its URL (with its password) to --servers",
+            ),
+            (
+                PgError::NoSuchShard { shard: 9000, logical_shards: 64 },
+                "logical shard 9000 does not exist: the cluster has 64 logical shards, numbered 0 to 63",
+            ),
+            (
+                PgError::AlreadyThere { shard: 5, server: server() },
+                "logical shard 5 is already on server postgres://u@h:5432/db: nothing to move",
+            ),
+            (
+                PgError::MoveRunning { shard: 5, server: server() },
+                "another move of logical shard 5 is running (it holds the move lock on server postgres://u@h:5432/db): wait for it to end; a move whose process died releases the lock when its connection closes",
+            ),
+            (
+                PgError::TargetHasShard { server: server(), schema: "shard_0005".into() },
+                "server postgres://u@h:5432/db already has a schema shard_0005 (a leftover of an earlier move?): check it holds nothing you need, drop it (DROP SCHEMA shard_0005 CASCADE) and run the move again",
+            ),
+        ];
+        for (error, message) in cases {
+            assert_eq!(error.to_string(), message);
+        }
     }
 }

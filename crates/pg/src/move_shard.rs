@@ -423,6 +423,15 @@ struct Move {
     others: Vec<(String, Client)>,
 }
 
+/// A server of the current map, connected.
+struct Server {
+    /// Its URL without the password (how the map names it).
+    name: String,
+    /// Its URL as given.
+    url: String,
+    client: Client,
+}
+
 /// Moves logical shard `shard` to the server at `to` (which may be new to the cluster).
 /// `servers` are the URLs of every server in the current map.
 ///
@@ -430,138 +439,182 @@ struct Move {
 /// where it was, serving, without change capture, and the target without the shard's
 /// schema, so it can be run again.
 pub async fn move_shard(servers: &[String], shard: u32, to: &str) -> Result<MoveReport, PgError> {
-    if servers.is_empty() {
-        return Err(PgError::NoServers);
+    let (meta, mut connected) = connect_every_server(servers).await?;
+    let to_name = redact_url(to.trim());
+    let from = current_server(&meta.map, shard, &to_name)?;
+    check_every_server_given(&meta.map, &connected)?;
+    let next = map_with_shard_on(&meta.map, shard, &to_name)?;
+    let next_json = next.render(Format::Json)?;
+
+    let source = take_server(&mut connected, &from)?;
+    take_move_lock(&source.client, &from, shard).await?;
+    let mut target = match connected.iter().position(|s| s.name == to_name) {
+        Some(i) => connected.remove(i).client,
+        None => connect(to.trim()).await?,
+    };
+    create_empty_shard_on_target(&mut target, &to_name, &meta, shard).await?;
+
+    let mut mv = Move {
+        shard,
+        schema: shard_schema(shard),
+        from,
+        source: source.client,
+        to: to_name,
+        target,
+        others: connected.into_iter().map(|s| (s.name, s.client)).collect(),
+    };
+    match mv.run(&next, &next_json).await {
+        Ok(report) => mv.finish(report).await,
+        Err(e) => Err(mv.undo(&source.url, to.trim(), e).await),
     }
-    // The newest map, from every server (all must answer: all get the new version).
-    let mut clients = Vec::new();
-    let mut meta: Option<Meta> = None;
+}
+
+/// Connects to every server given and reads the newest map any of them holds (all must
+/// answer: all get the new version).
+async fn connect_every_server(servers: &[String]) -> Result<(Meta, Vec<Server>), PgError> {
+    let Some(first) = servers.first() else {
+        return Err(PgError::NoServers);
+    };
+    let mut connected = Vec::new();
+    let mut newest: Option<Meta> = None;
     for url in servers {
         let name = redact_url(url.trim());
         let client = connect(url.trim()).await?;
         if let Some(m) = read_meta(&client, &name).await? {
-            if meta
+            if newest
                 .as_ref()
                 .is_none_or(|seen| m.map.version() > seen.map.version())
             {
-                meta = Some(m);
+                newest = Some(m);
             }
         }
-        clients.push((name, url.trim().to_string(), client));
-    }
-    let meta = meta.ok_or_else(|| PgError::ClusterMismatch {
-        server: redact_url(&servers[0]),
-        reason: "no shardkit_meta found: run `shardkit pg init` first".into(),
-    })?;
-    let map = &meta.map;
-    let from = map
-        .owner(shard)
-        .ok_or(PgError::BadShardCount(u64::from(shard)))?
-        .to_string();
-    let to_name = redact_url(to.trim());
-    if from == to_name {
-        return Err(PgError::ClusterMismatch {
-            server: to_name,
-            reason: format!("shard {shard} is already there"),
+        connected.push(Server {
+            name,
+            url: url.trim().to_string(),
+            client,
         });
     }
-    for node in map.nodes() {
-        if !clients.iter().any(|(n, _, _)| *n == node.name) {
-            return Err(PgError::ClusterMismatch {
-                server: node.name.clone(),
-                reason: "it is in the shard map but no URL for it was given with --servers".into(),
-            });
-        }
-    }
-    let schema = shard_schema(shard);
+    let meta = newest.ok_or_else(|| PgError::NoCluster {
+        server: redact_url(first.trim()),
+    })?;
+    Ok((meta, connected))
+}
 
-    // The next map: the shard's table entry points at the target (added as a node if new).
+/// The server `shard` is on now, refused if the shard does not exist or is on `to` already.
+fn current_server(map: &ShardMap, shard: u32, to: &str) -> Result<String, PgError> {
+    let from = map.owner(shard).ok_or(PgError::NoSuchShard {
+        shard: u64::from(shard),
+        logical_shards: map.shard_count(),
+    })?;
+    if from == to {
+        return Err(PgError::AlreadyThere {
+            shard,
+            server: to.to_string(),
+        });
+    }
+    Ok(from.to_string())
+}
+
+/// Refuses a move unless every server of the map was given (each gets the new map).
+fn check_every_server_given(map: &ShardMap, connected: &[Server]) -> Result<(), PgError> {
+    match map
+        .nodes()
+        .iter()
+        .find(|node| !connected.iter().any(|s| s.name == node.name))
+    {
+        Some(node) => Err(PgError::MissingServer {
+            server: node.name.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The next map version: `map` with `shard`'s table entry pointing at server `to`
+/// (added as a node if it is new to the cluster).
+fn map_with_shard_on(map: &ShardMap, shard: u32, to: &str) -> Result<ShardMap, PgError> {
     let mut nodes = map.nodes().to_vec();
-    let target_index = match nodes.iter().position(|n| n.name == to_name) {
+    let target_index = match nodes.iter().position(|n| n.name == to) {
         Some(i) => i,
         None => {
-            nodes.push(NodeSpec::new(to_name.clone()));
+            nodes.push(NodeSpec::new(to.to_string()));
             nodes.len() - 1
         }
     };
     let mut table = map.table().to_vec();
     table[shard as usize] = target_index as u32;
-    let next = ShardMap::from_parts(map.version() + 1, map.shard_count(), nodes, table)?;
-    let next_json = next.render(Format::Json)?;
+    Ok(ShardMap::from_parts(
+        map.version() + 1,
+        map.shard_count(),
+        nodes,
+        table,
+    )?)
+}
 
-    let source_index = clients
+/// Takes the server named `name` out of `connected`.
+fn take_server(connected: &mut Vec<Server>, name: &str) -> Result<Server, PgError> {
+    let index = connected
         .iter()
-        .position(|(n, _, _)| *n == from)
-        .ok_or_else(|| PgError::ClusterMismatch {
-            server: from.clone(),
-            reason: "no URL given for the shard's current server".into(),
+        .position(|s| s.name == name)
+        .ok_or_else(|| PgError::MissingServer {
+            server: name.to_string(),
         })?;
-    let (_, source_url, source) = clients.remove(source_index);
+    Ok(connected.remove(index))
+}
+
+/// Takes the session lock that keeps two moves of `shard` apart, on its current server;
+/// refused if another move holds it. Held until the source's connection closes.
+async fn take_move_lock(source: &Client, from: &str, shard: u32) -> Result<(), PgError> {
+    let (class, key) = move_lock(shard);
     let locked: bool = source
-        .query_one(
-            "SELECT pg_try_advisory_lock($1, $2)",
-            &[&move_lock(shard).0, &move_lock(shard).1],
-        )
+        .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&class, &key])
         .await
-        .map_err(|e| query_error(&from, "taking the move lock", &e))?
+        .map_err(|e| query_error(from, "taking the move lock", &e))?
         .get(0);
     if !locked {
-        return Err(PgError::ClusterMismatch {
-            server: from,
-            reason: format!("another move of shard {shard} is running"),
+        return Err(PgError::MoveRunning {
+            shard,
+            server: from.to_string(),
         });
     }
+    Ok(())
+}
 
-    // Target: meta (current version) and the empty shard schema.
-    let mut target = match clients.iter().position(|(n, _, _)| *n == to_name) {
-        Some(i) => clients.remove(i).2,
-        None => connect(to.trim()).await?,
-    };
+/// Records the cluster's facts and current map on the target and creates the shard's
+/// schema there, empty; refused if the target has that schema already.
+async fn create_empty_shard_on_target(
+    target: &mut Client,
+    to: &str,
+    meta: &Meta,
+    shard: u32,
+) -> Result<(), PgError> {
+    let map = &meta.map;
     record_meta(
-        &mut target,
-        &to_name,
+        target,
+        to,
         meta.logical_shards,
         meta.epoch_unix_ms,
         map,
         &map.render(Format::Json)?,
     )
     .await?;
+    let schema = shard_schema(shard);
     let exists: bool = target
         .query_one("SELECT to_regnamespace($1) IS NOT NULL", &[&schema])
         .await
-        .map_err(|e| query_error(&to_name, "checking the target", &e))?
+        .map_err(|e| query_error(to, "checking the target", &e))?
         .get(0);
     if exists {
-        return Err(PgError::ClusterMismatch {
-            server: to_name,
-            reason: format!(
-                "it already has a schema {schema} (a leftover of an earlier move?); drop it first"
-            ),
+        return Err(PgError::TargetHasShard {
+            server: to.to_string(),
+            schema,
         });
     }
     // One implicit transaction: on error nothing of it exists.
     target
         .batch_execute(&shard_ddl(shard, meta.epoch_unix_ms))
         .await
-        .map_err(|e| query_error(&to_name, "creating the shard", &e))?;
-
-    let others = clients
-        .into_iter()
-        .map(|(name, _, client)| (name, client))
-        .collect();
-    let mut mv = Move {
-        shard,
-        schema,
-        from,
-        source,
-        to: to_name,
-        target,
-        others,
-    };
-    match mv.run(&next, &next_json).await {
-        Ok(report) => mv.finish(report).await,
-        Err(e) => Err(mv.undo(&source_url, to.trim(), e).await),
-    }
+        .map_err(|e| query_error(to, "creating the shard", &e))?;
+    Ok(())
 }
 
 impl Move {

@@ -71,7 +71,28 @@ async fn init_spreads_shards_and_is_idempotent() {
     assert!(err.to_string().contains("cannot change"), "{err}");
 
     let err = init(&options(&[&a], 8)).await.unwrap_err();
-    assert!(matches!(err, PgError::ClusterMismatch { .. }), "{err}");
+    assert!(
+        matches!(err, PgError::ServersDiffer { version: 1, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains(&shardkit_pg::redact_url(&b.url)),
+        "names the server left out: {err}"
+    );
+
+    let mut other_epoch = options(&[&a, &b], 8);
+    other_epoch.epoch_unix_ms = Some(1_600_000_000_000);
+    let err = init(&other_epoch).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PgError::EpochMismatch {
+                requested: 1_600_000_000_000,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[tokio::test]

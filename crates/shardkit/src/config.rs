@@ -48,6 +48,8 @@ pub struct Settings {
     pub links: LinkSettings,
     /// The NATS server the counters' replicated log lives on (`[counters] log = "jetstream"`).
     pub nats: NatsSettings,
+    /// Who may read what.
+    pub access: AccessSettings,
 }
 
 /// `[nats]`: where the JetStream log of record is.
@@ -64,6 +66,16 @@ impl Default for NatsSettings {
             url: "nats://127.0.0.1:4222".into(),
         }
     }
+}
+
+/// `[access]`: routes the operator opens to callers without a key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AccessSettings {
+    /// Routes open without a key even when keys are configured, as `"METHOD /path"`
+    /// with the router's patterns (`"GET /api/links/{code}"`, `"GET /metrics"`); a
+    /// pattern alone means GET.
+    pub public: Vec<String>,
 }
 
 /// `[links]`: short links (codes, cache, limits, click flushing).
@@ -205,6 +217,7 @@ impl Default for Settings {
             counters: CounterSettings::default(),
             links: LinkSettings::default(),
             nats: NatsSettings::default(),
+            access: AccessSettings::default(),
         }
     }
 }
@@ -282,9 +295,8 @@ impl Settings {
                 let text = std::fs::read_to_string(path).map_err(|e| {
                     anyhow::anyhow!("cannot read config file {}: {e}", path.display())
                 })?;
-                toml::from_str(&text).map_err(|e| {
-                    anyhow::anyhow!("config file {}: {}", path.display(), e.message())
-                })?
+                toml::from_str(&text)
+                    .map_err(|e| anyhow::anyhow!(crate::config_error::describe(path, &text, &e)))?
             }
         };
         if let Some(v) = overrides.data {
@@ -347,6 +359,7 @@ impl Settings {
         if matches!(&self.api_key, Some(k) if k.len() < 16) {
             anyhow::bail!("the API key is too short: use at least 16 characters");
         }
+        crate::http::parse_public(&self.access.public)?;
         if !(1..=256).contains(&self.resp_threads) {
             anyhow::bail!(
                 "resp_threads must be from 1 to 256, got {}",
@@ -448,22 +461,10 @@ impl Settings {
             .links
             .servers
             .iter()
-            .map(|url| redact_password(url))
+            .map(|url| shardkit_ring::redact_url(url))
             .collect();
         Ok(toml::to_string_pretty(&shown)?)
     }
-}
-
-/// `url` without the password of its user part (`postgres://u:pw@h/db` -> `postgres://u@h/db`).
-fn redact_password(url: &str) -> String {
-    if let Some(scheme_end) = url.find("://") {
-        let rest = &url[scheme_end + 3..];
-        if let Some(at) = rest.rfind('@') {
-            let user = rest[..at].split(':').next().unwrap_or("");
-            return format!("{}://{}@{}", &url[..scheme_end], user, &rest[at + 1..]);
-        }
-    }
-    url.to_string()
 }
 
 #[cfg(test)]
@@ -499,6 +500,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("unknown field"), "{err}");
+        assert!(err.contains("line 1 (setting htp)"), "{err}");
+        std::fs::write(
+            &file,
+            "data = \"x\"\n[links]\ncreate_per_second = \"lots\"\n",
+        )
+        .unwrap();
+        let err = Settings::load(Some(&file), Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 3 (setting links.create_per_second)") && err.contains("u32"),
+            "{err}"
+        );
         let open = Overrides {
             http: Some("0.0.0.0:8080".parse().unwrap()),
             ..Overrides::default()

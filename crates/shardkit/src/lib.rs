@@ -4,13 +4,17 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod config;
+pub mod config_error;
 pub mod counter_access;
+pub mod data_dir;
 pub mod decoded_json;
 pub mod group_commit;
 pub mod http;
 pub mod links;
 pub mod replication;
+pub mod plural;
 pub mod resp;
 pub mod server;
 pub mod state;

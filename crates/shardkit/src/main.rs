@@ -17,10 +17,25 @@ fn main() -> ExitCode {
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             // One line, the whole chain of causes: scripts grep this, people read it.
-            eprintln!("shardkit: error: {err:#}");
+            eprintln!("shardkit: error: {}", one_line(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes joined by `: `, leaving out a cause whose text the line
+/// already holds (an error that shows its source in its own message would otherwise
+/// print the OS error twice).
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !line.contains(&cause) {
+            line.push_str(": ");
+            line.push_str(&cause);
+        }
+    }
+    line
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

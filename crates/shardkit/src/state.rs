@@ -29,6 +29,8 @@ pub type Allocator = Arc<SegmentAllocator<Arc<EmbeddedTicketStore>>>;
 pub struct AppState {
     /// The settings the server started with.
     pub settings: Settings,
+    /// The admin key and the named keys with roles: who may do what.
+    pub access: crate::access::Access,
     /// The id layout in use.
     pub layout: Layout,
     /// Ids for every logical shard, with a durable time guard in the data directory.
@@ -46,8 +48,7 @@ impl AppState {
     /// Opens everything under the data directory. Fails (with the file named) if
     /// another process holds it.
     pub fn open(settings: Settings) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&settings.data)
-            .with_context(|| format!("cannot create data directory {}", settings.data.display()))?;
+        crate::data_dir::create(&settings.data)?;
         let mut layout: Layout = settings.ids.layout.parse()?;
         if let Some(epoch) = &settings.ids.epoch {
             layout = layout.with_epoch_rfc3339(epoch)?;
@@ -154,8 +155,10 @@ impl AppState {
             .clone()
             .unwrap_or_else(|| format!("http://{}", settings.http));
         let links = Links::new(store, minter, base_url, settings.links.cache_entries)?;
+        let access = crate::access::Access::open(&settings.data, settings.api_key.clone())?;
         Ok(Self {
             settings,
+            access,
             layout,
             ids,
             counters,
@@ -182,18 +185,14 @@ impl AppState {
         self.tickets.get(name)
     }
 
-    /// Whether `presented` is the configured API key (always true without one).
-    /// Compares in constant time so the key cannot be guessed byte by byte.
+    /// Whether `presented` is an admin key (always true when no key is configured):
+    /// what `AUTH` over RESP checks. Named keys with other roles are for HTTP.
     pub fn key_ok(&self, presented: Option<&[u8]>) -> bool {
-        match (&self.settings.api_key, presented) {
-            (None, _) => true,
-            (Some(_), None) => false,
-            (Some(key), Some(given)) => {
-                let key = key.as_bytes();
-                key.len() == given.len()
-                    && key.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
-            }
-        }
+        !self.access.enforced()
+            || self
+                .access
+                .authenticate(presented)
+                .is_some_and(|grant| grant.allows(crate::access::Need::Admin))
     }
 }
 

@@ -238,3 +238,52 @@ fn a_person_shortens_a_link_follows_it_and_sees_the_clicks() {
         "the conflict message",
     );
 }
+
+#[test]
+fn with_a_key_required_the_page_asks_for_it_and_then_creates_the_link() {
+    let Some(binary) = chromium() else {
+        assert!(std::env::var_os("CI").is_none(), "CI is set but Chromium is not installed: scripts/test installs it (apt-get install -y chromium)");
+        eprintln!("\n\n*** SKIPPED the browser test: Chromium is not installed (apt-get install -y chromium) ***\n\n");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let key = "page-key-0123456789abcdef";
+    let server = Server::start(dir.path(), &[("SHARDKIT_API_KEY", key)]);
+    let mut browser = Browser::start(&binary);
+    browser.goto(&server.url("/"));
+    // The page says up front that a key is needed.
+    assert_eq!(
+        browser.eval("document.getElementById('keyrow').hidden"),
+        json!(false)
+    );
+    // Without the key: the page asks for it.
+    browser.eval(
+        "document.getElementById('url').value = 'https://example.com/keyed'; \
+         document.getElementById('shorten').requestSubmit(); true",
+    );
+    browser.wait_for(
+        "document.getElementById('error').textContent.includes('API key')",
+        "the request for a key",
+    );
+    // A wrong key is said to be wrong; the right one creates the link.
+    browser.eval(
+        "document.getElementById('key').value = 'wrong'; \
+         document.getElementById('shorten').requestSubmit(); true",
+    );
+    browser.wait_for(
+        "document.getElementById('error').textContent.includes('not accepted')",
+        "the wrong-key message",
+    );
+    browser.eval(&format!(
+        "document.getElementById('key').value = {key:?}; \
+         document.getElementById('shorten').requestSubmit(); true"
+    ));
+    browser.wait_for(
+        "document.getElementById('short').textContent.length > 0",
+        "the short link",
+    );
+    assert_eq!(
+        browser.eval("sessionStorage.getItem('shardkit-key')"),
+        json!(key)
+    );
+}

@@ -108,7 +108,7 @@ fn a_sigkilled_run_never_has_its_ids_reissued() {
 }
 
 #[test]
-fn two_processes_cannot_generate_from_one_data_directory_at_once() {
+fn a_second_process_waits_for_the_guard_then_names_what_holds_it() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_shardkit"))
         .args(["id", "next", "--count", "10000000"])
@@ -122,7 +122,14 @@ fn two_processes_cannot_generate_from_one_data_directory_at_once() {
     let second = shardkit(dir.path(), &["id", "next"]);
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_one_line_error(&second, "in use by another generator");
+    // The first run holds the guard for longer than the wait (10 s): the second says
+    // once that it waits, then fails naming the holder.
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(lines[0].starts_with("shardkit: waiting for another process"), "{stderr}");
+    assert!(lines[1].contains("in use by another generator"), "{stderr}");
 }
 
 #[test]
@@ -300,4 +307,180 @@ fn serve_print_config_shows_flags_over_environment_over_file() {
         &["serve", "--config", "/nonexistent/shardkit.toml"],
     );
     assert_one_line_error(&bad, "cannot read config file");
+}
+
+#[test]
+fn errors_name_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_one_line_error(
+        &shardkit(d, &["id", "decode", "99999999999999999999"]),
+        "is past 64 bits",
+    );
+    assert_one_line_error(
+        &shardkit(d, &["id", "next", "--count", "-5"]),
+        "--count must be between 1 and 10000000, got -5",
+    );
+
+    // A file where the data directory should be: said so, for the CLI and the server.
+    let file = d.join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    for args in [&["id", "next"][..], &["ticket", "next", "photos"][..]] {
+        assert_one_line_error(&shardkit(&file, args), "is a file, not a directory");
+    }
+    let serve = Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--resp",
+            "127.0.0.1:0",
+            "--data",
+        ])
+        .arg(&file)
+        .env_remove("SHARDKIT_CONFIG")
+        .output()
+        .unwrap();
+    assert!(!serve.status.success());
+    let stderr = String::from_utf8_lossy(&serve.stderr);
+    assert!(stderr.contains("is a file, not a directory"), "{stderr}");
+
+    // The OS error is said once, not once per layer of the error.
+    let data = d.join("guard-is-a-dir");
+    std::fs::create_dir_all(data.join("ids.guard")).unwrap();
+    let out = shardkit(&data, &["id", "next"]);
+    assert_one_line_error(&out, "ids.guard");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("os error").count(), 1, "{stderr}");
+
+    // A config error names the line and the setting.
+    let config = d.join("bad.toml");
+    std::fs::write(
+        &config,
+        "data = \"x\"\n\n[links]\ncreate_per_second = \"lots\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args(["serve", "--print-config", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, "line 4 (setting links.create_per_second)");
+}
+
+/// `shardkit` with `args` started in the background, stdout and stderr piped.
+fn spawn_shardkit(data: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args(args)
+        .env("SHARDKIT_DATA", data)
+        .env_remove("SHARDKIT_LAYOUT")
+        .env_remove("SHARDKIT_EPOCH")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start shardkit")
+}
+
+/// The outputs of two running commands, read at once: a command waiting for the other
+/// must not be stuck behind a full pipe nobody reads.
+fn both_outputs(a: std::process::Child, b: std::process::Child) -> (Output, Output) {
+    let a = std::thread::spawn(move || a.wait_with_output().unwrap());
+    let b = b.wait_with_output().unwrap();
+    (a.join().unwrap(), b)
+}
+
+/// Holds `file` locked (as a running command does), starts `args`, checks that the
+/// command says it waits, lets go, and returns the command's output.
+fn run_while_locked_then_released(data: &Path, file: &Path, args: &[&str]) -> Output {
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(file)
+        .unwrap();
+    held.lock().unwrap();
+    let mut child = spawn_shardkit(data, args);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    stderr.read_line(&mut said).unwrap();
+    assert!(
+        said.starts_with("shardkit: waiting for another process using the "),
+        "{said:?}"
+    );
+    held.unlock().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert_eq!(rest, "", "the wait is said once, and nothing else");
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn id_next_waits_for_another_process_holding_the_time_guard() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = ids(&shardkit(dir.path(), &["id", "next"]));
+    let output = run_while_locked_then_released(
+        dir.path(),
+        &dir.path().join("ids.guard.lock"),
+        &["id", "next", "--count", "3"],
+    );
+    let later = ids(&output);
+    assert_eq!(later.len(), 3);
+    assert!(later[0] > first[0]);
+}
+
+#[test]
+fn two_id_next_runs_at_once_on_one_data_directory_both_succeed_with_distinct_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["id", "next", "--count", "200000"];
+    let (a, b) = (
+        spawn_shardkit(dir.path(), &args),
+        spawn_shardkit(dir.path(), &args),
+    );
+    let (a, b) = both_outputs(a, b);
+    for output in [&a, &b] {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.is_empty() || stderr.starts_with("shardkit: waiting for another process"),
+            "{stderr}"
+        );
+    }
+    let (a, b) = (ids(&a), ids(&b));
+    assert_eq!((a.len(), b.len()), (200_000, 200_000));
+    let mut all: Vec<u64> = a.into_iter().chain(b).collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), 400_000, "an id was issued twice");
+}
+
+#[test]
+fn ticket_next_waits_for_another_process_holding_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        lines(&shardkit(dir.path(), &["ticket", "next", "orders"])),
+        ["1"]
+    );
+    let output = run_while_locked_then_released(
+        dir.path(),
+        &dir.path().join("tickets.redb"),
+        &["ticket", "next", "orders", "--count", "2"],
+    );
+    assert_eq!(lines(&output), ["2", "3"]);
+}
+
+#[test]
+fn two_ticket_next_runs_at_once_on_one_data_directory_both_succeed_with_distinct_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["ticket", "next", "orders", "--count", "1000"];
+    let (a, b) = (
+        spawn_shardkit(dir.path(), &args),
+        spawn_shardkit(dir.path(), &args),
+    );
+    let (a, b) = both_outputs(a, b);
+    let mut all: Vec<u64> = lines(&a)
+        .into_iter()
+        .chain(lines(&b))
+        .map(|l| l.parse().unwrap())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (1..=2000).collect::<Vec<u64>>());
 }

@@ -187,6 +187,20 @@ fn plan_add_prints_moves_and_writes_the_next_version() {
 }
 
 #[test]
+fn plan_summary_calls_the_exact_share_ideal_not_a_least_possible() {
+    // 8192 shards over 6 nodes cannot split evenly: the new node gets 1365 shards,
+    // 16.6626% of keys, a little under the exact 1/6.
+    let dir = tempfile::tempdir().unwrap();
+    let map = init(dir.path(), "map.toml", "a,b,c,d,e", "8192");
+    let out = shardkit(&["ring", "plan", "--map", &map, "--add", "f", "--dry-run"]);
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{summary}");
+    assert!(summary.contains("16.6626% of keys"), "{summary}");
+    assert!(summary.contains("ideal 16.6667%"), "{summary}");
+    assert!(!summary.contains("least possible"), "{summary}");
+}
+
+#[test]
 fn plan_reweigh_and_dry_run() {
     let dir = tempfile::tempdir().unwrap();
     let map = init(dir.path(), "map.json", "a,b", "16");

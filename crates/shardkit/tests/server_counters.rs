@@ -57,7 +57,8 @@ fn redis_string_and_hash_commands_on_counters() {
             .arg("weibo:2:comments")
             .query::<Option<u64>>(&mut con)
             .unwrap(),
-        None
+        Some(0),
+        "an unwritten row of an existing counter reads 0 (README: zero and absence)"
     );
     assert_eq!(
         redis::cmd("HGET")
@@ -78,7 +79,7 @@ fn redis_string_and_hash_commands_on_counters() {
         .arg("weibo:9:comments")
         .query(&mut con)
         .unwrap();
-    assert_eq!(many, vec![Some(41), Some(7), None]);
+    assert_eq!(many, vec![Some(41), Some(7), Some(0)]);
     assert_eq!(
         redis::cmd("SET")
             .arg("pageviews:home")
@@ -125,7 +126,15 @@ fn redis_string_and_hash_commands_on_counters() {
             .arg("weibo:1:comments")
             .query::<Option<u64>>(&mut con)
             .unwrap(),
-        None
+        Some(0),
+        "a deleted row reads 0 while its counter exists"
+    );
+    assert_eq!(
+        redis::cmd("EXISTS")
+            .arg("weibo:1")
+            .query::<i64>(&mut con)
+            .unwrap(),
+        0
     );
     // Idempotent increments: the retry is not counted.
     assert_eq!(
@@ -193,14 +202,14 @@ fn counter_errors_are_clear_and_the_connection_survives() {
         .query(&mut con))
     .contains("not an integer"));
     assert!(err(redis::cmd("DECR").arg("c:1").query(&mut con)).contains("never go negative"));
-    assert!(err(redis::cmd("SET").arg("c:1").arg("-3").query(&mut con)).contains("not an integer"));
+    assert!(err(redis::cmd("SET").arg("c:1").arg("-3").query(&mut con)).contains("below zero"));
     assert!(err(redis::cmd("SET")
         .arg("c:1")
         .arg("3")
         .arg("EX")
         .arg("10")
         .query(&mut con))
-    .contains("syntax error"));
+    .contains("do not expire"));
     assert!(err(redis::cmd("INCR").arg("nocolon").query(&mut con)).contains("<counter>:<id>"));
     assert!(err(redis::cmd("COUNTER.CREATE").arg("c").query(&mut con)).contains("already exists"));
     assert!(err(redis::cmd("COUNTER.ADDCOL")

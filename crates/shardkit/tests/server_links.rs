@@ -230,6 +230,17 @@ fn expiry_and_visit_limits_answer_410() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 410);
     assert!(r.text().unwrap().contains("visit limit"));
+    let page = c
+        .get(server.url(&format!("/ui/links/{twice}")))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        page.contains("id=\"gone\"") && page.contains("410 Gone") && page.contains("visit limit"),
+        "the stats page of a used-up link says it answers 410: {page}"
+    );
+    assert!(page.contains("At most 2 visits"), "{page}");
     assert_eq!(
         get_json(&c, &server, &format!("/api/links/{twice}")).1["clicks"],
         2,
@@ -240,6 +251,16 @@ fn expiry_and_visit_limits_answer_410() {
         assert!(Instant::now() < deadline, "the link did not expire");
         std::thread::sleep(Duration::from_millis(200));
     }
+    let page = c
+        .get(server.url(&format!("/ui/links/{soon}")))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        page.contains("410 Gone: it expired at") && page.contains("Expired "),
+        "the stats page of an expired link says it answers 410: {page}"
+    );
 }
 
 #[test]
@@ -399,7 +420,8 @@ fn bulk_create_export_and_the_cli_import_export_round_trip() {
         .text()
         .unwrap();
     assert!(
-        exported.starts_with("url,alias,expires_at,max_visits,redirect,tags\n"),
+        exported
+            .starts_with("url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks\n"),
         "{exported}"
     );
     assert_eq!(exported.lines().count(), 5);
@@ -440,10 +462,6 @@ fn bulk_create_export_and_the_cli_import_export_round_trip() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 4);
     assert!(String::from_utf8_lossy(&out.stderr).contains("4 links created"));
-    assert_eq!(
-        follow(&c, &other, "three_").headers()["location"],
-        "https://example.com/3"
-    );
     let again = c
         .get(other.url("/api/links/export"))
         .send()
@@ -461,7 +479,11 @@ fn bulk_create_export_and_the_cli_import_export_round_trip() {
         sorted(&jsonl),
         "an import of an export exports the same"
     );
-    // Importing again: the aliases are taken, the CLI says so and fails.
+    assert_eq!(
+        follow(&c, &other, "three_").headers()["location"],
+        "https://example.com/3"
+    );
+    // Importing again: the codes are taken, the CLI says so and fails.
     let out = Command::new(bin)
         .args(["links", "import", "--server", &other.url("")])
         .arg(&file)
@@ -470,7 +492,7 @@ fn bulk_create_export_and_the_cli_import_export_round_trip() {
         .unwrap();
     assert!(!out.status.success());
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("2 of 4 lines were not created"),
+        String::from_utf8_lossy(&out.stderr).contains("4 of 4 lines were not created"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -509,7 +531,7 @@ fn clicks_survive_sigkill_and_restart() {
 }
 
 #[test]
-fn writes_need_the_key_and_creation_is_rate_limited() {
+fn the_api_needs_the_key_and_creation_is_rate_limited() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("shardkit.toml");
     std::fs::write(
@@ -559,8 +581,14 @@ fn writes_need_the_key_and_creation_is_rate_limited() {
         .as_str()
         .unwrap()
         .contains("too many"));
-    // Reads and redirects need no key and are not limited.
-    assert_eq!(get_json(&c, &server, "/api/links").0, 200);
+    // Reads need the key too (tests/access.rs has every route), and are not limited.
+    assert_eq!(get_json(&c, &server, "/api/links").0, 401);
+    let listed = c
+        .get(server.url("/api/links"))
+        .bearer_auth(key)
+        .send()
+        .unwrap();
+    assert_eq!(listed.status().as_u16(), 200);
 }
 
 #[test]
@@ -583,8 +611,12 @@ fn the_web_pages_show_the_form_the_link_its_clicks_and_qr_code() {
         .text()
         .unwrap();
     assert!(
-        page.contains("<span id=\"clicks\" class=\"big\">1</span>"),
-        "{page}"
+        page.contains("<span id=\"clicks\" class=\"big\">1</span> click</p>"),
+        "one click, singular: {page}"
+    );
+    assert!(
+        !page.contains("410 Gone"),
+        "a live link is not gone: {page}"
     );
     assert!(page.contains("<svg class=\"chart\"") && page.contains("<svg xmlns"));
     assert!(!page.contains("<b>"), "the target is escaped");

@@ -30,10 +30,7 @@ impl EmbeddedTicketStore {
             std::fs::create_dir_all(dir).map_err(|e| store_error(&path, e))?;
         }
         let db = Database::create(&path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => TicketError::Store {
-                path: path.clone(),
-                message: "already open in another process (is a shardkit server using this data directory?)".into(),
-            },
+            redb::DatabaseError::DatabaseAlreadyOpen => TicketError::StoreInUse(path.clone()),
             other => store_error(&path, other),
         })?;
         Ok(Self {

@@ -17,6 +17,11 @@ pub struct DataDirArgs {
 }
 
 impl DataDirArgs {
+    /// Creates the directory if missing; an error names a file given in its place.
+    pub fn ensure(&self) -> anyhow::Result<()> {
+        shardkit::data_dir::create(&self.dir)
+    }
+
     /// The id generator's time guard file.
     pub fn time_guard(&self) -> PathBuf {
         self.dir.join("ids.guard")

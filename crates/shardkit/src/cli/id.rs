@@ -1,11 +1,14 @@
 //! `shardkit id next` and `shardkit id decode`.
 
+use super::busy_wait::{open_when_free, BUSY_WAIT};
 use super::data_dir::DataDirArgs;
 use super::layout_args::LayoutArgs;
 use anyhow::{bail, Context};
 use clap::Subcommand;
 use shardkit::decoded_json::DecodedIdJson;
-use shardkit_ids::{Clock, GeneratorOptions, GuardOptions, ShardGenerator, SystemClock};
+use shardkit_ids::{
+    Clock, GenerateError, GeneratorOptions, GuardOptions, ShardGenerator, SystemClock,
+};
 use std::io::Write;
 
 /// The most ids one `id next` call prints: about ten seconds of one Instagram shard.
@@ -22,7 +25,8 @@ pub enum IdCommand {
     /// Print new ids, one decimal id a line.
     ///
     /// A durable time guard in the data directory makes sure no later run issues an
-    /// id again, even after the clock steps back; two processes cannot share it.
+    /// id again, even after the clock steps back; two processes cannot share it, so a
+    /// run waits (up to 10 s, saying so on stderr) while another one holds it.
     Next {
         #[command(flatten)]
         layout: LayoutArgs,
@@ -30,8 +34,8 @@ pub enum IdCommand {
         #[arg(long, default_value_t = 0)]
         shard: u64,
         /// How many ids, 1 to 10,000,000.
-        #[arg(long, default_value_t = 1)]
-        count: u64,
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+        count: i64,
         #[command(flatten)]
         data: DataDirArgs,
     },
@@ -61,25 +65,35 @@ pub fn run(cmd: IdCommand, out: &mut impl Write) -> anyhow::Result<()> {
 fn next(
     layout: &LayoutArgs,
     shard: u64,
-    count: u64,
+    count: i64,
     data: &DataDirArgs,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     let layout = layout.layout()?;
-    if count == 0 || count > MAX_COUNT {
+    let Some(count) = u64::try_from(count)
+        .ok()
+        .filter(|c| (1..=MAX_COUNT).contains(c))
+    else {
         bail!("--count must be between 1 and {MAX_COUNT}, got {count}");
-    }
+    };
     if shard >= layout.shards() {
         bail!(
             "--shard {shard} is out of range: layout {layout} has shards 0 to {}",
             layout.shards() - 1
         );
     }
+    data.ensure()?;
     let options = GeneratorOptions {
         guard: Some(GuardOptions::new(data.time_guard())),
         ..GeneratorOptions::default()
     };
-    let generator = ShardGenerator::with_clock(layout, shard, SystemClock, &options)?;
+    // Another run on this data directory holds the time guard for a moment: wait for it.
+    let generator = open_when_free(
+        "the time guard",
+        BUSY_WAIT,
+        |e| matches!(e, GenerateError::GuardInUse(_)),
+        || ShardGenerator::with_clock(layout, shard, SystemClock, &options),
+    )?;
     let mut batch = vec![0u64; count.min(4096) as usize];
     let mut left = count;
     while left > 0 {

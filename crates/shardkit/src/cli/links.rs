@@ -6,6 +6,7 @@ use anyhow::{bail, Context};
 use clap::{Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
+use shardkit::plural::plural;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -15,23 +16,39 @@ use std::time::Duration;
 pub enum FileFormat {
     /// One JSON object a line (`{"url":…,"alias":…}`).
     Jsonl,
-    /// CSV with the header url,alias,expires_at,max_visits,redirect,tags.
+    /// CSV with the header url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks.
     Csv,
+}
+
+/// What an imported line whose code or alias the server already holds does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnConflict {
+    /// Report the line as an error; the import then exits 1 (the default).
+    Fail,
+    /// Report the line as skipped; it does not fail the import.
+    Skip,
 }
 
 /// Subcommands of `shardkit links`.
 #[derive(Debug, Subcommand)]
 pub enum LinksCommand {
     /// Create every link of FILE (JSON lines or CSV); prints one result a line.
+    ///
+    /// Lines of an export (with a `code`) restore those links: same code, alias,
+    /// creation time, expiry, visit limit, redirect, tags and clicks.
     Import {
         /// The file; `.csv` files are CSV unless --format says otherwise.
         file: PathBuf,
         /// File format (default: from the file name).
         #[arg(long, value_enum)]
         format: Option<FileFormat>,
-        /// Links per request (each request is one durable transaction).
-        #[arg(long, default_value_t = 5_000)]
-        batch: usize,
+        /// Links per request (each request is one durable transaction), 1 to 100,000.
+        #[arg(long, default_value_t = 5_000, allow_negative_numbers = true)]
+        batch: i64,
+        /// A line whose code or alias the server already holds: `fail` (the default:
+        /// the line is an error and the import exits 1) or `skip`.
+        #[arg(long, value_enum, default_value = "fail")]
+        on_conflict: OnConflict,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -50,6 +67,9 @@ pub enum LinksCommand {
         server: ServerArgs,
     },
 }
+
+/// The most lines one import request may hold (the server's limit per bulk request).
+pub const MAX_BATCH: usize = 100_000;
 
 /// Which server to talk to.
 #[derive(Debug, Clone, clap::Args)]
@@ -104,8 +124,17 @@ pub fn run(cmd: LinksCommand, out: &mut impl Write) -> anyhow::Result<()> {
             file,
             format,
             batch,
+            on_conflict,
             server,
-        } => import(&file, format, batch.max(1), &server, out),
+        } => {
+            let Some(batch) = usize::try_from(batch)
+                .ok()
+                .filter(|b| (1..=MAX_BATCH).contains(b))
+            else {
+                bail!("--batch must be between 1 and {MAX_BATCH}, got {batch}");
+            };
+            import(&file, format, batch, on_conflict, &server, out)
+        }
         LinksCommand::Export {
             format,
             tag,
@@ -144,13 +173,9 @@ pub fn run(cmd: LinksCommand, out: &mut impl Write) -> anyhow::Result<()> {
                     .with_context(|| format!("cannot write {}", path.display()))?,
                 None => out.write_all(&body)?,
             }
-            eprintln!(
-                "exported {} links",
-                body.iter()
-                    .filter(|&&b| b == b'\n')
-                    .count()
-                    .saturating_sub(usize::from(format == FileFormat::Csv))
-            );
+            let lines = body.iter().filter(|&&b| b == b'\n').count();
+            let links = lines.saturating_sub(usize::from(format == FileFormat::Csv));
+            eprintln!("exported {}", plural(links as u64, "link"));
             Ok(())
         }
     }
@@ -160,6 +185,7 @@ fn import(
     file: &PathBuf,
     format: Option<FileFormat>,
     batch: usize,
+    on_conflict: OnConflict,
     server: &ServerArgs,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
@@ -189,19 +215,30 @@ fn import(
     }
     let bar = bar(size);
     bar.inc(header.len() as u64);
-    let (mut created, mut failed, mut done_lines) = (0u64, 0u64, 0u64);
+    let conflict = match on_conflict {
+        OnConflict::Fail => "fail",
+        OnConflict::Skip => "skip",
+    };
+    let (mut created, mut failed, mut skipped) = (0u64, 0u64, 0u64);
+    // Lines of the file read so far (the CSV header included): the server numbers the
+    // lines of each request's body, blank ones too, and the body's line 1 is the file's
+    // line `file_lines + 1` (for CSV the repeated header is the body's line 1).
+    let mut file_lines = u64::from(format == FileFormat::Csv);
+    let body_offset = |file_lines: u64| file_lines - u64::from(format == FileFormat::Csv);
     let mut lines = reader.lines();
     loop {
         let mut body = header.clone();
         let mut in_batch = 0;
+        let mut read = 0u64;
         for line in lines.by_ref() {
             let line = line.with_context(|| format!("cannot read {}", file.display()))?;
             bar.inc(line.len() as u64 + 1);
+            read += 1;
+            body.push_str(&line);
+            body.push('\n');
             if line.trim().is_empty() {
                 continue;
             }
-            body.push_str(&line);
-            body.push('\n');
             in_batch += 1;
             if in_batch == batch {
                 break;
@@ -211,7 +248,7 @@ fn import(
             break;
         }
         let response = client
-            .post(server.url("/api/links/bulk"))
+            .post(server.url(&format!("/api/links/bulk?on_conflict={conflict}")))
             .header(reqwest::header::CONTENT_TYPE, content_type)
             .body(body)
             .send()
@@ -222,31 +259,42 @@ fn import(
         })?;
         if !status.is_success() {
             bail!(
-                "the server refused the batch starting at data line {}: {}",
-                done_lines + 1,
+                "the server refused the batch starting at line {}: {}",
+                file_lines + 1,
                 answer["error"].as_str().unwrap_or("?")
             );
         }
+        let offset = body_offset(file_lines);
         for row in answer["results"].as_array().into_iter().flatten() {
             let mut row = row.clone();
-            row["line"] = Value::from(done_lines + row["line"].as_u64().unwrap_or(0));
+            row["line"] = Value::from(offset + row["line"].as_u64().unwrap_or(0));
             if row.get("error").is_some() {
                 failed += 1;
+            } else if row.get("skipped").is_some() {
+                skipped += 1;
             } else {
                 created += 1;
             }
             serde_json::to_writer(&mut *out, &row)?;
             out.write_all(b"\n")?;
         }
-        done_lines += in_batch as u64;
+        file_lines += read;
         bar.set_message(format!("{created} created, {failed} failed"));
     }
     bar.finish_and_clear();
-    eprintln!("{created} links created, {failed} failed");
+    let skipped_text = if skipped > 0 {
+        format!(", {skipped} skipped")
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "{} created, {failed} failed{skipped_text}",
+        plural(created, "link")
+    );
     if failed > 0 {
         bail!(
-            "{failed} of {} lines were not created; see the error of each above",
-            created + failed
+            "{failed} of {} were not created; see the error of each above",
+            plural(created + failed + skipped, "line")
         );
     }
     Ok(())

@@ -1,7 +1,9 @@
 //! Command-line interface: the argument types and the dispatch to each subcommand.
 
+mod busy_wait;
 mod data_dir;
 mod id;
+mod keys;
 mod layout_args;
 mod links;
 #[cfg(feature = "sql")]
@@ -43,6 +45,9 @@ pub enum Command {
     /// Import and export short links through a running server.
     #[command(subcommand)]
     Links(links::LinksCommand),
+    /// Named API keys with roles (kept hashed in the data directory).
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
 }
 
 /// Runs the parsed command line.
@@ -57,6 +62,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         #[cfg(feature = "sql")]
         Command::Pg(cmd) => pg::run(cmd, &mut out),
         Command::Links(cmd) => links::run(cmd, &mut out),
+        Command::Keys(cmd) => keys::run(cmd, &mut out),
     };
     result.and_then(|()| out.flush().map_err(Into::into))
 }

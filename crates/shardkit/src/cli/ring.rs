@@ -201,8 +201,9 @@ fn run_plan(args: PlanArgs) -> anyhow::Result<()> {
         )
     });
     eprintln!(
-        "shardkit: map version {} -> {}: {} shard moves, {:.4}% of keys (least possible \
-         {:.4}%{ring_note}); {written}",
+        "shardkit: map version {} -> {}: {} shard moves, {:.4}% of keys (ideal {:.4}%: the \
+         weight change's exact share, which whole shards can only come near{ring_note}); \
+         {written}",
         plan.from_version,
         plan.to_version,
         plan.moves.len(),

@@ -86,8 +86,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(shardkit::server::run(settings))
+    let result = runtime.block_on(shardkit::server::run(settings));
+    // Dropping a runtime waits, without limit, for every blocking task still running.
+    // Everything durable is closed (or left safe) before `run` returns, so a blocking
+    // task still running then (a request cut off by the drain timeout) must not hold
+    // the exit.
+    runtime.shutdown_timeout(EXIT_GRACE);
+    result
 }
+
+/// How long the exit waits for blocking tasks still running after "stopped".
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
 
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SHARDKIT_LOG")

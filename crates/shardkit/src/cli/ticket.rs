@@ -1,5 +1,6 @@
 //! `shardkit ticket next`: numbers from a named Flickr-style sequence.
 
+use super::busy_wait::{open_when_free, BUSY_WAIT};
 use super::data_dir::DataDirArgs;
 use anyhow::Context;
 use clap::Subcommand;
@@ -46,7 +47,14 @@ pub fn run(cmd: TicketCommand, out: &mut impl Write) -> anyhow::Result<()> {
                 .into());
             }
             let spec = SequenceSpec::new(increment, offset)?;
-            let store = EmbeddedTicketStore::open(data.tickets())?;
+            data.ensure()?;
+            // Another run on this data directory has the store open for a moment: wait.
+            let store = open_when_free(
+                "the ticket store",
+                BUSY_WAIT,
+                |e| matches!(e, TicketError::StoreInUse(_)),
+                || EmbeddedTicketStore::open(data.tickets()),
+            )?;
             let first = store.reserve(&name, spec, count)?;
             for position in first..first + count {
                 let number = spec

@@ -50,12 +50,6 @@ fn engine_error(e: Error) -> ApiError {
     }
 }
 
-fn body<T>(parsed: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    parsed
-        .map(|Json(v)| v)
-        .map_err(|e| ApiError::bad_request(e.body_text()))
-}
-
 /// A row as JSON: `{"comments":3,…}`; every column, defaults included.
 fn row_json(state: &AppState, counter: &str, key: &str) -> Result<Map<String, Value>, ApiError> {
     let row = state
@@ -75,6 +69,7 @@ fn row_json(state: &AppState, counter: &str, key: &str) -> Result<Map<String, Va
     params(("counter" = String, Path, description = "Counter name"), ("key" = String, Path, description = "Row key: a decimal id or any text")),
     responses(
         (status = 200, description = "Every column of the row (defaults for an absent row)", body = super::openapi::CounterRowBody),
+        (status = 400, description = "Bad counter name or key", body = super::openapi::ErrorBody),
         (status = 404, description = "No such counter", body = super::openapi::ErrorBody),
     ))]
 pub async fn get(
@@ -100,12 +95,12 @@ pub async fn get(
 pub async fn incr(
     State(state): State<Arc<AppState>>,
     Path((counter, key)): Path<(String, String)>,
-    parsed: Result<Json<IncrBody>, JsonRejection>,
+    parsed: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     if let Some(leader) = crate::replication::gate::http_leader(&state.replication) {
         return Err(ApiError::misdirected(leader));
     }
-    let request = body(parsed)?;
+    let request: IncrBody = super::json_body::read(parsed)?;
     let column = request.column.unwrap_or_else(|| DEFAULT_COLUMN.to_string());
     let by = request.by.unwrap_or(1);
     let (counter2, key2, column2) = (counter.clone(), key.clone(), column.clone());
@@ -141,9 +136,9 @@ pub async fn incr(
 pub async fn mget(
     State(state): State<Arc<AppState>>,
     Path(counter): Path<String>,
-    parsed: Result<Json<MgetBody>, JsonRejection>,
+    parsed: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let request = body(parsed)?;
+    let request: MgetBody = super::json_body::read(parsed)?;
     if request.keys.len() > MAX_MGET_KEYS {
         return Err(ApiError::bad_request(format!(
             "at most {MAX_MGET_KEYS} keys per mget, got {}",

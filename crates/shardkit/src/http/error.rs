@@ -45,6 +45,17 @@ impl ApiError {
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
+    /// A body the extractor refused (`Json`, `Bytes`): 413 when it is too large, 415
+    /// when its content type is not the one the endpoint reads, 400 for anything else
+    /// (unreadable or not the expected shape), always with the extractor's sentence.
+    pub fn body_rejected(status: StatusCode, message: impl Into<String>) -> Self {
+        match status {
+            StatusCode::PAYLOAD_TOO_LARGE | StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+                Self::new(status, message)
+            }
+            _ => Self::bad_request(message),
+        }
+    }
     /// 404.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, message)
@@ -74,6 +85,10 @@ impl ApiError {
             extra: leader.map(|addr| ("leader", addr)),
             ..Self::new(StatusCode::MISDIRECTED_REQUEST, message)
         }
+    }
+    /// 403: a valid key whose roles do not cover the request.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, message)
     }
     /// 503: the server cannot do it now (clock behind, storage failing); retry later.
     pub fn unavailable(message: impl Into<String>) -> Self {

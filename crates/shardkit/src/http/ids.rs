@@ -30,7 +30,8 @@ pub fn parse_count(count: Option<&str>) -> Result<u64, ApiError> {
     }
 }
 
-/// New ids, all in one shard: `shard` if given, else the shard of `key`, else round robin.
+/// New ids, all in one shard: `shard` if given, else the shard of `key`, else round robin
+/// (`shard` and `key` together are a 400).
 #[utoipa::path(post, path = "/api/ids", tag = "ids",
     params(
         ("count" = Option<u64>, Query, description = "How many ids, 1 to 100000 (default 1)"),
@@ -39,7 +40,7 @@ pub fn parse_count(count: Option<&str>) -> Result<u64, ApiError> {
     ),
     responses(
         (status = 200, description = "Increasing ids of one shard", body = super::openapi::IdsBody),
-        (status = 400, description = "Bad count, shard or key", body = super::openapi::ErrorBody),
+        (status = 400, description = "Bad count, shard or key, or both shard and key given", body = super::openapi::ErrorBody),
         (status = 401, description = "API key missing or wrong", body = super::openapi::ErrorBody),
         (status = 503, description = "Clock behind the last issued id, or the time guard cannot be written", body = super::openapi::ErrorBody),
     ))]
@@ -92,6 +93,12 @@ pub async fn decode(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> Result<Json<DecodedIdJson>, ApiError> {
+    // Only what the document's pattern allows: no sign, no spaces, at most 19 digits.
+    if id.is_empty() || id.len() > 19 || !id.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ApiError::bad_request(format!(
+            "an id is 1 to 19 decimal digits, below 2^63, got {id:?}"
+        )));
+    }
     let decoded = state
         .layout
         .decode_str(&id)

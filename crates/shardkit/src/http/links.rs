@@ -25,6 +25,10 @@ pub fn op_error(e: LinkOpError) -> ApiError {
             let owner = owner_code.clone();
             ApiError::conflict(e.to_string(), "code", owner)
         }
+        LinkOpError::CodeTaken(ref code) => {
+            let code = code.clone();
+            ApiError::conflict(e.to_string(), "code", code)
+        }
         LinkOpError::NotFound(_) => ApiError::not_found(e.to_string()),
         LinkOpError::Unavailable(m) => ApiError::unavailable(m),
     }
@@ -40,12 +44,6 @@ pub async fn blocking<T: Send + 'static>(
         .map_err(op_error)
 }
 
-fn json_body<T>(parsed: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    parsed
-        .map(|Json(v)| v)
-        .map_err(|e| ApiError::bad_request(e.body_text()))
-}
-
 /// Creates a link: 201 with the link, or 200 with an existing one for `"reuse": true`.
 #[utoipa::path(post, path = "/api/links", tag = "links", request_body = NewLink,
     responses(
@@ -58,11 +56,16 @@ fn json_body<T>(parsed: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
     ))]
 pub async fn create(
     State(state): State<Arc<AppState>>,
-    body: Result<Json<NewLink>, JsonRejection>,
+    body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let request = json_body(body)?;
+    let request: NewLink = super::json_body::read(body)?;
     let worker = Arc::clone(&state);
-    let (link, created) = blocking(move || worker.links.create(&request, &worker.ids)).await?;
+    let (link, created) = blocking(move || {
+        worker
+            .links
+            .create(&request, &worker.ids, &worker.counters.engine)
+    })
+    .await?;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -103,9 +106,9 @@ pub async fn get(
 pub async fn update(
     State(state): State<Arc<AppState>>,
     Path(code): Path<String>,
-    body: Result<Json<LinkPatch>, JsonRejection>,
+    body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let patch = json_body(body)?;
+    let patch: LinkPatch = super::json_body::read(body)?;
     let worker = Arc::clone(&state);
     let link = blocking(move || worker.links.update(&code, &patch)).await?;
     Ok(Json(state.links.view(&link)))
@@ -118,7 +121,7 @@ pub async fn update(
 pub async fn replace(
     state: State<Arc<AppState>>,
     code: Path<String>,
-    body: Result<Json<LinkPatch>, JsonRejection>,
+    body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     update(state, code, body).await
 }
@@ -137,6 +140,7 @@ pub async fn delete(
 
 /// Query of the list.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Only links with this tag.

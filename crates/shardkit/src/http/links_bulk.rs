@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use shardkit_links::Link;
 use std::sync::Arc;
 
 /// Largest bulk body, bytes (64 MiB): room for 100,000 long lines.
@@ -22,24 +23,57 @@ pub const MAX_BODY: usize = 64 << 20;
 /// Links read from the store per export step.
 const EXPORT_PAGE: usize = 10_000;
 
-/// Creates every line of the body; answers one result per data line, in order.
-#[utoipa::path(post, path = "/api/links/bulk", tag = "links",
-    request_body(content = String, description = "JSON lines (one POST /api/links body a line) or, with Content-Type text/csv, CSV with header url,alias,expires_at,max_visits,redirect,tags (tags split by |)"),
+/// What a bulk line that meets a stored code or alias does (`on_conflict=`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnConflict {
+    /// The line is an error (counted in `failed`); the other lines are still created.
+    #[default]
+    Fail,
+    /// The line is reported with `"skipped"` and is not an error.
+    Skip,
+}
+
+/// Query of bulk create.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct BulkQuery {
+    /// `fail` (default) or `skip`: a line whose code or alias is already stored.
+    #[param(inline)]
+    on_conflict: Option<OnConflict>,
+}
+
+/// Creates (or, for lines with a `code`, restores) every line of the body; answers
+/// one result per data line, in order, with its line number in the body.
+#[utoipa::path(post, path = "/api/links/bulk", tag = "links", params(BulkQuery),
+    request_body(content = String, description = "JSON lines (one POST /api/links body a line, or an exported line with code, created_at and clicks, which restores that link) or, with Content-Type text/csv, CSV with header url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks (any of them, url first; tags split by |)"),
     responses(
-        (status = 200, description = "`{\"created\":N,\"failed\":M,\"results\":[{\"line\":1,\"code\":…,\"short_url\":…}|{\"line\":2,\"error\":…}]}`"),
-        (status = 400, description = "Unreadable body or header, or too many lines", body = super::openapi::ErrorBody),
+        (status = 200, description = "`{\"created\":N,\"failed\":M,\"skipped\":K,\"results\":[{\"line\":1,\"code\":…,\"short_url\":…,\"id\":…}|{\"line\":2,\"error\":…}|{\"line\":3,\"skipped\":…,\"code\":…}]}`; `line` counts every line of the body, blank ones too"),
+        (status = 400, description = "Unreadable body, header or query, or too many lines", body = super::openapi::ErrorBody),
     ))]
 pub async fn create(
     State(state): State<Arc<AppState>>,
+    query: Result<Query<BulkQuery>, QueryRejection>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let on_conflict = query.on_conflict.unwrap_or_default();
     let body = body.map_err(|e| {
-        ApiError::bad_request(format!(
-            "{} (at most {MAX_BODY} bytes per request: split the file)",
-            e.body_text()
-        ))
+        ApiError::body_rejected(
+            e.status(),
+            format!(
+                "{} (at most {MAX_BODY} bytes per request: split the file)",
+                e.body_text()
+            ),
+        )
     })?;
+    if body.is_empty() {
+        return Err(ApiError::bad_request(
+            "the body is empty: send JSON lines or, with Content-Type text/csv, CSV",
+        ));
+    }
     let body = std::str::from_utf8(&body)
         .map_err(|e| ApiError::bad_request(format!("the body is not UTF-8 text: {e}")))?;
     let format = Format::detect(
@@ -48,36 +82,53 @@ pub async fn create(
             .and_then(|v| v.to_str().ok())
             .unwrap_or(""),
     );
-    let requests = lines::parse(format, body).map_err(ApiError::bad_request)?;
+    let (numbers, items): (Vec<usize>, Vec<_>) = lines::parse(format, body)
+        .map_err(ApiError::bad_request)?
+        .into_iter()
+        .unzip();
     let worker = Arc::clone(&state);
-    let results = blocking(move || worker.links.create_many(requests, &worker.ids)).await?;
-    let mut created = 0;
+    let results = blocking(move || {
+        worker
+            .links
+            .create_many(items, &worker.ids, &worker.counters.engine)
+    })
+    .await?;
+    let (mut created, mut skipped) = (0, 0);
     let rows: Vec<Value> = results
         .into_iter()
-        .enumerate()
-        .map(|(i, r)| match r {
+        .zip(numbers)
+        .map(|(r, line)| match r {
             Ok(link) => {
                 created += 1;
-                json!({ "line": i + 1, "code": link.code, "short_url": state.links.short_url(&link), "id": link.id.to_string() })
+                json!({ "line": line, "code": link.code, "short_url": state.links.short_url(&link), "id": link.id.to_string() })
             }
             Err(e) => {
-                let owner = if let LinkOpError::AliasTaken { owner_code, .. } = &e { Some(owner_code.clone()) } else { None };
-                let mut row = json!({ "line": i + 1, "error": op_error(e).message() });
-                if let Some(code) = owner {
-                    row["code"] = json!(code);
+                let conflict = match &e {
+                    LinkOpError::AliasTaken { owner_code, .. } => Some(owner_code.clone()),
+                    LinkOpError::CodeTaken(code) => Some(code.clone()),
+                    _ => None,
+                };
+                let message = op_error(e).message().to_string();
+                match conflict {
+                    Some(code) if on_conflict == OnConflict::Skip => {
+                        skipped += 1;
+                        json!({ "line": line, "skipped": message, "code": code })
+                    }
+                    Some(code) => json!({ "line": line, "error": message, "code": code }),
+                    None => json!({ "line": line, "error": message }),
                 }
-                row
             }
         })
         .collect();
-    let failed = rows.len() - created;
+    let failed = rows.len() - created - skipped;
     Ok(Json(
-        json!({ "created": created, "failed": failed, "results": rows }),
+        json!({ "created": created, "failed": failed, "skipped": skipped, "results": rows }),
     ))
 }
 
 /// Query of the export.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ExportQuery {
     /// `jsonl` (default) or `csv`.
@@ -86,15 +137,24 @@ pub struct ExportQuery {
     tag: Option<String>,
 }
 
-/// Every link as JSON lines or CSV.
+/// Every link as JSON lines or CSV, each with its code, creation time and click total,
+/// so an import of it into an empty server restores the same links.
 #[utoipa::path(get, path = "/api/links/export", tag = "links", params(ExportQuery),
-    responses((status = 200, description = "Every link, in the bulk-create format"), (status = 400, description = "Bad query", body = super::openapi::ErrorBody)))]
+    responses((status = 200, description = "Every link, in the bulk-create format: `{\"code\":…,\"url\":…,\"alias\"?:…,\"created_at\":…,\"expires_at\"?:…,\"max_visits\"?:…,\"redirect\":302,\"tags\"?:[…],\"clicks\":N}` a line, or CSV with header url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks"), (status = 400, description = "Bad query", body = super::openapi::ErrorBody)))]
 pub async fn export(
     State(state): State<Arc<AppState>>,
     query: Result<Query<ExportQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let format = Format::detect(query.format.as_deref().unwrap_or("jsonl"));
+    let format = match query.format.as_deref() {
+        None | Some("jsonl") => Format::JsonLines,
+        Some("csv") => Format::Csv,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "format must be jsonl or csv, got {other:?}"
+            )))
+        }
+    };
     let body = blocking(move || {
         let mut out = Vec::new();
         let mut after = None;
@@ -104,7 +164,16 @@ pub async fn export(
                 .links
                 .store()
                 .list(query.tag.as_deref(), after, EXPORT_PAGE)?;
-            lines::write(format, &page, header, &mut out);
+            let with_clicks: Vec<(Link, u64)> = page
+                .iter()
+                .map(|l| {
+                    (
+                        l.clone(),
+                        state.links.clicks.total(&state.counters.engine, l.id),
+                    )
+                })
+                .collect();
+            lines::write(format, &with_clicks, header, &mut out);
             header = false;
             match page.last() {
                 Some(last) if page.len() == EXPORT_PAGE => after = Some(last.id),

@@ -1,9 +1,12 @@
 //! `GET /openapi.json`: the API description, generated from the handlers' own
 //! annotations (utoipa), so it cannot drift from the routes.
 
+use crate::state::AppState;
+use axum::extract::State;
 use axum::Json;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use utoipa::{OpenApi, ToSchema};
 
 /// `{"status":"ok"}`.
@@ -101,8 +104,17 @@ pub struct MgetAnswer {
 )]
 pub struct ApiDoc;
 
+/// The document as served: the generated one with the value rules and shared answers
+/// of [`super::openapi_rules`], for a layout of `shards` shards.
+pub fn document(shards: u64) -> serde_json::Value {
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
+    let missing = super::openapi_rules::apply(&mut doc, shards);
+    debug_assert!(missing.is_empty(), "rules without a place: {missing:?}");
+    doc
+}
+
 /// This document.
 #[utoipa::path(get, path = "/openapi.json", tag = "meta", responses((status = 200, description = "OpenAPI 3.1 description of this API")))]
-pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+pub async fn openapi(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
+    Json(document(state.layout.shards()))
 }

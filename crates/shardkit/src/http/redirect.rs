@@ -14,9 +14,13 @@ use std::sync::Arc;
 #[utoipa::path(get, path = "/{code}", tag = "links",
     params(("code" = String, Path, description = "Code or alias")),
     responses(
-        (status = 302, description = "Redirect (or 301, 307, 308 as the link says) with Location"),
+        (status = 301, description = "Redirect with Location, for a link made with `redirect: 301`"),
+        (status = 302, description = "Redirect with Location (the default)"),
+        (status = 307, description = "Redirect with Location, for a link made with `redirect: 307`"),
+        (status = 308, description = "Redirect with Location, for a link made with `redirect: 308`"),
         (status = 404, description = "Unknown code: an HTML page for browsers (Accept: text/html), else {\"error\":…}"),
         (status = 410, description = "Expired or out of visits: an HTML page for browsers, else {\"error\":…}"),
+        (status = 503, description = "The link store cannot be read now (HTML)"),
     ))]
 pub async fn follow(
     State(state): State<Arc<AppState>>,

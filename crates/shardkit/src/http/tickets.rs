@@ -49,7 +49,9 @@ pub async fn create(
 
 fn ticket_error(e: TicketError) -> ApiError {
     match e {
-        TicketError::Store { .. } => ApiError::unavailable(e.to_string()),
+        TicketError::Store { .. } | TicketError::StoreInUse(_) => {
+            ApiError::unavailable(e.to_string())
+        }
         other => ApiError::bad_request(other.to_string()),
     }
 }

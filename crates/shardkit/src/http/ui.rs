@@ -4,19 +4,27 @@
 //! nothing is loaded from elsewhere.
 
 use super::pages::{self, escape, page};
+use crate::plural::plural;
 use crate::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
+use shardkit_links::{now_ms, Link};
 use std::fmt::Write;
 use std::sync::Arc;
 
 const INDEX: &str = include_str!("assets/index.html");
 
-/// The form.
+/// The form. When creating links needs a key, the page says so and takes one (kept in
+/// the tab's session storage, sent as a bearer header).
 #[utoipa::path(get, path = "/", tag = "ui", responses((status = 200, description = "HTML form to shorten a URL")))]
-pub async fn index() -> Html<String> {
-    Html(page("Shorten a link", INDEX))
+pub async fn index(State(state): State<Arc<AppState>>) -> Html<String> {
+    let public = super::auth::parse_public(&state.settings.access.public).unwrap_or_default();
+    let needs_key = state.access.enforced()
+        && super::auth::need(&axum::http::Method::POST, "/api/links", &public)
+            != crate::access::Need::Nothing;
+    let body = format!("<div hidden data-needs-key=\"{needs_key}\" id=\"needs-key\"></div>{INDEX}");
+    Html(page("Shorten a link", &body))
 }
 
 /// Bars of clicks per day as an SVG (no script, no outside file).
@@ -94,19 +102,53 @@ pub async fn link_page(State(state): State<Arc<AppState>>, Path(code): Path<Stri
     let qr = qr_svg(&short).unwrap_or_default();
     let mut body = format!(
         "<h1>/{path}</h1><p>Short link: <a id=\"short\" href=\"{s}\">{s}</a></p><p>Goes to <a id=\"target\" href=\"{t}\">{t}</a></p>\
-         <p><span id=\"clicks\" class=\"big\">{total}</span> clicks</p>",
+         <p><span id=\"clicks\" class=\"big\">{total}</span> {clicks_word}</p>",
         path = escape(link.path()),
         s = escape(&short),
         t = escape(&link.url),
+        clicks_word = if total == 1 { "click" } else { "clicks" },
     );
+    if let Some(gone) = gone_reason(&link, total, now_ms()) {
+        let _ = write!(
+            body,
+            "<p id=\"gone\"><strong>This link now answers 410 Gone: {}.</strong></p>",
+            escape(&gone)
+        );
+    }
     if let Some(expires) = crate::links::expiry_text(&link) {
-        let _ = write!(body, "<p class=\"muted\">Expires {}</p>", escape(&expires));
+        let verb = if link.expired_at(now_ms()) {
+            "Expired"
+        } else {
+            "Expires"
+        };
+        let _ = write!(body, "<p class=\"muted\">{verb} {}</p>", escape(&expires));
     }
     if let Some(max) = link.max_visits {
-        let _ = write!(body, "<p class=\"muted\">At most {max} visits</p>");
+        let _ = write!(
+            body,
+            "<p class=\"muted\">At most {}</p>",
+            plural(max, "visit")
+        );
     }
     let _ = write!(body, "<h2>Clicks per day</h2>{}<div style=\"width:180px\">{qr}</div><p><a href=\"/\">Shorten another</a></p>", chart(&days));
     Html(page(&format!("/{}", link.path()), &body)).into_response()
+}
+
+/// Why the link's redirect answers 410 now, if it does: the same checks as `GET /{code}`.
+fn gone_reason(link: &Link, clicks: u64, now: u64) -> Option<String> {
+    if link.expired_at(now) {
+        return Some(format!(
+            "it expired at {}",
+            crate::links::expiry_text(link).unwrap_or_default()
+        ));
+    }
+    match link.max_visits {
+        Some(max) if clicks >= max => Some(format!(
+            "it has had its {} (its visit limit)",
+            plural(max, "visit")
+        )),
+        _ => None,
+    }
 }
 
 /// The QR code of a link's short URL.

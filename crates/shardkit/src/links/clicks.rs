@@ -148,6 +148,19 @@ impl ClickBook {
         counts
     }
 
+    /// Adds restored click totals `(link id, clicks)` of imported links to the engine
+    /// (durable when this returns). The links are new, so no slot holds them yet.
+    pub fn restore(&self, engine: &Engine, totals: &[(u64, u64)]) -> Result<(), Error> {
+        if totals.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<(Key<'_>, i64)> = totals
+            .iter()
+            .map(|&(id, n)| (Key::Id(id), i64::try_from(n).unwrap_or(i64::MAX)))
+            .collect();
+        engine.incr_batch(TOTAL_COUNTER, COLUMN, &items).map(|_| ())
+    }
+
     /// Drops the clicks of a deleted link (memory and engine total).
     pub fn forget(&self, engine: &Engine, id: u64) {
         self.shard(id).lock().remove(&id);

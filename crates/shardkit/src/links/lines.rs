@@ -1,8 +1,11 @@
 //! The bulk formats, read by bulk create and written by export, so an export imports
-//! back as is: JSON lines (one [`NewLink`] object a line) or CSV with the header
-//! `url,alias,expires_at,max_visits,redirect,tags` (tags separated by `|`).
+//! back as is: JSON lines (one [`LinkLine`] object a line) or CSV with the header
+//! [`CSV_HEADER`] (tags separated by `|`). An exported line carries everything a link
+//! is (code, alias, creation time, expiry, visit limit, redirect, tags) and its click
+//! total; a line with a `code` restores that link, a line without makes a new one.
 
 use super::NewLink;
+use serde::{Deserialize, Serialize};
 use shardkit_links::{format_time, Link};
 
 /// Which bulk format.
@@ -14,18 +17,126 @@ pub enum Format {
     Csv,
 }
 
-/// The CSV header.
-pub const CSV_HEADER: [&str; 6] = [
+/// The CSV header of an export (an import may hold any of these columns, `url` first).
+pub const CSV_HEADER: [&str; 9] = [
     "url",
+    "code",
     "alias",
+    "created_at",
     "expires_at",
     "max_visits",
     "redirect",
     "tags",
+    "clicks",
 ];
 
 /// The most lines one bulk request may hold.
 pub const MAX_LINES: usize = 100_000;
+
+/// One line of a bulk file: the body of `POST /api/links` plus, for a line that
+/// restores an exported link, its `code`, `created_at` and `clicks`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkLine {
+    /// The generated code to restore (absent: a new code is minted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The long URL.
+    pub url: String,
+    /// Custom alias.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    /// Creation time (RFC 3339), kept by a restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// RFC 3339 instant after which the link answers 410 (may be past in a restore).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// Clicks after which the link answers 410.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_visits: Option<u64>,
+    /// 301, 302, 307 or 308.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect: Option<u16>,
+    /// Labels for listing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    /// Clicks so far (restored as the link's total, so visits left stay the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clicks: Option<u64>,
+    /// Hand back an existing plain link for the same URL (new links only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<bool>,
+}
+
+/// What a restored line keeps of the exported link beyond a new link's fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restore {
+    /// The code to store the link under.
+    pub code: String,
+    /// Creation time (RFC 3339); `None`: now.
+    pub created_at: Option<String>,
+    /// Clicks to put back on the link's total.
+    pub clicks: u64,
+}
+
+/// One parsed bulk line: a new link, or a restore of an exported one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BulkItem {
+    /// The fields a new link has.
+    pub request: NewLink,
+    /// Present when the line carries a `code`.
+    pub restore: Option<Restore>,
+}
+
+impl BulkItem {
+    /// A new link (no restore).
+    pub fn new_link(request: NewLink) -> Self {
+        Self {
+            request,
+            restore: None,
+        }
+    }
+}
+
+impl TryFrom<LinkLine> for BulkItem {
+    type Error = String;
+
+    fn try_from(line: LinkLine) -> Result<Self, String> {
+        let restore = match line.code {
+            Some(code) => {
+                if line.reuse == Some(true) {
+                    return Err(
+                        "reuse cannot go with code: a line with a code restores that link".into(),
+                    );
+                }
+                Some(Restore {
+                    code,
+                    created_at: line.created_at,
+                    clicks: line.clicks.unwrap_or(0),
+                })
+            }
+            None if line.created_at.is_some() || line.clicks.is_some() => {
+                return Err(
+                    "created_at and clicks restore an exported link and need its code".into(),
+                )
+            }
+            None => None,
+        };
+        Ok(BulkItem {
+            request: NewLink {
+                url: line.url,
+                alias: line.alias,
+                expires_at: line.expires_at,
+                max_visits: line.max_visits,
+                redirect: line.redirect,
+                tags: line.tags,
+                reuse: line.reuse,
+            },
+            restore,
+        })
+    }
+}
 
 impl Format {
     /// From a content type or a `format=` value: anything mentioning csv is CSV.
@@ -38,16 +149,24 @@ impl Format {
     }
 }
 
-/// Parses a bulk body into one request (or the reason it is bad) per data line.
-/// Blank JSON lines are skipped.
-pub fn parse(format: Format, body: &str) -> Result<Vec<Result<NewLink, String>>, String> {
-    let out: Vec<Result<NewLink, String>> = match format {
+/// One data line of a bulk body: its line number in the body (1-based, blank lines
+/// counted) and the item or the reason it is bad.
+pub type ParsedLine = (usize, Result<BulkItem, String>);
+
+/// Parses a bulk body into one item (or the reason it is bad) per data line, each with
+/// its line number in the body. Blank lines are skipped but counted.
+pub fn parse(format: Format, body: &str) -> Result<Vec<ParsedLine>, String> {
+    let out: Vec<ParsedLine> = match format {
         Format::JsonLines => body
             .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
             .map(|(n, l)| {
-                serde_json::from_str::<NewLink>(l).map_err(|e| format!("line {}: {e}", n + 1))
+                let item = serde_json::from_str::<LinkLine>(l)
+                    .map_err(|e| e.to_string())
+                    .and_then(BulkItem::try_from)
+                    .map_err(|e| format!("line {}: {e}", n + 1));
+                (n + 1, item)
             })
             .collect(),
         Format::Csv => {
@@ -72,12 +191,27 @@ pub fn parse(format: Format, body: &str) -> Result<Vec<Result<NewLink, String>>,
                     ));
                 }
             }
+            // The csv crate's line count skips blank lines, and a record's position is
+            // where the blank lines before it begin: count the newlines up to its text.
+            let line_at = |position: Option<&csv::Position>| {
+                let mut byte = position.map_or(0, |p| p.byte() as usize).min(body.len());
+                let bytes = body.as_bytes();
+                while byte < bytes.len() && matches!(bytes[byte], b'\n' | b'\r') {
+                    byte += 1;
+                }
+                bytes[..byte].iter().filter(|&&b| b == b'\n').count() + 1
+            };
             reader
                 .records()
-                .enumerate()
-                .map(|(n, r)| {
-                    r.map_err(|e| format!("row {}: {e}", n + 2))
-                        .and_then(|r| from_row(&headers, &r, n + 2))
+                .map(|record| match record {
+                    Ok(record) => {
+                        let line = line_at(record.position());
+                        (line, from_row(&headers, &record, line))
+                    }
+                    Err(e) => {
+                        let line = line_at(e.position());
+                        (line, Err(format!("line {line}: {e}")))
+                    }
                 })
                 .collect()
         }
@@ -95,8 +229,13 @@ fn from_row(
     headers: &csv::StringRecord,
     row: &csv::StringRecord,
     number: usize,
-) -> Result<NewLink, String> {
-    let mut link = NewLink::default();
+) -> Result<BulkItem, String> {
+    let mut link = LinkLine::default();
+    let number_of = |name: &str, value: &str| -> Result<u64, String> {
+        value
+            .parse()
+            .map_err(|_| format!("line {number}: {name} {value:?} is not a number"))
+    };
     for (name, value) in headers.iter().zip(row.iter()) {
         let value = value.trim();
         if value.is_empty() {
@@ -104,21 +243,18 @@ fn from_row(
         }
         match name.trim() {
             "url" => link.url = value.to_string(),
+            "code" => link.code = Some(value.to_string()),
             "alias" => link.alias = Some(value.to_string()),
+            "created_at" => link.created_at = Some(value.to_string()),
             "expires_at" => link.expires_at = Some(value.to_string()),
-            "max_visits" => {
-                link.max_visits =
+            "max_visits" => link.max_visits = Some(number_of("max_visits", value)?),
+            "redirect" => {
+                link.redirect =
                     Some(value.parse().map_err(|_| {
-                        format!("row {number}: max_visits {value:?} is not a number")
+                        format!("line {number}: redirect {value:?} is not a number")
                     })?)
             }
-            "redirect" => {
-                link.redirect = Some(
-                    value
-                        .parse()
-                        .map_err(|_| format!("row {number}: redirect {value:?} is not a number"))?,
-                )
-            }
+            "clicks" => link.clicks = Some(number_of("clicks", value)?),
             "tags" => {
                 link.tags = Some(
                     value
@@ -131,15 +267,17 @@ fn from_row(
             _ => {}
         }
     }
-    Ok(link)
+    BulkItem::try_from(link).map_err(|e| format!("line {number}: {e}"))
 }
 
-/// A stored link as the request that would make it again.
-pub fn as_request(link: &Link) -> NewLink {
-    NewLink {
+/// A stored link, with its click total, as the line that restores it.
+pub fn as_line(link: &Link, clicks: u64) -> LinkLine {
+    LinkLine {
+        code: Some(link.code.clone()),
         url: link.url.clone(),
         alias: link.alias.clone(),
-        expires_at: link.expires_at.map(format_time),
+        created_at: Some(format_time_exact(link.created_at)),
+        expires_at: link.expires_at.map(format_time_exact),
         max_visits: link.max_visits,
         redirect: Some(link.redirect.status()),
         tags: if link.tags.is_empty() {
@@ -147,16 +285,30 @@ pub fn as_request(link: &Link) -> NewLink {
         } else {
             Some(link.tags.clone())
         },
+        clicks: Some(clicks),
         reuse: None,
     }
 }
 
-/// Appends links to `out` in `format` (the CSV header first when `header`).
-pub fn write(format: Format, links: &[Link], header: bool, out: &mut Vec<u8>) {
+/// RFC 3339 with milliseconds when the instant has them, so a restore keeps it exactly.
+fn format_time_exact(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format_time(ms)
+    } else {
+        humantime::format_rfc3339_millis(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+        )
+        .to_string()
+    }
+}
+
+/// Appends links with their click totals to `out` in `format` (the CSV header first
+/// when `header`).
+pub fn write(format: Format, links: &[(Link, u64)], header: bool, out: &mut Vec<u8>) {
     match format {
         Format::JsonLines => {
-            for link in links {
-                if serde_json::to_writer(&mut *out, &as_request(link)).is_ok() {
+            for (link, clicks) in links {
+                if serde_json::to_writer(&mut *out, &as_line(link, *clicks)).is_ok() {
                     out.push(b'\n');
                 }
             }
@@ -166,15 +318,18 @@ pub fn write(format: Format, links: &[Link], header: bool, out: &mut Vec<u8>) {
             if header {
                 let _ = writer.write_record(CSV_HEADER);
             }
-            for link in links {
-                let r = as_request(link);
+            for (link, clicks) in links {
+                let r = as_line(link, *clicks);
                 let _ = writer.write_record([
                     r.url,
+                    r.code.unwrap_or_default(),
                     r.alias.unwrap_or_default(),
+                    r.created_at.unwrap_or_default(),
                     r.expires_at.unwrap_or_default(),
                     r.max_visits.map(|n| n.to_string()).unwrap_or_default(),
                     r.redirect.map(|n| n.to_string()).unwrap_or_default(),
                     r.tags.map(|t| t.join("|")).unwrap_or_default(),
+                    r.clicks.map(|n| n.to_string()).unwrap_or_default(),
                 ]);
             }
             let _ = writer.flush();
@@ -198,40 +353,74 @@ mod tests {
     }
 
     #[test]
-    fn both_formats_parse_and_write_back() {
+    fn line_numbers_count_blank_lines() {
         let parsed = parse(
             Format::JsonLines,
-            "{\"url\":\"https://a.example/\"}\n\n{\"url\":1}\n",
+            "{\"url\":\"https://a.example/\"}\n\n  \n{\"url\":1}\n",
         )
         .unwrap();
         assert_eq!(parsed.len(), 2);
-        assert!(parsed[0].is_ok() && parsed[1].as_ref().unwrap_err().starts_with("line 3"));
+        assert_eq!(parsed[0].0, 1);
+        assert_eq!(parsed[1].0, 4);
+        assert!(parsed[1].1.as_ref().unwrap_err().starts_with("line 4"));
+        let csv = "url,alias\nhttps://a.example/,\n\n\nhttps://b.example/,x\n";
+        let lines: Vec<usize> = parse(Format::Csv, csv)
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(lines, [2, 5]);
+    }
+
+    #[test]
+    fn both_formats_parse_and_write_back() {
         let csv = "url,alias,tags,max_visits\nhttps://a.example/,my-alias,x|y,3\n\"https://b.example/?q=1,2\",,,\n";
         let parsed = parse(Format::Csv, csv).unwrap();
-        let first = parsed[0].as_ref().unwrap();
+        let first = &parsed[0].1.as_ref().unwrap().request;
         assert_eq!(first.alias.as_deref(), Some("my-alias"));
         assert_eq!(
             first.tags.as_deref(),
             Some(&["x".to_string(), "y".to_string()][..])
         );
-        assert_eq!(parsed[1].as_ref().unwrap().url, "https://b.example/?q=1,2");
+        assert_eq!(
+            parsed[1].1.as_ref().unwrap().request.url,
+            "https://b.example/?q=1,2"
+        );
         assert!(parse(Format::Csv, "link\nx\n").is_err());
         let link = Link {
             id: 1,
             url: "https://b.example/?q=1,2".into(),
             code: "a000000".into(),
-            alias: None,
-            created_at: 0,
-            expires_at: None,
+            alias: Some("b-link".into()),
+            created_at: 1_790_000_000_123,
+            expires_at: Some(1_800_000_000_000),
             max_visits: Some(3),
-            redirect: Default::default(),
-            tags: vec!["x".into()],
+            redirect: shardkit_links::Redirect::Temporary,
+            tags: vec!["x".into(), "y".into()],
         };
         for format in [Format::Csv, Format::JsonLines] {
             let mut out = Vec::new();
-            write(format, std::slice::from_ref(&link), true, &mut out);
+            write(format, &[(link.clone(), 2)], true, &mut out);
             let back = parse(format, std::str::from_utf8(&out).unwrap()).unwrap();
-            assert_eq!(back[0].as_ref().unwrap(), &as_request(&link));
+            let expected = BulkItem::try_from(as_line(&link, 2)).unwrap();
+            assert_eq!(back[0].1.as_ref().unwrap(), &expected, "{format:?}");
+            let restore = expected.restore.unwrap();
+            assert_eq!(restore.code, "a000000");
+            assert_eq!(restore.clicks, 2);
+            assert_eq!(
+                shardkit_links::parse_time(restore.created_at.as_deref().unwrap()),
+                Ok(link.created_at)
+            );
         }
+    }
+
+    #[test]
+    fn restore_fields_need_a_code() {
+        let parsed = parse(
+            Format::JsonLines,
+            "{\"url\":\"https://a.example/\",\"clicks\":3}\n",
+        )
+        .unwrap();
+        assert!(parsed[0].1.as_ref().unwrap_err().contains("need its code"));
     }
 }

@@ -7,6 +7,7 @@ pub mod clicks;
 pub mod lines;
 
 use clicks::ClickBook;
+use lines::{BulkItem, Restore};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use shardkit_counters::Engine;
@@ -16,6 +17,7 @@ use shardkit_links::{
     validate_tags, Codec, Feistel, InsertOutcome, Link, LinkError, LinkStore, Minter, OwnOrigin,
     Redirect, StoreError,
 };
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Days in the daily series of `GET /api/links/{code}` and the chart.
@@ -78,6 +80,9 @@ pub enum LinkOpError {
         /// The owner's code.
         owner_code: String,
     },
+    /// A restored link's code is already stored (a bulk import line): 409.
+    #[error("the code {0:?} is taken by a link already stored")]
+    CodeTaken(String),
     /// No such link: 404.
     #[error("no link has the code or alias {0:?}")]
     NotFound(String),
@@ -188,31 +193,44 @@ impl Links {
         format!("{}/{}", self.base_url.trim_end_matches('/'), link.path())
     }
 
-    /// A stored link from a validated request (code minted, id made), not yet stored.
+    /// A stored link from a validated request (code minted or restored, id made), not
+    /// yet stored. A minted code is never one in `taken` (codes of restored links in the
+    /// same batch) nor one already stored (a restored link's code), so the minter never
+    /// hands out an imported code.
     fn draft(
         &self,
-        request: &NewLink,
+        item: &BulkItem,
+        taken: &HashSet<String>,
         ids: &ShardedGenerator,
         now: u64,
     ) -> Result<Link, LinkOpError> {
+        let request = &item.request;
+        let restore = item.restore.as_ref();
         let url = normalize_url(&request.url, &self.own).map_err(LinkError::from)?;
         if let Some(alias) = &request.alias {
             validate_alias(alias).map_err(LinkError::from)?;
         }
         let tags = request.tags.clone().unwrap_or_default();
         validate_tags(&tags).map_err(LinkOpError::Invalid)?;
-        let expires_at = request
-            .expires_at
-            .as_deref()
-            .map(|t| expiry(t, now))
-            .transpose()?;
+        let expires_at = match (request.expires_at.as_deref(), restore) {
+            (None, _) => None,
+            (Some(t), None) => Some(expiry(t, now)?),
+            // A restored link keeps its expiry, past or not (it then answers 410 again).
+            (Some(t), Some(_)) => {
+                Some(parse_time(t).map_err(|e| LinkOpError::Invalid(format!("expires_at: {e}")))?)
+            }
+        };
         let max_visits = max_visits(request.max_visits)?;
         let redirect = redirect(request.redirect)?;
-        // An aliased link's code lives in the alias's group: a sharded store then finds
-        // the alias and the link in one shard.
-        let (group, code) = match &request.alias {
-            Some(alias) => self.minter.mint_in(group_of(alias))?,
-            None => self.minter.mint(&url)?,
+        let (group, code) = match restore {
+            Some(restore) => (self.restorable_code(restore)?, restore.code.clone()),
+            None => self.mint_free(request.alias.as_deref(), &url, taken)?,
+        };
+        let created_at = match restore.and_then(|r| r.created_at.as_deref()) {
+            Some(t) => {
+                parse_time(t).map_err(|e| LinkOpError::Invalid(format!("created_at: {e}")))?
+            }
+            None => now,
         };
         let id = ids
             .next_for_key(u64::from(group))
@@ -222,12 +240,44 @@ impl Links {
             url,
             code,
             alias: request.alias.clone(),
-            created_at: now,
+            created_at,
             expires_at,
             max_visits,
             redirect,
             tags,
         })
+    }
+
+    /// A fresh code for a new link: in the alias's group for an aliased link (a sharded
+    /// store then finds the alias and the link in one shard), else the URL's. Codes that
+    /// are taken (restored by an import) are passed over.
+    fn mint_free(
+        &self,
+        alias: Option<&str>,
+        url: &str,
+        taken: &HashSet<String>,
+    ) -> Result<(u8, String), LinkOpError> {
+        loop {
+            let (group, code) = match alias {
+                Some(alias) => self.minter.mint_in(group_of(alias))?,
+                None => self.minter.mint(url)?,
+            };
+            if !taken.contains(&code) && self.store.resolve(&code)?.is_none() {
+                return Ok((group, code));
+            }
+        }
+    }
+
+    /// The group of a restored code, if it is one this server could mint.
+    fn restorable_code(&self, restore: &Restore) -> Result<u8, LinkOpError> {
+        let code = &restore.code;
+        match self.minter.codec().decode(code) {
+            Some((group, _)) if !shardkit_links::is_reserved(code) => Ok(group),
+            _ => Err(LinkOpError::Invalid(format!(
+                "code {code:?} is not a short code: 7 to 11 characters of A-Z a-z 0-9 \
+                 (not a path of the server)"
+            ))),
+        }
     }
 
     /// Creates one link (blocking: one fsynced transaction). Answers the link and
@@ -236,6 +286,7 @@ impl Links {
         &self,
         request: &NewLink,
         ids: &ShardedGenerator,
+        engine: &Engine,
     ) -> Result<(Link, bool), LinkOpError> {
         if request.reuse == Some(true)
             && request.alias.is_none()
@@ -247,28 +298,52 @@ impl Links {
                 return Ok((found, false));
             }
         }
-        let mut results = self.create_many(vec![Ok(request.clone())], ids)?;
+        let item = BulkItem::new_link(request.clone());
+        let mut results = self.create_many(vec![Ok(item)], ids, engine)?;
         results
             .pop()
             .unwrap_or_else(|| Err(LinkOpError::Unavailable("no result".into())))
             .map(|l| (l, true))
     }
 
-    /// Creates many links in one durable transaction; one result per request, in
-    /// order. Requests that failed to parse come in as `Err(reason)`.
+    /// Creates (or restores) many links in one durable transaction; one result per
+    /// item, in order. Items that failed to parse come in as `Err(reason)`. A restored
+    /// link whose code is stored already, or appears earlier in the batch, answers
+    /// [`LinkOpError::CodeTaken`]; its clicks are put back on its total.
     pub fn create_many(
         &self,
-        requests: Vec<Result<NewLink, String>>,
+        items: Vec<Result<BulkItem, String>>,
         ids: &ShardedGenerator,
+        engine: &Engine,
     ) -> Result<Vec<Result<Link, LinkOpError>>, LinkOpError> {
         let now = now_ms();
-        let mut results: Vec<Result<Link, LinkOpError>> = requests
-            .into_iter()
-            .map(|r| {
-                r.map_err(LinkOpError::Invalid)
-                    .and_then(|r| self.draft(&r, ids, now))
-            })
-            .collect();
+        let mut taken: HashSet<String> = HashSet::new();
+        let mut results: Vec<Result<Link, LinkOpError>> = Vec::with_capacity(items.len());
+        for item in &items {
+            let code = match item {
+                Ok(BulkItem {
+                    restore: Some(r), ..
+                }) => &r.code,
+                _ => continue,
+            };
+            taken.insert(code.clone());
+        }
+        let mut restoring: HashSet<&str> = HashSet::new();
+        for item in &items {
+            let result = match item {
+                Err(reason) => Err(LinkOpError::Invalid(reason.clone())),
+                Ok(item) => match &item.restore {
+                    Some(r)
+                        if !restoring.insert(r.code.as_str())
+                            || self.store.resolve(&r.code)?.is_some() =>
+                    {
+                        Err(LinkOpError::CodeTaken(r.code.clone()))
+                    }
+                    _ => self.draft(item, &taken, ids, now),
+                },
+            };
+            results.push(result);
+        }
         let mut drafts: Vec<Link> = results
             .iter()
             .filter_map(|r| r.as_ref().ok().cloned())
@@ -299,6 +374,19 @@ impl Links {
                 }
             }
         }
+        // Restored links get their clicks back, so visits left and stats are as exported.
+        let restored_clicks: Vec<(u64, u64)> = results
+            .iter()
+            .zip(&items)
+            .filter_map(|(result, item)| {
+                let clicks = item.as_ref().ok()?.restore.as_ref()?.clicks;
+                Some((result.as_ref().ok()?.id, clicks))
+            })
+            .filter(|&(_, clicks)| clicks > 0)
+            .collect();
+        self.clicks
+            .restore(engine, &restored_clicks)
+            .map_err(|e| LinkOpError::Unavailable(format!("the clicks were not restored: {e}")))?;
         // A new link is likely to be followed soon: put it in the redirect cache.
         for link in results.iter().flatten() {
             self.cache

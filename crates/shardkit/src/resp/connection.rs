@@ -1,8 +1,9 @@
 //! One client connection: read, parse every complete command in the buffer
 //! (pipelining), answer each into one output buffer, write it once.
 
-use super::commands::{self, Outcome, Session};
 use super::parse::Parsed;
+use super::session::Session;
+use super::table;
 use super::{reply, Limits, Parser};
 use crate::state::AppState;
 use bytes::{Buf, BytesMut};
@@ -22,7 +23,7 @@ pub async fn serve(
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut output = BytesMut::with_capacity(16 * 1024);
     let mut parser = Parser::new(limits);
-    let mut session = Session::new(state.settings.api_key.is_none());
+    let mut session = Session::new(!state.access.enforced());
     loop {
         let read = tokio::select! {
             read = stream.read_buf(&mut input) => read,
@@ -38,10 +39,8 @@ pub async fn serve(
             let used = match parser.parse(&input) {
                 Ok(Parsed::Command(cmd, used)) => {
                     commands_run += 1;
-                    if commands::execute(&cmd, &state, &mut session, &mut output) == Outcome::Close
-                    {
-                        close = true;
-                    }
+                    table::execute(&cmd, &state, &mut session, &mut output);
+                    close = session.closing;
                     used
                 }
                 Ok(Parsed::Skip(used)) => used,

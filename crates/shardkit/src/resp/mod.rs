@@ -3,18 +3,31 @@
 //! - [`parse`]: turns the bytes a client sent into commands, without copying the
 //!   arguments of the common (multibulk) form, with limits on every size a client
 //!   announces.
+//! - [`table`]: the one command table (name, arity, flags, keys, handler) that the
+//!   dispatcher and `COMMAND` read; each family of commands lists its entries in its
+//!   own file ([`string_commands`], [`hash_commands`], [`counter_admin`],
+//!   [`server_commands`], [`id_commands`], [`command_info`]).
+//! - [`values`]: what the counter commands share (the zero-and-absence rule, Redis's
+//!   integer parsing and error texts).
 //! - [`reply`]: writes replies straight into the output buffer.
 //!
 //! Why not a general RESP crate: a command here is parsed once and answered at once,
 //! so arguments can stay slices of the read buffer and the parse state can be reused
 //! for every command of a connection; nothing is allocated per value.
 
-pub mod commands;
+pub mod command_info;
 pub mod connection;
-pub mod counter_commands;
+pub mod counter_admin;
+pub mod hash_commands;
+pub mod id_commands;
 pub mod limits;
 pub mod parse;
 pub mod reply;
+pub mod server_commands;
+pub mod session;
+pub mod string_commands;
+pub mod table;
+pub mod values;
 
 pub use limits::Limits;
 pub use parse::{Command, ParseError, Parser};

@@ -8,6 +8,7 @@
 pub mod nats;
 #[cfg(feature = "sql")]
 pub mod pg_db;
+pub mod raw_resp;
 pub mod tcp_proxy;
 
 use std::io::{BufRead, BufReader};

@@ -1,0 +1,105 @@
+//! `shardkit keys add|list|revoke`: named API keys with roles in `<data>/keys.json`.
+//!
+//! A running server on the same data directory picks up changes within a second, so
+//! keys are added and revoked without a restart (unlike the id guard and the ticket
+//! store, the key file is safe to share with a server).
+
+use super::data_dir::DataDirArgs;
+use anyhow::Context;
+use clap::Subcommand;
+use shardkit::access::keyring::{self, KEYS_FILE};
+use shardkit::access::Role;
+use std::io::Write;
+
+/// Subcommands of `shardkit keys`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Make a key with one or more roles; prints the key once (only its hash is kept).
+    Add {
+        /// The key's name (1 to 64 of A-Z a-z 0-9 _ - .): the RESP username, and what
+        /// `keys revoke` takes.
+        name: String,
+        /// A role: admin, links:create, links:read, counters:read, counters:write, ids.
+        /// Repeat for several.
+        #[arg(long = "role", required = true, value_name = "ROLE")]
+        roles: Vec<Role>,
+        /// When the key stops working: a duration from now (`30d`, `12h`) or an RFC 3339
+        /// time.
+        #[arg(long, value_name = "WHEN")]
+        expires: Option<String>,
+        #[command(flatten)]
+        data: DataDirArgs,
+    },
+    /// List the keys, one JSON object a line (names, roles, times; never secrets).
+    List {
+        #[command(flatten)]
+        data: DataDirArgs,
+    },
+    /// Remove a key: it stops working at once (within a second on a running server).
+    Revoke {
+        /// The key's name.
+        name: String,
+        #[command(flatten)]
+        data: DataDirArgs,
+    },
+}
+
+/// `--expires` as ms since the Unix epoch.
+fn expiry(text: &str) -> anyhow::Result<u64> {
+    if let Ok(duration) = humantime::parse_duration(text) {
+        return Ok(keyring::now_unix_ms().saturating_add(duration.as_millis() as u64));
+    }
+    let at = humantime::parse_rfc3339_weak(text).map_err(|_| {
+        anyhow::anyhow!("--expires {text:?} is neither a duration (30d, 12h) nor an RFC 3339 time")
+    })?;
+    let ms = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    if ms <= keyring::now_unix_ms() {
+        anyhow::bail!("--expires {text:?} is in the past");
+    }
+    Ok(ms)
+}
+
+fn rfc3339(ms: u64) -> String {
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+        .to_string()
+}
+
+/// Runs one `shardkit keys` subcommand, writing to `out`.
+pub fn run(cmd: KeysCommand, out: &mut impl Write) -> anyhow::Result<()> {
+    match cmd {
+        KeysCommand::Add {
+            name,
+            roles,
+            expires,
+            data,
+        } => {
+            let expires = expires.as_deref().map(expiry).transpose()?;
+            std::fs::create_dir_all(&data.dir)
+                .with_context(|| format!("cannot create data directory {}", data.dir.display()))?;
+            let secret = keyring::add(&data.dir.join(KEYS_FILE), &name, &roles, expires)?;
+            writeln!(out, "{secret}")?;
+            eprintln!("key {name:?} added; this is the only time it is shown: keep it safe");
+        }
+        KeysCommand::List { data } => {
+            let now = keyring::now_unix_ms();
+            for key in keyring::list(&data.dir.join(KEYS_FILE))? {
+                let line = serde_json::json!({
+                    "name": key.name,
+                    "roles": key.roles,
+                    "created": rfc3339(key.created_unix_ms),
+                    "expires": key.expires_unix_ms.map(rfc3339),
+                    "expired": key.expires_unix_ms.is_some_and(|at| at <= now),
+                });
+                writeln!(out, "{line}")?;
+            }
+        }
+        KeysCommand::Revoke { name, data } => {
+            keyring::revoke(&data.dir.join(KEYS_FILE), &name)?;
+            eprintln!("key {name:?} revoked");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,186 @@
+//! The `COUNTER.*` commands: creating counters and columns, describing them, and the
+//! idempotent increment. Schema writes wait for the log at once (they are rare); the
+//! idempotent increment is deferred like every value write.
+
+use super::reply;
+use super::table::{Call, CommandSpec};
+use super::values::*;
+use crate::state::AppState;
+use bytes::BytesMut;
+use shardkit_counters::ColumnOptions;
+
+/// The `COUNTER.*` entries of the command table.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "counter.create",
+        arity: 2,
+        flags: &["write"],
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        categories: &["@write", "@slow"],
+        group: "counter",
+        summary: "Create a counter with no columns",
+        run: create,
+    },
+    CommandSpec {
+        name: "counter.addcol",
+        arity: -3,
+        flags: &["write"],
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        categories: &["@write", "@slow"],
+        group: "counter",
+        summary:
+            "Add a column: COUNTER.ADDCOL name column [BITS 8|16|32|64] [MAX 32|64] [DEFAULT n]",
+        run: addcol,
+    },
+    CommandSpec {
+        name: "counter.info",
+        arity: 2,
+        flags: &["readonly"],
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        categories: &["@read", "@slow"],
+        group: "counter",
+        summary: "Columns and memory of one counter, as field/value pairs",
+        run: info,
+    },
+    CommandSpec {
+        name: "counter.incrby",
+        arity: 5,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        categories: &["@write", "@fast"],
+        group: "counter",
+        summary: "COUNTER.INCRBY key column delta txid: counted once per txid within the window",
+        run: idempotent_incr,
+    },
+];
+
+/// Runs a write that waits for the log itself (schema changes). Under fsync `always`
+/// it waits for the disk, so it runs in `block_in_place` (the runtime moves other
+/// connections off this thread); under `everysec` and `no` it runs inline.
+#[inline]
+fn may_block<T>(state: &AppState, write: impl FnOnce() -> T) -> T {
+    if state.counters.writes_wait_for_disk {
+        tokio::task::block_in_place(write)
+    } else {
+        write()
+    }
+}
+
+fn utf8<'a>(raw: Option<&'a [u8]>, what: &str, out: &mut BytesMut) -> Option<&'a str> {
+    let text = raw.and_then(|r| std::str::from_utf8(r).ok());
+    if text.is_none() {
+        reply::error(out, &format!("ERR {what} must be UTF-8 text"));
+    }
+    text
+}
+
+fn create(call: &mut Call<'_, '_>) {
+    let (cmd, state, out) = (call.cmd, call.state, &mut *call.out);
+    let Some(name) = utf8(cmd.arg(1), "counter names", out) else {
+        return;
+    };
+    match may_block(state, || state.counters.engine.create_counter(name)) {
+        Ok(()) => reply::simple(out, "OK"),
+        Err(e) => engine_error(out, &e),
+    }
+}
+
+/// `COUNTER.ADDCOL name column [BITS n] [MAX 32|64] [DEFAULT n]`.
+fn addcol(call: &mut Call<'_, '_>) {
+    let (cmd, state, out) = (call.cmd, call.state, &mut *call.out);
+    let Some(name) = utf8(cmd.arg(1), "counter names", out) else {
+        return;
+    };
+    let Some(column) = utf8(cmd.arg(2), "column names", out) else {
+        return;
+    };
+    let mut options = ColumnOptions::default();
+    let mut i = 3;
+    while i < cmd.len() {
+        let option = cmd.arg(i).unwrap_or_default();
+        let Some(value) = cmd.arg(i + 1).and_then(strict_i64).filter(|v| *v >= 0) else {
+            return reply::error(out, "ERR syntax error: COUNTER.ADDCOL name column [BITS 8|16|32|64] [MAX 32|64] [DEFAULT n]");
+        };
+        if option.eq_ignore_ascii_case(b"BITS") && value <= 64 {
+            options.bits = value as u8;
+        } else if option.eq_ignore_ascii_case(b"MAX") && value <= 64 {
+            options.max_bits = value as u8;
+        } else if option.eq_ignore_ascii_case(b"DEFAULT") {
+            options.default = value as u64;
+        } else {
+            return reply::error(out, "ERR syntax error: COUNTER.ADDCOL name column [BITS 8|16|32|64] [MAX 32|64] [DEFAULT n]");
+        }
+        i += 2;
+    }
+    match may_block(state, || {
+        state.counters.engine.add_column(name, column, options)
+    }) {
+        Ok(()) => reply::simple(out, "OK"),
+        Err(e) => engine_error(out, &e),
+    }
+}
+
+/// `COUNTER.INFO name`: columns and memory of one counter, as field/value pairs.
+fn info(call: &mut Call<'_, '_>) {
+    let (cmd, state, out) = (call.cmd, call.state, &mut *call.out);
+    let Some(name) = utf8(cmd.arg(1), "counter names", out) else {
+        return;
+    };
+    let columns = match state.counters.engine.columns(name) {
+        Ok(columns) => columns,
+        Err(e) => return engine_error(out, &e),
+    };
+    let stats = state.counters.engine.stats();
+    let Some(counter) = stats.counters.iter().find(|c| c.name == name) else {
+        return reply::error(out, &format!("ERR counter `{name}` does not exist"));
+    };
+    reply::array_header(out, 12);
+    reply::bulk(out, b"name");
+    reply::bulk(out, name.as_bytes());
+    reply::bulk(out, b"rows");
+    reply::integer(out, counter.rows as i64);
+    reply::bulk(out, b"bytes");
+    reply::integer(out, counter.bytes as i64);
+    reply::bulk(out, b"bytes_per_row");
+    reply::bulk(out, format!("{:.2}", counter.bytes_per_row).as_bytes());
+    reply::bulk(out, b"overflow_entries");
+    reply::integer(out, counter.overflow_entries as i64);
+    reply::bulk(out, b"columns");
+    reply::array_header(out, columns.len());
+    for c in columns {
+        reply::array_header(out, 8);
+        reply::bulk(out, b"name");
+        reply::bulk(out, c.name.as_bytes());
+        reply::bulk(out, b"bits");
+        reply::integer(out, i64::from(c.bits));
+        reply::bulk(out, b"max");
+        reply::integer(out, i64::from(c.max_bits));
+        reply::bulk(out, b"default");
+        reply::integer(out, c.default as i64);
+    }
+}
+
+/// `COUNTER.INCRBY key column delta txid`: counted once per txid within the window.
+fn idempotent_incr(call: &mut Call<'_, '_>) {
+    let Some(key) = hash_key(call.cmd.arg(1).unwrap_or_default(), call.out) else {
+        return;
+    };
+    let Some(column) = column_name(call.cmd.arg(2).unwrap_or_default(), call.out) else {
+        return;
+    };
+    let Some(delta) = call.cmd.arg(3).and_then(strict_i64) else {
+        return reply::error(call.out, NOT_INTEGER);
+    };
+    let Some(txid) = utf8(call.cmd.arg(4), "transaction ids", call.out) else {
+        return;
+    };
+    add_delta(call, &key, column, delta, Some(txid));
+}

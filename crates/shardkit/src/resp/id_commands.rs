@@ -1,0 +1,133 @@
+//! `ID.NEXT` and `TICKET.NEXT`: ids and ticket numbers over RESP.
+
+use super::reply;
+use super::table::{Call, CommandSpec};
+use super::values::{strict_i64, NOT_INTEGER};
+use crate::state::MAX_BATCH;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The id family's entries of the command table.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "id.next",
+        arity: -1,
+        flags: &["write", "fast"],
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        categories: &["@write", "@fast"],
+        group: "ids",
+        summary: "ID.NEXT [shard] [count]: one id as an integer, or count ids as an array",
+        run: id_next,
+    },
+    CommandSpec {
+        name: "ticket.next",
+        arity: -2,
+        flags: &["write", "fast"],
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        categories: &["@write", "@fast"],
+        group: "ids",
+        summary: "TICKET.NEXT name [count]: the next number of a sequence, or count of them",
+        run: ticket_next,
+    },
+];
+
+/// Round-robin shard for `ID.NEXT` without a shard: spreads load over the shards.
+static NEXT_SHARD: AtomicU64 = AtomicU64::new(0);
+
+/// Reads an optional non-negative integer argument.
+fn arg_u64(call: &Call<'_, '_>, i: usize) -> Result<Option<u64>, ()> {
+    match call.cmd.arg(i) {
+        None => Ok(None),
+        Some(text) => match strict_i64(text) {
+            Some(v) if v >= 0 => Ok(Some(v as u64)),
+            _ => Err(()),
+        },
+    }
+}
+
+/// `ID.NEXT [shard] [count]`: one id as an integer, or `count` ids as an array.
+fn id_next(call: &mut Call<'_, '_>) {
+    let state = call.state;
+    if call.cmd.len() > 3 {
+        return super::table::wrong_arity(call.out, "id.next");
+    }
+    let (Ok(shard), Ok(count)) = (arg_u64(call, 1), arg_u64(call, 2)) else {
+        return reply::error(call.out, NOT_INTEGER);
+    };
+    let out = &mut *call.out;
+    let shards = state.layout.shards();
+    let shard = shard.unwrap_or_else(|| NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % shards);
+    if shard >= shards {
+        return reply::error(
+            out,
+            &format!(
+                "ERR shard {shard} is out of range: this layout has shards 0 to {}",
+                shards - 1
+            ),
+        );
+    }
+    match count {
+        None => match state.ids.next_id(shard) {
+            Ok(id) => {
+                crate::telemetry::add(&crate::telemetry::IDS_ISSUED, 1);
+                reply::integer(out, id as i64)
+            }
+            Err(e) => reply::error(out, &format!("ERR {e}")),
+        },
+        Some(n) if n == 0 || n > MAX_BATCH => {
+            reply::error(out, &format!("ERR count must be between 1 and {MAX_BATCH}"))
+        }
+        Some(n) => {
+            let mut ids = vec![0u64; n as usize];
+            match state.ids.fill(shard, &mut ids) {
+                Ok(()) => {
+                    crate::telemetry::add(&crate::telemetry::IDS_ISSUED, n);
+                    reply::array_header(out, ids.len());
+                    for id in ids {
+                        reply::integer(out, id as i64);
+                    }
+                }
+                Err(e) => reply::error(out, &format!("ERR {e}")),
+            }
+        }
+    }
+}
+
+/// `TICKET.NEXT name [count]`: the next number of a sequence, or `count` of them.
+fn ticket_next(call: &mut Call<'_, '_>) {
+    let state = call.state;
+    let (Some(name), true) = (call.cmd.arg(1), (2..=3).contains(&call.cmd.len())) else {
+        return super::table::wrong_arity(call.out, "ticket.next");
+    };
+    let Ok(count) = arg_u64(call, 2) else {
+        return reply::error(call.out, NOT_INTEGER);
+    };
+    let out = &mut *call.out;
+    let Ok(name) = std::str::from_utf8(name) else {
+        return reply::error(
+            out,
+            "ERR ticket sequence names are 1 to 64 characters of A-Z a-z 0-9 _ - . :",
+        );
+    };
+    // Numbers come from memory; the next block is reserved (and fsynced) by the
+    // allocator's preload thread, so only a sequence's first call waits for the disk.
+    let result = state
+        .tickets(name)
+        .and_then(|allocator| allocator.take(count.unwrap_or(1)));
+    if let Ok(numbers) = &result {
+        crate::telemetry::add(&crate::telemetry::TICKETS_ISSUED, numbers.len() as u64);
+    }
+    match (result, count) {
+        (Ok(numbers), None) => reply::integer(out, numbers[0] as i64),
+        (Ok(numbers), Some(_)) => {
+            reply::array_header(out, numbers.len());
+            for n in numbers {
+                reply::integer(out, n as i64);
+            }
+        }
+        (Err(e), _) => reply::error(out, &format!("ERR {e}")),
+    }
+}

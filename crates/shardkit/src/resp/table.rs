@@ -1,0 +1,200 @@
+//! The command table: one entry per command (name, arity, flags, key positions, handler),
+//! read by the dispatcher and by `COMMAND`. Adding a command is adding one entry to its
+//! family's `COMMANDS` list; nothing else names it.
+//!
+//! The look-up is on the hot path (every `INCR` of a pipeline goes through it), so it
+//! allocates nothing: the name is lowercased into a fixed stack buffer and found by
+//! binary search in a table sorted once at start.
+
+use super::parse::Command;
+use super::reply;
+use super::session::Session;
+use crate::state::AppState;
+use bytes::BytesMut;
+use std::sync::OnceLock;
+
+/// Everything a handler works with: the command, the server, the connection, the output.
+pub struct Call<'c, 'a> {
+    /// The command as parsed; argument 0 is its name.
+    pub cmd: &'c Command<'a>,
+    /// The shared server state.
+    pub state: &'c AppState,
+    /// The connection's state (authentication, pending writes, id).
+    pub session: &'c mut Session,
+    /// Where the reply goes.
+    pub out: &'c mut BytesMut,
+}
+
+/// A command's code: reads its arguments from `call.cmd` and writes exactly one reply.
+/// The arity has been checked before it runs.
+pub type Handler = fn(&mut Call<'_, '_>);
+
+/// One command, described the way Redis's `COMMAND INFO` describes it.
+#[derive(Debug)]
+pub struct CommandSpec {
+    /// Lowercase name, as `COMMAND` lists it.
+    pub name: &'static str,
+    /// Redis's convention: `n` is exactly `n` arguments counting the name, `-n` at least `n`.
+    pub arity: i32,
+    /// Redis's command flags (`write`, `readonly`, `fast`, `admin`, `no_auth`, ...).
+    pub flags: &'static [&'static str],
+    /// Position of the first key argument (0: the command takes no key).
+    pub first_key: i32,
+    /// Position of the last key (-1: the last argument).
+    pub last_key: i32,
+    /// Distance between keys (2 for `MSET k v k v`).
+    pub key_step: i32,
+    /// ACL categories (`@read`, `@string`, ...), as Redis lists them.
+    pub categories: &'static [&'static str],
+    /// Command group for `COMMAND DOCS` (`string`, `hash`, `server`, `counter`, ...).
+    pub group: &'static str,
+    /// One line for `COMMAND DOCS`.
+    pub summary: &'static str,
+    /// The code.
+    pub run: Handler,
+}
+
+impl std::fmt::Debug for Call<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("args", &self.cmd.len())
+            .finish()
+    }
+}
+
+impl CommandSpec {
+    /// Whether `args` (counting the name) fits the arity.
+    #[inline]
+    pub fn arity_ok(&self, args: usize) -> bool {
+        let args = args as i64;
+        let arity = i64::from(self.arity);
+        if arity >= 0 {
+            args == arity
+        } else {
+            args >= -arity
+        }
+    }
+
+    /// Whether the command carries `flag`.
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.flags.contains(&flag)
+    }
+}
+
+/// Every command, sorted by name (built once).
+pub fn all() -> &'static [&'static CommandSpec] {
+    static ALL: OnceLock<Vec<&'static CommandSpec>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all: Vec<&'static CommandSpec> = [
+            super::server_commands::COMMANDS,
+            super::command_info::COMMANDS,
+            super::id_commands::COMMANDS,
+            super::string_commands::COMMANDS,
+            super::hash_commands::COMMANDS,
+            super::counter_admin::COMMANDS,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        all.sort_by_key(|c| c.name);
+        all
+    })
+}
+
+/// Longest command name the look-up considers; longer names are unknown.
+const MAX_NAME: usize = 32;
+
+/// The command named `name` (any case), without allocating.
+#[inline]
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    if name.len() > MAX_NAME {
+        return None;
+    }
+    let mut buf = [0u8; MAX_NAME];
+    let lower = &mut buf[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    let all = all();
+    all.binary_search_by(|c| c.name.as_bytes().cmp(&*lower))
+        .ok()
+        .map(|i| all[i])
+}
+
+/// Runs one command, writing its reply into `out`: unknown names and wrong arities
+/// are answered as Redis does, then the authentication gate, then the handler.
+pub fn execute(cmd: &Command<'_>, state: &AppState, session: &mut Session, out: &mut BytesMut) {
+    let Some(name) = cmd.arg(0) else {
+        return;
+    };
+    let Some(spec) = lookup(name) else {
+        return unknown(cmd, out);
+    };
+    if !spec.arity_ok(cmd.len()) {
+        return wrong_arity(out, spec.name);
+    }
+    if !session.authenticated && !spec.has_flag("no_auth") {
+        return reply::error(out, "NOAUTH Authentication required.");
+    }
+    if let Some(refusal) = crate::replication::gate::refuse(&state.replication, name) {
+        return reply::error(out, refusal);
+    }
+    (spec.run)(&mut Call {
+        cmd,
+        state,
+        session,
+        out,
+    });
+}
+
+/// Redis's text for a wrong number of arguments.
+pub fn wrong_arity(out: &mut BytesMut, name: &str) {
+    reply::error(
+        out,
+        &format!("ERR wrong number of arguments for '{name}' command"),
+    );
+}
+
+/// Redis 7's text: `ERR unknown command 'x', with args beginning with: 'a' 'b' `.
+fn unknown(cmd: &Command<'_>, out: &mut BytesMut) {
+    let mut message = format!(
+        "ERR unknown command '{}', with args beginning with: ",
+        String::from_utf8_lossy(cmd.arg(0).unwrap_or_default())
+    );
+    for arg in cmd.args().skip(1).take(8) {
+        message.push_str(&format!(
+            "'{}' ",
+            String::from_utf8_lossy(&arg[..arg.len().min(64)])
+        ));
+    }
+    reply::error(out, &message);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_lowercase_and_found_in_any_case() {
+        let all = all();
+        for pair in all.windows(2) {
+            assert!(pair[0].name < pair[1].name, "{} twice", pair[0].name);
+        }
+        for spec in all {
+            assert_eq!(spec.name, spec.name.to_ascii_lowercase());
+            assert!(spec.name.len() <= MAX_NAME);
+            assert!(!spec.summary.is_empty(), "{}", spec.name);
+            let upper = spec.name.to_ascii_uppercase();
+            assert_eq!(lookup(upper.as_bytes()).map(|c| c.name), Some(spec.name));
+        }
+        assert!(lookup(b"nosuch").is_none());
+        assert!(lookup(&[b'a'; 40]).is_none());
+    }
+
+    #[test]
+    fn arity_follows_redis_convention() {
+        let get = lookup(b"get").unwrap();
+        assert!(get.arity_ok(2) && !get.arity_ok(1) && !get.arity_ok(3));
+        let mget = lookup(b"MGET").unwrap();
+        assert!(mget.arity_ok(2) && mget.arity_ok(9) && !mget.arity_ok(1));
+    }
+}
