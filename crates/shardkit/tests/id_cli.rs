@@ -128,7 +128,10 @@ fn a_second_process_waits_for_the_guard_then_names_what_holds_it() {
     let stderr = String::from_utf8_lossy(&second.stderr);
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{stderr}");
-    assert!(lines[0].starts_with("shardkit: waiting for another process"), "{stderr}");
+    assert!(
+        lines[0].starts_with("shardkit: waiting for another process"),
+        "{stderr}"
+    );
     assert!(lines[1].contains("in use by another generator"), "{stderr}");
 }
 
