@@ -98,7 +98,7 @@ fn an_unreachable_server_at_start_is_named() {
 
 /// The schemas on `db` holding a `links` row with `code` and a `link_aliases` row for `alias`.
 fn schemas_holding(db: &Db, code: &str, alias: &str) -> (Vec<String>, Vec<String>) {
-    db.rt.block_on(async {
+    common::pg_db::block_on(async {
         let client = shardkit_pg::connect::connect(&db.url).await.unwrap();
         let schemas = shard_schemas(&client).await;
         let (mut links, mut aliases) = (Vec::new(), Vec::new());
