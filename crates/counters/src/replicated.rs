@@ -104,6 +104,15 @@ fn apply_one(counters: &RwLock<FastMap<String, Arc<Counter>>>, rec: &Record, txi
                 }
             }
         }
+        Op::Clear { counter } => {
+            // FLUSHDB on the leader: every row of the counter goes (columns stay).
+            let Some(c) = counters.read().get(counter).cloned() else {
+                return;
+            };
+            for stripe in c.stripes.iter() {
+                stripe.write().clear();
+            }
+        }
         Op::Delete { counter, key } => {
             let Some(c) = counters.read().get(counter).cloned() else {
                 return;
