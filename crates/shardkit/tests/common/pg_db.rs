@@ -7,7 +7,7 @@
 #[path = "../../../pg/tests/common/postgres.rs"]
 mod postgres;
 
-pub use postgres::{block_on, pg_url, PgDb};
+pub use postgres::{block_on, PgDb};
 
 /// One test database.
 pub struct Db {
