@@ -13,7 +13,7 @@ use crate::stripe::Stripe;
 
 /// Lock stripes per counter. Part of the snapshot format: changing it makes older
 /// snapshots unreadable.
-pub(crate) const STRIPES: usize = 32;
+pub const STRIPES: usize = 32;
 
 /// A counter: schema plus rows spread over [`STRIPES`] independently locked stripes.
 pub(crate) struct Counter {

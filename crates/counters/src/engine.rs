@@ -2,7 +2,7 @@
 //! thread-safe handle.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -36,6 +36,10 @@ struct Inner {
     closed: AtomicBool,
     recovery: RecoveryReport,
     last_bg_error: Mutex<Option<String>>,
+    /// When the last snapshot was written (Unix ms; the opening time before the first).
+    last_snapshot_ms: AtomicU64,
+    /// Snapshots written since the engine opened.
+    snapshots_written: AtomicU64,
     /// `<dir>/LOCK`, held for the engine's lifetime so a second engine on the directory is refused.
     _lock: std::fs::File,
 }
@@ -84,6 +88,8 @@ impl Engine {
             closed: AtomicBool::new(false),
             recovery: rec.report,
             last_bg_error: Mutex::new(None),
+            last_snapshot_ms: AtomicU64::new(now_ms()),
+            snapshots_written: AtomicU64::new(0),
             _lock: lock,
         });
         let engine = Engine {
@@ -483,6 +489,33 @@ impl Engine {
         Ok((names, rows))
     }
 
+    /// The keys of the rows stored in stripe `stripe` (below [`STRIPES`]) of `counter`:
+    /// numeric ids in ascending order, then string keys in byte order. Exists for
+    /// `SCAN`, which walks a counter one stripe at a time: the stripes are fixed, so a
+    /// cursor naming the next stripe returns every row present for the whole walk
+    /// exactly once, whatever the tables do in between. The stripe is read-locked while
+    /// its keys are copied.
+    pub fn row_keys(&self, counter: &str, stripe: usize) -> Result<Vec<crate::OwnedKey>> {
+        let c = self.counter(counter)?;
+        let Some(lock) = c.stripes.get(stripe) else {
+            return Ok(Vec::new());
+        };
+        let schema = c.schema.read();
+        let mut ids = Vec::new();
+        let mut names = Vec::new();
+        lock.read().for_each_row(&schema, |key, _| match key {
+            Key::Id(id) => ids.push(id),
+            Key::Name(name) => names.push(name.to_string()),
+        });
+        ids.sort_unstable();
+        names.sort_unstable();
+        Ok(ids
+            .into_iter()
+            .map(crate::OwnedKey::Id)
+            .chain(names.into_iter().map(|n| crate::OwnedKey::Name(n.into())))
+            .collect())
+    }
+
     /// Figures for every counter (rows, bytes, overflow) and the log.
     pub fn stats(&self) -> Stats {
         let counters: Vec<Arc<Counter>> = self.inner.counters.read().values().cloned().collect();
@@ -494,6 +527,9 @@ impl Engine {
             log_bytes_since_snapshot: self.inner.log.bytes_since_rotate(),
             fsync: self.inner.opts.fsync,
             last_background_error: self.inner.last_bg_error.lock().clone(),
+            last_fsync_unix_ms: self.inner.log.last_sync_ms(),
+            last_snapshot_unix_ms: self.inner.last_snapshot_ms.load(Ordering::Relaxed),
+            snapshots_written: self.inner.snapshots_written.load(Ordering::Relaxed),
         }
     }
 
@@ -673,6 +709,8 @@ impl Inner {
             w.counter(idx, &c.name, &specs)?;
         }
         let path = w.finish(&self.dir)?;
+        self.last_snapshot_ms.store(now_ms(), Ordering::Relaxed);
+        self.snapshots_written.fetch_add(1, Ordering::Relaxed);
         self.prune()?;
         Ok(SnapshotInfo {
             path,

@@ -51,7 +51,7 @@ pub enum Error {
     #[error("counter `{0}` already has the maximum of 1024 columns")]
     TooManyColumns(String),
     /// A decrement would take a count below zero; counts never go negative.
-    #[error("refused: decrementing `{column}` by {delta} would go below zero (it is {current}); counts never go negative")]
+    #[error("refused: decrementing `{column}` by {} would go below zero (it is {current}); counts never go negative", .delta.unsigned_abs())]
     Negative {
         /// Column addressed.
         column: String,

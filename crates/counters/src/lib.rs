@@ -31,6 +31,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use column::{ColumnSpec, MAX_VALUE};
+pub use counter::STRIPES;
 pub use engine::{Engine, Pending, MAX_TXID_LEN};
 pub use error::{Error, Result};
 pub use key::{Key, OwnedKey, MAX_KEY_LEN};
@@ -180,6 +181,14 @@ pub struct Stats {
     pub fsync: FsyncPolicy,
     /// Last error of a background flush or snapshot, if any.
     pub last_background_error: Option<String>,
+    /// When the log was last fsynced, Unix milliseconds (0: not yet by this process;
+    /// under fsync `no` it never is).
+    pub last_fsync_unix_ms: u64,
+    /// When the last snapshot was written, Unix milliseconds; the engine's opening time
+    /// until this process writes one (what Redis's `LASTSAVE` answers after a load).
+    pub last_snapshot_unix_ms: u64,
+    /// Snapshots written by this process.
+    pub snapshots_written: u64,
 }
 
 /// What a snapshot did.

@@ -73,6 +73,8 @@ pub(crate) struct Log {
     has_of_record: AtomicBool,
     /// Appends are refused with [`Error::ReadOnly`] (a replica applies with `append_framed`).
     read_only: AtomicBool,
+    /// When the log was last fsynced (Unix ms), for `INFO persistence`.
+    last_sync_ms: AtomicU64,
 }
 
 /// File name of the segment whose first record is `lsn`.
@@ -118,6 +120,7 @@ impl Log {
             of_record: parking_lot::RwLock::new(None),
             has_of_record: AtomicBool::new(false),
             read_only: AtomicBool::new(false),
+            last_sync_ms: AtomicU64::new(0),
         })
     }
 
@@ -170,6 +173,11 @@ impl Log {
     /// The lsn the next record will get.
     pub(crate) fn next_lsn(&self) -> u64 {
         self.pending.lock().next_lsn
+    }
+
+    /// When the log was last fsynced, in Unix milliseconds (0: not yet by this process).
+    pub(crate) fn last_sync_ms(&self) -> u64 {
+        self.last_sync_ms.load(Ordering::Relaxed)
     }
 
     /// Bytes appended since the last rotation (drives automatic snapshots).
@@ -279,6 +287,10 @@ impl Log {
             .and_then(|_| if sync { seg.file.sync_data() } else { Ok(()) });
         if let Err(e) = res {
             return Err(self.fail(&io_err(&seg.path)(e)));
+        }
+        if sync {
+            self.last_sync_ms
+                .store(shardkit_ids::now_ms(), Ordering::Relaxed);
         }
         if !buf.is_empty() && self.has_of_record.load(Ordering::Acquire) {
             let first = self.durable.load(Ordering::Acquire);

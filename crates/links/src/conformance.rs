@@ -19,6 +19,8 @@ fn link(id: u64, code: &str, url: &str) -> Link {
         max_visits: None,
         redirect: Redirect::Found,
         tags: Vec::new(),
+        password_hash: None,
+        author: None,
     }
 }
 
@@ -153,6 +155,21 @@ pub fn run(store: &dyn LinkStore) {
         store.find_reusable("https://example.com/zzz").unwrap(),
         None
     );
+    // A password and the author are stored and read back; a password link is not reused.
+    let mut locked = link(55, "p000055", "https://example.com/locked");
+    locked.password_hash = Some("$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into());
+    locked.author = Some("writer".into());
+    assert_eq!(
+        store.insert_batch(std::slice::from_ref(&locked)).unwrap(),
+        [InsertOutcome::Inserted]
+    );
+    assert_eq!(store.get(55).unwrap(), Some(locked.clone()));
+    assert_eq!(
+        store.find_reusable("https://example.com/locked").unwrap(),
+        None,
+        "a password link is not reused"
+    );
+    assert_eq!(store.delete_link(&locked).unwrap(), Some(locked.clone()));
 
     // Lists: creation order, cursor, tags.
     let ids = |links: Vec<Link>| links.into_iter().map(|l| l.id).collect::<Vec<_>>();

@@ -44,7 +44,8 @@ pub use feistel::Feistel;
 pub use key::load_or_create_key;
 pub use minter::{GroupSequences, Minter, TicketSequences};
 pub use model::{
-    day_of, format_day, format_time, now_ms, parse_time, validate_tags, Link, Redirect, MAX_TAGS,
+    day_of, format_day, format_time, now_ms, parse_day, parse_time, validate_tags, Link, Redirect,
+    MAX_TAGS,
 };
 pub use redb_store::RedbLinkStore;
 pub use store::{InsertOutcome, LinkStore};

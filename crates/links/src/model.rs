@@ -94,9 +94,26 @@ pub struct Link {
     /// Free labels for listing (`GET /api/links?tag=`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// Argon2id hash (PHC string) of the password a visitor must give before the
+    /// redirect; `None`: no password. Stored, never shown by the API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_hash: Option<String>,
+    /// Name of the API key that created the link (`None`: made without a named key).
+    /// An "author only" key sees only the links it made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
 }
 
 impl Link {
+    /// Whether `"reuse": true` may hand this link out for its URL: a plain link (no
+    /// alias, expiry, visit limit or password), whoever made it.
+    pub fn reusable(&self) -> bool {
+        self.alias.is_none()
+            && self.expires_at.is_none()
+            && self.max_visits.is_none()
+            && self.password_hash.is_none()
+    }
+
     /// The path segment that reaches it: the alias if any, else the code.
     pub fn path(&self) -> &str {
         self.alias.as_deref().unwrap_or(&self.code)
@@ -143,6 +160,16 @@ pub fn format_day(day: u64) -> String {
     let mut text = format_time(day * 86_400_000);
     text.truncate(10);
     text
+}
+
+/// The day number of `YYYY-MM-DD` (what [`format_day`] writes).
+pub fn parse_day(text: &str) -> Result<u64, String> {
+    let bad = || format!("{text:?} is not a day like 2026-11-23");
+    if text.len() != 10 {
+        return Err(bad());
+    }
+    let ms = parse_time(&format!("{text}T00:00:00Z")).map_err(|_| bad())?;
+    Ok(day_of(ms))
 }
 
 /// RFC 3339 (UTC, seconds) of an instant in ms.
@@ -236,6 +263,8 @@ mod tests {
             max_visits: Some(3),
             redirect: Redirect::PermanentKeepMethod,
             tags: vec!["t".into()],
+            password_hash: Some("$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into()),
+            author: Some("writer".into()),
         };
         let json = serde_json::to_value(&link).unwrap();
         assert_eq!(json["id"], serde_json::json!((u64::MAX / 3).to_string()));

@@ -187,11 +187,7 @@ impl LinkStore for RedbLinkStore {
             let id = id.map_err(backend)?.value();
             if let Some(record) = table.get(id).map_err(backend)? {
                 let link = decode(id, record.value())?;
-                if link.url == url
-                    && link.alias.is_none()
-                    && link.expires_at.is_none()
-                    && link.max_visits.is_none()
-                {
+                if link.url == url && link.reusable() {
                     return Ok(Some(link));
                 }
             }

@@ -19,6 +19,7 @@ pub mod blocking;
 pub mod cluster;
 pub mod connect;
 pub mod error;
+pub mod keys;
 pub mod links;
 pub mod move_shard;
 pub mod schema;
@@ -26,6 +27,7 @@ pub mod tickets;
 
 pub use cluster::{init, Cluster, InitOptions, InitReport, ServerReport, MAX_LOGICAL_SHARDS};
 pub use error::{redact_url, PgError};
+pub use keys::{KeyRow, PgKeyStore};
 pub use links::PgLinkStore;
 pub use move_shard::{move_shard, MoveReport};
 /// The driver, re-exported: [`connect::connect`] hands out its `Client`, so callers

@@ -121,6 +121,8 @@ CREATE TABLE IF NOT EXISTS {s}.links (
 CREATE INDEX IF NOT EXISTS links_url_hash ON {s}.links (url_hash);
 ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS alias_name text;
 CREATE INDEX IF NOT EXISTS links_tags ON {s}.links USING gin (tags);
+ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS password_hash text;
+ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS author text;
 CREATE TABLE IF NOT EXISTS {s}.link_aliases (
     alias text PRIMARY KEY,
     id bigint NOT NULL,

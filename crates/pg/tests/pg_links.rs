@@ -40,6 +40,8 @@ fn pg_link_store_passes_the_conformance_suite_on_two_servers() {
         max_visits: None,
         redirect: Redirect::Found,
         tags: Vec::new(),
+        password_hash: None,
+        author: None,
     };
     // Ids the store makes carry the shard of the code (so a look-up by id reads one shard).
     let mut assigned = [link.clone()];

@@ -27,6 +27,8 @@ fn link(id: u64, code: String, alias: Option<String>) -> Link {
         max_visits: None,
         redirect: Redirect::Found,
         tags: vec!["moving".into()],
+        password_hash: Some("$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into()),
+        author: Some("mover".into()),
     }
 }
 

@@ -130,6 +130,9 @@ pub struct CounterSettings {
     pub txid_window_secs: u64,
     /// Snapshot and rotate the log after this many MiB of log.
     pub snapshot_log_mib: u64,
+    /// Also snapshot this many seconds after the last one if anything was written since
+    /// (Redis's `save <seconds> 1`); 0 turns the timed snapshot off.
+    pub snapshot_seconds: u64,
     /// The log of record: `local` (the data directory's segment files) or `jetstream`
     /// (a NATS JetStream stream: a leader that holds the store's lease writes, replicas
     /// follow; needs feature `nats`).
@@ -155,6 +158,7 @@ impl Default for CounterSettings {
             auto_create: true,
             txid_window_secs: 600,
             snapshot_log_mib: 64,
+            snapshot_seconds: 3600,
             log: "local".into(),
             store: "counters".into(),
             stream_replicas: 1,

@@ -153,8 +153,10 @@ async fn accept_resp(
     mut stopped: watch::Receiver<bool>,
 ) {
     let mut connections = JoinSet::new();
+    let mut sample = tokio::time::interval(crate::resp::server_info::OPS_SAMPLE_EVERY);
     loop {
         tokio::select! {
+            _ = sample.tick() => crate::resp::server_info::sample_ops(),
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     crate::telemetry::add(&crate::telemetry::RESP_CONNECTIONS, 1);

@@ -41,6 +41,12 @@ pub struct AppState {
     pub links: Links,
     /// This node's replication role (standalone with the `local` log).
     pub replication: Arc<crate::replication::Status>,
+    /// The open RESP connections (`CLIENT LIST`, `CLIENT KILL`, `INFO clients`).
+    pub clients: crate::resp::clients::Clients,
+    /// When the server started (`INFO server`'s uptime).
+    pub started: std::time::Instant,
+    /// Password attempts on protected links, per client address.
+    pub password_attempts: Arc<crate::http::redirect::PasswordAttempts>,
     tickets: TicketBook,
 }
 
@@ -90,6 +96,8 @@ impl AppState {
             },
             txid_window: Duration::from_secs(settings.counters.txid_window_secs),
             snapshot_log_bytes: Some(settings.counters.snapshot_log_mib.max(1) << 20),
+            snapshot_interval: (settings.counters.snapshot_seconds > 0)
+                .then(|| Duration::from_secs(settings.counters.snapshot_seconds)),
             ..shardkit_counters::Options::default()
         };
         let engine = if jetstream {
@@ -137,9 +145,14 @@ impl AppState {
         let key_path = settings.data.join("links.key");
         let key = load_or_create_key(&key_path)
             .with_context(|| format!("cannot read or make the code key {}", key_path.display()))?;
+        let mut remote_keys: Option<Box<dyn crate::access::KeySource>> = None;
         let (store, link_sequences): (Arc<dyn LinkStore>, Box<dyn GroupSequences>) =
             match settings.links.store.as_str() {
-                "postgres" => open_postgres_links(&settings.links.servers)?,
+                "postgres" => {
+                    let (store, sequences, keys) = open_postgres_links(&settings.links.servers)?;
+                    remote_keys = Some(keys);
+                    (store, sequences)
+                }
                 _ => (
                     Arc::new(RedbLinkStore::open(settings.data.join("links.redb"))?),
                     Box::new(embedded_sequences),
@@ -155,7 +168,11 @@ impl AppState {
             .clone()
             .unwrap_or_else(|| format!("http://{}", settings.http));
         let links = Links::new(store, minter, base_url, settings.links.cache_entries)?;
-        let access = crate::access::Access::open(&settings.data, settings.api_key.clone())?;
+        let access = match remote_keys {
+            // With the links in the cluster, so are the keys: every server takes the same.
+            Some(keys) => crate::access::Access::open_remote(keys, settings.api_key.clone())?,
+            None => crate::access::Access::open(&settings.data, settings.api_key.clone())?,
+        };
         Ok(Self {
             settings,
             access,
@@ -164,6 +181,9 @@ impl AppState {
             counters,
             links,
             replication,
+            clients: Default::default(),
+            started: std::time::Instant::now(),
+            password_attempts: crate::http::redirect::password_attempts(),
             tickets,
         })
     }
@@ -183,16 +203,6 @@ impl AppState {
     /// The allocator of ticket sequence `name`, created on first use.
     pub fn tickets(&self, name: &str) -> Result<Allocator, TicketError> {
         self.tickets.get(name)
-    }
-
-    /// Whether `presented` is an admin key (always true when no key is configured):
-    /// what `AUTH` over RESP checks. Named keys with other roles are for HTTP.
-    pub fn key_ok(&self, presented: Option<&[u8]>) -> bool {
-        !self.access.enforced()
-            || self
-                .access
-                .authenticate(presented)
-                .is_some_and(|grant| grant.allows(crate::access::Need::Admin))
     }
 }
 
@@ -218,9 +228,7 @@ const PG_CODE_BLOCK: u64 = 1000;
 /// of the shard map, one `nextval` per block of [`PG_CODE_BLOCK`] codes. Sequences in
 /// each server's own data directory would let two servers mint the same code.
 #[cfg(feature = "sql")]
-fn open_postgres_links(
-    servers: &[String],
-) -> anyhow::Result<(Arc<dyn LinkStore>, Box<dyn GroupSequences>)> {
+fn open_postgres_links(servers: &[String]) -> anyhow::Result<PostgresParts> {
     use shardkit_pg::tickets::{postgres::PgTicketStore, segment_options, BlockSize};
     let store = shardkit_pg::PgLinkStore::open(servers, PG_POOL_SIZE)
         .context("cannot open the PostgreSQL link store")?;
@@ -241,16 +249,23 @@ fn open_postgres_links(
     let block = BlockSize::new(PG_CODE_BLOCK);
     let tickets = Arc::new(PgTicketStore::new(&url, 1, 1, block)?);
     let sequences = TicketSequences::new(tickets, SequenceSpec::default(), segment_options(block))?;
-    Ok((Arc::new(store), Box::new(sequences)))
+    let keys = shardkit_pg::PgKeyStore::new(&url).context("cannot open the cluster's key table")?;
+    Ok((Arc::new(store), Box::new(sequences), Box::new(keys)))
 }
 
 /// Without feature `sql` there is no PostgreSQL store (settings refuse it earlier).
 #[cfg(not(feature = "sql"))]
-fn open_postgres_links(
-    _servers: &[String],
-) -> anyhow::Result<(Arc<dyn LinkStore>, Box<dyn GroupSequences>)> {
+fn open_postgres_links(_servers: &[String]) -> anyhow::Result<PostgresParts> {
     anyhow::bail!("links.store \"postgres\" needs a shardkit built with the cargo feature `sql`")
 }
+
+/// What a `--store postgres` deployment keeps in the cluster: the links, the code
+/// sequences and the API keys.
+type PostgresParts = (
+    Arc<dyn LinkStore>,
+    Box<dyn GroupSequences>,
+    Box<dyn crate::access::KeySource>,
+);
 
 /// Ticket sequences by name, each with its own segment allocator over one store.
 #[derive(Debug)]

@@ -363,3 +363,60 @@ fn keys_cli_lists_without_secrets_and_refuses_bad_input() {
     let err = keys(&data, &["revoke", "nobody"]).unwrap_err();
     assert!(err.contains("no key named"), "{err}");
 }
+
+/// One RESP command's reply as text: the value, or the error message.
+fn resp(con: &mut redis::Connection, args: &[&str]) -> String {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    match cmd.query::<redis::Value>(con) {
+        Ok(redis::Value::Okay) => "OK".into(),
+        Ok(redis::Value::Int(n)) => n.to_string(),
+        Ok(redis::Value::BulkString(b)) => String::from_utf8_lossy(&b).into_owned(),
+        Ok(redis::Value::SimpleString(s)) => s,
+        Ok(other) => format!("{other:?}"),
+        Err(e) => format!("{}: {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
+    }
+}
+
+#[test]
+fn resp_commands_run_by_the_role_of_the_key_that_authenticated() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let reader = keys(&data, &["add", "reader", "--role", "counters:read"]).unwrap();
+    let writer = keys(&data, &["add", "writer", "--role", "counters:write"]).unwrap();
+    let ids = keys(&data, &["add", "idgen", "--role", "ids"]).unwrap();
+    let server = Server::start(&data, &[("SHARDKIT_API_KEY", ADMIN)]);
+    let mut con = server.redis();
+    assert!(resp(&mut con, &["GET", "a:1"]).starts_with("NOAUTH"));
+    // The key's name as the user name (Redis ACL style); another name is refused.
+    let wrong = resp(&mut con, &["AUTH", "reader", &writer]);
+    assert!(
+        wrong.contains("WRONGPASS") || wrong.contains("invalid username-password"),
+        "{wrong}"
+    );
+    assert_eq!(resp(&mut con, &["AUTH", "writer", &writer]), "OK");
+    assert_eq!(resp(&mut con, &["INCR", "a:1"]), "1");
+    assert_eq!(resp(&mut con, &["GET", "a:1"]), "1", "writers read too");
+    assert_eq!(
+        resp(&mut con, &["FLUSHALL"]),
+        "NOPERM: User writer has no permissions to run the 'flushall' command"
+    );
+    assert!(resp(&mut con, &["ID.NEXT"]).starts_with("NOPERM"));
+    // `AUTH key` alone, and `default` as the user name, take any key.
+    assert_eq!(resp(&mut con, &["AUTH", &reader]), "OK");
+    assert_eq!(resp(&mut con, &["GET", "a:1"]), "1");
+    assert!(resp(&mut con, &["SCAN", "0"]).contains("a:1"));
+    assert!(resp(&mut con, &["INCR", "a:1"]).starts_with("NOPERM"));
+    assert!(resp(&mut con, &["HINCRBY", "a:1", "x", "1"]).starts_with("NOPERM"));
+    assert!(resp(&mut con, &["CLIENT", "KILL", "ID", "1"]).starts_with("NOPERM"));
+    assert_eq!(resp(&mut con, &["PING"]), "PONG");
+    assert_eq!(resp(&mut con, &["AUTH", "default", &ids]), "OK");
+    assert!(resp(&mut con, &["ID.NEXT"]).parse::<u64>().is_ok());
+    assert!(resp(&mut con, &["GET", "a:1"]).starts_with("NOPERM"));
+    // The admin key runs everything; the value was never changed by a refused command.
+    assert_eq!(resp(&mut con, &["AUTH", ADMIN]), "OK");
+    assert_eq!(resp(&mut con, &["GET", "a:1"]), "1");
+    assert_eq!(resp(&mut con, &["FLUSHALL"]), "OK");
+}

@@ -85,11 +85,18 @@ fn an_export_imported_into_an_empty_server_gives_back_the_same_links() {
         .unwrap();
     assert_eq!(line["code"], limited_code.as_str(), "{exported}");
     assert_eq!(line["clicks"], 1, "{exported}");
+    // The click's day comes along: `{"YYYY-MM-DD": 1}`.
+    let daily = line["daily"].as_object().expect("a daily series").clone();
+    assert_eq!(daily.len(), 1, "{exported}");
+    let today = daily.keys().next().unwrap().clone();
+    assert_eq!(daily[&today], 1);
     assert_eq!(line["max_visits"], 2);
     assert!(line["created_at"].is_string(), "{exported}");
     let csv = export(&c, &a, "csv");
     assert!(
-        csv.starts_with("url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks\n"),
+        csv.starts_with(
+            "url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks,daily,password_protected\n"
+        ) && csv.contains(&format!(",{today}:1,\n")),
         "{csv}"
     );
 
@@ -125,11 +132,9 @@ fn an_export_imported_into_an_empty_server_gives_back_the_same_links() {
             .collect();
         // The two follows above are clicks of the restored server.
         for line in &mut before {
-            if line["alias"] == "twice" {
-                line["clicks"] = json!(2);
-            } else {
-                line["clicks"] = json!(1);
-            }
+            let clicks = if line["alias"] == "twice" { 2 } else { 1 };
+            line["clicks"] = json!(clicks);
+            line["daily"] = json!({ today.clone(): clicks });
         }
         let mut before: Vec<String> = before.iter().map(Value::to_string).collect();
         again.sort();

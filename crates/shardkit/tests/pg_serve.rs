@@ -531,3 +531,118 @@ fn two_servers_on_one_cluster_never_make_the_same_code_or_id() {
         }
     }
 }
+
+/// `shardkit keys … --postgres URL`.
+fn cluster_keys(url: &str, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .arg("keys")
+        .args(args)
+        .args(["--postgres", url])
+        .env_remove("SHARDKIT_KEYS_POSTGRES")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn keys_in_the_cluster_count_on_every_server_and_revoke_everywhere() {
+    let (a, b) = (Db::create("keys_a"), Db::create("keys_b"));
+    let servers = format!("{},{}", a.url, b.url);
+    let init = Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args(["pg", "init", "--servers", &servers, "--logical-shards", "4"])
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let start = |dir: &std::path::Path| {
+        Server::try_start(
+            dir,
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--resp",
+                "127.0.0.1:0",
+                "--store",
+                "postgres",
+                "--servers",
+                &servers,
+            ],
+            &[],
+        )
+        .unwrap()
+    };
+    let (dir1, dir2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let one = start(dir1.path());
+    let client = Client::new();
+    let create = |server: &Server, key: Option<&str>| {
+        let mut r = client
+            .post(server.url("/api/links"))
+            .json(&json!({ "url": "https://example.com/keyed" }));
+        if let Some(key) = key {
+            r = r.bearer_auth(key);
+        }
+        r.send().unwrap().status().as_u16()
+    };
+    // No key in the cluster yet: open, as without keys.json.
+    assert_eq!(create(&one, None), 201);
+
+    let added = cluster_keys(&a.url, &["add", "maker", "--role", "links:create"]);
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let key = String::from_utf8(added.stdout).unwrap().trim().to_string();
+    assert!(key.starts_with("shk_"));
+    let listed = cluster_keys(&a.url, &["list"]);
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert!(
+        listed.contains("\"maker\"") && !listed.contains(&key[4..]),
+        "{listed}"
+    );
+    assert!(
+        !dir1.path().join("keys.json").exists(),
+        "the key went to the cluster, not the data directory"
+    );
+
+    // A second server of the cluster takes the same key; both refuse a request without it
+    // (the first within a second of the key appearing).
+    let two = start(dir2.path());
+    assert_eq!(create(&two, None), 401);
+    assert_eq!(create(&two, Some(&key)), 201);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while create(&one, None) != 401 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server one never required the key"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(create(&one, Some(&key)), 201);
+
+    // Revoked once, refused by both; a second add of the name is refused.
+    let again = cluster_keys(&a.url, &["add", "maker", "--role", "ids"]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists already"));
+    let revoked = cluster_keys(&a.url, &["revoke", "maker"]);
+    assert!(
+        revoked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&revoked.stderr)
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while create(&one, Some(&key)) != 401 || create(&two, Some(&key)) != 401 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the revoked key still works"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(
+        create(&two, None),
+        401,
+        "revoking the last key does not open the API"
+    );
+}

@@ -420,8 +420,9 @@ fn bulk_create_export_and_the_cli_import_export_round_trip() {
         .text()
         .unwrap();
     assert!(
-        exported
-            .starts_with("url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks\n"),
+        exported.starts_with(
+            "url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks,daily,password_protected\n"
+        ),
         "{exported}"
     );
     assert_eq!(exported.lines().count(), 5);

@@ -7,15 +7,19 @@ use tokio_postgres::Row;
 
 /// The columns every link query selects, in the order [`row_to_link`] reads them.
 pub(super) const COLUMNS: &str =
-    "id, code, alias_name, url, created_at, expires_at, max_visits, redirect, tags";
+    "id, code, alias_name, url, created_at, expires_at, max_visits, redirect, tags, password_hash, author";
+
+/// How many columns [`COLUMNS`] names: a query that selects more after them finds
+/// its first extra column at this index.
+pub(super) const COLUMN_COUNT: usize = 11;
 
 /// [`COLUMNS`] qualified by the table alias `l`, for joins.
 pub(super) const L_COLUMNS: &str =
-    "l.id, l.code, l.alias_name, l.url, l.created_at, l.expires_at, l.max_visits, l.redirect, l.tags";
+    "l.id, l.code, l.alias_name, l.url, l.created_at, l.expires_at, l.max_visits, l.redirect, l.tags, l.password_hash, l.author";
 
 /// Whether `"reuse": true` may hand `link` out again.
 pub(super) fn reusable(link: &Link) -> bool {
-    link.alias.is_none() && link.expires_at.is_none() && link.max_visits.is_none()
+    link.reusable()
 }
 
 /// The key of the URL indexes (`links.url_hash`, `link_urls.url_hash`).
@@ -35,7 +39,7 @@ pub(super) fn to_ms(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
-/// Reads one row of [`COLUMNS`] (columns 0 to 8).
+/// Reads one row of [`COLUMNS`] (columns 0 to 10).
 pub(super) fn row_to_link(row: &Row) -> Result<Link, StoreError> {
     let id: i64 = row.try_get(0).map_err(|e| StoreError::Corrupt {
         id: 0,
@@ -66,6 +70,8 @@ pub(super) fn row_to_link(row: &Row) -> Result<Link, StoreError> {
             .map(|v| v as u64),
         redirect,
         tags: row.try_get(8).map_err(corrupt)?,
+        password_hash: row.try_get(9).map_err(corrupt)?,
+        author: row.try_get(10).map_err(corrupt)?,
     })
 }
 
@@ -86,6 +92,8 @@ mod tests {
             max_visits: None,
             redirect: Redirect::Found,
             tags: vec![],
+            password_hash: None,
+            author: None,
         };
         assert!(reusable(&link));
         link.max_visits = Some(3);
@@ -95,5 +103,6 @@ mod tests {
             url_hash("https://example.com/")
         );
         assert_eq!(COLUMNS.split(", ").count(), L_COLUMNS.split(", ").count());
+        assert_eq!(COLUMNS.split(", ").count(), COLUMN_COUNT);
     }
 }

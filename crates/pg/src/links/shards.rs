@@ -1,7 +1,7 @@
 //! The async half of [`super::PgLinkStore`]: every link operation as queries routed to
 //! the shards of one shard map (see the module docs of [`super`] for the routing).
 
-use super::rows::{reusable, row_to_link, to_time, url_hash, COLUMNS, L_COLUMNS};
+use super::rows::{reusable, row_to_link, to_time, url_hash, COLUMNS, COLUMN_COUNT, L_COLUMNS};
 use super::shard_of_group;
 use crate::cluster::Cluster;
 use crate::connect::query_error;
@@ -278,7 +278,7 @@ impl Shards {
             return row_to_link(&row).map(Some);
         }
         // A link whose code was minted in another group (imported): its code's shard.
-        let code: String = row.try_get(9).map_err(|e| StoreError::Corrupt {
+        let code: String = row.try_get(COLUMN_COUNT).map_err(|e| StoreError::Corrupt {
             id: 0,
             reason: e.to_string(),
         })?;
@@ -495,12 +495,12 @@ impl Shards {
             let s = shard_schema(shard);
             let fail = |what: &str, e: tokio_postgres::Error| query_failed(&server, what, &e);
             let insert = format!(
-                "INSERT INTO {s}.links (id, code, alias, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags) \
+                "INSERT INTO {s}.links (id, code, alias, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags, password_hash, author) \
                  SELECT id, code, alias_name IS NOT NULL, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, \
-                        ARRAY(SELECT json_array_elements_text(tags::json)) \
+                        ARRAY(SELECT json_array_elements_text(tags::json)), password_hash, author \
                  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], \
-                             $7::timestamptz[], $8::bigint[], $9::smallint[], $10::text[]) \
-                   AS t(id, code, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags)"
+                             $7::timestamptz[], $8::bigint[], $9::smallint[], $10::text[], $11::text[], $12::text[]) \
+                   AS t(id, code, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags, password_hash, author)"
             );
             let index = format!(
                 "INSERT INTO {s}.link_urls (id, url_hash, url, code, created_at) \
@@ -520,6 +520,9 @@ impl Shards {
                 .collect();
             let statuses: Vec<i16> = links.iter().map(|l| l.redirect.status() as i16).collect();
             let tags: Vec<String> = links.iter().map(|l| tags_json(&l.tags)).collect();
+            let passwords: Vec<Option<&str>> =
+                links.iter().map(|l| l.password_hash.as_deref()).collect();
+            let authors: Vec<Option<&str>> = links.iter().map(|l| l.author.as_deref()).collect();
             let here: Vec<usize> = (0..links.len())
                 .filter(|&i| reusable(links[i]) && self.shard_of(group_of(&links[i].url)) == shard)
                 .collect();
@@ -538,7 +541,7 @@ impl Shards {
                 &insert,
                 &[
                     &ids, &codes, &aliases, &urls, &hashes, &created, &expires, &visits, &statuses,
-                    &tags,
+                    &tags, &passwords, &authors,
                 ],
             )
             .await
@@ -601,8 +604,8 @@ impl Shards {
         if old.alias != link.alias {
             return Err(StoreError::Immutable(link.id));
         }
-        let sql = "UPDATE {s}.links SET url = $2, url_hash = $3, expires_at = $4, max_visits = $5, redirect = $6, tags = $7 WHERE id = $1";
-        let params: [&(dyn ToSql + Sync); 7] = [
+        let sql = "UPDATE {s}.links SET url = $2, url_hash = $3, expires_at = $4, max_visits = $5, redirect = $6, tags = $7, password_hash = $8 WHERE id = $1";
+        let params: [&(dyn ToSql + Sync); 8] = [
             &(link.id as i64),
             &link.url,
             &url_hash(&link.url),
@@ -610,6 +613,7 @@ impl Shards {
             &link.max_visits.map(|v| v as i64),
             &(link.redirect.status() as i16),
             &link.tags,
+            &link.password_hash,
         ];
         if self
             .execute_in(shard, sql, &params, "replacing a link")

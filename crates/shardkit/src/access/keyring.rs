@@ -42,6 +42,9 @@ pub struct StoredKey {
     /// When it stops working, ms since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_unix_ms: Option<u64>,
+    /// Sees only the links it created (Shlink's "author only").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub author_only: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -58,6 +61,8 @@ pub struct ActiveKey {
     pub roles: Vec<Role>,
     /// Expiry, ms since the Unix epoch.
     pub expires_unix_ms: Option<u64>,
+    /// Sees only the links it created.
+    pub author_only: bool,
 }
 
 /// The keys of one file, by the digest of their secret.
@@ -159,27 +164,32 @@ impl KeyRing {
         let Some(file) = read_file_if_present(path)? else {
             return Ok(Self::default());
         };
-        let mut by_digest = HashMap::with_capacity(file.keys.len());
-        for key in file.keys {
-            let corrupt = |reason: String| KeyError::Corrupt {
-                path: path.to_path_buf(),
-                reason,
-            };
+        Self::from_keys(file.keys).map_err(|reason| KeyError::Corrupt {
+            path: path.to_path_buf(),
+            reason,
+        })
+    }
+
+    /// A ring of `keys` as stored (a file, or the cluster's table), which counts as
+    /// present: keys are required.
+    pub fn from_keys(keys: Vec<StoredKey>) -> Result<Self, String> {
+        let mut by_digest = HashMap::with_capacity(keys.len());
+        for key in keys {
             let roles = key
                 .roles
                 .iter()
                 .map(|r| r.parse::<Role>())
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| corrupt(format!("key {:?}: {e}", key.name)))?;
-            let digest = unhex(&key.sha256).ok_or_else(|| {
-                corrupt(format!("key {:?}: sha256 is not 64 hex digits", key.name))
-            })?;
+                .map_err(|e| format!("key {:?}: {e}", key.name))?;
+            let digest = unhex(&key.sha256)
+                .ok_or_else(|| format!("key {:?}: sha256 is not 64 hex digits", key.name))?;
             by_digest.insert(
                 digest,
                 ActiveKey {
                     name: key.name,
                     roles,
                     expires_unix_ms: key.expires_unix_ms,
+                    author_only: key.author_only,
                 },
             );
         }
@@ -243,14 +253,13 @@ fn update<T>(
     Ok(out)
 }
 
-/// Adds a key named `name` with `roles` (and an expiry) to `path`; returns its secret,
-/// which is shown once and kept nowhere.
-pub fn add(
-    path: &Path,
+/// A new key: its secret (shown once, kept nowhere) and what is stored of it.
+pub fn new_key(
     name: &str,
     roles: &[Role],
     expires_unix_ms: Option<u64>,
-) -> Result<String, KeyError> {
+    author_only: bool,
+) -> Result<(String, StoredKey), KeyError> {
     if !valid_name(name) {
         return Err(KeyError::BadName(name.to_string()));
     }
@@ -259,7 +268,7 @@ pub fn add(
     }
     let mut random = [0u8; 32];
     getrandom::fill(&mut random).map_err(|e| KeyError::Io {
-        path: path.to_path_buf(),
+        path: PathBuf::from("(random bytes)"),
         source: std::io::Error::other(format!("no random bytes: {e}")),
     })?;
     let secret = format!("{KEY_PREFIX}{}", hex(&random));
@@ -272,7 +281,28 @@ pub fn add(
         sha256: hex(&digest(secret.as_bytes())),
         created_unix_ms: now_unix_ms(),
         expires_unix_ms,
+        author_only,
     };
+    Ok((secret, stored))
+}
+
+/// Adds a key named `name` with `roles` (and an expiry) to `path`; returns its secret,
+/// which is shown once and kept nowhere.
+pub fn add(
+    path: &Path,
+    name: &str,
+    roles: &[Role],
+    expires_unix_ms: Option<u64>,
+    author_only: bool,
+) -> Result<String, KeyError> {
+    let (secret, stored) =
+        new_key(name, roles, expires_unix_ms, author_only).map_err(|e| match e {
+            KeyError::Io { source, .. } => KeyError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => other,
+        })?;
     update(path, |keys| {
         if keys.iter().any(|k| k.name == name) {
             return Err(KeyError::Exists(name.to_string()));
@@ -303,8 +333,15 @@ mod tests {
     fn added_keys_are_found_by_their_secret_only_and_expire() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(KEYS_FILE);
-        let secret = add(&path, "ci", &[Role::CountersRead], None).unwrap();
-        let later = add(&path, "temp", &[Role::Ids], Some(now_unix_ms() + 60_000)).unwrap();
+        let secret = add(&path, "ci", &[Role::CountersRead], None, false).unwrap();
+        let later = add(
+            &path,
+            "temp",
+            &[Role::Ids],
+            Some(now_unix_ms() + 60_000),
+            false,
+        )
+        .unwrap();
         assert!(secret.starts_with(KEY_PREFIX) && secret.len() == 68);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
@@ -324,13 +361,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(KEYS_FILE);
         assert!(matches!(
-            add(&path, "no spaces", &[Role::Ids], None),
+            add(&path, "no spaces", &[Role::Ids], None, false),
             Err(KeyError::BadName(_))
         ));
-        assert!(matches!(add(&path, "x", &[], None), Err(KeyError::NoRole)));
-        let secret = add(&path, "x", &[Role::Ids], None).unwrap();
         assert!(matches!(
-            add(&path, "x", &[Role::Ids], None),
+            add(&path, "x", &[], None, false),
+            Err(KeyError::NoRole)
+        ));
+        let secret = add(&path, "x", &[Role::Ids], None, false).unwrap();
+        assert!(matches!(
+            add(&path, "x", &[Role::Ids], None, false),
             Err(KeyError::Exists(_))
         ));
         revoke(&path, "x").unwrap();

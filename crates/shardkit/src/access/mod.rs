@@ -7,6 +7,8 @@
 //! in `http::auth`, route by route.
 
 pub mod keyring;
+#[cfg(feature = "sql")]
+pub mod pg_keys;
 pub mod role;
 
 pub use role::{Grant, Need, Role};
@@ -19,10 +21,20 @@ use std::time::{Duration, Instant, SystemTime};
 /// How often a server looks at `keys.json` for keys added or revoked meanwhile.
 const RELOAD_EVERY: Duration = Duration::from_secs(1);
 
+/// Where named keys come from when not from `keys.json`: the PostgreSQL cluster of a
+/// `--store postgres` deployment ([`pg_keys`]), read again every second.
+pub trait KeySource: Send + Sync {
+    /// Every stored key; `None` when none was ever added (the server stays open).
+    fn load(&self) -> Result<Option<Vec<keyring::StoredKey>>, String>;
+    /// Where the keys are, for logs (no password).
+    fn describe(&self) -> String;
+}
+
 /// The keys a server accepts.
 pub struct Access {
     admin_key: Option<String>,
     path: PathBuf,
+    remote: Option<Box<dyn KeySource>>,
     ring: RwLock<KeyRing>,
     checked: Mutex<(Instant, Option<SystemTime>)>,
 }
@@ -36,8 +48,29 @@ impl Access {
         Ok(Self {
             admin_key,
             path,
+            remote: None,
             ring: RwLock::new(ring),
             checked: Mutex::new((Instant::now(), modified)),
+        })
+    }
+
+    /// The admin key and the named keys of `source` (the cluster's table), which must
+    /// be readable now; afterwards a failed read keeps the keys last read.
+    pub fn open_remote(
+        source: Box<dyn KeySource>,
+        admin_key: Option<String>,
+    ) -> anyhow::Result<Self> {
+        let ring = match source.load().map_err(anyhow::Error::msg)? {
+            Some(keys) => KeyRing::from_keys(keys).map_err(anyhow::Error::msg)?,
+            None => KeyRing::default(),
+        };
+        tracing::info!(keys = %source.describe(), "API keys from the cluster");
+        Ok(Self {
+            admin_key,
+            path: PathBuf::new(),
+            remote: Some(source),
+            ring: RwLock::new(ring),
+            checked: Mutex::new((Instant::now(), None)),
         })
     }
 
@@ -70,6 +103,7 @@ impl Access {
         Some(Grant {
             name: key.name.clone(),
             roles: key.roles.clone(),
+            author_only: key.author_only,
         })
     }
 
@@ -82,6 +116,19 @@ impl Access {
             return;
         }
         checked.0 = Instant::now();
+        if let Some(remote) = &self.remote {
+            match remote.load().and_then(|keys| match keys {
+                Some(keys) => KeyRing::from_keys(keys),
+                None => Ok(KeyRing::default()),
+            }) {
+                Ok(ring) => *self.ring.write() = ring,
+                Err(e) => tracing::error!(
+                    keys = %remote.describe(),
+                    "API keys not reloaded, keeping the previous ones: {e}"
+                ),
+            }
+            return;
+        }
         let now = modified(&self.path);
         if now == checked.1 {
             return;

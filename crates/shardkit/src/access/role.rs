@@ -111,14 +111,23 @@ pub struct Grant {
     pub name: String,
     /// Its roles.
     pub roles: Vec<Role>,
+    /// Sees only the links it created (lists, export, reads by code).
+    pub author_only: bool,
 }
 
 impl Grant {
+    /// Whether this caller may see `link`: any link, or for an author-only key the
+    /// links it created.
+    pub fn may_see(&self, link: &shardkit_links::Link) -> bool {
+        !self.author_only || link.author.as_deref() == Some(self.name.as_str())
+    }
+
     /// The grant of the single configured key: everything.
     pub fn admin(name: &str) -> Self {
         Self {
             name: name.to_string(),
             roles: vec![Role::Admin],
+            author_only: false,
         }
     }
 
@@ -160,10 +169,12 @@ mod tests {
         let reader = Grant {
             name: "r".into(),
             roles: vec![Role::CountersRead],
+            author_only: false,
         };
         let creator = Grant {
             name: "c".into(),
             roles: vec![Role::LinksCreate],
+            author_only: false,
         };
         for need in [Need::LinksRead, Need::CountersWrite, Need::Ids, Need::Admin] {
             assert!(admin.allows(need));

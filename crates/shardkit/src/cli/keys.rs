@@ -1,4 +1,6 @@
-//! `shardkit keys add|list|revoke`: named API keys with roles in `<data>/keys.json`.
+//! `shardkit keys add|list|revoke`: named API keys with roles in `<data>/keys.json`, or
+//! with `--postgres URL` in the cluster of a `--store postgres` deployment (its first
+//! server), which every server of it reads.
 //!
 //! A running server on the same data directory picks up changes within a second, so
 //! keys are added and revoked without a restart (unlike the id guard and the ticket
@@ -27,11 +29,21 @@ pub enum KeysCommand {
         /// time.
         #[arg(long, value_name = "WHEN")]
         expires: Option<String>,
+        /// The key sees only the links it created (lists, export, reads by code):
+        /// Shlink's "author only".
+        #[arg(long)]
+        author_only: bool,
+        /// The keys of a `--store postgres` deployment: its first server's URL.
+        #[arg(long, value_name = "URL", env = "SHARDKIT_KEYS_POSTGRES")]
+        postgres: Option<String>,
         #[command(flatten)]
         data: DataDirArgs,
     },
     /// List the keys, one JSON object a line (names, roles, times; never secrets).
     List {
+        /// The keys of a `--store postgres` deployment: its first server's URL.
+        #[arg(long, value_name = "URL", env = "SHARDKIT_KEYS_POSTGRES")]
+        postgres: Option<String>,
         #[command(flatten)]
         data: DataDirArgs,
     },
@@ -39,6 +51,9 @@ pub enum KeysCommand {
     Revoke {
         /// The key's name.
         name: String,
+        /// The keys of a `--store postgres` deployment: its first server's URL.
+        #[arg(long, value_name = "URL", env = "SHARDKIT_KEYS_POSTGRES")]
+        postgres: Option<String>,
         #[command(flatten)]
         data: DataDirArgs,
     },
@@ -74,32 +89,130 @@ pub fn run(cmd: KeysCommand, out: &mut impl Write) -> anyhow::Result<()> {
             name,
             roles,
             expires,
+            author_only,
+            postgres: Some(url),
+            ..
+        } => {
+            let expires = expires.as_deref().map(expiry).transpose()?;
+            let (secret, stored) = keyring::new_key(&name, &roles, expires, author_only)?;
+            if !cluster_keys(&url)?
+                .add(&row_of(stored))
+                .map_err(anyhow::Error::msg)?
+            {
+                anyhow::bail!(
+                    "a key named {name:?} exists already; revoke it first or pick another name"
+                );
+            }
+            writeln!(out, "{secret}")?;
+            eprintln!("key {name:?} added to the cluster; this is the only time it is shown: keep it safe");
+        }
+        KeysCommand::Add {
+            name,
+            roles,
+            expires,
+            author_only,
             data,
+            postgres: None,
         } => {
             let expires = expires.as_deref().map(expiry).transpose()?;
             std::fs::create_dir_all(&data.dir)
                 .with_context(|| format!("cannot create data directory {}", data.dir.display()))?;
-            let secret = keyring::add(&data.dir.join(KEYS_FILE), &name, &roles, expires)?;
+            let secret = keyring::add(
+                &data.dir.join(KEYS_FILE),
+                &name,
+                &roles,
+                expires,
+                author_only,
+            )?;
             writeln!(out, "{secret}")?;
             eprintln!("key {name:?} added; this is the only time it is shown: keep it safe");
         }
-        KeysCommand::List { data } => {
+        KeysCommand::List { data, postgres } => {
             let now = keyring::now_unix_ms();
-            for key in keyring::list(&data.dir.join(KEYS_FILE))? {
+            let keys = match postgres {
+                Some(url) => cluster_keys(&url)?
+                    .list()
+                    .map_err(anyhow::Error::msg)?
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(stored_of)
+                    .collect(),
+                None => keyring::list(&data.dir.join(KEYS_FILE))?,
+            };
+            for key in keys {
                 let line = serde_json::json!({
                     "name": key.name,
                     "roles": key.roles,
                     "created": rfc3339(key.created_unix_ms),
                     "expires": key.expires_unix_ms.map(rfc3339),
                     "expired": key.expires_unix_ms.is_some_and(|at| at <= now),
+                    "author_only": key.author_only,
                 });
                 writeln!(out, "{line}")?;
             }
         }
-        KeysCommand::Revoke { name, data } => {
+        KeysCommand::Revoke {
+            name,
+            postgres: Some(url),
+            ..
+        } => {
+            if !cluster_keys(&url)?
+                .revoke(&name)
+                .map_err(anyhow::Error::msg)?
+            {
+                anyhow::bail!(
+                    "no key named {name:?} in the cluster (keys list --postgres shows them)"
+                );
+            }
+            eprintln!("key {name:?} revoked in the cluster");
+        }
+        KeysCommand::Revoke {
+            name,
+            data,
+            postgres: None,
+        } => {
             keyring::revoke(&data.dir.join(KEYS_FILE), &name)?;
             eprintln!("key {name:?} revoked");
         }
     }
     Ok(())
+}
+
+#[cfg(feature = "sql")]
+use shardkit::access::pg_keys::{row_of, stored_of};
+
+/// The cluster's key table at `url`.
+#[cfg(feature = "sql")]
+fn cluster_keys(url: &str) -> anyhow::Result<shardkit_pg::PgKeyStore> {
+    Ok(shardkit_pg::PgKeyStore::new(url)?)
+}
+
+#[cfg(not(feature = "sql"))]
+fn cluster_keys(_url: &str) -> anyhow::Result<NoCluster> {
+    anyhow::bail!("--postgres needs a shardkit built with the cargo feature `sql`")
+}
+
+/// Stands in for the cluster's key table in a build without PostgreSQL.
+#[cfg(not(feature = "sql"))]
+struct NoCluster;
+
+#[cfg(not(feature = "sql"))]
+impl NoCluster {
+    fn add(&self, _: &()) -> Result<bool, String> {
+        Ok(false)
+    }
+    fn list(&self) -> Result<Option<Vec<keyring::StoredKey>>, String> {
+        Ok(None)
+    }
+    fn revoke(&self, _: &str) -> Result<bool, String> {
+        Ok(false)
+    }
+}
+
+#[cfg(not(feature = "sql"))]
+fn row_of(_: keyring::StoredKey) {}
+
+#[cfg(not(feature = "sql"))]
+fn stored_of(key: keyring::StoredKey) -> keyring::StoredKey {
+    key
 }

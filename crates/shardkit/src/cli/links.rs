@@ -16,7 +16,7 @@ use std::time::Duration;
 pub enum FileFormat {
     /// One JSON object a line (`{"url":…,"alias":…}`).
     Jsonl,
-    /// CSV with the header url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks.
+    /// CSV with the header url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks,daily,password_protected.
     Csv,
 }
 

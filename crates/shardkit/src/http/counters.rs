@@ -45,7 +45,13 @@ fn engine_error(e: Error) -> ApiError {
         | Error::LogOfRecord(_)
         | Error::BadBatch(_) => ApiError::unavailable(e.to_string()),
         Error::ReadOnly => ApiError::misdirected(None),
-        Error::NoSuchCounter(_) | Error::NoSuchColumn { .. } => ApiError::not_found(e.to_string()),
+        // The engine's text names its library function; say what an HTTP user can do.
+        Error::NoSuchCounter(name) => ApiError::not_found(format!(
+            "counter `{name}` does not exist; create it with COUNTER.CREATE {name} over RESP, or set [counters] auto_create = true"
+        )),
+        Error::NoSuchColumn { counter, column } => ApiError::not_found(format!(
+            "counter `{counter}` has no column `{column}`; add it with COUNTER.ADDCOL {counter} {column} over RESP, or set [counters] auto_create = true"
+        )),
         other => ApiError::bad_request(other.to_string()),
     }
 }

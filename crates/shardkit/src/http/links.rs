@@ -3,13 +3,14 @@
 //! is an fsynced transaction).
 
 use super::ApiError;
+use crate::access::Grant;
 use crate::links::{LinkOpError, LinkPatch, NewLink};
 use crate::state::AppState;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -56,14 +57,19 @@ pub async fn blocking<T: Send + 'static>(
     ))]
 pub async fn create(
     State(state): State<Arc<AppState>>,
+    grant: Option<Extension<Grant>>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let request: NewLink = super::json_body::read(body)?;
     let worker = Arc::clone(&state);
+    let author = grant.map(|Extension(g)| g.name);
     let (link, created) = blocking(move || {
-        worker
-            .links
-            .create(&request, &worker.ids, &worker.counters.engine)
+        worker.links.create(
+            &request,
+            author.as_deref(),
+            &worker.ids,
+            &worker.counters.engine,
+        )
     })
     .await?;
     let status = if created {
@@ -83,12 +89,15 @@ pub async fn create(
     ))]
 pub async fn get(
     State(state): State<Arc<AppState>>,
+    grant: Option<Extension<Grant>>,
     Path(code): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let link = state
         .links
         .lookup(&code)
-        .map_err(|e| ApiError::unavailable(e.to_string()))?;
+        .map_err(|e| ApiError::unavailable(e.to_string()))?
+        // An author-only key is told nothing of others' links.
+        .filter(|l| grant.as_ref().is_none_or(|Extension(g)| g.may_see(l)));
     let link = link.ok_or_else(|| op_error(LinkOpError::NotFound(code)))?;
     Ok(Json(
         state.links.view_with_clicks(&state.counters.engine, &link),
@@ -159,6 +168,7 @@ pub struct ListQuery {
     ))]
 pub async fn list(
     State(state): State<Arc<AppState>>,
+    grant: Option<Extension<Grant>>,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
@@ -175,18 +185,38 @@ pub async fn list(
         })?),
     };
     let worker = Arc::clone(&state);
-    let links = blocking(move || {
-        Ok(worker
-            .links
-            .store()
-            .list(query.tag.as_deref(), after, limit)?)
+    let grant = grant.map(|Extension(g)| g);
+    let (links, next) = blocking(move || {
+        let store = worker.links.store();
+        let Some(grant) = grant.filter(|g| g.author_only) else {
+            let links = store.list(query.tag.as_deref(), after, limit)?;
+            let next = (links.len() == limit)
+                .then(|| links.last().map(|l| l.id))
+                .flatten();
+            return Ok((links, next));
+        };
+        // An author-only key: pages of the store, filtered, until the page is full
+        // (the cursor is the last link looked at, so the next page goes on from there).
+        let (mut mine, mut cursor) = (Vec::new(), after);
+        loop {
+            let page = store.list(query.tag.as_deref(), cursor, limit)?;
+            let full = page.len() == limit;
+            for link in page {
+                cursor = Some(link.id);
+                if grant.may_see(&link) {
+                    mine.push(link);
+                    if mine.len() == limit {
+                        return Ok((mine, cursor));
+                    }
+                }
+            }
+            if !full {
+                return Ok((mine, None));
+            }
+        }
     })
     .await?;
-    let next = if links.len() == limit {
-        links.last().map(|l| l.id.to_string())
-    } else {
-        None
-    };
+    let next = next.map(|id| id.to_string());
     let views: Vec<Value> = links.iter().map(|l| state.links.view(l)).collect();
     Ok(Json(json!({ "links": views, "next_cursor": next })))
 }

@@ -3,6 +3,7 @@
 
 use super::links::{blocking, op_error};
 use super::ApiError;
+use crate::access::Grant;
 use crate::links::lines::{self, Format};
 use crate::links::LinkOpError;
 use crate::state::AppState;
@@ -11,6 +12,7 @@ use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -47,13 +49,14 @@ pub struct BulkQuery {
 /// Creates (or, for lines with a `code`, restores) every line of the body; answers
 /// one result per data line, in order, with its line number in the body.
 #[utoipa::path(post, path = "/api/links/bulk", tag = "links", params(BulkQuery),
-    request_body(content = String, description = "JSON lines (one POST /api/links body a line, or an exported line with code, created_at and clicks, which restores that link) or, with Content-Type text/csv, CSV with header url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks (any of them, url first; tags split by |)"),
+    request_body(content = String, description = "JSON lines (one POST /api/links body a line, or an exported line with code, created_at, clicks and daily, which restores that link) or, with Content-Type text/csv, CSV with header url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks,daily,password_protected (any of them, url first; tags split by |)"),
     responses(
         (status = 200, description = "`{\"created\":N,\"failed\":M,\"skipped\":K,\"results\":[{\"line\":1,\"code\":…,\"short_url\":…,\"id\":…}|{\"line\":2,\"error\":…}|{\"line\":3,\"skipped\":…,\"code\":…}]}`; `line` counts every line of the body, blank ones too"),
         (status = 400, description = "Unreadable body, header or query, or too many lines", body = super::openapi::ErrorBody),
     ))]
 pub async fn create(
     State(state): State<Arc<AppState>>,
+    grant: Option<Extension<Grant>>,
     query: Result<Query<BulkQuery>, QueryRejection>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -82,10 +85,15 @@ pub async fn create(
             .and_then(|v| v.to_str().ok())
             .unwrap_or(""),
     );
-    let (numbers, items): (Vec<usize>, Vec<_>) = lines::parse(format, body)
+    let (numbers, mut items): (Vec<usize>, Vec<_>) = lines::parse(format, body)
         .map_err(ApiError::bad_request)?
         .into_iter()
         .unzip();
+    if let Some(Extension(grant)) = grant {
+        for item in items.iter_mut().flatten() {
+            item.author = Some(grant.name.clone());
+        }
+    }
     let worker = Arc::clone(&state);
     let results = blocking(move || {
         worker
@@ -137,12 +145,14 @@ pub struct ExportQuery {
     tag: Option<String>,
 }
 
-/// Every link as JSON lines or CSV, each with its code, creation time and click total,
-/// so an import of it into an empty server restores the same links.
+/// Every link as JSON lines or CSV, each with its code, creation time, click total and
+/// clicks per day, so an import of it into an empty server restores the same links
+/// with the same stats.
 #[utoipa::path(get, path = "/api/links/export", tag = "links", params(ExportQuery),
-    responses((status = 200, description = "Every link, in the bulk-create format: `{\"code\":…,\"url\":…,\"alias\"?:…,\"created_at\":…,\"expires_at\"?:…,\"max_visits\"?:…,\"redirect\":302,\"tags\"?:[…],\"clicks\":N}` a line, or CSV with header url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks"), (status = 400, description = "Bad query", body = super::openapi::ErrorBody)))]
+    responses((status = 200, description = "Every link, in the bulk-create format: `{\"code\":…,\"url\":…,\"alias\"?:…,\"created_at\":…,\"expires_at\"?:…,\"max_visits\"?:…,\"redirect\":302,\"tags\"?:[…],\"clicks\":N,\"daily\"?:{\"2026-11-23\":N,…}}` a line, or CSV with header url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks,daily,password_protected (daily as 2026-11-23:N|…)"), (status = 400, description = "Bad query", body = super::openapi::ErrorBody)))]
 pub async fn export(
     State(state): State<Arc<AppState>>,
+    grant: Option<Extension<Grant>>,
     query: Result<Query<ExportQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
@@ -159,18 +169,28 @@ pub async fn export(
         let mut out = Vec::new();
         let mut after = None;
         let mut header = true;
+        let mut daily = state
+            .links
+            .clicks
+            .all_daily(&state.counters.engine)
+            .map_err(|e| {
+                LinkOpError::Unavailable(format!("the click series cannot be read: {e}"))
+            })?;
         loop {
             let page = state
                 .links
                 .store()
                 .list(query.tag.as_deref(), after, EXPORT_PAGE)?;
-            let with_clicks: Vec<(Link, u64)> = page
+            let with_clicks: Vec<(Link, lines::Clicks)> = page
                 .iter()
+                // An author-only key exports the links it created.
+                .filter(|l| grant.as_ref().is_none_or(|Extension(g)| g.may_see(l)))
                 .map(|l| {
-                    (
-                        l.clone(),
-                        state.links.clicks.total(&state.counters.engine, l.id),
-                    )
+                    let clicks = lines::Clicks {
+                        total: state.links.clicks.total(&state.counters.engine, l.id),
+                        daily: daily.remove(&l.id).unwrap_or_default(),
+                    };
+                    (l.clone(), clicks)
                 })
                 .collect();
             lines::write(format, &with_clicks, header, &mut out);

@@ -15,7 +15,7 @@ mod openapi;
 mod openapi_rules;
 mod pages;
 mod rate_limit;
-mod redirect;
+pub mod redirect;
 mod tickets;
 mod ui;
 
@@ -81,6 +81,6 @@ pub fn router(state: Arc<AppState>) -> Router {
         // The redirect hot path, after the layers: GET needs no key, and it is counted
         // by one atomic (`shardkit_link_redirects_total`) instead of the per-route
         // histogram, which costs more than the redirect itself.
-        .route("/{code}", get(redirect::follow))
+        .route("/{code}", get(redirect::follow).post(redirect::unlock))
         .with_state(state)
 }

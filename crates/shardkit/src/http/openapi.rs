@@ -84,6 +84,7 @@ pub struct MgetAnswer {
         super::links_bulk::create,
         super::links_bulk::export,
         super::redirect::follow,
+        super::redirect::unlock,
         super::ui::index,
         super::ui::link_page,
         super::ui::qr,

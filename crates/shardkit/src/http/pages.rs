@@ -76,3 +76,18 @@ pub fn gone(html: bool, code: &str, why: &str) -> Response {
         &format!("The short link /{code} no longer redirects: {why}."),
     )
 }
+
+/// The form a password-protected link answers: one field, posted back to `/{code}`.
+/// `status` is 200 on the first visit, 401 after a wrong password (with `note`).
+pub fn password_form(status: StatusCode, code: &str, note: Option<&str>) -> Response {
+    let note = note
+        .map(|n| format!("<p role=\"alert\">{}</p>", escape(n)))
+        .unwrap_or_default();
+    let body = format!(
+        "<h1>This link needs a password</h1>{note}<form method=\"post\" action=\"/{code}\">\
+         <label>Password <input type=\"password\" name=\"password\" autofocus required \
+         maxlength=\"128\"></label> <button type=\"submit\">Open</button></form>",
+        code = escape(code),
+    );
+    (status, Html(page("Password needed", &body))).into_response()
+}

@@ -1,13 +1,20 @@
 //! `GET /{code}`: **the redirect hot path.** Cache (then store) look-up, expiry and
 //! visit-limit check, one click counted in memory, `Location` answer. No storage
 //! write happens here; clicks reach the counter engine through the flusher.
+//!
+//! A link with a password answers a form instead; `POST /{code}` with the right
+//! `password` counts the click and redirects (303), a wrong one answers 401 and the
+//! form again. Attempts are limited per client address ([`PasswordAttempts`]).
 
 use super::pages;
 use crate::state::AppState;
-use axum::extract::{Path, Request, State};
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use shardkit_links::{day_of, now_ms, MAX_ALIAS_LEN};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
 /// Redirects to the link's target with its status (302 by default).
@@ -18,6 +25,8 @@ use std::sync::Arc;
         (status = 302, description = "Redirect with Location (the default)"),
         (status = 307, description = "Redirect with Location, for a link made with `redirect: 307`"),
         (status = 308, description = "Redirect with Location, for a link made with `redirect: 308`"),
+        (status = 200, description = "A link with a password: the form that asks for it (HTML)"),
+        (status = 401, description = "A link with a password, asked for by an API client (Accept without text/html): {\"error\":…}"),
         (status = 404, description = "Unknown code: an HTML page for browsers (Accept: text/html), else {\"error\":…}"),
         (status = 410, description = "Expired or out of visits: an HTML page for browsers, else {\"error\":…}"),
         (status = 503, description = "The link store cannot be read now (HTML)"),
@@ -28,20 +37,64 @@ pub async fn follow(
     request: Request,
 ) -> Response {
     let html = || pages::wants_html(request.headers());
-    if code.is_empty() || code.len() > MAX_ALIAS_LEN {
-        return pages::not_found(html(), &code);
+    let now = now_ms();
+    let link = match live_link(&state, &code, now, html) {
+        Ok(link) => link,
+        Err(answer) => return *answer,
+    };
+    if link.password_hash.is_some() {
+        return if html() {
+            pages::password_form(StatusCode::OK, &code, None)
+        } else {
+            super::ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "this link needs a password: POST it to this address as the form field password",
+            )
+            .into_response()
+        };
     }
-    let link = match state.links.lookup(&code) {
+    let status = StatusCode::from_u16(link.redirect.status()).unwrap_or(StatusCode::FOUND);
+    click_and_redirect(&state, &link, &code, now, status, html())
+}
+
+/// The link at `/{code}` if it exists and has not expired, else the page (or
+/// `{"error":…}`) that says why: 404, 410, or 503 when the store cannot be read.
+fn live_link(
+    state: &AppState,
+    code: &str,
+    now: u64,
+    html: impl Fn() -> bool,
+) -> Result<Arc<shardkit_links::Link>, Box<Response>> {
+    if code.is_empty() || code.len() > MAX_ALIAS_LEN {
+        return Err(Box::new(pages::not_found(html(), code)));
+    }
+    let link = match state.links.lookup(code) {
         Ok(Some(link)) => link,
-        Ok(None) => return pages::not_found(html(), &code),
+        Ok(None) => return Err(Box::new(pages::not_found(html(), code))),
         Err(e) => {
-            return pages::message(StatusCode::SERVICE_UNAVAILABLE, "Try again", &e.to_string())
+            return Err(Box::new(pages::message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Try again",
+                &e.to_string(),
+            )))
         }
     };
-    let now = now_ms();
     if link.expired_at(now) {
-        return pages::gone(html(), &code, "it has expired");
+        return Err(Box::new(pages::gone(html(), code, "it has expired")));
     }
+    Ok(link)
+}
+
+/// Counts one click (410 once the visit limit is reached) and answers `status` with the
+/// link's target as `Location`.
+fn click_and_redirect(
+    state: &AppState,
+    link: &shardkit_links::Link,
+    code: &str,
+    now: u64,
+    status: StatusCode,
+    html: bool,
+) -> Response {
     if state
         .links
         .clicks
@@ -53,7 +106,7 @@ pub async fn follow(
         )
         .is_none()
     {
-        return pages::gone(html(), &code, "it has reached its visit limit");
+        return pages::gone(html, code, "it has reached its visit limit");
     }
     let Ok(location) = HeaderValue::from_str(&link.url) else {
         return pages::message(
@@ -62,7 +115,115 @@ pub async fn follow(
             "the stored target is not a valid header value",
         );
     };
-    let status = StatusCode::from_u16(link.redirect.status()).unwrap_or(StatusCode::FOUND);
     crate::telemetry::add(&crate::telemetry::LINK_REDIRECTS, 1);
     (status, [(header::LOCATION, location)]).into_response()
+}
+
+/// The body of `POST /{code}` (for the API document; the handler reads the form
+/// itself so a link without a password takes any body).
+#[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct PasswordForm {
+    /// The link's password (a link without one needs none).
+    #[schema(min_length = 1, max_length = 128)]
+    pub password: Option<String>,
+}
+
+/// Password attempts per client address: a burst of 10, then one every 6 seconds.
+pub type PasswordAttempts = governor::DefaultKeyedRateLimiter<IpAddr>;
+
+/// The limiter `POST /{code}` checks before looking at a password.
+pub fn password_attempts() -> Arc<PasswordAttempts> {
+    Arc::new(governor::RateLimiter::keyed(
+        governor::Quota::with_period(std::time::Duration::from_secs(6))
+            .unwrap_or_else(|| governor::Quota::per_second(NonZeroU32::MIN))
+            .allow_burst(NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN)),
+    ))
+}
+
+/// The password form's answer: the right password redirects with 303 (after counting
+/// the click), a wrong one answers 401 and the form again.
+#[utoipa::path(post, path = "/{code}", tag = "links",
+    params(("code" = String, Path, description = "Code or alias")),
+    request_body(content = Option<PasswordForm>, content_type = "application/x-www-form-urlencoded",
+        description = "password=… (a link without a password needs none)"),
+    responses(
+        (status = 303, description = "The right password (or a link without one): redirect with Location, the click counted"),
+        (status = 400, description = "A field other than password, or a password that is empty or longer than 128 characters"),
+        (status = 401, description = "A wrong or missing password: the form again (HTML)"),
+        (status = 404, description = "Unknown code: an HTML page for browsers, else {\"error\":…}"),
+        (status = 410, description = "Expired or out of visits"),
+        (status = 429, description = "Too many attempts from this address; wait and try again"),
+        (status = 503, description = "The link store cannot be read now (HTML)"),
+    ))]
+pub async fn unlock(
+    State(state): State<Arc<AppState>>,
+    Path(code): Path<String>,
+    request: Request,
+) -> Response {
+    let html = pages::wants_html(request.headers());
+    let ip = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    if code.is_empty() || code.len() > MAX_ALIAS_LEN {
+        return pages::not_found(html, &code);
+    }
+    let body = axum::body::to_bytes(request.into_body(), 4096)
+        .await
+        .unwrap_or_else(|_| Bytes::new());
+    let (mut given, mut unknown) = (None, false);
+    for (field, value) in url::form_urlencoded::parse(&body) {
+        match field.as_ref() {
+            "password" if given.is_none() => given = Some(value.into_owned()),
+            "password" => {}
+            _ => unknown = true,
+        }
+    }
+    if unknown
+        || given.as_ref().is_some_and(|p| {
+            p.is_empty() || p.chars().count() > crate::links::password::MAX_PASSWORD_LEN
+        })
+    {
+        return pages::answer(
+            html,
+            StatusCode::BAD_REQUEST,
+            "Bad form",
+            "The form takes one field, password, of 1 to 128 characters.",
+        );
+    }
+    let now = now_ms();
+    let link = match live_link(&state, &code, now, || html) {
+        Ok(link) => link,
+        Err(answer) => return *answer,
+    };
+    if let Some(hash) = link.password_hash.clone() {
+        if state.password_attempts.check_key(&ip).is_err() {
+            return pages::answer(
+                html,
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many attempts",
+                "Too many password attempts from this address; wait a minute and try again.",
+            );
+        }
+        let Some(given) = given else {
+            return pages::password_form(
+                StatusCode::UNAUTHORIZED,
+                &code,
+                Some("Give the password (the form field password)."),
+            );
+        };
+        let right = tokio::task::spawn_blocking(move || {
+            crate::links::password::verify(given.as_bytes(), &hash)
+        })
+        .await
+        .unwrap_or(false);
+        if !right {
+            metrics::counter!("shardkit_link_password_failures_total").increment(1);
+            return pages::password_form(StatusCode::UNAUTHORIZED, &code, Some("Wrong password."));
+        }
+    }
+    click_and_redirect(&state, &link, &code, now, StatusCode::SEE_OTHER, html)
 }

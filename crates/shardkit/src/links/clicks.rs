@@ -148,17 +148,65 @@ impl ClickBook {
         counts
     }
 
-    /// Adds restored click totals `(link id, clicks)` of imported links to the engine
-    /// (durable when this returns). The links are new, so no slot holds them yet.
-    pub fn restore(&self, engine: &Engine, totals: &[(u64, u64)]) -> Result<(), Error> {
-        if totals.is_empty() {
-            return Ok(());
+    /// Adds restored click totals `(link id, clicks)` and daily clicks `(link id, day,
+    /// clicks)` of imported links to the engine (durable when this returns). The links
+    /// are new, so no slot holds them yet.
+    pub fn restore(
+        &self,
+        engine: &Engine,
+        totals: &[(u64, u64)],
+        days: &[(u64, u64, u64)],
+    ) -> Result<(), Error> {
+        let clamp = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        if !totals.is_empty() {
+            let items: Vec<(Key<'_>, i64)> = totals
+                .iter()
+                .map(|&(id, n)| (Key::Id(id), clamp(n)))
+                .collect();
+            engine.incr_batch(TOTAL_COUNTER, COLUMN, &items)?;
         }
-        let items: Vec<(Key<'_>, i64)> = totals
-            .iter()
-            .map(|&(id, n)| (Key::Id(id), i64::try_from(n).unwrap_or(i64::MAX)))
-            .collect();
-        engine.incr_batch(TOTAL_COUNTER, COLUMN, &items).map(|_| ())
+        if !days.is_empty() {
+            let keys: Vec<String> = days.iter().map(|&(id, d, _)| day_key(id, d)).collect();
+            let items: Vec<(Key<'_>, i64)> = keys
+                .iter()
+                .zip(days)
+                .map(|(k, &(_, _, n))| (Key::parse(k), clamp(n)))
+                .collect();
+            engine.incr_batch(DAILY_COUNTER, COLUMN, &items)?;
+        }
+        Ok(())
+    }
+
+    /// Every link's clicks per day, `(day, clicks)` oldest first, for the days that had
+    /// any: unflushed clicks are written first, then the whole `link_days` counter is
+    /// read stripe by stripe. Exists for the export, which carries each link's series.
+    pub fn all_daily(&self, engine: &Engine) -> Result<HashMap<u64, Vec<(u64, u64)>>, Error> {
+        self.flush(engine)?;
+        let mut series: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
+        for stripe in 0..shardkit_counters::STRIPES {
+            let keys = engine.row_keys(DAILY_COUNTER, stripe)?;
+            let names: Vec<String> = keys
+                .iter()
+                .filter_map(|k| match k {
+                    shardkit_counters::OwnedKey::Name(name) => Some(name.to_string()),
+                    shardkit_counters::OwnedKey::Id(_) => None,
+                })
+                .collect();
+            let parsed: Vec<Key<'_>> = names.iter().map(|k| Key::parse(k)).collect();
+            let counts = engine.mget(DAILY_COUNTER, &parsed, COLUMN)?;
+            for (name, n) in names.iter().zip(counts) {
+                let Some((id, day)) = name.split_once(':') else {
+                    continue;
+                };
+                if let (Ok(id), Ok(day), true) = (id.parse(), day.parse(), n > 0) {
+                    series.entry(id).or_default().push((day, n));
+                }
+            }
+        }
+        for days in series.values_mut() {
+            days.sort_unstable();
+        }
+        Ok(series)
     }
 
     /// Drops the clicks of a deleted link (memory and engine total).

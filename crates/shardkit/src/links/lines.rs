@@ -1,12 +1,15 @@
 //! The bulk formats, read by bulk create and written by export, so an export imports
 //! back as is: JSON lines (one [`LinkLine`] object a line) or CSV with the header
 //! [`CSV_HEADER`] (tags separated by `|`). An exported line carries everything a link
-//! is (code, alias, creation time, expiry, visit limit, redirect, tags) and its click
-//! total; a line with a `code` restores that link, a line without makes a new one.
+//! is (code, alias, creation time, expiry, visit limit, redirect, tags), its click
+//! total and its clicks per day (`daily`: `{"2026-11-23": 3, …}` in JSON,
+//! `2026-11-23:3|2026-11-24:5` in CSV); a line with a `code` restores that link, a
+//! line without makes a new one.
 
 use super::NewLink;
 use serde::{Deserialize, Serialize};
-use shardkit_links::{format_time, Link};
+use shardkit_links::{format_day, format_time, parse_day, Link};
+use std::collections::BTreeMap;
 
 /// Which bulk format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +21,7 @@ pub enum Format {
 }
 
 /// The CSV header of an export (an import may hold any of these columns, `url` first).
-pub const CSV_HEADER: [&str; 9] = [
+pub const CSV_HEADER: [&str; 11] = [
     "url",
     "code",
     "alias",
@@ -28,7 +31,12 @@ pub const CSV_HEADER: [&str; 9] = [
     "redirect",
     "tags",
     "clicks",
+    "daily",
+    "password_protected",
 ];
+
+/// CSV columns an import takes besides [`CSV_HEADER`].
+pub const CSV_IMPORT_ONLY: [&str; 1] = ["password"];
 
 /// The most lines one bulk request may hold.
 pub const MAX_LINES: usize = 100_000;
@@ -64,9 +72,20 @@ pub struct LinkLine {
     /// Clicks so far (restored as the link's total, so visits left stay the same).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clicks: Option<u64>,
+    /// Clicks per UTC day (`YYYY-MM-DD`), the days that had any (restored as the
+    /// link's daily series, so its stats page draws the same chart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily: Option<BTreeMap<String, u64>>,
     /// Hand back an existing plain link for the same URL (new links only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reuse: Option<bool>,
+    /// The link's password (import only: an export never carries it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    /// Written by an export for a link that has a password (which it does not carry):
+    /// importing the line needs a `password` again, so the link is not left open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_protected: Option<bool>,
 }
 
 /// What a restored line keeps of the exported link beyond a new link's fields.
@@ -78,6 +97,8 @@ pub struct Restore {
     pub created_at: Option<String>,
     /// Clicks to put back on the link's total.
     pub clicks: u64,
+    /// Clicks to put back per day: (day number, clicks).
+    pub daily: Vec<(u64, u64)>,
 }
 
 /// One parsed bulk line: a new link, or a restore of an exported one.
@@ -87,6 +108,8 @@ pub struct BulkItem {
     pub request: NewLink,
     /// Present when the line carries a `code`.
     pub restore: Option<Restore>,
+    /// The name of the API key creating it (set by the server, never by the line).
+    pub author: Option<String>,
 }
 
 impl BulkItem {
@@ -95,6 +118,7 @@ impl BulkItem {
         Self {
             request,
             restore: None,
+            author: None,
         }
     }
 }
@@ -103,6 +127,12 @@ impl TryFrom<LinkLine> for BulkItem {
     type Error = String;
 
     fn try_from(line: LinkLine) -> Result<Self, String> {
+        if line.password_protected == Some(true) && line.password.is_none() {
+            return Err(
+                "the link had a password, which an export does not carry: give it one (\"password\") to import it"
+                    .into(),
+            );
+        }
         let restore = match line.code {
             Some(code) => {
                 if line.reuse == Some(true) {
@@ -110,15 +140,21 @@ impl TryFrom<LinkLine> for BulkItem {
                         "reuse cannot go with code: a line with a code restores that link".into(),
                     );
                 }
+                let mut daily = Vec::new();
+                for (day, n) in line.daily.unwrap_or_default() {
+                    daily.push((parse_day(&day).map_err(|e| format!("daily: {e}"))?, n));
+                }
                 Some(Restore {
                     code,
                     created_at: line.created_at,
                     clicks: line.clicks.unwrap_or(0),
+                    daily,
                 })
             }
-            None if line.created_at.is_some() || line.clicks.is_some() => {
+            None if line.created_at.is_some() || line.clicks.is_some() || line.daily.is_some() => {
                 return Err(
-                    "created_at and clicks restore an exported link and need its code".into(),
+                    "created_at, clicks and daily restore an exported link and need its code"
+                        .into(),
                 )
             }
             None => None,
@@ -132,8 +168,10 @@ impl TryFrom<LinkLine> for BulkItem {
                 redirect: line.redirect,
                 tags: line.tags,
                 reuse: line.reuse,
+                password: line.password,
             },
             restore,
+            author: None,
         })
     }
 }
@@ -184,7 +222,7 @@ pub fn parse(format: Format, body: &str) -> Result<Vec<ParsedLine>, String> {
                 ));
             }
             for h in headers.iter() {
-                if !CSV_HEADER.contains(&h.trim()) {
+                if !CSV_HEADER.contains(&h.trim()) && !CSV_IMPORT_ONLY.contains(&h.trim()) {
                     return Err(format!(
                         "unknown CSV column {h:?}; the columns are {}",
                         CSV_HEADER.join(",")
@@ -255,6 +293,28 @@ fn from_row(
                     })?)
             }
             "clicks" => link.clicks = Some(number_of("clicks", value)?),
+            "password" => link.password = Some(value.to_string()),
+            "password_protected" => {
+                link.password_protected = Some(match value {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(format!(
+                            "line {number}: password_protected {value:?} is not true or false"
+                        ))
+                    }
+                })
+            }
+            "daily" => {
+                let mut days = BTreeMap::new();
+                for pair in value.split('|').map(str::trim).filter(|p| !p.is_empty()) {
+                    let (day, n) = pair.split_once(':').ok_or_else(|| {
+                        format!("line {number}: daily {pair:?} is not day:clicks like 2026-11-23:3")
+                    })?;
+                    days.insert(day.trim().to_string(), number_of("daily clicks", n.trim())?);
+                }
+                link.daily = Some(days);
+            }
             "tags" => {
                 link.tags = Some(
                     value
@@ -270,8 +330,18 @@ fn from_row(
     BulkItem::try_from(link).map_err(|e| format!("line {number}: {e}"))
 }
 
-/// A stored link, with its click total, as the line that restores it.
-pub fn as_line(link: &Link, clicks: u64) -> LinkLine {
+/// A link's clicks as export writes them: the total and (day number, clicks) for
+/// each day that had any.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Clicks {
+    /// All clicks.
+    pub total: u64,
+    /// Per UTC day, oldest first.
+    pub daily: Vec<(u64, u64)>,
+}
+
+/// A stored link, with its clicks, as the line that restores it.
+pub fn as_line(link: &Link, clicks: &Clicks) -> LinkLine {
     LinkLine {
         code: Some(link.code.clone()),
         url: link.url.clone(),
@@ -285,8 +355,17 @@ pub fn as_line(link: &Link, clicks: u64) -> LinkLine {
         } else {
             Some(link.tags.clone())
         },
-        clicks: Some(clicks),
+        clicks: Some(clicks.total),
+        daily: (!clicks.daily.is_empty()).then(|| {
+            clicks
+                .daily
+                .iter()
+                .map(|&(day, n)| (format_day(day), n))
+                .collect()
+        }),
         reuse: None,
+        password: None,
+        password_protected: link.password_hash.is_some().then_some(true),
     }
 }
 
@@ -302,13 +381,13 @@ fn format_time_exact(ms: u64) -> String {
     }
 }
 
-/// Appends links with their click totals to `out` in `format` (the CSV header first
-/// when `header`).
-pub fn write(format: Format, links: &[(Link, u64)], header: bool, out: &mut Vec<u8>) {
+/// Appends links with their clicks to `out` in `format` (the CSV header first when
+/// `header`).
+pub fn write(format: Format, links: &[(Link, Clicks)], header: bool, out: &mut Vec<u8>) {
     match format {
         Format::JsonLines => {
             for (link, clicks) in links {
-                if serde_json::to_writer(&mut *out, &as_line(link, *clicks)).is_ok() {
+                if serde_json::to_writer(&mut *out, &as_line(link, clicks)).is_ok() {
                     out.push(b'\n');
                 }
             }
@@ -319,7 +398,7 @@ pub fn write(format: Format, links: &[(Link, u64)], header: bool, out: &mut Vec<
                 let _ = writer.write_record(CSV_HEADER);
             }
             for (link, clicks) in links {
-                let r = as_line(link, *clicks);
+                let r = as_line(link, clicks);
                 let _ = writer.write_record([
                     r.url,
                     r.code.unwrap_or_default(),
@@ -330,6 +409,17 @@ pub fn write(format: Format, links: &[(Link, u64)], header: bool, out: &mut Vec<
                     r.redirect.map(|n| n.to_string()).unwrap_or_default(),
                     r.tags.map(|t| t.join("|")).unwrap_or_default(),
                     r.clicks.map(|n| n.to_string()).unwrap_or_default(),
+                    r.daily
+                        .map(|days| {
+                            days.iter()
+                                .map(|(day, n)| format!("{day}:{n}"))
+                                .collect::<Vec<_>>()
+                                .join("|")
+                        })
+                        .unwrap_or_default(),
+                    r.password_protected
+                        .map(|p| p.to_string())
+                        .unwrap_or_default(),
                 ]);
             }
             let _ = writer.flush();
@@ -397,16 +487,28 @@ mod tests {
             max_visits: Some(3),
             redirect: shardkit_links::Redirect::Temporary,
             tags: vec!["x".into(), "y".into()],
+            password_hash: None,
+            author: None,
+        };
+        let clicks = Clicks {
+            total: 5,
+            daily: vec![(20_410, 2), (20_415, 3)],
         };
         for format in [Format::Csv, Format::JsonLines] {
             let mut out = Vec::new();
-            write(format, &[(link.clone(), 2)], true, &mut out);
-            let back = parse(format, std::str::from_utf8(&out).unwrap()).unwrap();
-            let expected = BulkItem::try_from(as_line(&link, 2)).unwrap();
+            write(format, &[(link.clone(), clicks.clone())], true, &mut out);
+            let text = std::str::from_utf8(&out).unwrap();
+            assert!(
+                text.contains("2025-11-18") && text.contains("2025-11-23"),
+                "{text}"
+            );
+            let back = parse(format, text).unwrap();
+            let expected = BulkItem::try_from(as_line(&link, &clicks)).unwrap();
             assert_eq!(back[0].1.as_ref().unwrap(), &expected, "{format:?}");
             let restore = expected.restore.unwrap();
             assert_eq!(restore.code, "a000000");
-            assert_eq!(restore.clicks, 2);
+            assert_eq!(restore.clicks, 5);
+            assert_eq!(restore.daily, clicks.daily);
             assert_eq!(
                 shardkit_links::parse_time(restore.created_at.as_deref().unwrap()),
                 Ok(link.created_at)
@@ -422,5 +524,18 @@ mod tests {
         )
         .unwrap();
         assert!(parsed[0].1.as_ref().unwrap_err().contains("need its code"));
+        let bad_day = parse(
+            Format::JsonLines,
+            "{\"url\":\"https://a.example/\",\"code\":\"a000000\",\"daily\":{\"23/11/2026\":1}}\n",
+        )
+        .unwrap();
+        let err = bad_day[0].1.as_ref().unwrap_err();
+        assert!(err.contains("not a day like 2026-11-23"), "{err}");
+        let bad_pair = parse(
+            Format::Csv,
+            "url,code,daily\nhttps://a.example/,a000000,2026-11-23=4\n",
+        )
+        .unwrap();
+        assert!(bad_pair[0].1.as_ref().unwrap_err().contains("day:clicks"));
     }
 }

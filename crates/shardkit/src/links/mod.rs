@@ -5,6 +5,7 @@
 
 pub mod clicks;
 pub mod lines;
+pub mod password;
 
 use clicks::ClickBook;
 use lines::{BulkItem, Restore};
@@ -48,6 +49,11 @@ pub struct NewLink {
     /// Hand back an existing plain link for the same URL instead of making a new one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reuse: Option<bool>,
+    /// A password visitors must give before the redirect (1 to 128 characters; stored
+    /// as an Argon2id hash, never shown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 128)]
+    pub password: Option<String>,
 }
 
 /// A change to a link (`PATCH`/`PUT /api/links/{code}`): fields present are replaced.
@@ -64,6 +70,9 @@ pub struct LinkPatch {
     pub redirect: Option<u16>,
     /// New tags (replacing the old ones).
     pub tags: Option<Vec<String>>,
+    /// New password (1 to 128 characters); `""` removes it.
+    #[schema(max_length = 128)]
+    pub password: Option<String>,
 }
 
 /// Why a link operation failed, in the terms the API answers with.
@@ -232,6 +241,12 @@ impl Links {
             }
             None => now,
         };
+        let password_hash = request
+            .password
+            .as_deref()
+            .map(password::hash)
+            .transpose()
+            .map_err(LinkOpError::Invalid)?;
         let id = ids
             .next_for_key(u64::from(group))
             .map_err(|e| LinkOpError::Unavailable(e.to_string()))?;
@@ -245,6 +260,8 @@ impl Links {
             max_visits,
             redirect,
             tags,
+            password_hash,
+            author: item.author.clone(),
         })
     }
 
@@ -285,6 +302,7 @@ impl Links {
     pub fn create(
         &self,
         request: &NewLink,
+        author: Option<&str>,
         ids: &ShardedGenerator,
         engine: &Engine,
     ) -> Result<(Link, bool), LinkOpError> {
@@ -292,13 +310,15 @@ impl Links {
             && request.alias.is_none()
             && request.expires_at.is_none()
             && request.max_visits.is_none()
+            && request.password.is_none()
         {
             let url = normalize_url(&request.url, &self.own).map_err(LinkError::from)?;
             if let Some(found) = self.store.find_reusable(&url)? {
                 return Ok((found, false));
             }
         }
-        let item = BulkItem::new_link(request.clone());
+        let mut item = BulkItem::new_link(request.clone());
+        item.author = author.map(str::to_string);
         let mut results = self.create_many(vec![Ok(item)], ids, engine)?;
         results
             .pop()
@@ -375,17 +395,28 @@ impl Links {
             }
         }
         // Restored links get their clicks back, so visits left and stats are as exported.
-        let restored_clicks: Vec<(u64, u64)> = results
+        let restored: Vec<(u64, &Restore)> = results
             .iter()
             .zip(&items)
             .filter_map(|(result, item)| {
-                let clicks = item.as_ref().ok()?.restore.as_ref()?.clicks;
-                Some((result.as_ref().ok()?.id, clicks))
+                Some((
+                    result.as_ref().ok()?.id,
+                    item.as_ref().ok()?.restore.as_ref()?,
+                ))
             })
+            .collect();
+        let totals: Vec<(u64, u64)> = restored
+            .iter()
+            .map(|&(id, r)| (id, r.clicks))
             .filter(|&(_, clicks)| clicks > 0)
             .collect();
+        let days: Vec<(u64, u64, u64)> = restored
+            .iter()
+            .flat_map(|&(id, r)| r.daily.iter().map(move |&(day, n)| (id, day, n)))
+            .filter(|&(_, _, n)| n > 0)
+            .collect();
         self.clicks
-            .restore(engine, &restored_clicks)
+            .restore(engine, &totals, &days)
             .map_err(|e| LinkOpError::Unavailable(format!("the clicks were not restored: {e}")))?;
         // A new link is likely to be followed soon: put it in the redirect cache.
         for link in results.iter().flatten() {
@@ -450,6 +481,11 @@ impl Links {
             validate_tags(tags).map_err(LinkOpError::Invalid)?;
             link.tags = tags.clone();
         }
+        match patch.password.as_deref() {
+            None => {}
+            Some("") => link.password_hash = None,
+            Some(p) => link.password_hash = Some(password::hash(p).map_err(LinkOpError::Invalid)?),
+        }
         self.store.replace(&link).map_err(|e| match e {
             StoreError::Missing(_) => LinkOpError::NotFound(path.to_string()),
             other => other.into(),
@@ -473,10 +509,15 @@ impl Links {
         Ok(deleted)
     }
 
-    /// The API's JSON for a link: the stored fields plus `short_url`.
+    /// The API's JSON for a link: the stored fields plus `short_url`, with
+    /// `"password": true` in place of the password's hash (never shown).
     pub fn view(&self, link: &Link) -> Value {
         let mut value = serde_json::to_value(link).unwrap_or_else(|_| json!({}));
         if let Some(object) = value.as_object_mut() {
+            object.remove("password_hash");
+            if link.password_hash.is_some() {
+                object.insert("password".into(), json!(true));
+            }
             object.insert("short_url".into(), json!(self.short_url(link)));
         }
         value

@@ -22,6 +22,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
 
 fn command(call: &mut Call<'_, '_>) {
     let cmd = call.cmd;
+    let resp3 = call.session.resp3;
     let out = &mut *call.out;
     let Some(sub) = cmd.arg(1) else {
         return info_of_all(out);
@@ -42,7 +43,7 @@ fn command(call: &mut Call<'_, '_>) {
             for name in names() {
                 match table::lookup(name) {
                     Some(spec) => write_info(out, spec),
-                    None => reply::null(out),
+                    None => reply::null(out, resp3),
                 }
             }
         }
@@ -52,10 +53,10 @@ fn command(call: &mut Call<'_, '_>) {
             } else {
                 names().filter_map(table::lookup).collect()
             };
-            reply::array_header(out, found.len() * 2);
+            reply::map_header(out, found.len(), resp3);
             for spec in found {
                 reply::bulk(out, spec.name.as_bytes());
-                write_docs(out, spec);
+                write_docs(out, spec, resp3);
             }
         }
         b"COUNT" | b"LIST" => {
@@ -104,9 +105,9 @@ fn write_info(out: &mut BytesMut, spec: &CommandSpec) {
     reply::array_header(out, 0);
 }
 
-/// The documentation map (as a flat array in RESP2): summary and group.
-fn write_docs(out: &mut BytesMut, spec: &CommandSpec) {
-    reply::array_header(out, 4);
+/// The documentation map (a flat array in RESP2): summary and group.
+fn write_docs(out: &mut BytesMut, spec: &CommandSpec, resp3: bool) {
+    reply::map_header(out, 2, resp3);
     reply::bulk(out, b"summary");
     reply::bulk(out, spec.summary.as_bytes());
     reply::bulk(out, b"group");

@@ -1,6 +1,7 @@
 //! One client connection: read, parse every complete command in the buffer
 //! (pipelining), answer each into one output buffer, write it once.
 
+use super::clients::Clients;
 use super::parse::Parsed;
 use super::session::Session;
 use super::table;
@@ -23,11 +24,21 @@ pub async fn serve(
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut output = BytesMut::with_capacity(16 * 1024);
     let mut parser = Parser::new(limits);
-    let mut session = Session::new(!state.access.enforced());
+    let addr =
+        |a: std::io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
+    let registration = Clients::register(
+        &state,
+        Session::next_id(),
+        addr(stream.peer_addr()),
+        addr(stream.local_addr()),
+    );
+    let client = Arc::clone(&registration.client);
+    let mut session = Session::new(!state.access.enforced(), Arc::clone(&client));
     loop {
         let read = tokio::select! {
             read = stream.read_buf(&mut input) => read,
             _ = shutdown.changed() => return,
+            _ = client.killed() => return,
         };
         match read {
             Ok(0) | Err(_) => return,
@@ -35,11 +46,12 @@ pub async fn serve(
         }
         let mut close = false;
         let mut commands_run = 0u64;
+        let mut last_command = None;
         loop {
             let used = match parser.parse(&input) {
                 Ok(Parsed::Command(cmd, used)) => {
                     commands_run += 1;
-                    table::execute(&cmd, &state, &mut session, &mut output);
+                    last_command = table::execute(&cmd, &state, &mut session, &mut output);
                     close = session.closing;
                     used
                 }
@@ -79,6 +91,9 @@ pub async fn serve(
             return;
         }
         crate::telemetry::add(&crate::telemetry::RESP_COMMANDS, commands_run);
+        if commands_run > 0 {
+            client.touch(last_command.unwrap_or("unknown"));
+        }
         crate::telemetry::add(&crate::telemetry::RESP_ERRORS, count_errors(&output));
         if stream.write_all(&output).await.is_err() {
             return;

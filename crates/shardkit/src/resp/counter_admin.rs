@@ -130,7 +130,7 @@ fn addcol(call: &mut Call<'_, '_>) {
 
 /// `COUNTER.INFO name`: columns and memory of one counter, as field/value pairs.
 fn info(call: &mut Call<'_, '_>) {
-    let (cmd, state, out) = (call.cmd, call.state, &mut *call.out);
+    let (cmd, state, resp3, out) = (call.cmd, call.state, call.session.resp3, &mut *call.out);
     let Some(name) = utf8(cmd.arg(1), "counter names", out) else {
         return;
     };
@@ -140,9 +140,14 @@ fn info(call: &mut Call<'_, '_>) {
     };
     let stats = state.counters.engine.stats();
     let Some(counter) = stats.counters.iter().find(|c| c.name == name) else {
-        return reply::error(out, &format!("ERR counter `{name}` does not exist"));
+        return reply::error(
+            out,
+            &format!(
+                "ERR counter `{name}` does not exist; create it first with COUNTER.CREATE {name}"
+            ),
+        );
     };
-    reply::array_header(out, 12);
+    reply::map_header(out, 6, resp3);
     reply::bulk(out, b"name");
     reply::bulk(out, name.as_bytes());
     reply::bulk(out, b"rows");
@@ -150,13 +155,13 @@ fn info(call: &mut Call<'_, '_>) {
     reply::bulk(out, b"bytes");
     reply::integer(out, counter.bytes as i64);
     reply::bulk(out, b"bytes_per_row");
-    reply::bulk(out, format!("{:.2}", counter.bytes_per_row).as_bytes());
+    reply::double(out, counter.bytes_per_row, resp3);
     reply::bulk(out, b"overflow_entries");
     reply::integer(out, counter.overflow_entries as i64);
     reply::bulk(out, b"columns");
     reply::array_header(out, columns.len());
     for c in columns {
-        reply::array_header(out, 8);
+        reply::map_header(out, 4, resp3);
         reply::bulk(out, b"name");
         reply::bulk(out, c.name.as_bytes());
         reply::bulk(out, b"bits");

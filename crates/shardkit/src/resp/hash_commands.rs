@@ -197,7 +197,11 @@ fn hget(call: &mut Call<'_, '_>) {
     let Some(column) = field_arg(call, 2) else {
         return;
     };
-    reply_cell(call.out, read_cell(call.state, &key, column));
+    reply_cell(
+        call.out,
+        read_cell(call.state, &key, column),
+        call.session.resp3,
+    );
 }
 
 fn hmget(call: &mut Call<'_, '_>) {
@@ -205,8 +209,12 @@ fn hmget(call: &mut Call<'_, '_>) {
     reply::array_header(call.out, call.cmd.len() - 2);
     for raw in call.cmd.args().skip(2) {
         match std::str::from_utf8(raw) {
-            Ok(column) => reply_cell(call.out, read_cell(call.state, &key, column)),
-            Err(_) => reply::null(call.out),
+            Ok(column) => reply_cell(
+                call.out,
+                read_cell(call.state, &key, column),
+                call.session.resp3,
+            ),
+            Err(_) => reply::null(call.out, call.session.resp3),
         }
     }
 }
@@ -225,7 +233,7 @@ fn fields(call: &mut Call<'_, '_>) -> Option<Vec<(String, u64)>> {
 
 fn hgetall(call: &mut Call<'_, '_>) {
     let Some(fields) = fields(call) else { return };
-    reply::array_header(call.out, fields.len() * 2);
+    reply::map_header(call.out, fields.len(), call.session.resp3);
     for (column, value) in fields {
         reply::bulk(call.out, column.as_bytes());
         reply::bulk_integer(call.out, value as i64);

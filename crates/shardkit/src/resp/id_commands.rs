@@ -1,4 +1,8 @@
-//! `ID.NEXT` and `TICKET.NEXT`: ids and ticket numbers over RESP.
+//! `ID.NEXT` and `TICKET.NEXT`: ids and ticket numbers over RESP, as decimal bulk
+//! strings. A RESP integer past 2^53 reaches a JavaScript client (ioredis, node-redis)
+//! rounded to the nearest double, so two different ids can come out equal; a bulk
+//! string is exact everywhere, and redis-cli, redis-py (`int(x)`) and the Rust crate
+//! (`u64: FromRedisValue`) read it as a number just as easily.
 
 use super::reply;
 use super::table::{Call, CommandSpec};
@@ -17,7 +21,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         key_step: 0,
         categories: &["@write", "@fast"],
         group: "ids",
-        summary: "ID.NEXT [shard] [count]: one id as an integer, or count ids as an array",
+        summary: "ID.NEXT [shard] [count]: one id as a decimal bulk string, or count ids as an array of them",
         run: id_next,
     },
     CommandSpec {
@@ -48,7 +52,9 @@ fn arg_u64(call: &Call<'_, '_>, i: usize) -> Result<Option<u64>, ()> {
     }
 }
 
-/// `ID.NEXT [shard] [count]`: one id as an integer, or `count` ids as an array.
+/// `ID.NEXT [shard] [count]`: one id, or `count` ids as an array, each a decimal bulk
+/// string (as the HTTP API gives them as JSON strings) so JavaScript clients get them
+/// exactly.
 fn id_next(call: &mut Call<'_, '_>) {
     let state = call.state;
     if call.cmd.len() > 3 {
@@ -73,7 +79,7 @@ fn id_next(call: &mut Call<'_, '_>) {
         None => match state.ids.next_id(shard) {
             Ok(id) => {
                 crate::telemetry::add(&crate::telemetry::IDS_ISSUED, 1);
-                reply::integer(out, id as i64)
+                reply::bulk_u64(out, id)
             }
             Err(e) => reply::error(out, &format!("ERR {e}")),
         },
@@ -87,7 +93,7 @@ fn id_next(call: &mut Call<'_, '_>) {
                     crate::telemetry::add(&crate::telemetry::IDS_ISSUED, n);
                     reply::array_header(out, ids.len());
                     for id in ids {
-                        reply::integer(out, id as i64);
+                        reply::bulk_u64(out, id);
                     }
                 }
                 Err(e) => reply::error(out, &format!("ERR {e}")),
@@ -121,11 +127,11 @@ fn ticket_next(call: &mut Call<'_, '_>) {
         crate::telemetry::add(&crate::telemetry::TICKETS_ISSUED, numbers.len() as u64);
     }
     match (result, count) {
-        (Ok(numbers), None) => reply::integer(out, numbers[0] as i64),
+        (Ok(numbers), None) => reply::bulk_u64(out, numbers[0]),
         (Ok(numbers), Some(_)) => {
             reply::array_header(out, numbers.len());
             for n in numbers {
-                reply::integer(out, n as i64);
+                reply::bulk_u64(out, n);
             }
         }
         (Err(e), _) => reply::error(out, &format!("ERR {e}")),

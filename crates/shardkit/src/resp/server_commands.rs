@@ -1,14 +1,11 @@
 //! Connection and server commands: what clients send on connect (`HELLO`, `AUTH`,
-//! `CLIENT`, `CONFIG GET`, `SELECT`), `PING`/`ECHO`/`QUIT`, `INFO`/`DBSIZE`, and
-//! `FLUSHDB`/`FLUSHALL`.
+//! `SELECT`), `PING`/`ECHO`/`QUIT`, `DBSIZE`, `ROLE`, `TIME`, `LASTSAVE` and
+//! `FLUSHDB`/`FLUSHALL`. `CLIENT` is in [`super::client_commands`], `INFO` and
+//! `CONFIG` in [`super::server_info`].
 
-use super::parse::Command;
 use super::reply;
-use super::session::Session;
 use super::table::{Call, CommandSpec};
 use super::values::{engine_error, strict_i64, NOT_INTEGER};
-use crate::state::AppState;
-use bytes::BytesMut;
 
 const CONNECTION: &[&str] = &["@fast", "@connection"];
 const NO_AUTH: &[&str] = &[
@@ -96,30 +93,6 @@ pub const COMMANDS: &[CommandSpec] = &[
         run: select,
     },
     CommandSpec {
-        name: "client",
-        arity: -2,
-        flags: &[],
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        categories: &["@slow"],
-        group: "connection",
-        summary: "CLIENT SETINFO|SETNAME|GETNAME|ID",
-        run: client,
-    },
-    CommandSpec {
-        name: "config",
-        arity: -2,
-        flags: &[],
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        categories: &["@slow"],
-        group: "server",
-        summary: "CONFIG GET parameter (save, appendonly, databases)",
-        run: config,
-    },
-    CommandSpec {
         name: "dbsize",
         arity: 1,
         flags: &["readonly", "fast"],
@@ -142,18 +115,6 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "server",
         summary: "This node's replication role: master, or slave of the leader with its offset",
         run: role,
-    },
-    CommandSpec {
-        name: "info",
-        arity: -1,
-        flags: &["loading", "stale"],
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        categories: &["@slow", "@dangerous"],
-        group: "server",
-        summary: "Server, persistence, counters and keyspace figures",
-        run: info,
     },
     CommandSpec {
         name: "flushdb",
@@ -179,7 +140,45 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Delete every row of every counter (columns stay), durably",
         run: flush,
     },
+    CommandSpec {
+        name: "time",
+        arity: 1,
+        flags: &["loading", "stale", "fast"],
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        categories: &["@fast"],
+        group: "server",
+        summary: "The server's clock: Unix seconds and microseconds",
+        run: time,
+    },
+    CommandSpec {
+        name: "lastsave",
+        arity: 1,
+        flags: &["loading", "stale", "fast"],
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        categories: &["@admin", "@fast", "@dangerous"],
+        group: "server",
+        summary: "Unix time of the last counter snapshot (the start time before the first)",
+        run: lastsave,
+    },
 ];
+
+fn time(call: &mut Call<'_, '_>) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    reply::array_header(call.out, 2);
+    reply::bulk_integer(call.out, now.as_secs() as i64);
+    reply::bulk_integer(call.out, i64::from(now.subsec_micros()));
+}
+
+fn lastsave(call: &mut Call<'_, '_>) {
+    let stats = call.state.counters.engine.stats();
+    reply::integer(call.out, (stats.last_snapshot_unix_ms / 1000) as i64);
+}
 
 fn ping(call: &mut Call<'_, '_>) {
     match call.cmd.len() {
@@ -216,33 +215,55 @@ fn dbsize(call: &mut Call<'_, '_>) {
     reply::integer(call.out, rows as i64);
 }
 
+/// `AUTH key`, or `AUTH name key` (Redis's ACL form: the key's name as the user
+/// name; `default` stands for whichever key it is). The key's roles decide which
+/// commands run afterwards ([`super::permissions`]).
 fn auth(call: &mut Call<'_, '_>) {
     let (cmd, state, out) = (call.cmd, call.state, &mut *call.out);
-    // AUTH key, or AUTH user key (Redis 6 ACL form; the user is ignored).
-    let key = match cmd.len() {
-        2 => cmd.arg(1),
-        3 => cmd.arg(2),
+    let (user, key) = match cmd.len() {
+        2 => (None, cmd.arg(1)),
+        3 => (cmd.arg(1), cmd.arg(2)),
         _ => return reply::error(out, "ERR syntax error"),
     };
     if !state.access.enforced() {
-        reply::error(out, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
-    } else if state.key_ok(key) {
-        call.session.authenticated = true;
-        reply::simple(out, "OK");
-    } else {
-        reply::error(
+        return reply::error(out, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+    }
+    match check_key(state, user, key) {
+        Some(grant) => {
+            call.session.authenticate(grant);
+            reply::simple(out, "OK");
+        }
+        None => reply::error(
             out,
             "WRONGPASS invalid username-password pair or user is disabled.",
-        );
+        ),
     }
 }
 
-/// `HELLO [2 [AUTH user key] [SETNAME name]]`: RESP2 only; answers Redis 7's 14 fields.
+/// The grant of `key` if it is valid and, when a user name other than `default` is
+/// given, named so.
+fn check_key(
+    state: &crate::state::AppState,
+    user: Option<&[u8]>,
+    key: Option<&[u8]>,
+) -> Option<crate::access::Grant> {
+    let grant = state.access.authenticate(key)?;
+    match user {
+        Some(user) if user != b"default" && user != grant.name.as_bytes() => None,
+        _ => Some(grant),
+    }
+}
+
+/// `HELLO [protover [AUTH user key] [SETNAME name]]`: `HELLO 3` switches the
+/// connection to RESP3, `HELLO 2` back to RESP2, a bare `HELLO` keeps the protocol;
+/// answers Redis 7's seven fields (a map in RESP3, a flat array in RESP2). Nothing
+/// changes when any part is refused.
 fn hello(call: &mut Call<'_, '_>) {
     let (cmd, state, out) = (call.cmd, call.state, &mut *call.out);
+    let mut proto = None;
     if let Some(version) = cmd.arg(1) {
         match strict_i64(version) {
-            Some(2) => {}
+            Some(v @ 2..=3) => proto = Some(v),
             Some(_) => {
                 return reply::error(
                     out,
@@ -259,43 +280,71 @@ fn hello(call: &mut Call<'_, '_>) {
     }
     let mut i = 2;
     let mut name = None;
+    let mut authenticated = call.session.authenticated;
+    let mut grant = None;
     while let Some(option) = cmd.arg(i) {
         if option.eq_ignore_ascii_case(b"AUTH") && cmd.len() > i + 2 {
-            if !state.key_ok(cmd.arg(i + 2)) {
-                return reply::error(
-                    out,
-                    "WRONGPASS invalid username-password pair or user is disabled.",
-                );
+            if !state.access.enforced() {
+                return reply::error(out, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
             }
-            call.session.authenticated = true;
+            match check_key(state, cmd.arg(i + 1), cmd.arg(i + 2)) {
+                Some(g) => grant = Some(g),
+                None => {
+                    return reply::error(
+                        out,
+                        "WRONGPASS invalid username-password pair or user is disabled.",
+                    )
+                }
+            }
+            authenticated = true;
             i += 3;
         } else if option.eq_ignore_ascii_case(b"SETNAME") && cmd.len() > i + 1 {
-            name = cmd.arg(i + 1);
+            let candidate = cmd.arg(i + 1).unwrap_or_default();
+            if candidate.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+                return reply::error(
+                    out,
+                    "ERR Client names cannot contain spaces, newlines or special characters.",
+                );
+            }
+            name = Some(candidate);
             i += 2;
         } else {
             let option = String::from_utf8_lossy(option);
             return reply::error(out, &format!("ERR Syntax error in HELLO option '{option}'"));
         }
     }
-    if !call.session.authenticated {
+    if !authenticated {
         return reply::error(out, "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
     }
-    if let Some(name) = name {
-        call.session.name = Some(name.to_vec()).filter(|n| !n.is_empty());
+    call.session.authenticated = true;
+    if let Some(grant) = grant {
+        call.session.authenticate(grant);
     }
-    reply::array_header(out, 14);
+    if let Some(v) = proto {
+        call.session.resp3 = v == 3;
+        call.session.client.set_resp(v as u8);
+    }
+    if let Some(name) = name {
+        call.session.client.set_name(name);
+    }
+    let resp3 = call.session.resp3;
+    let role: &[u8] = match state.replication.role() {
+        crate::replication::Role::Replica { .. } => b"replica",
+        _ => b"master",
+    };
+    reply::map_header(out, 7, resp3);
     reply::bulk(out, b"server");
     reply::bulk(out, b"shardkit");
     reply::bulk(out, b"version");
     reply::bulk(out, env!("CARGO_PKG_VERSION").as_bytes());
     reply::bulk(out, b"proto");
-    reply::integer(out, 2);
+    reply::integer(out, if resp3 { 3 } else { 2 });
     reply::bulk(out, b"id");
     reply::integer(out, call.session.id as i64);
     reply::bulk(out, b"mode");
     reply::bulk(out, b"standalone");
     reply::bulk(out, b"role");
-    reply::bulk(out, b"master");
+    reply::bulk(out, role);
     reply::bulk(out, b"modules");
     reply::array_header(out, 0);
 }
@@ -326,87 +375,4 @@ fn flush(call: &mut Call<'_, '_>) {
     }
     tracing::warn!(client = call.session.id, command = %name, rows, "flushed every counter's rows");
     reply::simple(call.out, "OK");
-}
-
-fn client(call: &mut Call<'_, '_>) {
-    client_command(call.cmd, call.session, call.out);
-}
-
-fn config(call: &mut Call<'_, '_>) {
-    config_command(call.cmd, call.out);
-}
-
-fn info(call: &mut Call<'_, '_>) {
-    info_command(call.state, call.out);
-}
-/// `CONFIG GET name`: what redis-benchmark and clients ask at start.
-fn config_command(cmd: &Command<'_>, out: &mut BytesMut) {
-    let sub = cmd.arg(1).unwrap_or_default();
-    if !sub.eq_ignore_ascii_case(b"GET") || cmd.len() != 3 {
-        return reply::error(out, "ERR CONFIG supports only GET <parameter> here");
-    }
-    let name = cmd.arg(2).unwrap_or_default();
-    let value: Option<&[u8]> = match name.to_ascii_lowercase().as_slice() {
-        b"save" => Some(b""),
-        b"appendonly" => Some(b"no"),
-        b"databases" => Some(b"1"),
-        _ => None,
-    };
-    match value {
-        Some(v) => {
-            reply::array_header(out, 2);
-            reply::bulk(out, &name.to_ascii_lowercase());
-            reply::bulk(out, v);
-        }
-        None => reply::array_header(out, 0),
-    }
-}
-
-fn info_command(state: &AppState, out: &mut BytesMut) {
-    use std::fmt::Write;
-    let stats = state.counters.engine.stats();
-    let rows: u64 = stats.counters.iter().map(|c| c.rows).sum();
-    let mut text = format!(
-        "# Server\r\nredis_version:7.0.0\r\nshardkit_version:{}\r\nredis_mode:standalone\r\n\r\n# Ids\r\nlayout:{}\r\n\r\n# Persistence\r\nfsync:{:?}\r\n\r\n# Counters\r\n",
-        env!("CARGO_PKG_VERSION"),
-        state.layout,
-        stats.fsync
-    );
-    for c in &stats.counters {
-        let _ = write!(
-            text,
-            "counter_{}:rows={},columns={},bytes={},bytes_per_row={:.2},overflow={}\r\n",
-            c.name, c.rows, c.columns, c.bytes, c.bytes_per_row, c.overflow_entries
-        );
-    }
-    text.push_str("\r\n");
-    text.push_str(&crate::replication::gate::info_section(&state.replication));
-    let _ = write!(text, "\r\n# Keyspace\r\n");
-    if rows > 0 {
-        let _ = write!(text, "db0:keys={rows},expires=0,avg_ttl=0\r\n");
-    }
-    reply::bulk(out, text.as_bytes());
-}
-
-/// `CLIENT SETINFO|SETNAME|GETNAME|ID`: what client libraries send on connect.
-fn client_command(cmd: &Command<'_>, session: &mut Session, out: &mut BytesMut) {
-    let sub = cmd.arg(1).unwrap_or_default();
-    if sub.eq_ignore_ascii_case(b"SETINFO") && cmd.len() == 4 {
-        reply::simple(out, "OK");
-    } else if sub.eq_ignore_ascii_case(b"SETNAME") && cmd.len() == 3 {
-        session.name = cmd.arg(2).filter(|n| !n.is_empty()).map(<[u8]>::to_vec);
-        reply::simple(out, "OK");
-    } else if sub.eq_ignore_ascii_case(b"GETNAME") && cmd.len() == 2 {
-        match &session.name {
-            Some(name) => reply::bulk(out, name),
-            None => reply::null(out),
-        }
-    } else if sub.eq_ignore_ascii_case(b"ID") && cmd.len() == 2 {
-        reply::integer(out, session.id as i64);
-    } else {
-        reply::error(
-            out,
-            "ERR CLIENT supports SETINFO, SETNAME, GETNAME and ID here",
-        );
-    }
 }

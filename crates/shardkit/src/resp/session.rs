@@ -1,6 +1,8 @@
 //! Per-connection state: authentication, the writes waiting for the disk, the id.
 
+use super::clients::Client;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Connection ids (`CLIENT ID`, `HELLO`'s `id`): one global counter, as Redis has.
 static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
@@ -13,24 +15,47 @@ pub struct Session {
     pub pending: shardkit_counters::Pending,
     /// Whether the connection may run commands (no key configured, or `AUTH` passed).
     pub authenticated: bool,
+    /// The key `AUTH` proved (its name and roles); `None` before, or with no key
+    /// configured.
+    pub grant: Option<crate::access::Grant>,
+    /// Whether every command may run without a role check: no key is configured, or
+    /// the key is an admin key (the hot path then skips [`super::permissions`]).
+    pub unrestricted: bool,
     /// This connection's id, unique for the life of the process.
     pub id: u64,
-    /// `CLIENT SETNAME`'s name.
-    pub name: Option<Vec<u8>>,
+    /// Whether the connection switched to RESP3 (`HELLO 3`).
+    pub resp3: bool,
+    /// This connection's entry in the server's client list (name, library, kill).
+    pub client: Arc<Client>,
     /// Set by `QUIT`: write the replies, then close.
     pub closing: bool,
 }
 
 impl Session {
     /// A session; `authenticated` from the start when no API key is configured.
-    pub fn new(authenticated: bool) -> Self {
+    pub fn new(authenticated: bool, client: Arc<Client>) -> Self {
         Self {
             pending: shardkit_counters::Pending::NONE,
             authenticated,
-            id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed),
-            name: None,
+            grant: None,
+            unrestricted: authenticated,
+            id: client.id,
+            resp3: false,
+            client,
             closing: false,
         }
+    }
+
+    /// Takes the grant of a key that `AUTH`/`HELLO … AUTH` proved.
+    pub fn authenticate(&mut self, grant: crate::access::Grant) {
+        self.authenticated = true;
+        self.unrestricted = grant.allows(crate::access::Need::Admin);
+        self.grant = Some(grant);
+    }
+
+    /// A fresh connection id, unique for the life of the process.
+    pub fn next_id() -> u64 {
+        NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Waits for `p` too before the batch's replies go out.

@@ -190,6 +190,7 @@ fn get(call: &mut Call<'_, '_>) {
     reply_cell(
         call.out,
         read_cell(call.state, &key, key.column_or_default()),
+        call.session.resp3,
     );
 }
 
@@ -258,9 +259,9 @@ fn set(call: &mut Call<'_, '_>) {
         }
     }
     match (get, write) {
-        (true, _) => reply_cell(call.out, Ok(old)),
+        (true, _) => reply_cell(call.out, Ok(old), call.session.resp3),
         (false, true) => reply::simple(call.out, "OK"),
-        (false, false) => reply::null(call.out),
+        (false, false) => reply::null(call.out, call.session.resp3),
     }
 }
 
@@ -274,7 +275,7 @@ fn getdel(call: &mut Call<'_, '_>) {
     if let Err(e) = reset_cell(call, &key, column) {
         return engine_error(call.out, &e);
     }
-    reply_cell(call.out, Ok(old));
+    reply_cell(call.out, Ok(old), call.session.resp3);
 }
 
 fn mget(call: &mut Call<'_, '_>) {
@@ -284,9 +285,10 @@ fn mget(call: &mut Call<'_, '_>) {
             Ok(key) => reply_cell(
                 call.out,
                 read_cell(call.state, &key, key.column_or_default()),
+                call.session.resp3,
             ),
             // Redis answers nil for a key of the wrong kind in MGET; so do we.
-            Err(_) => reply::null(call.out),
+            Err(_) => reply::null(call.out, call.session.resp3),
         }
     }
 }

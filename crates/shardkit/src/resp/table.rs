@@ -87,6 +87,9 @@ pub fn all() -> &'static [&'static CommandSpec] {
     ALL.get_or_init(|| {
         let mut all: Vec<&'static CommandSpec> = [
             super::server_commands::COMMANDS,
+            super::client_commands::COMMANDS,
+            super::server_info::COMMANDS,
+            super::keyspace_commands::COMMANDS,
             super::command_info::COMMANDS,
             super::id_commands::COMMANDS,
             super::string_commands::COMMANDS,
@@ -122,28 +125,45 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
 
 /// Runs one command, writing its reply into `out`: unknown names and wrong arities
 /// are answered as Redis does, then the authentication gate, then the handler.
-pub fn execute(cmd: &Command<'_>, state: &AppState, session: &mut Session, out: &mut BytesMut) {
-    let Some(name) = cmd.arg(0) else {
-        return;
-    };
+/// Answers the command's table name (`CLIENT LIST`'s `cmd=`), `None` if unknown.
+pub fn execute(
+    cmd: &Command<'_>,
+    state: &AppState,
+    session: &mut Session,
+    out: &mut BytesMut,
+) -> Option<&'static str> {
+    let name = cmd.arg(0)?;
     let Some(spec) = lookup(name) else {
-        return unknown(cmd, out);
+        unknown(cmd, out);
+        return None;
     };
     if !spec.arity_ok(cmd.len()) {
-        return wrong_arity(out, spec.name);
+        wrong_arity(out, spec.name);
+    } else if !session.authenticated && !spec.has_flag("no_auth") {
+        reply::error(out, "NOAUTH Authentication required.");
+    } else if !session.unrestricted
+        && !spec.has_flag("no_auth")
+        && !session
+            .grant
+            .as_ref()
+            .is_some_and(|g| g.allows(super::permissions::need_of(spec)))
+    {
+        let user = session
+            .grant
+            .as_ref()
+            .map_or("default", |g| g.name.as_str());
+        reply::error(out, &super::permissions::refusal(user, spec.name));
+    } else if let Some(refusal) = crate::replication::gate::refuse(&state.replication, name) {
+        reply::error(out, refusal);
+    } else {
+        (spec.run)(&mut Call {
+            cmd,
+            state,
+            session,
+            out,
+        });
     }
-    if !session.authenticated && !spec.has_flag("no_auth") {
-        return reply::error(out, "NOAUTH Authentication required.");
-    }
-    if let Some(refusal) = crate::replication::gate::refuse(&state.replication, name) {
-        return reply::error(out, refusal);
-    }
-    (spec.run)(&mut Call {
-        cmd,
-        state,
-        session,
-        out,
-    });
+    Some(spec.name)
 }
 
 /// Redis's text for a wrong number of arguments.

@@ -44,10 +44,20 @@ pub fn stored_value(text: &[u8]) -> Result<u64, &'static str> {
 }
 
 /// The error reply for an engine error; an increment past the maximum gets Redis's
-/// overflow text (the column's max is 2^63 - 1 unless it was made narrower).
+/// overflow text (the column's max is 2^63 - 1 unless it was made narrower), and a
+/// missing counter or column names the RESP command that makes it (the engine's own
+/// text names its library function).
 pub fn engine_error(out: &mut BytesMut, e: &Error) {
     match e {
         Error::TooLarge { max, .. } if *max == MAX_VALUE => reply::error(out, OVERFLOW),
+        Error::NoSuchCounter(name) => reply::error(
+            out,
+            &format!("ERR counter `{name}` does not exist; create it first with COUNTER.CREATE {name}"),
+        ),
+        Error::NoSuchColumn { counter, column } => reply::error(
+            out,
+            &format!("ERR counter `{counter}` has no column `{column}`; add it first with COUNTER.ADDCOL {counter} {column}"),
+        ),
         e => reply::error(out, &format!("ERR {e}")),
     }
 }
@@ -96,10 +106,10 @@ pub fn read_cell(
 }
 
 /// Writes a cell read as a bulk string, nil for no such counter or column.
-pub fn reply_cell(out: &mut BytesMut, cell: Result<Option<u64>, Error>) {
+pub fn reply_cell(out: &mut BytesMut, cell: Result<Option<u64>, Error>, resp3: bool) {
     match cell {
         Ok(Some(v)) => reply::bulk_integer(out, v as i64),
-        Ok(None) => reply::null(out),
+        Ok(None) => reply::null(out, resp3),
         Err(e) => engine_error(out, &e),
     }
 }
