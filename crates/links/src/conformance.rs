@@ -5,10 +5,12 @@
 use crate::code::group_of;
 use crate::error::StoreError;
 use crate::model::{Link, Redirect};
-use crate::store::{InsertOutcome, LinkStore};
+use crate::store::{InsertOutcome, LinkStore, Write, Written};
+use sample_link as link;
 use shardkit_ids::base62;
 
-fn link(id: u64, code: &str, url: &str) -> Link {
+/// A plain link (no alias, tags, limits or password) for tests of a store.
+pub fn sample_link(id: u64, code: &str, url: &str) -> Link {
     Link {
         id,
         url: url.to_string(),
@@ -224,5 +226,35 @@ pub fn run(store: &dyn LinkStore) {
     let mut f = link(70, "f000001", "https://example.com/f");
     f.alias = Some("bee-alias".into());
     assert_eq!(store.insert_batch(&[f]).unwrap(), [InsertOutcome::Inserted]);
+    assert_eq!(store.count().unwrap(), 4);
+
+    // A group of writes applies in order, each answering as its own method would; a
+    // write that fails does not take the others with it.
+    let x = link(100, "x000100", "https://example.com/x");
+    let y = link(101, "x000101", "https://example.com/y");
+    let answers = store.write_group(&[
+        Write::Insert(vec![x.clone()]),
+        Write::Replace(link(998, "y000998", "https://example.com/")),
+        Write::Delete(x.clone()),
+        Write::Insert(vec![y.clone()]),
+    ]);
+    assert_eq!(answers.len(), 4);
+    assert_eq!(
+        answers[0],
+        Ok(Written::Inserted(vec![InsertOutcome::Inserted]))
+    );
+    assert!(
+        matches!(answers[1], Err(StoreError::Missing(998))),
+        "{:?}",
+        answers[1]
+    );
+    assert_eq!(answers[2], Ok(Written::Deleted(Some(x))));
+    assert_eq!(
+        answers[3],
+        Ok(Written::Inserted(vec![InsertOutcome::Inserted]))
+    );
+    assert_eq!(store.resolve("x000100").unwrap(), None);
+    assert_eq!(store.resolve("x000101").unwrap(), Some(y.clone()));
+    assert_eq!(store.delete_link(&y).unwrap(), Some(y));
     assert_eq!(store.count().unwrap(), 4);
 }

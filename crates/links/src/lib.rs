@@ -11,7 +11,8 @@
 //!   the service's own short domain.
 //! - [`validate_alias`]: custom aliases, provably disjoint from generated codes.
 //! - [`Link`]: the stored record; [`LinkStore`]: storage behind a trait;
-//!   [`RedbLinkStore`]: the embedded implementation; [`conformance`]: the suite every
+//!   [`RedbLinkStore`]: the embedded implementation; [`GroupCommit`]: concurrent
+//!   writers share one durable commit; [`conformance`]: the suite every
 //!   store must pass.
 //! - [`Minter`]: codes from per-group ticket sequences ([`shardkit_ids::tickets`]).
 //!
@@ -30,6 +31,7 @@ mod code;
 pub mod conformance;
 mod error;
 mod feistel;
+mod group_commit;
 mod key;
 mod minter;
 mod model;
@@ -41,6 +43,7 @@ pub use alias::{is_reserved, validate_alias, MAX_ALIAS_LEN, RESERVED};
 pub use code::{group_of, Codec, GROUPS, MIN_CODE_LEN, MIN_REST_WIDTH};
 pub use error::{AliasError, CodeError, LinkError, StoreError, UrlError};
 pub use feistel::Feistel;
+pub use group_commit::{expect_inserted, GroupCommit, GroupStats, MAX_GROUP_LINKS};
 pub use key::load_or_create_key;
 pub use minter::{GroupSequences, Minter, TicketSequences};
 pub use model::{
@@ -48,5 +51,5 @@ pub use model::{
     MAX_TAGS,
 };
 pub use redb_store::RedbLinkStore;
-pub use store::{InsertOutcome, LinkStore};
+pub use store::{write_one, InsertOutcome, LinkStore, Write, Written};
 pub use url_rules::{normalize_url, OwnOrigin, MAX_URL_LEN};

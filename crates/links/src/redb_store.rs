@@ -5,13 +5,16 @@
 //! `urls` (hash of normalized URL -> ids, checked against the record since hashes can
 //! collide), `tags` (tag -> ids). All are changed together in one transaction, so
 //! after a crash either every entry of a link is there or none is.
+//! [`LinkStore::write_group`] puts many callers' writes in one transaction, so one
+//! fsync acknowledges them all ([`crate::GroupCommit`] gathers them).
 
 use crate::code::looks_generated;
 use crate::error::StoreError;
 use crate::model::Link;
-use crate::store::{InsertOutcome, LinkStore};
+use crate::store::{write_one, InsertOutcome, LinkStore, Write, Written};
 use redb::{
     Database, MultimapTableDefinition, ReadableTable, ReadableTableMetadata, TableDefinition,
+    WriteTransaction,
 };
 use std::path::Path;
 
@@ -70,82 +73,50 @@ impl RedbLinkStore {
         txn.commit().map_err(backend)?;
         Ok(Self { db })
     }
+
+    /// `writes` in one transaction and one fsync. `Err` if any write failed part-way
+    /// (nothing of the group is then stored); a `replace` of a missing link, or one that
+    /// changes the code, fails before it changes anything, so it is only that write's
+    /// error.
+    fn write_together(
+        &self,
+        writes: &[Write],
+    ) -> Result<Vec<Result<Written, StoreError>>, StoreError> {
+        let txn = self.db.begin_write().map_err(backend)?;
+        let mut results = Vec::with_capacity(writes.len());
+        for write in writes {
+            results.push(match write {
+                Write::Insert(links) => Ok(Written::Inserted(insert_in(&txn, links)?)),
+                Write::Replace(link) => match replace_in(&txn, link) {
+                    Ok(()) => Ok(Written::Replaced),
+                    Err(e @ (StoreError::Missing(_) | StoreError::Immutable(_))) => Err(e),
+                    Err(e) => return Err(e),
+                },
+                Write::Delete(link) => Ok(Written::Deleted(delete_in(&txn, link.id)?)),
+            });
+        }
+        txn.commit().map_err(backend)?;
+        Ok(results)
+    }
 }
 
 impl LinkStore for RedbLinkStore {
+    fn is_local(&self) -> bool {
+        true
+    }
+
+    fn write_group(&self, writes: &[Write]) -> Vec<Result<Written, StoreError>> {
+        match self.write_together(writes) {
+            Ok(results) => results,
+            // Nothing of the group was stored: each write runs alone, so only the one at
+            // fault fails (a duplicate code, which is a minting bug, or the disk).
+            Err(_) => writes.iter().map(|w| write_one(self, w)).collect(),
+        }
+    }
+
     fn insert_batch(&self, links: &[Link]) -> Result<Vec<InsertOutcome>, StoreError> {
         let txn = self.db.begin_write().map_err(backend)?;
-        let mut outcomes = Vec::with_capacity(links.len());
-        {
-            let mut by_id = txn.open_table(LINKS).map_err(backend)?;
-            let mut codes = txn.open_table(CODES).map_err(backend)?;
-            let mut aliases = txn.open_table(ALIASES).map_err(backend)?;
-            let mut urls = txn.open_multimap_table(URLS).map_err(backend)?;
-            let mut tags = txn.open_multimap_table(TAGS).map_err(backend)?;
-            // Aliases first, in request order: the first of two equal aliases wins.
-            let mut accepted: Vec<&Link> = Vec::with_capacity(links.len());
-            let mut batch_aliases: std::collections::HashMap<&str, &str> =
-                std::collections::HashMap::new();
-            for link in links {
-                if let Some(alias) = &link.alias {
-                    if let Some(owner_code) = batch_aliases.get(alias.as_str()) {
-                        outcomes.push(InsertOutcome::AliasTaken {
-                            alias: alias.clone(),
-                            owner_code: owner_code.to_string(),
-                        });
-                        continue;
-                    }
-                    let owner = aliases
-                        .get(alias.as_bytes())
-                        .map_err(backend)?
-                        .map(|g| g.value());
-                    if let Some(owner) = owner {
-                        let owner_code = match by_id.get(owner).map_err(backend)? {
-                            Some(record) => decode(owner, record.value())?.code,
-                            None => String::new(),
-                        };
-                        outcomes.push(InsertOutcome::AliasTaken {
-                            alias: alias.clone(),
-                            owner_code,
-                        });
-                        continue;
-                    }
-                    aliases.insert(alias.as_bytes(), link.id).map_err(backend)?;
-                    batch_aliases.insert(alias, &link.code);
-                }
-                accepted.push(link);
-                outcomes.push(InsertOutcome::Inserted);
-            }
-            // Then each table in its own key order: neighbouring keys share pages, so a
-            // big batch touches each page once instead of at random.
-            accepted.sort_unstable_by_key(|l| l.id);
-            for link in &accepted {
-                if by_id
-                    .insert(link.id, encode(link)?.as_slice())
-                    .map_err(backend)?
-                    .is_some()
-                {
-                    return Err(StoreError::Duplicate(format!("id {}", link.id)));
-                }
-            }
-            accepted.sort_unstable_by(|a, b| a.code.cmp(&b.code));
-            for link in &accepted {
-                if codes
-                    .insert(link.code.as_bytes(), link.id)
-                    .map_err(backend)?
-                    .is_some()
-                {
-                    return Err(StoreError::Duplicate(format!("code {}", link.code)));
-                }
-            }
-            accepted.sort_unstable_by_key(|l| url_key(&l.url));
-            for link in &accepted {
-                urls.insert(url_key(&link.url), link.id).map_err(backend)?;
-                for tag in &link.tags {
-                    tags.insert(tag.as_bytes(), link.id).map_err(backend)?;
-                }
-            }
-        }
+        let outcomes = insert_in(&txn, links)?;
         txn.commit().map_err(backend)?;
         Ok(outcomes)
     }
@@ -197,62 +168,15 @@ impl LinkStore for RedbLinkStore {
 
     fn replace(&self, link: &Link) -> Result<(), StoreError> {
         let txn = self.db.begin_write().map_err(backend)?;
-        {
-            let mut by_id = txn.open_table(LINKS).map_err(backend)?;
-            let old = match by_id.get(link.id).map_err(backend)? {
-                Some(record) => decode(link.id, record.value())?,
-                None => return Err(StoreError::Missing(link.id)),
-            };
-            if old.code != link.code || old.alias != link.alias {
-                return Err(StoreError::Immutable(link.id));
-            }
-            let mut urls = txn.open_multimap_table(URLS).map_err(backend)?;
-            let mut tags = txn.open_multimap_table(TAGS).map_err(backend)?;
-            urls.remove(url_key(&old.url), link.id).map_err(backend)?;
-            urls.insert(url_key(&link.url), link.id).map_err(backend)?;
-            for tag in &old.tags {
-                tags.remove(tag.as_bytes(), link.id).map_err(backend)?;
-            }
-            for tag in &link.tags {
-                tags.insert(tag.as_bytes(), link.id).map_err(backend)?;
-            }
-            by_id
-                .insert(link.id, encode(link)?.as_slice())
-                .map_err(backend)?;
-        }
+        replace_in(&txn, link)?;
         txn.commit().map_err(backend)
     }
 
     fn delete(&self, id: u64) -> Result<Option<Link>, StoreError> {
         let txn = self.db.begin_write().map_err(backend)?;
-        let old = {
-            let mut by_id = txn.open_table(LINKS).map_err(backend)?;
-            let old = match by_id.remove(id).map_err(backend)? {
-                Some(record) => decode(id, record.value())?,
-                None => return Ok(None),
-            };
-            txn.open_table(CODES)
-                .map_err(backend)?
-                .remove(old.code.as_bytes())
-                .map_err(backend)?;
-            if let Some(alias) = &old.alias {
-                txn.open_table(ALIASES)
-                    .map_err(backend)?
-                    .remove(alias.as_bytes())
-                    .map_err(backend)?;
-            }
-            txn.open_multimap_table(URLS)
-                .map_err(backend)?
-                .remove(url_key(&old.url), id)
-                .map_err(backend)?;
-            let mut tags = txn.open_multimap_table(TAGS).map_err(backend)?;
-            for tag in &old.tags {
-                tags.remove(tag.as_bytes(), id).map_err(backend)?;
-            }
-            old
-        };
+        let old = delete_in(&txn, id)?;
         txn.commit().map_err(backend)?;
-        Ok(Some(old))
+        Ok(old)
     }
 
     fn list(
@@ -305,6 +229,137 @@ impl LinkStore for RedbLinkStore {
             .len()
             .map_err(backend)
     }
+}
+
+/// `insert_batch` inside `txn` (not committed).
+fn insert_in(txn: &WriteTransaction, links: &[Link]) -> Result<Vec<InsertOutcome>, StoreError> {
+    let mut outcomes = Vec::with_capacity(links.len());
+    {
+        let mut by_id = txn.open_table(LINKS).map_err(backend)?;
+        let mut codes = txn.open_table(CODES).map_err(backend)?;
+        let mut aliases = txn.open_table(ALIASES).map_err(backend)?;
+        let mut urls = txn.open_multimap_table(URLS).map_err(backend)?;
+        let mut tags = txn.open_multimap_table(TAGS).map_err(backend)?;
+        // Aliases first, in request order: the first of two equal aliases wins.
+        let mut accepted: Vec<&Link> = Vec::with_capacity(links.len());
+        let mut batch_aliases: std::collections::HashMap<&str, &str> =
+            std::collections::HashMap::new();
+        for link in links {
+            if let Some(alias) = &link.alias {
+                if let Some(owner_code) = batch_aliases.get(alias.as_str()) {
+                    outcomes.push(InsertOutcome::AliasTaken {
+                        alias: alias.clone(),
+                        owner_code: owner_code.to_string(),
+                    });
+                    continue;
+                }
+                let owner = aliases
+                    .get(alias.as_bytes())
+                    .map_err(backend)?
+                    .map(|g| g.value());
+                if let Some(owner) = owner {
+                    let owner_code = match by_id.get(owner).map_err(backend)? {
+                        Some(record) => decode(owner, record.value())?.code,
+                        None => String::new(),
+                    };
+                    outcomes.push(InsertOutcome::AliasTaken {
+                        alias: alias.clone(),
+                        owner_code,
+                    });
+                    continue;
+                }
+                aliases.insert(alias.as_bytes(), link.id).map_err(backend)?;
+                batch_aliases.insert(alias, &link.code);
+            }
+            accepted.push(link);
+            outcomes.push(InsertOutcome::Inserted);
+        }
+        // Then each table in its own key order: neighbouring keys share pages, so a
+        // big batch touches each page once instead of at random.
+        accepted.sort_unstable_by_key(|l| l.id);
+        for link in &accepted {
+            if by_id
+                .insert(link.id, encode(link)?.as_slice())
+                .map_err(backend)?
+                .is_some()
+            {
+                return Err(StoreError::Duplicate(format!("id {}", link.id)));
+            }
+        }
+        accepted.sort_unstable_by(|a, b| a.code.cmp(&b.code));
+        for link in &accepted {
+            if codes
+                .insert(link.code.as_bytes(), link.id)
+                .map_err(backend)?
+                .is_some()
+            {
+                return Err(StoreError::Duplicate(format!("code {}", link.code)));
+            }
+        }
+        accepted.sort_unstable_by_key(|l| url_key(&l.url));
+        for link in &accepted {
+            urls.insert(url_key(&link.url), link.id).map_err(backend)?;
+            for tag in &link.tags {
+                tags.insert(tag.as_bytes(), link.id).map_err(backend)?;
+            }
+        }
+    }
+    Ok(outcomes)
+}
+
+/// `replace` inside `txn` (not committed). [`StoreError::Missing`] and
+/// [`StoreError::Immutable`] come before anything is changed.
+fn replace_in(txn: &WriteTransaction, link: &Link) -> Result<(), StoreError> {
+    let mut by_id = txn.open_table(LINKS).map_err(backend)?;
+    let old = match by_id.get(link.id).map_err(backend)? {
+        Some(record) => decode(link.id, record.value())?,
+        None => return Err(StoreError::Missing(link.id)),
+    };
+    if old.code != link.code || old.alias != link.alias {
+        return Err(StoreError::Immutable(link.id));
+    }
+    let mut urls = txn.open_multimap_table(URLS).map_err(backend)?;
+    let mut tags = txn.open_multimap_table(TAGS).map_err(backend)?;
+    urls.remove(url_key(&old.url), link.id).map_err(backend)?;
+    urls.insert(url_key(&link.url), link.id).map_err(backend)?;
+    for tag in &old.tags {
+        tags.remove(tag.as_bytes(), link.id).map_err(backend)?;
+    }
+    for tag in &link.tags {
+        tags.insert(tag.as_bytes(), link.id).map_err(backend)?;
+    }
+    by_id
+        .insert(link.id, encode(link)?.as_slice())
+        .map_err(backend)?;
+    Ok(())
+}
+
+/// `delete` inside `txn` (not committed).
+fn delete_in(txn: &WriteTransaction, id: u64) -> Result<Option<Link>, StoreError> {
+    let mut by_id = txn.open_table(LINKS).map_err(backend)?;
+    let old = match by_id.remove(id).map_err(backend)? {
+        Some(record) => decode(id, record.value())?,
+        None => return Ok(None),
+    };
+    txn.open_table(CODES)
+        .map_err(backend)?
+        .remove(old.code.as_bytes())
+        .map_err(backend)?;
+    if let Some(alias) = &old.alias {
+        txn.open_table(ALIASES)
+            .map_err(backend)?
+            .remove(alias.as_bytes())
+            .map_err(backend)?;
+    }
+    txn.open_multimap_table(URLS)
+        .map_err(backend)?
+        .remove(url_key(&old.url), id)
+        .map_err(backend)?;
+    let mut tags = txn.open_multimap_table(TAGS).map_err(backend)?;
+    for tag in &old.tags {
+        tags.remove(tag.as_bytes(), id).map_err(backend)?;
+    }
+    Ok(Some(old))
 }
 
 #[cfg(test)]

@@ -24,6 +24,30 @@ pub enum InsertOutcome {
     },
 }
 
+/// One write of a group handed to [`LinkStore::write_group`]: what `insert_batch`,
+/// `replace` and `delete_link` do, as values, so many callers' writes can share one
+/// durable commit ([`crate::GroupCommit`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Write {
+    /// [`LinkStore::insert_batch`] of these links.
+    Insert(Vec<Link>),
+    /// [`LinkStore::replace`] with this link.
+    Replace(Link),
+    /// [`LinkStore::delete_link`] of this link.
+    Delete(Link),
+}
+
+/// What one [`Write`] of a group did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// One outcome per inserted link, in order.
+    Inserted(Vec<InsertOutcome>),
+    /// The link was replaced.
+    Replaced,
+    /// The link deleted, or `None` if it was not stored.
+    Deleted(Option<Link>),
+}
+
 /// Durable storage of links.
 pub trait LinkStore: Send + Sync {
     /// Stores `links` in one durable transaction (committed and fsynced before this
@@ -77,6 +101,31 @@ pub trait LinkStore: Send + Sync {
 
     /// How many links are stored.
     fn count(&self) -> Result<u64, StoreError>;
+
+    /// Whether every call is answered from this machine's storage, with no network
+    /// round trip: then a caller on an async thread may read it in place and only wait
+    /// (without a thread) for writes. False unless a store says so.
+    fn is_local(&self) -> bool {
+        false
+    }
+
+    /// Applies `writes` in order, each as its method would, and answers one result per
+    /// write. A store that can commits them together (the embedded store: one fsynced
+    /// transaction for the whole group); every result is durable when this returns.
+    /// A write's error is its own: the others still apply. The default runs each
+    /// write on its own.
+    fn write_group(&self, writes: &[Write]) -> Vec<Result<Written, StoreError>> {
+        writes.iter().map(|w| write_one(self, w)).collect()
+    }
+}
+
+/// One write applied on its own, as its [`LinkStore`] method does.
+pub fn write_one<S: LinkStore + ?Sized>(store: &S, write: &Write) -> Result<Written, StoreError> {
+    match write {
+        Write::Insert(links) => store.insert_batch(links).map(Written::Inserted),
+        Write::Replace(link) => store.replace(link).map(|()| Written::Replaced),
+        Write::Delete(link) => store.delete_link(link).map(Written::Deleted),
+    }
 }
 
 impl<T: LinkStore + ?Sized> LinkStore for std::sync::Arc<T> {
@@ -114,5 +163,11 @@ impl<T: LinkStore + ?Sized> LinkStore for std::sync::Arc<T> {
     }
     fn count(&self) -> Result<u64, StoreError> {
         (**self).count()
+    }
+    fn write_group(&self, writes: &[Write]) -> Vec<Result<Written, StoreError>> {
+        (**self).write_group(writes)
+    }
+    fn is_local(&self) -> bool {
+        (**self).is_local()
     }
 }

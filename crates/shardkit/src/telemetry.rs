@@ -91,6 +91,19 @@ pub fn render(state: &crate::state::AppState) -> String {
         "Ticket numbers handed out.",
         TICKETS_ISSUED.load(Ordering::Relaxed),
     );
+    let commits = state.links.commit_stats();
+    counter(
+        &mut text,
+        "shardkit_link_commits_total",
+        "Durable commits of link writes (concurrent writes share one).",
+        commits.groups.load(Ordering::Relaxed),
+    );
+    counter(
+        &mut text,
+        "shardkit_link_writes_total",
+        "Link writes (a create, bulk batch, change or delete) acknowledged by those commits.",
+        commits.writes.load(Ordering::Relaxed),
+    );
     let stats = state.counters.engine.stats();
     let _ = write!(text, "# HELP shardkit_counter_rows Rows stored per counter.\n# TYPE shardkit_counter_rows gauge\n");
     for c in &stats.counters {

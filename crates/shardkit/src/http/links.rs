@@ -1,6 +1,7 @@
 //! `POST /api/links`, `GET /api/links`, `GET|PATCH|PUT|DELETE /api/links/{code}`:
 //! the JSON API of short links. Storage work runs on a blocking thread (every write
-//! is an fsynced transaction).
+//! is an fsynced transaction), except a plain create on the embedded store, which
+//! awaits its group commit without a thread.
 
 use super::ApiError;
 use crate::access::Grant;
@@ -61,17 +62,33 @@ pub async fn create(
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let request: NewLink = super::json_body::read(body)?;
-    let worker = Arc::clone(&state);
     let author = grant.map(|Extension(g)| g.name);
-    let (link, created) = blocking(move || {
-        worker.links.create(
+    // On the embedded store a create only waits for its (shared) commit: no thread of
+    // its own. Otherwise (PostgreSQL round trips, a password to hash) a blocking thread.
+    let in_place = state
+        .links
+        .create_in_place(
             &request,
             author.as_deref(),
-            &worker.ids,
-            &worker.counters.engine,
+            &state.ids,
+            &state.counters.engine,
         )
-    })
-    .await?;
+        .await;
+    let (link, created) = match in_place {
+        Some(result) => result.map_err(op_error)?,
+        None => {
+            let worker = Arc::clone(&state);
+            blocking(move || {
+                worker.links.create(
+                    &request,
+                    author.as_deref(),
+                    &worker.ids,
+                    &worker.counters.engine,
+                )
+            })
+            .await?
+        }
+    };
     let status = if created {
         StatusCode::CREATED
     } else {

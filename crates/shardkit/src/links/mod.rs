@@ -15,8 +15,8 @@ use shardkit_counters::Engine;
 use shardkit_ids::ShardedGenerator;
 use shardkit_links::{
     day_of, format_day, format_time, group_of, normalize_url, now_ms, parse_time, validate_alias,
-    validate_tags, Codec, Feistel, InsertOutcome, Link, LinkError, LinkStore, Minter, OwnOrigin,
-    Redirect, StoreError,
+    validate_tags, Codec, Feistel, GroupCommit, GroupStats, InsertOutcome, Link, LinkError,
+    LinkStore, Minter, OwnOrigin, Redirect, StoreError,
 };
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -119,9 +119,20 @@ impl From<StoreError> for LinkOpError {
     }
 }
 
+/// Links validated and drafted by [`Links::prepare`], waiting for their write.
+struct Prepared {
+    /// The request's items, for the restore data of imported links.
+    items: Vec<Result<BulkItem, String>>,
+    /// One result per item; the `Ok` ones are the drafts, in order.
+    results: Vec<Result<Link, LinkOpError>>,
+    /// The links to store.
+    drafts: Vec<Link>,
+}
+
 /// Everything the links endpoints share.
 pub struct Links {
-    store: Arc<dyn LinkStore>,
+    /// Writes of concurrent requests share one durable commit.
+    store: GroupCommit,
     minter: Minter,
     cache: quick_cache::sync::Cache<String, Arc<Link>>,
     /// Clicks in memory, flushed to the counter engine.
@@ -166,6 +177,7 @@ fn max_visits(n: Option<u64>) -> Result<Option<u64>, LinkOpError> {
 
 impl Links {
     /// The service over `store`, minting with `minter`; `base_url` starts every short URL.
+    /// Writes go through a [`GroupCommit`] over `store`.
     pub fn new(
         store: Arc<dyn LinkStore>,
         minter: Minter,
@@ -174,7 +186,7 @@ impl Links {
     ) -> anyhow::Result<Self> {
         let own = vec![OwnOrigin::from_base_url(&base_url)?];
         Ok(Self {
-            store,
+            store: GroupCommit::new(store),
             minter,
             cache: quick_cache::sync::Cache::new(cache_entries.max(16)),
             clicks: ClickBook::default(),
@@ -194,7 +206,12 @@ impl Links {
 
     /// The store (for export and listing).
     pub fn store(&self) -> &dyn LinkStore {
-        &*self.store
+        &self.store
+    }
+
+    /// How many commits the link writes took, and how many writes they held.
+    pub fn commit_stats(&self) -> &GroupStats {
+        self.store.stats()
     }
 
     /// `<base_url>/<alias or code>`.
@@ -306,16 +323,8 @@ impl Links {
         ids: &ShardedGenerator,
         engine: &Engine,
     ) -> Result<(Link, bool), LinkOpError> {
-        if request.reuse == Some(true)
-            && request.alias.is_none()
-            && request.expires_at.is_none()
-            && request.max_visits.is_none()
-            && request.password.is_none()
-        {
-            let url = normalize_url(&request.url, &self.own).map_err(LinkError::from)?;
-            if let Some(found) = self.store.find_reusable(&url)? {
-                return Ok((found, false));
-            }
+        if let Some(found) = self.reusable(request)? {
+            return Ok((found, false));
         }
         let mut item = BulkItem::new_link(request.clone());
         item.author = author.map(str::to_string);
@@ -336,6 +345,89 @@ impl Links {
         ids: &ShardedGenerator,
         engine: &Engine,
     ) -> Result<Vec<Result<Link, LinkOpError>>, LinkOpError> {
+        let prepared = self.prepare(items, ids)?;
+        if prepared.drafts.is_empty() {
+            return Ok(prepared.results);
+        }
+        let outcomes = self.store.insert_batch(&prepared.drafts)?;
+        self.finish(prepared, outcomes, engine)
+    }
+
+    /// Creates one link as [`Links::create`] does, from an async handler, when that
+    /// needs no thread of its own: the store is on this machine and the link has no
+    /// password to hash. Drafting reads the store in place (a local file read); the
+    /// durable write goes to the group commit and is awaited, holding no thread.
+    /// `None`: not possible here, call [`Links::create`] on a blocking thread instead.
+    pub async fn create_in_place(
+        &self,
+        request: &NewLink,
+        author: Option<&str>,
+        ids: &ShardedGenerator,
+        engine: &Engine,
+    ) -> Option<Result<(Link, bool), LinkOpError>> {
+        if !self.store.is_local() || request.password.is_some() {
+            return None;
+        }
+        Some(self.create_awaiting(request, author, ids, engine).await)
+    }
+
+    async fn create_awaiting(
+        &self,
+        request: &NewLink,
+        author: Option<&str>,
+        ids: &ShardedGenerator,
+        engine: &Engine,
+    ) -> Result<(Link, bool), LinkOpError> {
+        if let Some(found) = self.reusable(request)? {
+            return Ok((found, false));
+        }
+        let mut item = BulkItem::new_link(request.clone());
+        item.author = author.map(str::to_string);
+        let prepared = self.prepare(vec![Ok(item)], ids)?;
+        let mut results = if prepared.drafts.is_empty() {
+            prepared.results
+        } else {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            self.store.submit_then(
+                shardkit_links::Write::Insert(prepared.drafts.clone()),
+                move |result| {
+                    let _ = reply.send(result);
+                },
+            );
+            let written = answer
+                .await
+                .map_err(|_| LinkOpError::Unavailable("the link writer has stopped".into()))??;
+            let outcomes = shardkit_links::expect_inserted(written)?;
+            self.finish(prepared, outcomes, engine)?
+        };
+        results
+            .pop()
+            .unwrap_or_else(|| Err(LinkOpError::Unavailable("no result".into())))
+            .map(|l| (l, true))
+    }
+
+    /// An existing plain link to hand back for `"reuse": true`, if the request asks for
+    /// one and one is stored.
+    fn reusable(&self, request: &NewLink) -> Result<Option<Link>, LinkOpError> {
+        if request.reuse == Some(true)
+            && request.alias.is_none()
+            && request.expires_at.is_none()
+            && request.max_visits.is_none()
+            && request.password.is_none()
+        {
+            let url = normalize_url(&request.url, &self.own).map_err(LinkError::from)?;
+            return Ok(self.store.find_reusable(&url)?);
+        }
+        Ok(None)
+    }
+
+    /// The first half of a create: every item validated and drafted (code minted or
+    /// restored, id made, assigned by the store where it makes them), nothing stored.
+    fn prepare(
+        &self,
+        items: Vec<Result<BulkItem, String>>,
+        ids: &ShardedGenerator,
+    ) -> Result<Prepared, LinkOpError> {
         let now = now_ms();
         let mut taken: HashSet<String> = HashSet::new();
         let mut results: Vec<Result<Link, LinkOpError>> = Vec::with_capacity(items.len());
@@ -368,19 +460,36 @@ impl Links {
             .iter()
             .filter_map(|r| r.as_ref().ok().cloned())
             .collect();
-        if drafts.is_empty() {
-            return Ok(results);
+        if !drafts.is_empty() {
+            // A store shared by many servers makes the ids (PostgreSQL: each shard's next_id()).
+            self.store.assign_ids(&mut drafts)?;
+            for (result, draft) in results
+                .iter_mut()
+                .filter_map(|r| r.as_mut().ok())
+                .zip(&drafts)
+            {
+                result.id = draft.id;
+            }
         }
-        // A store shared by many servers makes the ids (PostgreSQL: each shard's next_id()).
-        self.store.assign_ids(&mut drafts)?;
-        for (result, draft) in results
-            .iter_mut()
-            .filter_map(|r| r.as_mut().ok())
-            .zip(&drafts)
-        {
-            result.id = draft.id;
-        }
-        let mut outcomes = self.store.insert_batch(&drafts)?.into_iter();
+        Ok(Prepared {
+            items,
+            results,
+            drafts,
+        })
+    }
+
+    /// The second half: the store's outcomes applied to the results, restored clicks
+    /// put back, new links cached.
+    fn finish(
+        &self,
+        prepared: Prepared,
+        outcomes: Vec<InsertOutcome>,
+        engine: &Engine,
+    ) -> Result<Vec<Result<Link, LinkOpError>>, LinkOpError> {
+        let Prepared {
+            items, mut results, ..
+        } = prepared;
+        let mut outcomes = outcomes.into_iter();
         for result in results.iter_mut().filter(|r| r.is_ok()) {
             match outcomes.next() {
                 Some(InsertOutcome::Inserted) => {}
