@@ -9,25 +9,12 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
-use std::process::Command;
 
 const ADMIN: &str = "admin-key-0123456789abcdef";
 
 /// `shardkit keys ARGS --data DIR`, its stdout on success.
 fn keys(data: &Path, args: &[&str]) -> Result<String, String> {
-    let output = Command::new(env!("CARGO_BIN_EXE_shardkit"))
-        .arg("keys")
-        .args(args)
-        .arg("--data")
-        .arg(data)
-        .env_remove("SHARDKIT_DATA")
-        .output()
-        .unwrap();
-    if output.status.success() {
-        Ok(String::from_utf8(output.stdout).unwrap().trim().to_string())
-    } else {
-        Err(String::from_utf8(output.stderr).unwrap())
-    }
+    common::keys_cli(data, args)
 }
 
 /// A client whose requests come from `127.0.0.N` (the failed-check limit is per address).

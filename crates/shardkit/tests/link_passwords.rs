@@ -10,7 +10,6 @@ use reqwest::blocking::Client;
 use serde_json::{json, Value};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
-use std::process::Command;
 
 const ADMIN: &str = "admin-key-0123456789abcdef";
 
@@ -174,17 +173,9 @@ fn a_password_link_asks_counts_only_the_right_password_and_limits_attempts() {
     assert_eq!(open.status().as_u16(), 302);
 }
 
+/// `shardkit keys ARGS --data DIR`, which must succeed: its stdout.
 fn keys(data: &Path, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_shardkit"))
-        .arg("keys")
-        .args(args)
-        .arg("--data")
-        .arg(data)
-        .env_remove("SHARDKIT_DATA")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    String::from_utf8(output.stdout).unwrap().trim().to_string()
+    common::keys_cli(data, args).unwrap()
 }
 
 #[test]

@@ -326,13 +326,7 @@ impl Links {
         if let Some(found) = self.reusable(request)? {
             return Ok((found, false));
         }
-        let mut item = BulkItem::new_link(request.clone());
-        item.author = author.map(str::to_string);
-        let mut results = self.create_many(vec![Ok(item)], ids, engine)?;
-        results
-            .pop()
-            .unwrap_or_else(|| Err(LinkOpError::Unavailable("no result".into())))
-            .map(|l| (l, true))
+        created(self.create_many(one_item(request, author), ids, engine)?)
     }
 
     /// Creates (or restores) many links in one durable transaction; one result per
@@ -381,10 +375,8 @@ impl Links {
         if let Some(found) = self.reusable(request)? {
             return Ok((found, false));
         }
-        let mut item = BulkItem::new_link(request.clone());
-        item.author = author.map(str::to_string);
-        let prepared = self.prepare(vec![Ok(item)], ids)?;
-        let mut results = if prepared.drafts.is_empty() {
+        let prepared = self.prepare(one_item(request, author), ids)?;
+        let results = if prepared.drafts.is_empty() {
             prepared.results
         } else {
             let (reply, answer) = tokio::sync::oneshot::channel();
@@ -400,10 +392,7 @@ impl Links {
             let outcomes = shardkit_links::expect_inserted(written)?;
             self.finish(prepared, outcomes, engine)?
         };
-        results
-            .pop()
-            .unwrap_or_else(|| Err(LinkOpError::Unavailable("no result".into())))
-            .map(|l| (l, true))
+        created(results)
     }
 
     /// An existing plain link to hand back for `"reuse": true`, if the request asks for
@@ -658,6 +647,21 @@ impl Links {
         }
         value
     }
+}
+
+/// The batch of one `POST /api/links` request.
+fn one_item(request: &NewLink, author: Option<&str>) -> Vec<Result<BulkItem, String>> {
+    let mut item = BulkItem::new_link(request.clone());
+    item.author = author.map(str::to_string);
+    vec![Ok(item)]
+}
+
+/// The one link a single create made (`true`: new, not reused).
+fn created(mut results: Vec<Result<Link, LinkOpError>>) -> Result<(Link, bool), LinkOpError> {
+    results
+        .pop()
+        .unwrap_or_else(|| Err(LinkOpError::Unavailable("no result".into())))
+        .map(|l| (l, true))
 }
 
 /// `expires_at` of a link as RFC 3339 (for the web page).

@@ -6,38 +6,13 @@
 // checks that the same client carries on (ioredis reconnects and replays its queue).
 'use strict';
 const Redis = require('ioredis');
-const readline = require('readline');
+const { checker, errorExpecter, waitForRestart } = require('./helpers');
 
 const [port, key] = process.argv.slice(2);
 const tag = 'io';
 
-function check(cond, what) {
-  if (!cond) {
-    console.error(`FAILED [ioredis]: ${what}`);
-    process.exit(1);
-  }
-}
-
-async function expectError(promise, needle, what) {
-  try {
-    await promise;
-  } catch (e) {
-    check(String(e.message).includes(needle), `${what}: ${e.message} should mention ${needle}`);
-    return;
-  }
-  check(false, `${what}: no error`);
-}
-
-function waitForRestart() {
-  console.log('RESTART');
-  return new Promise((resolve) => {
-    const rl = readline.createInterface({ input: process.stdin });
-    rl.once('line', () => {
-      rl.close();
-      resolve();
-    });
-  });
-}
+const check = checker('ioredis');
+const expectError = errorExpecter(check);
 
 async function main() {
   // Without the key, ioredis's handshake (HELLO) is refused with NOAUTH, as by a Redis

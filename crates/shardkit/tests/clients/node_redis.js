@@ -6,39 +6,14 @@
 // checks that the same client carries on. Exits 1 with the failed check on stderr.
 'use strict';
 const { createClient } = require('redis');
-const readline = require('readline');
+const { checker, errorExpecter, waitForRestart } = require('./helpers');
 
 const [port, key, respArg] = process.argv.slice(2);
 const RESP = Number(respArg);
 const tag = `nr${RESP}`;
 
-function check(cond, what) {
-  if (!cond) {
-    console.error(`FAILED [node-redis RESP${RESP}]: ${what}`);
-    process.exit(1);
-  }
-}
-
-async function expectError(promise, needle, what) {
-  try {
-    await promise;
-  } catch (e) {
-    check(String(e.message).includes(needle), `${what}: ${e.message} should mention ${needle}`);
-    return;
-  }
-  check(false, `${what}: no error`);
-}
-
-function waitForRestart() {
-  console.log('RESTART');
-  return new Promise((resolve) => {
-    const rl = readline.createInterface({ input: process.stdin });
-    rl.once('line', () => {
-      rl.close();
-      resolve();
-    });
-  });
-}
+const check = checker(`node-redis RESP${RESP}`);
+const expectError = errorExpecter(check);
 
 async function main() {
   // Without the key: RESP3's handshake (HELLO 3) is refused; in RESP2 the connection

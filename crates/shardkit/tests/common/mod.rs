@@ -17,6 +17,23 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// `shardkit keys ARGS --data DIR`: its stdout on success, its stderr on failure.
+pub fn keys_cli(data: &Path, args: &[&str]) -> Result<String, String> {
+    let output = Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .arg("keys")
+        .args(args)
+        .arg("--data")
+        .arg(data)
+        .env_remove("SHARDKIT_DATA")
+        .output()
+        .unwrap();
+    if output.status.success() {
+        Ok(String::from_utf8(output.stdout).unwrap().trim().to_string())
+    } else {
+        Err(String::from_utf8(output.stderr).unwrap())
+    }
+}
+
 /// A running server.
 pub struct Server {
     pub child: Child,
