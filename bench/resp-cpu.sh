@@ -10,7 +10,8 @@
 # Pairings: shardkit `[counters] fsync = "everysec"` vs Redis `appendonly yes,
 # appendfsync everysec`; `always` vs `always`. Tests: INCR and GET at -P1 and -P16
 # (`-t incr,get`, one key) and INCR on random keys (`INCR counter:__rand_int__ -r
-# 100000000`, canonical integer ids) at -P1 and -P16. Each server gets its own port and
+# 100000000`; redis-benchmark writes 12 zero-padded digits, so these are string-keyed
+# rows, not compact ids) at -P1 and -P16. Each server gets its own port and
 # directory on loopback; every run is bounded by `timeout`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

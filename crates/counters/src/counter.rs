@@ -1,7 +1,7 @@
 //! One named counter: its column schema and its lock stripes.
 //!
-//! Lock order, everywhere: the schema lock, then one stripe lock, then the log's buffer
-//! lock. Mutations hold the schema for reading, so `add_column` (which writes it) is
+//! Lock order, everywhere: the schema lock, then one stripe lock (or several, always
+//! in index order: `Engine::incr_run`, `clear`), then the log's buffer lock. Mutations hold the schema for reading, so `add_column` (which writes it) is
 //! ordered against every mutation and the log shows the column before any value in it.
 
 use parking_lot::RwLock;

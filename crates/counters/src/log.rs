@@ -51,6 +51,34 @@ struct Pending {
     next_lsn: u64,
 }
 
+/// The log's buffer held for appends ([`Log::batch`]); released when dropped.
+pub(crate) struct LogBatch<'a> {
+    log: &'a Log,
+    pending: parking_lot::MutexGuard<'a, Pending>,
+}
+
+impl LogBatch<'_> {
+    /// Appends one record as [`Log::append`] does and returns its lsn.
+    pub(crate) fn append(&mut self, ts_ms: u64, body: impl FnOnce(&mut Vec<u8>)) -> u64 {
+        let p = &mut *self.pending;
+        let lsn = p.next_lsn;
+        p.next_lsn += 1;
+        let start = p.buf.len();
+        p.buf.put_u32(0);
+        p.buf.put_u32(0);
+        encode_head(&mut p.buf, lsn, ts_ms);
+        body(&mut p.buf);
+        let len = p.buf.len() - start - 8;
+        let sum = crc(&p.buf[start + 8..]);
+        p.buf[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
+        p.buf[start + 4..start + 8].copy_from_slice(&sum.to_le_bytes());
+        self.log
+            .since_rotate
+            .fetch_add(len as u64 + 8, Ordering::Relaxed);
+        lsn
+    }
+}
+
 struct Segment {
     file: File,
     path: PathBuf,
@@ -203,25 +231,21 @@ impl Log {
     /// Appends one record: `body` writes the op after the common header. Returns its lsn.
     /// Call with the stripe lock held; then [`Log::commit`] after releasing it.
     pub(crate) fn append(&self, ts_ms: u64, body: impl FnOnce(&mut Vec<u8>)) -> Result<u64> {
+        Ok(self.batch()?.append(ts_ms, body))
+    }
+
+    /// Holds the log's buffer for several appends in a row (one lock, one check), for a
+    /// writer that applies many changes at once (a pipelined batch of increments). Take
+    /// it after the stripe locks, as [`Log::append`].
+    pub(crate) fn batch(&self) -> Result<LogBatch<'_>> {
         self.check()?;
         if self.is_read_only() {
             return Err(Error::ReadOnly);
         }
-        let mut p = self.pending.lock();
-        let lsn = p.next_lsn;
-        p.next_lsn += 1;
-        let start = p.buf.len();
-        p.buf.put_u32(0);
-        p.buf.put_u32(0);
-        encode_head(&mut p.buf, lsn, ts_ms);
-        body(&mut p.buf);
-        let len = p.buf.len() - start - 8;
-        let sum = crc(&p.buf[start + 8..]);
-        p.buf[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
-        p.buf[start + 4..start + 8].copy_from_slice(&sum.to_le_bytes());
-        self.since_rotate
-            .fetch_add(len as u64 + 8, Ordering::Relaxed);
-        Ok(lsn)
+        Ok(LogBatch {
+            log: self,
+            pending: self.pending.lock(),
+        })
     }
 
     /// Makes the record `lsn` as durable as the policy promises before acknowledging it.

@@ -92,7 +92,7 @@ impl Counters {
         &self,
         counter: &str,
         column: &str,
-        op: impl Fn(&Engine) -> Result<T, Error>,
+        mut op: impl FnMut(&Engine) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let mut attempts = 0;
         loop {

@@ -58,6 +58,7 @@ pub async fn serve(
                 Ok(Parsed::Skip(used)) => used,
                 Ok(Parsed::Incomplete) => break,
                 Err(e) => {
+                    super::incr_run::flush(&state, &mut session, &mut output);
                     reply::error(&mut output, &format!("ERR {}", e.message));
                     match e.skip {
                         Some(used) => used,
@@ -73,6 +74,8 @@ pub async fn serve(
                 break;
             }
         }
+        // The batch's last increments, before its commit.
+        super::incr_run::flush(&state, &mut session, &mut output);
         if !close && input.len() > limits.max_buffer {
             reply::error(
                 &mut output,

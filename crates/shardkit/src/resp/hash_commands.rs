@@ -181,15 +181,19 @@ fn field_arg<'a>(call: &mut Call<'_, 'a>, i: usize) -> Option<&'a str> {
     column_name(call.cmd.arg(i).unwrap_or_default(), call.out)
 }
 
+/// Joins the batch's run of increments ([`super::incr_run`]); errors flush it first.
 fn hincrby(call: &mut Call<'_, '_>) {
-    let Some(key) = row_arg(call) else { return };
-    let Some(column) = field_arg(call, 2) else {
-        return;
+    let key = match CounterKey::parse_row(call.cmd.arg(1).unwrap_or_default()) {
+        Ok(key) => key,
+        Err(msg) => return super::incr_run::refuse(call, msg),
+    };
+    let Ok(column) = std::str::from_utf8(call.cmd.arg(2).unwrap_or_default()) else {
+        return super::incr_run::refuse(call, COLUMN_NOT_UTF8);
     };
     let Some(delta) = call.cmd.arg(3).and_then(strict_i64) else {
-        return reply::error(call.out, NOT_INTEGER);
+        return super::incr_run::refuse(call, NOT_INTEGER);
     };
-    add_delta(call, &key, column, delta, None);
+    super::incr_run::queue(call.state, call.session, call.out, &key, column, delta);
 }
 
 fn hget(call: &mut Call<'_, '_>) {

@@ -28,6 +28,7 @@ pub mod counter_admin;
 pub mod glob;
 pub mod hash_commands;
 pub mod id_commands;
+pub mod incr_run;
 pub mod keyspace_commands;
 pub mod limits;
 pub mod parse;

@@ -29,6 +29,8 @@ pub struct Session {
     pub client: Arc<Client>,
     /// Set by `QUIT`: write the replies, then close.
     pub closing: bool,
+    /// Increments of the batch waiting to reach the engine together.
+    pub incrs: super::incr_run::IncrRun,
 }
 
 impl Session {
@@ -43,6 +45,7 @@ impl Session {
             resp3: false,
             client,
             closing: false,
+            incrs: Default::default(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! Redis's string commands on counters: a key `<counter>:<id>[:<column>]` is one cell
 //! (column `value` when the key names none). Values are integers from 0 to 2^63 - 1.
 
+use super::incr_run::{self, refuse};
 use super::reply;
 use super::table::{Call, CommandSpec};
 use super::values::*;
@@ -208,19 +209,30 @@ fn incrby(call: &mut Call<'_, '_>) {
 
 fn decrby(call: &mut Call<'_, '_>) {
     match call.cmd.arg(2).and_then(strict_i64) {
-        Some(i64::MIN) => reply::error(call.out, DECR_OVERFLOW),
+        Some(i64::MIN) => refuse(call, DECR_OVERFLOW),
         Some(delta) => by(call, Some(-delta)),
-        None => reply::error(call.out, NOT_INTEGER),
+        None => refuse(call, NOT_INTEGER),
     }
 }
 
-/// Adds `fixed`, or the integer in argument 2.
+/// Adds `fixed`, or the integer in argument 2, with the rest of the batch's run of
+/// increments ([`incr_run`]).
 fn by(call: &mut Call<'_, '_>, fixed: Option<i64>) {
-    let Some(key) = key_arg(call, 1) else { return };
-    let Some(delta) = fixed.or_else(|| call.cmd.arg(2).and_then(strict_i64)) else {
-        return reply::error(call.out, NOT_INTEGER);
+    let key = match CounterKey::parse(call.cmd.arg(1).unwrap_or_default()) {
+        Ok(key) => key,
+        Err(msg) => return refuse(call, msg),
     };
-    add_delta(call, &key, key.column_or_default(), delta, None);
+    let Some(delta) = fixed.or_else(|| call.cmd.arg(2).and_then(strict_i64)) else {
+        return refuse(call, NOT_INTEGER);
+    };
+    incr_run::queue(
+        call.state,
+        call.session,
+        call.out,
+        &key,
+        key.column_or_default(),
+        delta,
+    );
 }
 
 /// `SET key value [NX|XX] [GET] [KEEPTTL]`; `EX`/`PX`/`EXAT`/`PXAT` are refused: a

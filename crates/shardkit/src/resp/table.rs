@@ -133,13 +133,21 @@ pub fn execute(
     out: &mut BytesMut,
 ) -> Option<&'static str> {
     let name = cmd.arg(0)?;
-    let Some(spec) = lookup(name) else {
+    let spec = lookup(name);
+    // Increments waiting for the engine go before anything that is not one of them
+    // (replies stay in order, reads see them).
+    if !session.incrs.is_empty() && !spec.is_some_and(|s| super::incr_run::joins_runs(s.name)) {
+        super::incr_run::flush(state, session, out);
+    }
+    let Some(spec) = spec else {
         unknown(cmd, out);
         return None;
     };
     if !spec.arity_ok(cmd.len()) {
+        super::incr_run::flush(state, session, out);
         wrong_arity(out, spec.name);
     } else if !session.authenticated && !spec.has_flag("no_auth") {
+        super::incr_run::flush(state, session, out);
         reply::error(out, "NOAUTH Authentication required.");
     } else if !session.unrestricted
         && !spec.has_flag("no_auth")
@@ -148,12 +156,14 @@ pub fn execute(
             .as_ref()
             .is_some_and(|g| g.allows(super::permissions::need_of(spec)))
     {
+        super::incr_run::flush(state, session, out);
         let user = session
             .grant
             .as_ref()
             .map_or("default", |g| g.name.as_str());
         reply::error(out, &super::permissions::refusal(user, spec.name));
     } else if let Some(refusal) = crate::replication::gate::refuse(&state.replication, name) {
+        super::incr_run::flush(state, session, out);
         reply::error(out, refusal);
     } else {
         (spec.run)(&mut Call {

@@ -84,11 +84,14 @@ pub fn hash_key<'a>(raw: &'a [u8], out: &mut BytesMut) -> Option<CounterKey<'a>>
     }
 }
 
+/// The reply to a column (hash field) name that is not UTF-8.
+pub const COLUMN_NOT_UTF8: &str = "ERR column names must be UTF-8 text";
+
 /// A column (hash field) name, or its error reply.
 pub fn column_name<'a>(raw: &'a [u8], out: &mut BytesMut) -> Option<&'a str> {
     let name = std::str::from_utf8(raw).ok();
     if name.is_none() {
-        reply::error(out, "ERR column names must be UTF-8 text");
+        reply::error(out, COLUMN_NOT_UTF8);
     }
     name
 }

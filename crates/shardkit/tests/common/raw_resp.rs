@@ -59,6 +59,17 @@ impl Reply {
     }
 }
 
+/// One command as a RESP multibulk array.
+fn frame(args: &[&[u8]]) -> Vec<u8> {
+    let mut frame = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        frame.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        frame.extend_from_slice(a);
+        frame.extend_from_slice(b"\r\n");
+    }
+    frame
+}
+
 /// A connection that sends commands and reads whole replies, keeping their bytes.
 pub struct RawClient {
     reader: BufReader<TcpStream>,
@@ -86,16 +97,22 @@ impl RawClient {
 
     /// Sends one command; the reply and its exact bytes.
     pub fn raw(&mut self, args: &[&[u8]]) -> (Reply, Vec<u8>) {
-        let mut frame = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            frame.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            frame.extend_from_slice(a);
-            frame.extend_from_slice(b"\r\n");
-        }
-        self.writer.write_all(&frame).unwrap();
+        self.writer.write_all(&frame(args)).unwrap();
         let mut bytes = Vec::new();
         let reply = self.read(&mut bytes);
         (reply, bytes)
+    }
+
+    /// Sends every command in one write (a pipeline), then reads one reply each.
+    pub fn pipeline(&mut self, commands: &[Vec<Vec<u8>>]) -> Vec<Reply> {
+        let mut all = Vec::new();
+        for args in commands {
+            let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            all.extend_from_slice(&frame(&args));
+        }
+        self.writer.write_all(&all).unwrap();
+        let mut bytes = Vec::new();
+        commands.iter().map(|_| self.read(&mut bytes)).collect()
     }
 
     /// Sends a command given as text split on spaces.

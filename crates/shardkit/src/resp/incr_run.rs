@@ -1,0 +1,128 @@
+//! A pipeline's increments gathered into one engine call.
+//!
+//! `redis-benchmark -P 16 -t incr` sends sixteen `INCR`s in one read. One by one, each
+//! would look up its counter, take the schema lock, its stripe lock and the log's
+//! buffer lock, and append its record. Instead `INCR`, `INCRBY`, `DECR`, `DECRBY` and
+//! `HINCRBY` of one counter and column that follow each other in a batch wait here, and
+//! go to [`shardkit_counters::Engine::incr_run`] together: one look-up, one schema
+//! lock, each touched stripe locked once and the log's buffer once for the run.
+//!
+//! Replies stay in command order: the run is flushed (applied, its replies written)
+//! before anything else writes a reply or reads a counter, which is before any other
+//! command of the batch, any error reply, and the end of the batch. Nothing of a run is
+//! acknowledged before the batch's commit, as for every write.
+
+use super::reply;
+use super::session::Session;
+use super::values::engine_error;
+use crate::counter_access::CounterKey;
+use crate::state::AppState;
+use bytes::BytesMut;
+use shardkit_counters::{Error, Key};
+
+/// Increments in one run at most (a longer pipeline makes several runs).
+const MAX_RUN: usize = 512;
+
+/// Increments waiting to be applied together: all of one counter and column.
+#[derive(Debug, Default)]
+pub struct IncrRun {
+    counter: String,
+    column: String,
+    /// The rows' texts, one after another (kept between batches, so no allocation
+    /// once warm).
+    rows: String,
+    /// Each increment: its row's range in `rows`, and the delta.
+    items: Vec<(usize, usize, i64)>,
+    results: Vec<Result<u64, Error>>,
+}
+
+impl IncrRun {
+    /// Whether nothing waits.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    fn joins(&self, counter: &str, column: &str) -> bool {
+        self.items.is_empty()
+            || (self.items.len() < MAX_RUN && self.counter == counter && self.column == column)
+    }
+
+    fn push(&mut self, key: &CounterKey<'_>, column: &str, delta: i64) {
+        if self.items.is_empty() {
+            self.counter.clear();
+            self.counter.push_str(key.counter);
+            self.column.clear();
+            self.column.push_str(column);
+            self.rows.clear();
+        }
+        let start = self.rows.len();
+        self.rows.push_str(key.row);
+        self.items.push((start, self.rows.len(), delta));
+    }
+}
+
+/// Whether command `name` may join a run (the others flush it first).
+#[inline]
+pub fn joins_runs(name: &str) -> bool {
+    matches!(name, "incr" | "incrby" | "decr" | "decrby" | "hincrby")
+}
+
+/// Adds `delta` to a cell, now or with the rest of the run; the reply is written when
+/// the run is flushed.
+pub fn queue(
+    state: &AppState,
+    session: &mut Session,
+    out: &mut BytesMut,
+    key: &CounterKey<'_>,
+    column: &str,
+    delta: i64,
+) {
+    if !session.incrs.joins(key.counter, column) {
+        flush(state, session, out);
+    }
+    session.incrs.push(key, column, delta);
+}
+
+/// Writes error reply `msg` for the current command, after the run's replies.
+pub fn refuse(call: &mut super::table::Call<'_, '_>, msg: &str) {
+    flush(call.state, call.session, call.out);
+    reply::error(call.out, msg);
+}
+
+/// Applies the waiting increments and writes their replies, in order.
+pub fn flush(state: &AppState, session: &mut Session, out: &mut BytesMut) {
+    let run = &mut session.incrs;
+    if run.items.is_empty() {
+        return;
+    }
+    let keys: Vec<(Key<'_>, i64)> = run
+        .items
+        .iter()
+        .map(|&(start, end, delta)| (Key::parse(&run.rows[start..end]), delta))
+        .collect();
+    let (counter, column, results) = (&run.counter, &run.column, &mut run.results);
+    let applied = state.counters.write(counter, column, |e| {
+        e.incr_run(counter, column, &keys, results)
+    });
+    match applied {
+        Ok(pending) => {
+            for result in results.drain(..) {
+                match result {
+                    Ok(v) => reply::integer(out, v as i64),
+                    Err(e) => engine_error(out, &e),
+                }
+            }
+            session.pending = session.pending.max(pending);
+        }
+        // Nothing applied (no such counter or column, the log failed): each command
+        // gets the error it would have had alone.
+        Err(e) => {
+            for _ in 0..keys.len() {
+                engine_error(out, &e);
+            }
+        }
+    }
+    drop(keys);
+    session.incrs.items.clear();
+}
