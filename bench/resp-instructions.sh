@@ -5,10 +5,10 @@
 # Each server runs under `valgrind --tool=callgrind` (every thread counted) twice per
 # workload, for 20,000 and for 120,000 requests (redis-benchmark -c 50 -P 16); the
 # difference divided by 100,000 is the instructions one request costs, start-up and
-# shutdown removed. Workloads: `-t incr` (one key) and `INCR counter:__rand_int__ -r
-# 100000000`, each under fsync everysec and always (Redis: appendonly yes with the same
+# shutdown removed. Workloads: `-t incr` (one key), `INCR counter:__rand_int__ -r
+# 100000000` and `-t get`, each under fsync everysec and always (Redis: appendonly yes with the same
 # appendfsync). Kernel time (socket I/O, fsync) is not counted; see resp-cpu.sh.
-# Loopback only; every run is bounded by -n. Takes about 5 minutes.
+# Loopback only; every run is bounded by -n. Takes about 8 minutes.
 #
 #   bash bench/resp-instructions.sh
 #   BIN=/path/to/other/shardkit bash bench/resp-instructions.sh   # another build
@@ -29,6 +29,7 @@ PORT=18298
 load() {
   case $1 in
     incr) redis-benchmark -p $PORT -c 50 -n "$2" -P 16 -t incr -q >/dev/null ;;
+    get) redis-benchmark -p $PORT -c 50 -n "$2" -P 16 -t get -q >/dev/null ;;
     rand) redis-benchmark -p $PORT -c 50 -n "$2" -P 16 -r 100000000 -q INCR counter:__rand_int__ >/dev/null ;;
   esac
 }
@@ -56,7 +57,7 @@ instructions() {
 }
 
 printf '%-6s %-9s %10s %10s %7s\n' test fsync shardkit redis ratio
-for test in incr rand; do
+for test in incr rand get; do
   for fsync in everysec always; do
     per() { echo $(( ($(instructions "$1" "$fsync" "$test" 120000) - $(instructions "$1" "$fsync" "$test" 20000)) / 100000 )); }
     s=$(per shardkit)

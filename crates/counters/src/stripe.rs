@@ -46,6 +46,10 @@ pub(crate) struct Located {
     look: Look,
 }
 
+/// A string-keyed row's columns: up to two sit inside the map entry, so a new row costs
+/// one allocation (its key) instead of two.
+type NameRow = smallvec::SmallVec<[u64; 2]>;
+
 /// All rows of a counter whose key hashes to this stripe.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Stripe {
@@ -53,7 +57,7 @@ pub(crate) struct Stripe {
     wide: Vec<Option<Box<Partition>>>,
     odd: FastMap<u64, Vec<u64>>,
     overflow: FastMap<(u64, u16), u64>,
-    names: FastMap<Box<str>, Vec<u64>>,
+    names: FastMap<Box<str>, NameRow>,
     /// Applied transaction ids of this stripe's keys.
     pub(crate) txids: TxWindow,
 }
@@ -266,7 +270,7 @@ impl Stripe {
                         self.names.remove(n);
                     }
                 } else if value != specs[c].default {
-                    let mut row = Vec::new();
+                    let mut row = NameRow::new();
                     Self::set_vec(&mut row, c, value, specs);
                     self.names.insert(n.into(), row);
                 }
@@ -274,9 +278,13 @@ impl Stripe {
         }
     }
 
-    fn set_vec(row: &mut Vec<u64>, c: usize, value: u64, specs: &[ColumnSpec]) {
-        while row.len() <= c {
-            row.push(specs[row.len()].default);
+    fn set_vec<R>(row: &mut R, c: usize, value: u64, specs: &[ColumnSpec])
+    where
+        R: std::ops::DerefMut<Target = [u64]> + Extend<u64>,
+    {
+        let len = row.len();
+        if len <= c {
+            row.extend(specs[len..=c].iter().map(|s| s.default));
         }
         row[c] = value;
     }
@@ -478,7 +486,14 @@ impl Stripe {
             + self
                 .names
                 .iter()
-                .map(|(k, r)| 56 + k.len() + r.len() * 8)
+                .map(|(k, r)| {
+                    let heap = if r.spilled() {
+                        r.capacity() * 8 + 16
+                    } else {
+                        0
+                    };
+                    16 + std::mem::size_of::<(Box<str>, NameRow)>() + k.len() + heap
+                })
                 .sum::<usize>()
             + self.txids.bytes()
     }
