@@ -1,5 +1,6 @@
 // What the node client scenarios (node_redis.js, ioredis.js) share: a failing check
-// ends the process with the reason, an expected error, and the pause for a restart.
+// ends the process with the reason, an expected error, the pause for a restart and the
+// retry until the client has reconnected.
 'use strict';
 const readline = require('readline');
 
@@ -38,4 +39,18 @@ function waitForRestart() {
   });
 }
 
-module.exports = { checker, errorExpecter, waitForRestart };
+// Runs `command` until the client has reconnected after a restart (20 s at most) and
+// answers its result.
+async function untilReconnected(check, command) {
+  const deadline = Date.now() + 20000;
+  for (;;) {
+    try {
+      return await command();
+    } catch (e) {
+      check(Date.now() < deadline, `no reconnect within 20 s: ${e.message}`);
+      await new Promise((res) => setTimeout(res, 250));
+    }
+  }
+}
+
+module.exports = { checker, errorExpecter, untilReconnected, waitForRestart };

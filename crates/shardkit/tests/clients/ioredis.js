@@ -6,7 +6,7 @@
 // checks that the same client carries on (ioredis reconnects and replays its queue).
 'use strict';
 const Redis = require('ioredis');
-const { checker, errorExpecter, waitForRestart } = require('./helpers');
+const { checker, errorExpecter, untilReconnected, waitForRestart } = require('./helpers');
 
 const [port, key] = process.argv.slice(2);
 const tag = 'io';
@@ -73,17 +73,7 @@ async function main() {
   check(replies.length === 1000 && replies[999][1] === 1000, 'a pipeline of 1000 INCR');
   check((await r.incr(`r${tag}:1`)) === 1, 'INCR before the restart');
   await waitForRestart();
-  const deadline = Date.now() + 20000;
-  let value;
-  for (;;) {
-    try {
-      value = await r.incr(`r${tag}:1`);
-      break;
-    } catch (e) {
-      check(Date.now() < deadline, `no reconnect within 20 s: ${e.message}`);
-      await new Promise((res) => setTimeout(res, 250));
-    }
-  }
+  const value = await untilReconnected(check, () => r.incr(`r${tag}:1`));
   check(value === 2, 'the value survived the restart');
   r.disconnect();
   console.log(`ok ioredis ${require('ioredis/package.json').version}`);

@@ -6,7 +6,7 @@
 // checks that the same client carries on. Exits 1 with the failed check on stderr.
 'use strict';
 const { createClient } = require('redis');
-const { checker, errorExpecter, waitForRestart } = require('./helpers');
+const { checker, errorExpecter, untilReconnected, waitForRestart } = require('./helpers');
 
 const [port, key, respArg] = process.argv.slice(2);
 const RESP = Number(respArg);
@@ -69,17 +69,7 @@ async function main() {
   check(replies.length === 1000 && replies[999] === 1000, 'a pipeline of 1000 INCR');
   check((await r.incr(`r${tag}:1`)) === 1, 'INCR before the restart');
   await waitForRestart();
-  const deadline = Date.now() + 20000;
-  let value;
-  for (;;) {
-    try {
-      value = await r.incr(`r${tag}:1`);
-      break;
-    } catch (e) {
-      check(Date.now() < deadline, `no reconnect within 20 s: ${e.message}`);
-      await new Promise((res) => setTimeout(res, 250));
-    }
-  }
+  const value = await untilReconnected(check, () => r.incr(`r${tag}:1`));
   check(value === 2, 'the value survived the restart');
   await r.quit();
   console.log(`ok node-redis RESP${RESP} ${require('redis/package.json').version}`);
