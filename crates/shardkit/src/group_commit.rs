@@ -6,6 +6,10 @@
 //! connection asks here and awaits. One task does the fsyncs back to back, each
 //! covering everything appended before it began, and wakes every waiter after each.
 //! So 50 connections with 16 pipelined writes each share about one fsync per round.
+//!
+//! The task lets every connection already ready go first (`yield_now`), so a round
+//! covers one whole turn of the event loop, and on the one-thread RESP runtime
+//! ([`crate::resp_runtime`]) with the local log it fsyncs in place, as Redis does.
 
 use crate::state::AppState;
 use shardkit_counters::Pending;
@@ -71,14 +75,30 @@ impl GroupCommit {
     /// The fsync task: runs until `stop` fires and nobody waits any more.
     pub async fn run(state: Arc<AppState>, mut stop: watch::Receiver<bool>) {
         let this = &state.counters.group_commit;
+        // On the one-thread RESP runtime with the local log, the fsync runs right here,
+        // between two turns of the event loop, as Redis's does: no handoff to another
+        // thread and back. A JetStream publish waits on the network, and a multi-thread
+        // runtime has other workers to keep busy: those commit on a blocking thread.
+        let inline = state.settings.counters.log != "jetstream"
+            && tokio::runtime::Handle::current().runtime_flavor()
+                == tokio::runtime::RuntimeFlavor::CurrentThread;
         loop {
             let wanted = this.wanted.load(Ordering::Acquire);
             let target = Pending::at(wanted);
             if wanted > 0 && !state.counters.engine.is_durable(target) {
-                let worker = Arc::clone(&state);
-                let result =
-                    tokio::task::spawn_blocking(move || worker.counters.engine.commit(target))
-                        .await;
+                // Let every connection the runtime already has ready apply its batch
+                // first, so one commit covers them all (Redis fsyncs once per turn of its
+                // event loop for the same reason): `yield_now` runs this task again only
+                // after the tasks queued now and the next poll of the sockets.
+                tokio::task::yield_now().await;
+                let wanted = this.wanted.load(Ordering::Acquire);
+                let target = Pending::at(wanted);
+                let result = if inline {
+                    Ok(state.counters.engine.commit(target))
+                } else {
+                    let worker = Arc::clone(&state);
+                    tokio::task::spawn_blocking(move || worker.counters.engine.commit(target)).await
+                };
                 if !matches!(result, Ok(Ok(()))) {
                     tracing::error!("counter log fsync failed; writes are refused from now on");
                     this.failed.store(true, Ordering::Release);

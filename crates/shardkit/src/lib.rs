@@ -16,6 +16,7 @@ pub mod links;
 pub mod plural;
 pub mod replication;
 pub mod resp;
+pub mod resp_runtime;
 pub mod server;
 pub mod state;
 pub mod telemetry;

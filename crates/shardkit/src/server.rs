@@ -65,11 +65,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
     });
     // RESP (and the fsync task its connections wait on) run on a runtime of their own,
     // sized by `resp_threads`; HTTP keeps the main one.
-    let resp_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(state.settings.resp_threads)
-        .thread_name("shardkit-resp")
-        .enable_all()
-        .build()
+    let resp_runtime = crate::resp_runtime::RespRuntime::start(state.settings.resp_threads)
         .context("cannot start the RESP runtime")?;
     let (stop_fsync, fsync_stopped) = watch::channel(false);
     let group_commit = resp_runtime.spawn(crate::group_commit::GroupCommit::run(
@@ -106,7 +102,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
     let _ = stop_fsync.send(true);
     let _ = group_commit.await;
     // Everything on it has ended; dropping a runtime inside another's context would panic.
-    resp_runtime.shutdown_background();
+    resp_runtime.shutdown().await;
     let _ = clicks.await;
     if let Some(replication) = replication {
         let _ = tokio::task::spawn_blocking(move || replication.stop()).await;

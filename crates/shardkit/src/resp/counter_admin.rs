@@ -63,12 +63,12 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 /// Runs a write that waits for the log itself (schema changes). Under fsync `always`
-/// it waits for the disk, so it runs in `block_in_place` (the runtime moves other
-/// connections off this thread); under `everysec` and `no` it runs inline.
+/// it waits for the disk, so it runs in [`crate::resp_runtime::block_here`]; under
+/// `everysec` and `no` it runs inline.
 #[inline]
 fn may_block<T>(state: &AppState, write: impl FnOnce() -> T) -> T {
     if state.counters.writes_wait_for_disk {
-        tokio::task::block_in_place(write)
+        crate::resp_runtime::block_here(write)
     } else {
         write()
     }
