@@ -34,11 +34,20 @@ pub async fn serve(
     );
     let client = Arc::clone(&registration.client);
     let mut session = Session::new(!state.access.enforced(), Arc::clone(&client));
+    // One future for the whole connection, not one per batch: each new one would join
+    // and leave the shutdown and kill waiter lists again for every read.
+    let closed = async {
+        tokio::select! {
+            _ = shutdown.changed() => {}
+            _ = client.killed() => {}
+        }
+    };
+    tokio::pin!(closed);
     loop {
         let read = tokio::select! {
+            biased;
             read = stream.read_buf(&mut input) => read,
-            _ = shutdown.changed() => return,
-            _ = client.killed() => return,
+            _ = &mut closed => return,
         };
         match read {
             Ok(0) | Err(_) => return,

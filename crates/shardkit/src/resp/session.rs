@@ -31,6 +31,8 @@ pub struct Session {
     pub closing: bool,
     /// Increments of the batch waiting to reach the engine together.
     pub incrs: super::incr_run::IncrRun,
+    /// The command this connection ran last, checked before the table's look-up.
+    pub last_spec: Option<&'static super::table::CommandSpec>,
 }
 
 impl Session {
@@ -46,6 +48,7 @@ impl Session {
             client,
             closing: false,
             incrs: Default::default(),
+            last_spec: None,
         }
     }
 

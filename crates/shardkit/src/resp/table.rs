@@ -133,7 +133,18 @@ pub fn execute(
     out: &mut BytesMut,
 ) -> Option<&'static str> {
     let name = cmd.arg(0)?;
-    let spec = lookup(name);
+    // A pipeline mostly repeats one command: check the last one first (one short
+    // compare instead of a binary search of the table).
+    let spec = match session.last_spec {
+        Some(last) if name.eq_ignore_ascii_case(last.name.as_bytes()) => Some(last),
+        _ => {
+            let found = lookup(name);
+            if found.is_some() {
+                session.last_spec = found;
+            }
+            found
+        }
+    };
     // Increments waiting for the engine go before anything that is not one of them
     // (replies stay in order, reads see them).
     if !session.incrs.is_empty() && !spec.is_some_and(|s| super::incr_run::joins_runs(s.name)) {
