@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 /// The store's NATS objects, made at start.
 pub struct Store {
-    js: jetstream::Context,
+    pub(super) js: jetstream::Context,
     stream: stream::Stream,
     lease: kv::Store,
     names: Names,
@@ -66,8 +66,9 @@ impl Store {
 /// The lease bucket, made if missing. Its stream is made here with the KV conventions
 /// (`KV_<bucket>`, subjects `$KV.<bucket>.>`, one value per key, rollups, direct gets)
 /// rather than by `create_key_value`, whose reply from a 2.9 server async-nats 0.51
-/// cannot parse; `get_key_value` then binds it as usual.
-async fn lease_bucket(
+/// cannot parse; `get_key_value` then binds it as usual. Values live `lease_for`; the
+/// membership bucket is made the same way with a longer life.
+pub(super) async fn lease_bucket(
     js: &jetstream::Context,
     bucket: &str,
     lease_for: Duration,

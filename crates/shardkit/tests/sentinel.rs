@@ -1,0 +1,270 @@
+//! The Sentinel subset every node answers, end to end: three real `shardkit serve`
+//! nodes on a private `nats-server -js`, their membership announcements, Redis
+//! Sentinel's reply shapes and errors, and redis-py's `Sentinel.master_for` riding a
+//! failover (the pinned redis-py from `bash scripts/client-deps`; missing, the test
+//! fails rather than skips).
+
+#![cfg(feature = "nats")]
+
+mod common;
+
+use common::nats::Nats;
+use common::raw_resp::{RawClient, Reply};
+use common::replication::{eventually, get, kill, node, role};
+use common::Server;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One instance of a RESP2 `SENTINEL` reply (a flat field/value array) as a map.
+fn fields(reply: &Reply) -> HashMap<String, String> {
+    let Reply::Array(Some(items)) = reply else {
+        panic!("an instance is an array: {reply:?}")
+    };
+    assert_eq!(items.len() % 2, 0, "fields come in pairs: {reply:?}");
+    items
+        .chunks(2)
+        .map(|kv| (kv[0].text().unwrap(), kv[1].text().unwrap()))
+        .collect()
+}
+
+/// A RESP2 list of instances.
+fn instances(reply: Reply) -> Vec<HashMap<String, String>> {
+    let Reply::Array(Some(items)) = reply else {
+        panic!("a list of instances is an array: {reply:?}")
+    };
+    items.iter().map(fields).collect()
+}
+
+fn sentinel(server: &Server, args: &[&str]) -> Reply {
+    let mut con = RawClient::connect(server.resp);
+    let mut all: Vec<&[u8]> = vec![b"SENTINEL"];
+    all.extend(args.iter().map(|a| a.as_bytes()));
+    con.call(&all)
+}
+
+#[test]
+fn every_node_names_the_leader_its_replicas_and_the_other_sentinels() {
+    let nats = Nats::start();
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let leader = node(dirs[0].path(), &nats, "auto", 1_500);
+    eventually(20, "the first node leads", || {
+        role(&leader).as_deref() == Some("master")
+    });
+    let standby = node(dirs[1].path(), &nats, "auto", 1_500);
+    let reader = node(dirs[2].path(), &nats, "replica", 1_500);
+    let nodes = [&leader, &standby, &reader];
+    eventually(20, "every node hears the two others", || {
+        nodes.iter().all(|n| {
+            instances(sentinel(n, &["replicas", "test"])).len() == 2
+                && instances(sentinel(n, &["sentinels", "test"])).len() == 2
+        })
+    });
+    let port = |s: &Server| s.resp.port().to_string();
+    for n in nodes {
+        let addr = sentinel(n, &["get-master-addr-by-name", "test"]);
+        assert_eq!(
+            addr,
+            Reply::Array(Some(vec![
+                Reply::Bulk(Some(b"127.0.0.1".to_vec())),
+                Reply::Bulk(Some(port(&leader).into_bytes())),
+            ]))
+        );
+        let masters = instances(sentinel(n, &["masters"]));
+        assert_eq!(masters.len(), 1);
+        let master = &masters[0];
+        assert_eq!(master["name"], "test");
+        assert_eq!(master["ip"], "127.0.0.1");
+        assert_eq!(master["port"], port(&leader));
+        assert_eq!(master["flags"], "master");
+        assert_eq!(master["role-reported"], "master");
+        assert_eq!(master["num-slaves"], "2");
+        assert_eq!(master["num-other-sentinels"], "2");
+        assert_eq!(master["down-after-milliseconds"], "1500");
+        assert_eq!(
+            fields(&sentinel(n, &["master", "test"]))["port"],
+            port(&leader)
+        );
+
+        let mut replicas = instances(sentinel(n, &["replicas", "test"]));
+        replicas.sort_by_key(|r| r["port"].parse::<u16>().unwrap());
+        let mut expected = vec![(port(&standby), "100"), (port(&reader), "0")];
+        expected.sort_by_key(|(p, _)| p.parse::<u16>().unwrap());
+        for (r, (p, priority)) in replicas.iter().zip(&expected) {
+            assert_eq!(r["name"], format!("127.0.0.1:{p}"));
+            assert_eq!(&r["port"], p);
+            assert_eq!(r["flags"], "slave");
+            assert_eq!(r["role-reported"], "slave");
+            assert_eq!(r["master-link-status"], "ok");
+            assert_eq!(r["master-port"], port(&leader));
+            assert_eq!(&r["slave-priority"], priority, "role replica never leads");
+            assert!(r["slave-repl-offset"].parse::<u64>().is_ok());
+        }
+        assert_eq!(
+            instances(sentinel(n, &["slaves", "test"])).len(),
+            2,
+            "SLAVES is REPLICAS' old name"
+        );
+        let Reply::Bulk(Some(me)) = sentinel(n, &["myid"]) else {
+            panic!("MYID is a bulk string")
+        };
+        let others: Vec<String> = instances(sentinel(n, &["sentinels", "test"]))
+            .into_iter()
+            .map(|s| {
+                assert_eq!(s["flags"], "sentinel");
+                assert_eq!(s["name"], s["runid"]);
+                s["runid"].clone()
+            })
+            .collect();
+        assert!(!others.contains(&String::from_utf8(me).unwrap()));
+    }
+
+    // Redis Sentinel's answers to what it does not know, word for word.
+    let unknown = sentinel(&standby, &["get-master-addr-by-name", "nosuch"]);
+    assert_eq!(unknown.to_bytes(), b"*-1\r\n");
+    for args in [
+        &["master", "nosuch"][..],
+        &["replicas", "nosuch"],
+        &["sentinels", "Test"],
+    ] {
+        assert_eq!(
+            sentinel(&standby, args),
+            Reply::Error("ERR No such master with that name".into()),
+            "{args:?}"
+        );
+    }
+    assert_eq!(
+        sentinel(&standby, &["failover-now", "test"]),
+        Reply::Error("ERR unknown subcommand 'failover-now'. Try SENTINEL HELP.".into())
+    );
+    assert_eq!(
+        sentinel(&standby, &["replicas"]),
+        Reply::Error("ERR wrong number of arguments for 'sentinel|replicas' command".into())
+    );
+    let mut con = RawClient::connect(standby.resp);
+    assert_eq!(
+        con.call(&[b"SENTINEL"]),
+        Reply::Error("ERR wrong number of arguments for 'sentinel' command".into())
+    );
+
+    // A node that stops cleanly leaves at once (its announcement would last 4.5 s).
+    assert!(reader.terminate().success());
+    let left = Instant::now();
+    eventually(20, "the stopped node is no replica any more", || {
+        instances(sentinel(&leader, &["replicas", "test"])).len() == 1
+    });
+    assert!(
+        left.elapsed() < Duration::from_millis(1_500),
+        "a clean stop removes the node: {:?}",
+        left.elapsed()
+    );
+}
+
+/// Where `scripts/client-deps` installs the clients.
+fn python() -> PathBuf {
+    let dir = std::env::var_os("SHARDKIT_CLIENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/shardkit/clients")
+        });
+    assert!(
+        dir.join("stamp").exists(),
+        "this test needs the pinned redis-py: run `bash scripts/client-deps`"
+    );
+    dir.join("venv/bin/python")
+}
+
+#[test]
+fn redis_py_sentinel_master_for_keeps_incrementing_across_a_failover() {
+    const COUNT: i64 = 400;
+    let nats = Nats::start();
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut first = node(dirs[0].path(), &nats, "auto", 600);
+    eventually(20, "the first node leads", || {
+        role(&first).as_deref() == Some("master")
+    });
+    let others = [
+        node(dirs[1].path(), &nats, "auto", 600),
+        node(dirs[2].path(), &nats, "auto", 600),
+    ];
+    eventually(20, "the others announce themselves", || {
+        others.iter().all(|n| {
+            let Reply::Array(Some(r)) = sentinel(n, &["replicas", "test"]) else {
+                return false;
+            };
+            r.len() == 2
+        })
+    });
+    let sentinels = [&first, &others[0], &others[1]]
+        .iter()
+        .map(|n| n.resp.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/sentinel_failover.py");
+    let mut child = Command::new(python())
+        .arg(script)
+        .args([sentinels.as_str(), "test", &COUNT.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut out = Vec::new();
+    let mut killed = None;
+    for line in stdout.lines().map_while(Result::ok) {
+        assert!(
+            Instant::now() < deadline,
+            "redis-py ran past 120 s: {out:?}"
+        );
+        if line == "acked 100" {
+            killed = Some(kill(&mut first));
+        }
+        out.push(line);
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && out.last().is_some_and(|l| l.starts_with("ok ")),
+        "{}\nstdout: {out:?}\nstderr: {stderr}",
+        output.status
+    );
+    assert!(killed.is_some(), "the leader was killed mid-run: {out:?}");
+    let first_addr = first.resp.to_string();
+    let replicas = |a: &Server, b: &Server| {
+        let mut r = [a.resp.to_string(), b.resp.to_string()];
+        r.sort();
+        r.join(",")
+    };
+    for proto in [2, 3] {
+        assert!(
+            out.contains(&format!(
+                "discovered {proto} {first_addr} {}",
+                replicas(&others[0], &others[1])
+            )),
+            "RESP{proto}: {out:?}"
+        );
+    }
+    assert_eq!(out[2], format!("master {first_addr}"));
+    let new = others
+        .iter()
+        .find(|n| role(n).as_deref() == Some("master"))
+        .expect("a node leads after the failover");
+    assert_eq!(
+        out[out.len() - 2],
+        format!("master {}", new.resp),
+        "redis-py found the new leader"
+    );
+    for n in &others {
+        eventually(20, "every node has every increment once", || {
+            get(n, "py:1:hits") == Some(COUNT)
+        });
+    }
+    eprintln!(
+        "redis-py: {} (stderr lines: {})",
+        out.last().unwrap(),
+        stderr.lines().count()
+    );
+}
