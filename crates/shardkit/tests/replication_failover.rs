@@ -13,7 +13,7 @@ use common::nats::Nats;
 use common::nats_cluster::NatsCluster;
 use common::raw_resp::{RawClient, Reply};
 use common::replication::{
-    eventually, failover_time, kill, load_total, node_with, role, Load, NatsUrl,
+    eventually, failover_time, kill, load_total, node_with, role, Load, LogsOnFailure, NatsUrl,
 };
 use common::Server;
 use std::time::Duration;
@@ -122,17 +122,27 @@ fn a_killed_nats_server_of_three_loses_no_acknowledged_increment() {
         &dirs,
         &[("SHARDKIT_COUNTERS_STREAM_REPLICAS", "3")],
     );
+    let _logs = LogsOnFailure::of(&nodes);
     let load = Load::start(nodes.iter().map(|n| n.resp).collect(), CLIENTS, EACH);
     eventually(30, "load is running", || {
         load_total(&nodes[1]).unwrap_or(0) >= (CLIENTS * EACH / 4) as i64
     });
     // The leader's own NATS server.
     cluster.kill(0);
+    let killed = std::time::Instant::now();
     let acks = load.finish();
     assert_eq!(
         acks.len(),
         CLIENTS * EACH,
         "every increment acknowledged once"
     );
-    every_survivor_has(&mut nodes, CLIENTS * EACH);
+    let leader = every_survivor_has(&mut nodes, CLIENTS * EACH);
+    let exited: Vec<_> = nodes
+        .iter_mut()
+        .map(|n| n.child.try_wait().unwrap().and_then(|s| s.code()))
+        .collect();
+    eprintln!(
+        "NATS server killed: writes resumed after {:?}; node {leader} leads; exit codes {exited:?}",
+        failover_time(&acks, killed, usize::MAX)
+    );
 }

@@ -47,6 +47,7 @@ impl NatsCluster {
                 .args(["--routes", &all_routes])
                 .arg("-sd")
                 .arg(dir.path())
+                .args(["-l", &format!("/tmp/nats17a-{i}.log")])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()

@@ -227,3 +227,35 @@ pub fn failover_time(acks: &[Ack], killed: Instant, dead: usize) -> Duration {
         .map(|a| a.at - killed)
         .expect("an increment was acknowledged after the kill")
 }
+
+/// Prints the last lines of each node's log if the test is failing when it is dropped
+/// (hold one for the test's length: `let _logs = LogsOnFailure::of(&nodes);`).
+pub struct LogsOnFailure(Vec<(String, std::sync::Arc<std::sync::Mutex<Vec<String>>>)>);
+
+impl LogsOnFailure {
+    /// Watches the logs of `nodes`.
+    pub fn of(nodes: &[Server]) -> Self {
+        Self(
+            nodes
+                .iter()
+                .map(|n| (n.resp.to_string(), std::sync::Arc::clone(&n.log)))
+                .collect(),
+        )
+    }
+}
+
+impl Drop for LogsOnFailure {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for (i, (addr, log)) in self.0.iter().enumerate() {
+            let Ok(log) = log.lock() else { continue };
+            let from = log.len().saturating_sub(40);
+            eprintln!("--- node {i} ({addr}) log tail ---");
+            for line in &log[from..] {
+                eprintln!("{}", line.trim_end());
+            }
+        }
+    }
+}
