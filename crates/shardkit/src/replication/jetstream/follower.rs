@@ -8,6 +8,9 @@ use async_nats::jetstream::{consumer, stream::Stream};
 use futures_util::StreamExt;
 use std::sync::Arc;
 
+/// How long the consumer may deliver nothing before the stream's end is checked.
+const STALL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Why following stopped.
 enum Stopped {
     /// NATS failed (a server lost, a consumer's heartbeats missed): follow again.
@@ -64,8 +67,23 @@ async fn follow_from(
         .map_err(|e| nats(&e))?;
     let mut messages = consumer.messages().await.map_err(|e| nats(&e))?;
     let status: &Status = &state.replication;
-    while let Some(message) = messages.next().await {
-        let message = message.map_err(|e| nats(&e))?;
+    loop {
+        let message = match tokio::time::timeout(STALL, messages.next()).await {
+            Ok(Some(message)) => message.map_err(|e| nats(&e))?,
+            Ok(None) => break,
+            Err(_) => {
+                // Quiet: caught up, or the consumer is stuck (its stream's leader was
+                // lost with a NATS server): the stream's end tells which.
+                match stream.get_info().await {
+                    Ok(info) if info.state.last_sequence > status.progress().0 => {
+                        return Err(Stopped::Nats(anyhow::anyhow!(
+                            "the consumer stalled before the stream's end"
+                        )))
+                    }
+                    _ => continue,
+                }
+            }
+        };
         let info = message.info().map_err(|e| nats(&e))?;
         let (seq, pending) = (info.stream_sequence, info.pending);
         let published_ms = (info.published.unix_timestamp_nanos() / 1_000_000) as u64;
