@@ -63,6 +63,31 @@ fn every_node_names_the_leader_its_replicas_and_the_other_sentinels() {
         })
     });
     let port = |s: &Server| s.resp.port().to_string();
+    // ROLE and INFO on the leader list the replicas too, as Redis's master does.
+    let mut con = RawClient::connect(leader.resp);
+    let Reply::Array(Some(role_reply)) = con.call(&[b"ROLE"]) else {
+        panic!("ROLE is an array")
+    };
+    let Reply::Array(Some(listed)) = &role_reply[2] else {
+        panic!("a master's ROLE lists its replicas: {role_reply:?}")
+    };
+    let mut listed_ports: Vec<String> = listed
+        .iter()
+        .map(|r| match r {
+            Reply::Array(Some(r)) => r[1].text().unwrap(),
+            other => panic!("a replica is [host, port, offset]: {other:?}"),
+        })
+        .collect();
+    listed_ports.sort();
+    let mut replica_ports = vec![port(&standby), port(&reader)];
+    replica_ports.sort();
+    assert_eq!(listed_ports, replica_ports);
+    let info = con.call(&[b"INFO", b"replication"]).text().unwrap();
+    assert!(info.contains("connected_slaves:2\r\n"), "{info}");
+    assert!(
+        info.contains(&format!("port={},state=online", port(&standby))),
+        "{info}"
+    );
     for n in nodes {
         let addr = sentinel(n, &["get-master-addr-by-name", "test"]);
         assert_eq!(
