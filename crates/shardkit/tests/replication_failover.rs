@@ -40,8 +40,8 @@ fn three_nodes(
         role(&first).as_deref() == Some("master")
     });
     let mut nodes = vec![first];
-    for i in 1..3 {
-        nodes.push(node_with(dirs[i].path(), nats, i, "auto", LEASE_MS, extra));
+    for (i, dir) in dirs.iter().enumerate().skip(1) {
+        nodes.push(node_with(dir.path(), nats, i, "auto", LEASE_MS, extra));
     }
     eventually(20, "the others follow", || {
         nodes[1..]

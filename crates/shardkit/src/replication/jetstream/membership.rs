@@ -31,7 +31,7 @@ pub struct Membership {
 
 impl Membership {
     /// Makes the members bucket if missing (as the lease bucket is made: see
-    /// [`lease_bucket`]) and binds it.
+    /// `election::lease_bucket`) and binds it.
     pub async fn open(
         js: &jetstream::Context,
         settings: &Settings,
