@@ -187,6 +187,88 @@ fn every_node_names_the_leader_its_replicas_and_the_other_sentinels() {
     );
 }
 
+/// A real `redis-server --sentinel` (monitoring nothing) on a free loopback port.
+struct RealSentinel {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl RealSentinel {
+    fn start() -> RealSentinel {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("sentinel.conf");
+        std::fs::write(&conf, format!("port {port}\nbind 127.0.0.1\n")).unwrap();
+        let child = Command::new("redis-server")
+            .arg(&conf)
+            .arg("--sentinel")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH");
+        let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        eventually(20, "redis-server --sentinel listens", || {
+            std::net::TcpStream::connect(addr).is_ok()
+        });
+        RealSentinel {
+            child,
+            addr,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for RealSentinel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn errors_and_command_info_are_redis_sentinels_word_for_word() {
+    let nats = Nats::start();
+    let dir = tempfile::tempdir().unwrap();
+    let ours = node(dir.path(), &nats, "auto", 1_000);
+    let real = RealSentinel::start();
+    let (mut ours, mut theirs) = (RawClient::connect(ours.resp), RawClient::connect(real.addr));
+    for line in [
+        "SENTINEL",
+        "SENTINEL nosuch",
+        "SENTINEL replicas",
+        "SENTINEL masters extra",
+        "SENTINEL master nosuch",
+        "SENTINEL sentinels nosuch",
+        "SENTINEL get-master-addr-by-name nosuch",
+        "SENTINEL masters",
+    ] {
+        let (mine, real) = (ours.cmd(line), theirs.cmd(line));
+        if line == "SENTINEL masters" {
+            // Ours monitors its store; the real one nothing: only the shape compares.
+            assert!(matches!(mine, Reply::Array(Some(_))), "{mine:?}");
+            assert_eq!(real, Reply::Array(Some(vec![])));
+        } else {
+            assert_eq!(mine, real, "{line}");
+        }
+    }
+    // Name, arity, flags, keys and ACL categories as Redis Sentinel's own.
+    let (Reply::Array(Some(mine)), Reply::Array(Some(real))) = (
+        ours.cmd("COMMAND INFO sentinel"),
+        theirs.cmd("COMMAND INFO sentinel"),
+    ) else {
+        panic!("COMMAND INFO answers arrays")
+    };
+    let (Reply::Array(Some(mine)), Reply::Array(Some(real))) = (&mine[0], &real[0]) else {
+        panic!("both know SENTINEL")
+    };
+    assert_eq!(mine[..7], real[..7]);
+}
+
 /// Where `scripts/client-deps` installs the clients.
 fn python() -> PathBuf {
     let dir = std::env::var_os("SHARDKIT_CLIENTS_DIR")

@@ -17,7 +17,7 @@ use crate::replication::sentinel::{view, Instance};
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     name: "sentinel",
     arity: -2,
-    flags: &["admin", "noscript", "loading", "stale"],
+    flags: &["admin"],
     first_key: 0,
     last_key: 0,
     key_step: 0,
