@@ -269,8 +269,8 @@ fn errors_and_command_info_are_redis_sentinels_word_for_word() {
     assert_eq!(mine[..7], real[..7]);
 }
 
-/// Where `scripts/client-deps` installs the clients.
-fn python() -> PathBuf {
+/// Where `scripts/client-deps` installs the clients (missing: the test fails).
+fn clients_dir() -> PathBuf {
     let dir = std::env::var_os("SHARDKIT_CLIENTS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -278,13 +278,24 @@ fn python() -> PathBuf {
         });
     assert!(
         dir.join("stamp").exists(),
-        "this test needs the pinned redis-py: run `bash scripts/client-deps`"
+        "this test needs the pinned clients: run `bash scripts/client-deps`"
     );
-    dir.join("venv/bin/python")
+    dir
 }
 
-#[test]
-fn redis_py_sentinel_master_for_keeps_incrementing_across_a_failover() {
+/// What a client script printed, and the addresses involved.
+struct Run {
+    out: Vec<String>,
+    old: String,
+    new: String,
+    replicas: String,
+}
+
+/// Three nodes (lease 600 ms); runs `program args… SENTINELS test COUNT` (a script of
+/// `tests/clients/`), SIGKILLs the leader when it prints `acked 100`, and checks that
+/// it ended with `ok`, named the new leader last, and that every survivor counts each
+/// increment once.
+fn client_rides_a_failover(program: &Path, args: &[PathBuf], env: &[(&str, PathBuf)]) -> Run {
     const COUNT: i64 = 400;
     let nats = Nats::start();
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
@@ -309,14 +320,14 @@ fn redis_py_sentinel_master_for_keeps_incrementing_across_a_failover() {
         .map(|n| n.resp.to_string())
         .collect::<Vec<_>>()
         .join(",");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/sentinel_failover.py");
-    let mut child = Command::new(python())
-        .arg(script)
+    let mut child = Command::new(program)
+        .args(args)
         .args([sentinels.as_str(), "test", &COUNT.to_string()])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap_or_else(|e| panic!("cannot run {program:?}: {e}"));
     let stdout = BufReader::new(child.stdout.take().unwrap());
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut out = Vec::new();
@@ -324,7 +335,7 @@ fn redis_py_sentinel_master_for_keeps_incrementing_across_a_failover() {
     for line in stdout.lines().map_while(Result::ok) {
         assert!(
             Instant::now() < deadline,
-            "redis-py ran past 120 s: {out:?}"
+            "the client ran past 120 s: {out:?}"
         );
         if line == "acked 100" {
             killed = Some(kill(&mut first));
@@ -339,22 +350,6 @@ fn redis_py_sentinel_master_for_keeps_incrementing_across_a_failover() {
         output.status
     );
     assert!(killed.is_some(), "the leader was killed mid-run: {out:?}");
-    let first_addr = first.resp.to_string();
-    let replicas = |a: &Server, b: &Server| {
-        let mut r = [a.resp.to_string(), b.resp.to_string()];
-        r.sort();
-        r.join(",")
-    };
-    for proto in [2, 3] {
-        assert!(
-            out.contains(&format!(
-                "discovered {proto} {first_addr} {}",
-                replicas(&others[0], &others[1])
-            )),
-            "RESP{proto}: {out:?}"
-        );
-    }
-    assert_eq!(out[2], format!("master {first_addr}"));
     let new = others
         .iter()
         .find(|n| role(n).as_deref() == Some("master"))
@@ -362,16 +357,62 @@ fn redis_py_sentinel_master_for_keeps_incrementing_across_a_failover() {
     assert_eq!(
         out[out.len() - 2],
         format!("master {}", new.resp),
-        "redis-py found the new leader"
+        "the client found the new leader"
     );
+    let tag = if program.ends_with("node") {
+        "io"
+    } else {
+        "py"
+    };
     for n in &others {
         eventually(20, "every node has every increment once", || {
-            get(n, "py:1:hits") == Some(COUNT)
+            get(n, &format!("{tag}:1:hits")) == Some(COUNT)
         });
     }
     eprintln!(
-        "redis-py: {} (stderr lines: {})",
+        "{program:?}: {} (stderr lines: {})",
         out.last().unwrap(),
         stderr.lines().count()
     );
+    let mut replicas = [others[0].resp.to_string(), others[1].resp.to_string()];
+    replicas.sort();
+    Run {
+        out,
+        old: first.resp.to_string(),
+        new: new.resp.to_string(),
+        replicas: replicas.join(","),
+    }
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients")
+        .join(name)
+}
+
+#[test]
+fn redis_py_sentinel_master_for_keeps_incrementing_across_a_failover() {
+    let python = clients_dir().join("venv/bin/python");
+    let run = client_rides_a_failover(&python, &[script("sentinel_failover.py")], &[]);
+    for proto in [2, 3] {
+        assert!(
+            run.out
+                .contains(&format!("discovered {proto} {} {}", run.old, run.replicas)),
+            "RESP{proto}: {:?}",
+            run.out
+        );
+    }
+    assert_eq!(run.out[2], format!("master {}", run.old));
+    assert_ne!(run.old, run.new);
+}
+
+#[test]
+fn ioredis_sentinels_keep_incrementing_across_a_failover() {
+    let modules = clients_dir().join("node/node_modules");
+    let run = client_rides_a_failover(
+        Path::new("node"),
+        &[script("sentinel_failover.js")],
+        &[("NODE_PATH", modules)],
+    );
+    assert_eq!(run.out[0], format!("master {}", run.old));
 }
