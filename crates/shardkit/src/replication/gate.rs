@@ -67,7 +67,7 @@ pub fn http_leader(status: &Status) -> Option<Option<String>> {
 fn known_replicas(status: &Status) -> Vec<(String, i64, u64)> {
     status
         .members
-        .snapshot(super::members::now_ms())
+        .snapshot(status.members.now_ms())
         .into_iter()
         .filter(|s| s.member.node != status.me.node && s.member.role == "slave")
         .map(|s| {

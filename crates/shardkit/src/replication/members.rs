@@ -4,7 +4,9 @@
 //!
 //! Ages are measured against the time NATS stamped on each announcement, so a node
 //! that stopped announcing (killed, partitioned) shows its silence, and one silent for
-//! longer than the bucket keeps values is forgotten even if no removal was seen.
+//! longer than the bucket keeps values is forgotten even if no removal was seen. "Now"
+//! is NATS's clock too: the stamp of this node's own latest announcement plus the time
+//! since it was heard, so a node whose clock is off does not see the others as down.
 
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -49,6 +51,8 @@ pub struct Members {
     seen: RwLock<HashMap<String, Seen>>,
     /// How long the bucket keeps an announcement, ms (0: never set, keep all).
     forget_after_ms: std::sync::atomic::AtomicU64,
+    /// NATS's stamp of this node's latest own announcement and when it was heard.
+    clock: RwLock<Option<(u64, std::time::Instant)>>,
 }
 
 impl Members {
@@ -64,6 +68,21 @@ impl Members {
         let newer = seen.get(&member.node).is_none_or(|s| s.at_ms <= at_ms);
         if newer {
             seen.insert(member.node.clone(), Seen { member, at_ms });
+        }
+    }
+
+    /// Records this node's own announcement as heard back: NATS's clock reading.
+    pub fn record_own(&self, member: Member, at_ms: u64) {
+        *self.clock.write() = Some((at_ms, std::time::Instant::now()));
+        self.record(member, at_ms);
+    }
+
+    /// Now on NATS's clock, Unix milliseconds (this machine's clock until this node has
+    /// heard its own announcement).
+    pub fn now_ms(&self) -> u64 {
+        match *self.clock.read() {
+            Some((at_ms, heard)) => at_ms + heard.elapsed().as_millis() as u64,
+            None => now_ms(),
         }
     }
 
@@ -131,5 +150,19 @@ mod tests {
             .snapshot(10_100)
             .iter()
             .all(|s| s.member.node != "b"));
+    }
+
+    #[test]
+    fn now_is_read_on_the_clock_of_nats() {
+        let members = Members::default();
+        let machine = now_ms();
+        assert!(members.now_ms() >= machine);
+        // NATS's clock an hour behind this machine's: ages stay small all the same.
+        members.record_own(member("me", 1), machine - 3_600_000);
+        let now = members.now_ms();
+        assert!(
+            now >= machine - 3_600_000 && now < machine - 3_599_000,
+            "{now}"
+        );
     }
 }

@@ -9,7 +9,7 @@
 //! are the age of a node's last announcement; a node silent for longer than
 //! `down-after-milliseconds` (the lease) is `s_down`.
 
-use super::members::{now_ms, Member, Seen};
+use super::members::{Member, Seen};
 use super::{Role, Status};
 
 /// One instance as Sentinel describes it: field names and values in Redis's order.
@@ -37,7 +37,7 @@ struct Node {
 /// Builds the view of store `store` (its name is the master's name) with `lease_ms`
 /// as the down-after period; `may_lead`: whether this node stands for the lease.
 pub fn view(status: &Status, store: &str, lease_ms: u64, may_lead: bool) -> View {
-    let now = now_ms();
+    let now = status.members.now_ms();
     let role = status.role();
     let me = Node {
         member: Member {
@@ -231,6 +231,7 @@ pub fn role_name(role: &Role) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replication::members::now_ms;
     use crate::replication::LeaderAddr;
 
     fn addr(node: &str, port: u16) -> LeaderAddr {

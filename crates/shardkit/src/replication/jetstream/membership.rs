@@ -85,6 +85,9 @@ pub async fn run(state: Arc<AppState>, membership: Membership) {
                     let at_ms = (entry.created.unix_timestamp_nanos() / 1_000_000) as u64;
                     match entry.operation {
                         kv::Operation::Put => match serde_json::from_slice::<Member>(&entry.value) {
+                            Ok(member) if member.node == state.replication.me.node => {
+                                members.record_own(member, at_ms)
+                            }
                             Ok(member) => members.record(member, at_ms),
                             Err(e) => tracing::warn!(key = %entry.key, error = %e, "unreadable member announcement"),
                         },
