@@ -6,66 +6,10 @@
 mod common;
 
 use common::nats::Nats;
-use common::Server;
-use std::path::Path;
-use std::process::Command;
+use common::replication::{
+    eventually, failover_time, get, kill, load_total, node, role, signal, Load,
+};
 use std::time::{Duration, Instant};
-
-/// Starts a node on the JetStream log of `nats`, store `store`.
-fn node(data: &Path, nats: &Nats, role: &str, lease_ms: u64) -> Server {
-    let lease = lease_ms.to_string();
-    Server::start(
-        data,
-        &[
-            ("SHARDKIT_COUNTERS_LOG", "jetstream"),
-            ("SHARDKIT_NATS_URL", nats.url.as_str()),
-            ("SHARDKIT_COUNTERS_STORE", "test"),
-            ("SHARDKIT_COUNTERS_ROLE", role),
-            ("SHARDKIT_COUNTERS_LEASE_MS", lease.as_str()),
-        ],
-    )
-}
-
-/// `ROLE`'s first element, or `None` while the node does not answer.
-fn role(server: &Server) -> Option<String> {
-    let client = redis::Client::open(format!("redis://{}/", server.resp)).ok()?;
-    let mut con = client
-        .get_connection_with_timeout(Duration::from_millis(500))
-        .ok()?;
-    con.set_read_timeout(Some(Duration::from_millis(500)))
-        .ok()?;
-    let reply: redis::Value = redis::cmd("ROLE").query(&mut con).ok()?;
-    match reply {
-        redis::Value::Array(items) => match items.first() {
-            Some(redis::Value::BulkString(b)) => Some(String::from_utf8_lossy(b).into_owned()),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// Polls `check` every 20 ms for up to `secs` seconds.
-fn eventually(secs: u64, what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn get(server: &Server, key: &str) -> Option<i64> {
-    let mut con = server.redis();
-    redis::cmd("GET").arg(key).query(&mut con).ok()
-}
-
-fn signal(server: &Server, sig: &str) {
-    let pid = server.child.id().to_string();
-    assert!(Command::new("kill")
-        .args([sig, &pid])
-        .status()
-        .unwrap()
-        .success());
-}
 
 #[test]
 fn a_replica_serves_the_leaders_counts_and_refuses_writes() {
@@ -239,64 +183,25 @@ fn a_killed_leader_loses_no_acknowledged_increment_and_counts_none_twice() {
     eventually(20, "the second node follows", || {
         role(&second).as_deref() == Some("slave")
     });
-    let addrs = [first.resp, second.resp];
     const CLIENTS: usize = 4;
     const EACH: usize = 150;
-    let clients: Vec<_> = (0..CLIENTS)
-        .map(|c| {
-            std::thread::spawn(move || {
-                // Each increment has a txid; an unacknowledged one is sent again, with the
-                // same txid, to whichever node leads, until one acknowledges it.
-                let mut acknowledged = 0;
-                for n in 0..EACH {
-                    let txid = format!("c{c}-{n}");
-                    let deadline = Instant::now() + Duration::from_secs(60);
-                    'retry: loop {
-                        assert!(
-                            Instant::now() < deadline,
-                            "increment {txid} never acknowledged"
-                        );
-                        for addr in addrs {
-                            let Ok(client) = redis::Client::open(format!("redis://{addr}/")) else {
-                                continue;
-                            };
-                            let Ok(mut con) =
-                                client.get_connection_with_timeout(Duration::from_millis(300))
-                            else {
-                                continue;
-                            };
-                            let _ = con.set_read_timeout(Some(Duration::from_secs(3)));
-                            let done: redis::RedisResult<i64> = redis::cmd("COUNTER.INCRBY")
-                                .arg("load:1")
-                                .arg("hits")
-                                .arg(1)
-                                .arg(&txid)
-                                .query(&mut con);
-                            if done.is_ok() {
-                                acknowledged += 1;
-                                break 'retry;
-                            }
-                        }
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
-                }
-                acknowledged
-            })
-        })
-        .collect();
+    let load = Load::start(vec![first.resp, second.resp], CLIENTS, EACH);
     // Kill the leader while the clients are writing.
     eventually(30, "load is running", || {
-        get(&second, "load:1:hits").unwrap_or(0) >= (CLIENTS * EACH / 4) as i64
+        load_total(&second).unwrap_or(0) >= (CLIENTS * EACH / 4) as i64
     });
     let mut first = first;
-    first.child.kill().unwrap();
-    let _ = first.child.wait();
-    let total: usize = clients.into_iter().map(|c| c.join().unwrap()).sum();
-    assert_eq!(total, CLIENTS * EACH);
+    let killed = kill(&mut first);
+    let acks = load.finish();
+    assert_eq!(acks.len(), CLIENTS * EACH);
     assert_eq!(role(&second).as_deref(), Some("master"));
     assert_eq!(
-        get(&second, "load:1:hits"),
+        load_total(&second),
         Some((CLIENTS * EACH) as i64),
         "every acknowledged increment is there, none twice"
+    );
+    eprintln!(
+        "failover: {:?} from SIGKILL to the first acknowledged increment (lease 600 ms)",
+        failover_time(&acks, killed, 0)
     );
 }

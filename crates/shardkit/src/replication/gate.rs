@@ -62,17 +62,39 @@ pub fn http_leader(status: &Status) -> Option<Option<String>> {
     }
 }
 
-/// `ROLE`, as Redis answers it: `master <offset> <replicas>` or `slave <host> <port>
-/// <state> <offset>`. Offsets are stream sequences; a master lists no replicas
-/// (membership is the Sentinel work still to come).
+/// The replicas a leader knows of (the members announcing `slave`): host, port and
+/// applied stream sequence.
+fn known_replicas(status: &Status) -> Vec<(String, i64, u64)> {
+    status
+        .members
+        .snapshot(status.members.now_ms())
+        .into_iter()
+        .filter(|s| s.member.node != status.me.node && s.member.role == "slave")
+        .map(|s| {
+            let (host, port) = split_addr(Some(&s.member.resp));
+            (host, port, s.member.applied_seq)
+        })
+        .collect()
+}
+
+/// `ROLE`, as Redis answers it: `master <offset> [[host, port, offset], ...]` or `slave
+/// <host> <port> <state> <offset>`. Offsets are stream sequences; a master lists the
+/// replicas announced in the members bucket.
 pub fn role_reply(status: &Status, out: &mut BytesMut) {
     let (seq, lag, _) = status.progress();
     match status.role() {
         Role::Standalone | Role::Leader => {
+            let replicas = known_replicas(status);
             crate::resp::reply::array_header(out, 3);
             crate::resp::reply::bulk(out, b"master");
             crate::resp::reply::integer(out, seq as i64);
-            crate::resp::reply::array_header(out, 0);
+            crate::resp::reply::array_header(out, replicas.len());
+            for (host, port, offset) in replicas {
+                crate::resp::reply::array_header(out, 3);
+                crate::resp::reply::bulk(out, host.as_bytes());
+                crate::resp::reply::bulk_integer(out, port);
+                crate::resp::reply::bulk_integer(out, offset as i64);
+            }
         }
         Role::Replica { leader } => {
             let (host, port) = split_addr(leader.as_ref().map(|l| l.resp.as_str()));
@@ -115,7 +137,20 @@ pub fn info_section(status: &Status) -> String {
     let mut s = String::from("# Replication\r\n");
     match status.role() {
         Role::Standalone => s.push_str("role:master\r\nconnected_slaves:0\r\nlog:local\r\n"),
-        Role::Leader => s.push_str("role:master\r\nconnected_slaves:0\r\nlog:jetstream\r\n"),
+        Role::Leader => {
+            let replicas = known_replicas(status);
+            s.push_str(&format!(
+                "role:master\r\nconnected_slaves:{}\r\n",
+                replicas.len()
+            ));
+            for (i, (host, port, offset)) in replicas.into_iter().enumerate() {
+                s.push_str(&format!(
+                    "slave{i}:ip={host},port={port},state=online,offset={offset},lag={}\r\n",
+                    seq.saturating_sub(offset)
+                ));
+            }
+            s.push_str("log:jetstream\r\n");
+        }
         Role::Replica { leader } => {
             let (host, port) = split_addr(leader.as_ref().map(|l| l.resp.as_str()));
             let up = if leader.is_some() { "up" } else { "down" };

@@ -5,12 +5,17 @@
 //!   `local` mode the node is a standalone master).
 //! - [`gate`]: the one check the RESP dispatcher and the HTTP handlers make before a
 //!   write, and the `ROLE` / `INFO replication` replies.
+//! - [`members`]: the store's nodes as they announce themselves; [`sentinel`]: the
+//!   Sentinel view (master, replicas, sentinels) built from them and the lease.
 //! - `jetstream` (feature `nats`): the log of record on a JetStream stream, the leader
-//!   lease in a KV bucket, the follower that applies the stream.
+//!   lease in a KV bucket, the follower that applies the stream, the membership
+//!   announcements.
 
 pub mod gate;
 #[cfg(feature = "nats")]
 pub mod jetstream;
+pub mod members;
+pub mod sentinel;
 pub mod status;
 
 pub use status::{LeaderAddr, Role, Status};

@@ -43,6 +43,8 @@ pub struct Status {
     lag_records: AtomicU64,
     /// Age of the oldest unapplied message when last seen, ms (0 when caught up).
     lag_ms: AtomicU64,
+    /// The store's other nodes as last announced (the Sentinel replies read them).
+    pub members: super::members::Members,
 }
 
 impl Status {
@@ -54,6 +56,7 @@ impl Status {
             applied_seq: AtomicU64::new(0),
             lag_records: AtomicU64::new(0),
             lag_ms: AtomicU64::new(0),
+            members: Default::default(),
         }
     }
 

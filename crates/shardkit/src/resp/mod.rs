@@ -8,7 +8,7 @@
 //!   dispatcher and `COMMAND` read; each family of commands lists its entries in its
 //!   own file ([`string_commands`], [`hash_commands`], [`keyspace_commands`],
 //!   [`counter_admin`], [`server_commands`], [`client_commands`], [`server_info`],
-//!   [`id_commands`], [`command_info`]).
+//!   [`id_commands`], [`command_info`], [`sentinel_commands`]).
 //! - [`permissions`]: which key role each command needs (`-NOPERM`).
 //! - [`clients`]: the open connections (`CLIENT LIST`/`KILL`, `INFO clients`);
 //!   [`glob`]: Redis's patterns (`SCAN MATCH`, `CONFIG GET`).
@@ -34,6 +34,7 @@ pub mod limits;
 pub mod parse;
 pub mod permissions;
 pub mod reply;
+pub mod sentinel_commands;
 pub mod server_commands;
 pub mod server_info;
 pub mod session;

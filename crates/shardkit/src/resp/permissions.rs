@@ -5,9 +5,10 @@
 //!
 //! The rule reads the command table: commands flagged `write` need `counters:write`,
 //! `readonly` ones `counters:read` (which `counters:write` also grants), `ID.NEXT` and
-//! `TICKET.NEXT` need `ids`, the connection commands any key, and what changes or
-//! reveals the server as a whole (`FLUSHDB`, `FLUSHALL`, `CONFIG`, `CLIENT KILL`) an
-//! admin key. An admin key (and a server with no key) skips the check.
+//! `TICKET.NEXT` need `ids`, the connection commands any key, `ROLE`, `INFO` and
+//! `SENTINEL` a reader, and what changes or reveals the server as a whole (`FLUSHDB`,
+//! `FLUSHALL`, `CONFIG`, `CLIENT KILL`) an admin key. An admin key (and a server with
+//! no key) skips the check.
 
 use super::table::CommandSpec;
 use crate::access::Need;
@@ -18,7 +19,7 @@ const ANY_KEY: &[&str] = &[
 ];
 
 /// Commands about the server that a counter reader may run (figures, no secrets).
-const SERVER_READ: &[&str] = &["dbsize", "info", "lastsave", "role"];
+const SERVER_READ: &[&str] = &["dbsize", "info", "lastsave", "role", "sentinel"];
 
 /// Commands only an admin key runs.
 const ADMIN: &[&str] = &["config", "flushall", "flushdb"];

@@ -71,6 +71,12 @@ pub fn null(out: &mut BytesMut, resp3: bool) {
     out.put_slice(if resp3 { b"_\r\n" } else { b"$-1\r\n" });
 }
 
+/// A missing array (Sentinel's unknown master): RESP2's `*-1`, RESP3's null `_`.
+#[inline]
+pub fn null_array(out: &mut BytesMut, resp3: bool) {
+    out.put_slice(if resp3 { b"_\r\n" } else { b"*-1\r\n" });
+}
+
 /// The header of a map of `pairs` key/value pairs that follow: RESP3's `%`, or in
 /// RESP2 the flat array of `2 * pairs` replies Redis 6 answers.
 #[inline]

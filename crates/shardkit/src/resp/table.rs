@@ -95,6 +95,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             super::string_commands::COMMANDS,
             super::hash_commands::COMMANDS,
             super::counter_admin::COMMANDS,
+            super::sentinel_commands::COMMANDS,
         ]
         .into_iter()
         .flatten()

@@ -6,9 +6,13 @@
 
 #[cfg(feature = "nats")]
 pub mod nats;
+#[cfg(feature = "nats")]
+pub mod nats_cluster;
 #[cfg(feature = "sql")]
 pub mod pg_db;
 pub mod raw_resp;
+#[cfg(feature = "nats")]
+pub mod replication;
 pub mod tcp_proxy;
 
 use std::io::{BufRead, BufReader};

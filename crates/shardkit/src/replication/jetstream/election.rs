@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 /// The store's NATS objects, made at start.
 pub struct Store {
-    js: jetstream::Context,
+    pub(super) js: jetstream::Context,
     stream: stream::Stream,
     lease: kv::Store,
     names: Names,
@@ -66,8 +66,9 @@ impl Store {
 /// The lease bucket, made if missing. Its stream is made here with the KV conventions
 /// (`KV_<bucket>`, subjects `$KV.<bucket>.>`, one value per key, rollups, direct gets)
 /// rather than by `create_key_value`, whose reply from a 2.9 server async-nats 0.51
-/// cannot parse; `get_key_value` then binds it as usual.
-async fn lease_bucket(
+/// cannot parse; `get_key_value` then binds it as usual. Values live `lease_for`; the
+/// membership bucket is made the same way with a longer life.
+pub(super) async fn lease_bucket(
     js: &jetstream::Context,
     bucket: &str,
     lease_for: Duration,
@@ -188,7 +189,16 @@ async fn take_over(
         if fenced.load(Ordering::Acquire) {
             anyhow::bail!("lost the lease while catching up");
         }
-        let last = store.stream.get_info().await?.state.last_sequence;
+        // A NATS failure here (a server of the cluster lost, a leader being elected)
+        // is waited out while the lease holds: nothing was acknowledged yet.
+        let last = match store.stream.get_info().await {
+            Ok(info) => info.state.last_sequence,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the counters' stream end; trying again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
         while state.replication.progress().0 < last {
             if fenced.load(Ordering::Acquire) {
                 anyhow::bail!("lost the lease while catching up");
@@ -199,18 +209,26 @@ async fn take_over(
             .payload(Bytes::new())
             .expected_last_sequence(last)
             .header(LEADER_HEADER, me_json);
-        let sent = store
+        let sent = match store
             .js
             .send_publish(store.names.subject.clone(), marker)
-            .await?
-            .await;
+            .await
+        {
+            Ok(ack) => ack.await,
+            Err(e) => Err(e),
+        };
         match sent {
             Ok(ack) => return Ok(ack.sequence),
             Err(e) if e.kind() == jetstream::context::PublishErrorKind::WrongLastSequence => {
                 // An old writer appended after we read: read to the new end and try again.
                 continue;
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => {
+                // The marker may have been stored all the same: reading the end again
+                // finds it, and the next marker expects it.
+                tracing::warn!(error = %e, "the leader marker was not acknowledged; trying again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
         }
     }
 }
@@ -270,8 +288,8 @@ impl shardkit_counters::LogOfRecord for LeaseCheckedLog {
     }
 }
 
-/// Renews the lease every third of it; when a renewal is refused (another holds it)
-/// or the lease ran out without one, fences this node and steps down.
+/// Renews the lease every third of it; when a renewal is refused (another holds it),
+/// the lease ran out without one, or a publish failed, fences this node and steps down.
 async fn renew(
     state: Arc<AppState>,
     lease: kv::Store,
@@ -283,6 +301,14 @@ async fn renew(
 ) {
     loop {
         tokio::time::sleep(lease_for / 3).await;
+        if fenced.load(Ordering::Acquire) {
+            // A publish failed (refused, or its ack lost with a NATS server): this
+            // leader's idea of the stream's end may be wrong, so it cannot go on.
+            tracing::error!(
+                "a counter batch was not acknowledged by the stream; giving up the lead"
+            );
+            break;
+        }
         let asked = Instant::now();
         if asked >= *valid_until.lock() {
             tracing::error!("the counters' lease lapsed before it could be renewed");

@@ -8,15 +8,48 @@ use async_nats::jetstream::{consumer, stream::Stream};
 use futures_util::StreamExt;
 use std::sync::Arc;
 
-/// Applies the stream from sequence `from` on, until the stream ends or fails.
-/// A batch that does not apply (damaged, or records missing) stops the follower: it is
-/// reported, never skipped.
+/// How long the consumer may deliver nothing before the stream's end is checked.
+const STALL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Why following stopped.
+enum Stopped {
+    /// NATS failed (a server lost, a consumer's heartbeats missed): follow again.
+    Nats(anyhow::Error),
+    /// A batch did not apply: reported, never skipped.
+    Apply(anyhow::Error),
+}
+
+/// Applies the stream from sequence `from` on, until the stream ends or a batch does
+/// not apply (damaged, or records missing: reported, never skipped). When NATS fails
+/// it follows again, with a new consumer, after what was applied.
 pub async fn follow(
     state: Arc<AppState>,
     stream: Stream,
     names: Names,
     from: u64,
 ) -> anyhow::Result<()> {
+    let mut from = from;
+    loop {
+        match follow_from(&state, &stream, &names, from).await {
+            Ok(()) => return Ok(()),
+            Err(Stopped::Apply(e)) => return Err(e),
+            Err(Stopped::Nats(e)) => {
+                tracing::warn!(error = %e, "following the counters' stream failed; following again");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                from = from.max(state.replication.progress().0 + 1);
+            }
+        }
+    }
+}
+
+/// One consumer's run, from sequence `from`.
+async fn follow_from(
+    state: &AppState,
+    stream: &Stream,
+    names: &Names,
+    from: u64,
+) -> Result<(), Stopped> {
+    let nats = |e: &dyn std::fmt::Display| Stopped::Nats(anyhow::anyhow!("{e}"));
     let deliver_policy = if from <= 1 {
         consumer::DeliverPolicy::All
     } else {
@@ -30,12 +63,28 @@ pub async fn follow(
             deliver_policy,
             ..Default::default()
         })
-        .await?;
-    let mut messages = consumer.messages().await?;
+        .await
+        .map_err(|e| nats(&e))?;
+    let mut messages = consumer.messages().await.map_err(|e| nats(&e))?;
     let status: &Status = &state.replication;
-    while let Some(message) = messages.next().await {
-        let message = message?;
-        let info = message.info().map_err(|e| anyhow::anyhow!("{e}"))?;
+    loop {
+        let message = match tokio::time::timeout(STALL, messages.next()).await {
+            Ok(Some(message)) => message.map_err(|e| nats(&e))?,
+            Ok(None) => break,
+            Err(_) => {
+                // Quiet: caught up, or the consumer is stuck (its stream's leader was
+                // lost with a NATS server): the stream's end tells which.
+                match stream.get_info().await {
+                    Ok(info) if info.state.last_sequence > status.progress().0 => {
+                        return Err(Stopped::Nats(anyhow::anyhow!(
+                            "the consumer stalled before the stream's end"
+                        )))
+                    }
+                    _ => continue,
+                }
+            }
+        };
+        let info = message.info().map_err(|e| nats(&e))?;
         let (seq, pending) = (info.stream_sequence, info.pending);
         let published_ms = (info.published.unix_timestamp_nanos() / 1_000_000) as u64;
         if message.payload.is_empty() {
@@ -55,7 +104,7 @@ pub async fn follow(
                 .counters
                 .engine
                 .apply_replicated(&message.payload)
-                .map_err(|e| anyhow::anyhow!("stream message {seq}: {e}"))?;
+                .map_err(|e| Stopped::Apply(anyhow::anyhow!("stream message {seq}: {e}")))?;
         }
         let lag_ms = if pending > 0 {
             now_ms().saturating_sub(published_ms)

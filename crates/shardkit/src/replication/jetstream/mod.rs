@@ -11,18 +11,22 @@
 //! - [`publisher`]: the leader's [`shardkit_counters::LogOfRecord`].
 //! - [`follower`]: the replica's consumer.
 //! - [`election`]: take the lease, catch up, fence, lead; renew; step down.
+//! - [`membership`]: every node announces itself in the members bucket and hears the
+//!   others (the Sentinel replies read them).
 //!
 //! Everything NATS runs on a runtime of its own (one thread), so an engine commit that
 //! blocks a server thread on a publish can never starve the task doing the publish.
 
 pub mod election;
 pub mod follower;
+pub mod membership;
 pub mod names;
 pub mod publisher;
 
 use crate::state::AppState;
 use anyhow::Context;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Exit status of a leader that lost its lease: restart it and it rejoins as a replica
 /// (its in-memory state may hold writes the stream refused, so it does not keep it).
@@ -31,6 +35,7 @@ pub const EXIT_DEPOSED: i32 = 75;
 /// The running replication: its runtime, stopped with [`Replicator::stop`].
 pub struct Replicator {
     runtime: tokio::runtime::Runtime,
+    membership: membership::Membership,
 }
 
 impl std::fmt::Debug for Replicator {
@@ -40,9 +45,9 @@ impl std::fmt::Debug for Replicator {
 }
 
 impl Replicator {
-    /// Connects to NATS (`[nats] url`), makes the store's stream and lease bucket if
-    /// they are missing, and starts following the stream and, with `role = "auto"`,
-    /// standing for the lease.
+    /// Connects to NATS (`[nats] url`), makes the store's stream, lease and members
+    /// buckets if they are missing, and starts announcing this node, following the
+    /// stream and, with `role = "auto"`, standing for the lease.
     pub fn start(state: Arc<AppState>) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -57,14 +62,27 @@ impl Replicator {
                 state.settings.nats.url
             )
         })?;
+        let membership = runtime
+            .block_on(membership::Membership::open(
+                &store.js,
+                &state.settings,
+                &state.replication.me.node,
+            ))
+            .context("cannot make the counters' members bucket")?;
+        runtime.spawn(membership::run(Arc::clone(&state), membership.clone()));
         runtime.spawn(election::run(state, store));
-        Ok(Self { runtime })
+        Ok(Self {
+            runtime,
+            membership,
+        })
     }
 
-    /// Stops every NATS task, waiting up to a second for them to end (so the state they
-    /// hold is released). Call it from a blocking thread.
+    /// Removes this node from the members, then stops every NATS task, waiting up to a
+    /// second for them to end (so the state they hold is released). Call it from a
+    /// blocking thread.
     pub fn stop(self) {
-        self.runtime
-            .shutdown_timeout(std::time::Duration::from_secs(1));
+        let leave = tokio::time::timeout(Duration::from_secs(1), self.membership.leave());
+        let _ = self.runtime.block_on(leave);
+        self.runtime.shutdown_timeout(Duration::from_secs(1));
     }
 }

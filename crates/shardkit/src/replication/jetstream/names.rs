@@ -10,6 +10,9 @@ pub struct Names {
     pub subject: String,
     /// The KV bucket of the writer lease: `shardkit_lease_<store>`.
     pub lease_bucket: String,
+    /// The KV bucket where every node announces itself (key: its node id), for the
+    /// Sentinel replies: `shardkit_members_<store>`.
+    pub members_bucket: String,
 }
 
 /// The key in the lease bucket the leader holds.
@@ -28,6 +31,7 @@ impl Names {
             stream: format!("SHARDKIT_COUNTERS_{store}"),
             subject: format!("shardkit.counters.{store}.log"),
             lease_bucket: format!("shardkit_lease_{store}"),
+            members_bucket: format!("shardkit_members_{store}"),
         }
     }
 }

@@ -1,0 +1,153 @@
+//! Failover of three counter nodes (role `auto`) under load, end to end: real `shardkit
+//! serve` processes, clients that retry an unacknowledged increment with its txid on
+//! whichever node leads, and a fault in the middle: the leader SIGKILLed (one private
+//! `nats-server`), or one NATS server of a three-server cluster SIGKILLed (stream
+//! replicas 3). Every acknowledged increment must be on every surviving node, none
+//! counted twice.
+
+#![cfg(feature = "nats")]
+
+mod common;
+
+use common::nats::Nats;
+use common::nats_cluster::NatsCluster;
+use common::raw_resp::{RawClient, Reply};
+use common::replication::{
+    eventually, failover_time, kill, load_total, node_with, role, Load, LogsOnFailure, NatsUrl,
+};
+use common::Server;
+use std::time::Duration;
+
+/// The lease of these tests, ms.
+const LEASE_MS: u64 = 600;
+
+/// The documented bound (docs/design.md): a replica leads within two leases of the
+/// leader's death (the lease runs out, a candidate sees it within a third of a lease,
+/// catches up and appends its marker); one more second for a loaded test machine.
+const FAILOVER_BOUND: Duration = Duration::from_millis(2 * LEASE_MS + 1_000);
+
+const CLIENTS: usize = 6;
+const EACH: usize = 150;
+
+/// Three `auto` nodes, node `i` pointed at `nats.url_for(i)`; the first leads.
+fn three_nodes(
+    nats: &dyn NatsUrl,
+    dirs: &[tempfile::TempDir],
+    extra: &[(&str, &str)],
+) -> Vec<Server> {
+    let first = node_with(dirs[0].path(), nats, 0, "auto", LEASE_MS, extra);
+    eventually(20, "the first node leads", || {
+        role(&first).as_deref() == Some("master")
+    });
+    let mut nodes = vec![first];
+    for (i, dir) in dirs.iter().enumerate().skip(1) {
+        nodes.push(node_with(dir.path(), nats, i, "auto", LEASE_MS, extra));
+    }
+    eventually(20, "the others follow", || {
+        nodes[1..]
+            .iter()
+            .all(|n| role(n).as_deref() == Some("slave"))
+    });
+    nodes
+}
+
+/// Checks that every live node ends with exactly `total` and one of them leads.
+fn every_survivor_has(nodes: &mut [Server], total: usize) -> usize {
+    let live: Vec<usize> = (0..nodes.len())
+        .filter(|&i| nodes[i].child.try_wait().unwrap().is_none())
+        .collect();
+    assert!(live.len() >= 2, "two nodes survive");
+    let mut leader = None;
+    eventually(20, "one survivor leads", || {
+        leader = live
+            .iter()
+            .copied()
+            .find(|&i| role(&nodes[i]).as_deref() == Some("master"));
+        leader.is_some()
+    });
+    for &i in &live {
+        let mut seen = None;
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while seen != Some(total as i64) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "node {i} has {seen:?} increments, {total} were acknowledged"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+            seen = load_total(&nodes[i]);
+        }
+    }
+    // Still exact a moment later: nothing is applied twice on the way.
+    std::thread::sleep(Duration::from_millis(300));
+    for &i in &live {
+        assert_eq!(load_total(&nodes[i]), Some(total as i64), "node {i}");
+    }
+    leader.unwrap()
+}
+
+#[test]
+fn a_killed_leader_of_three_loses_no_acknowledged_increment_and_counts_none_twice() {
+    let nats = Nats::start();
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut nodes = three_nodes(&nats, &dirs, &[]);
+    let load = Load::start(nodes.iter().map(|n| n.resp).collect(), CLIENTS, EACH);
+    eventually(30, "load is running", || {
+        load_total(&nodes[1]).unwrap_or(0) >= (CLIENTS * EACH / 4) as i64
+    });
+    let killed = kill(&mut nodes[0]);
+    let acks = load.finish();
+    assert_eq!(
+        acks.len(),
+        CLIENTS * EACH,
+        "every increment acknowledged once"
+    );
+    let leader = every_survivor_has(&mut nodes, CLIENTS * EACH);
+    let failover = failover_time(&acks, killed, 0);
+    eprintln!("failover: {failover:?} from SIGKILL to the first acknowledged increment (lease {LEASE_MS} ms)");
+    assert!(failover <= FAILOVER_BOUND, "failover took {failover:?}");
+
+    // The remaining replica's Sentinel reply names the new leader.
+    let replica = if leader == 1 { 2 } else { 1 };
+    let mut con = RawClient::connect(nodes[replica].resp);
+    eventually(20, "Sentinel names the new leader", || {
+        con.call(&[b"SENTINEL", b"get-master-addr-by-name", b"test"])
+            == Reply::Array(Some(vec![
+                Reply::Bulk(Some(b"127.0.0.1".to_vec())),
+                Reply::Bulk(Some(nodes[leader].resp.port().to_string().into_bytes())),
+            ]))
+    });
+}
+
+#[test]
+fn a_killed_nats_server_of_three_loses_no_acknowledged_increment() {
+    let mut cluster = NatsCluster::start(3);
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut nodes = three_nodes(
+        &cluster,
+        &dirs,
+        &[("SHARDKIT_COUNTERS_STREAM_REPLICAS", "3")],
+    );
+    let _logs = LogsOnFailure::of(&nodes);
+    let load = Load::start(nodes.iter().map(|n| n.resp).collect(), CLIENTS, EACH);
+    eventually(30, "load is running", || {
+        load_total(&nodes[1]).unwrap_or(0) >= (CLIENTS * EACH / 4) as i64
+    });
+    // The leader's own NATS server.
+    cluster.kill(0);
+    let killed = std::time::Instant::now();
+    let acks = load.finish();
+    assert_eq!(
+        acks.len(),
+        CLIENTS * EACH,
+        "every increment acknowledged once"
+    );
+    let leader = every_survivor_has(&mut nodes, CLIENTS * EACH);
+    let exited: Vec<_> = nodes
+        .iter_mut()
+        .map(|n| n.child.try_wait().unwrap().and_then(|s| s.code()))
+        .collect();
+    eprintln!(
+        "NATS server killed: writes resumed after {:?}; node {leader} leads; exit codes {exited:?}",
+        failover_time(&acks, killed, usize::MAX)
+    );
+}
