@@ -79,7 +79,10 @@ fn an_empty_node_restored_from_a_snapshot_plus_the_tail_has_the_leaders_state() 
     leader.delete("weibo", row(7)).unwrap();
 
     let files = leader.snapshot_files().unwrap();
-    assert_eq!(files[0].0, info.lsn, "the newest file is the one just taken");
+    assert_eq!(
+        files[0].0, info.lsn,
+        "the newest file is the one just taken"
+    );
     let bytes = std::fs::read(&files[0].1).unwrap();
     assert_eq!(snapshot_lsn(&bytes), Some(info.lsn));
 

@@ -8,15 +8,51 @@ use async_nats::jetstream::{consumer, stream::Stream};
 use futures_util::StreamExt;
 use std::sync::Arc;
 
+/// The follower needs stream messages that were purged (it fell behind the oldest kept
+/// snapshot): it cannot go on without missing records.
+#[derive(Debug, thiserror::Error)]
+#[error("this replica needs stream message {want} but the stream now starts at {first} (purged up to the oldest kept snapshot); it starts over from the newest snapshot")]
+pub struct Behind {
+    /// The sequence the follower needed next.
+    pub want: u64,
+    /// The stream's first sequence (or the one delivered instead).
+    pub first: u64,
+}
+
+/// Leaves after a [`Behind`]: the node exits with [`super::EXIT_BEHIND`] so that its
+/// supervisor restarts it, and a start clears the local copy and restores the newest
+/// snapshot of the object store, then follows the stream from there.
+pub fn start_over(state: &AppState, why: &anyhow::Error) {
+    state.counters.engine.set_read_only(true);
+    tracing::error!(code = super::EXIT_BEHIND, error = %why, "exiting so this replica restarts from the newest snapshot");
+    std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        std::process::exit(super::EXIT_BEHIND);
+    });
+}
+
+/// A [`Behind`] if this node's next message was purged from `stream` (checked on every
+/// lease tick, as an ordered consumer paused past the purge may just sit idle).
+pub async fn behind(state: &AppState, stream: &Stream) -> Option<anyhow::Error> {
+    let want = state.replication.progress().0 + 1;
+    let first = stream.get_info().await.ok()?.state.first_sequence;
+    (first > want).then(|| Behind { want, first }.into())
+}
+
 /// Applies the stream from sequence `from` on, until the stream ends or fails.
 /// A batch that does not apply (damaged, or records missing) stops the follower: it is
-/// reported, never skipped.
+/// reported, never skipped. Messages below the stream's first sequence are gone (the
+/// leader purges what the kept snapshots cover): needing one is a [`Behind`].
 pub async fn follow(
     state: Arc<AppState>,
     stream: Stream,
     names: Names,
     from: u64,
 ) -> anyhow::Result<()> {
+    let first = stream.get_info().await?.state.first_sequence;
+    if from < first {
+        return Err(Behind { want: from, first }.into());
+    }
     let deliver_policy = if from <= 1 {
         consumer::DeliverPolicy::All
     } else {
@@ -33,10 +69,16 @@ pub async fn follow(
         .await?;
     let mut messages = consumer.messages().await?;
     let status: &Status = &state.replication;
+    let mut want = from.max(1);
     while let Some(message) = messages.next().await {
         let message = message?;
         let info = message.info().map_err(|e| anyhow::anyhow!("{e}"))?;
         let (seq, pending) = (info.stream_sequence, info.pending);
+        if seq > want {
+            // The ordered consumer went on past messages purged under it.
+            return Err(Behind { want, first: seq }.into());
+        }
+        want = seq + 1;
         let published_ms = (info.published.unix_timestamp_nanos() / 1_000_000) as u64;
         if message.payload.is_empty() {
             // A new leader's marker: who leads now.

@@ -10,12 +10,15 @@ pub struct Names {
     pub subject: String,
     /// The KV bucket of the writer lease: `shardkit_lease_<store>`.
     pub lease_bucket: String,
+    /// The object store of the snapshots: `shardkit_snapshots_<store>`.
+    pub snapshot_bucket: String,
 }
 
 /// The key in the lease bucket the leader holds.
 pub const LEASE_KEY: &str = "leader";
 
-/// Header of a batch message: `first-end` lsns (end exclusive), for operators.
+/// Header of every message: `first-end` lsns (end exclusive) of the batch it carries
+/// (`n-n` on a leader's marker); how snapshots find their stream sequence (`lsn_seq`).
 pub const LSN_HEADER: &str = "Shardkit-Lsn";
 
 /// Header of the empty message a new leader publishes first: its addresses (JSON).
@@ -28,6 +31,7 @@ impl Names {
             stream: format!("SHARDKIT_COUNTERS_{store}"),
             subject: format!("shardkit.counters.{store}.log"),
             lease_bucket: format!("shardkit_lease_{store}"),
+            snapshot_bucket: format!("shardkit_snapshots_{store}"),
         }
     }
 }
