@@ -32,7 +32,7 @@ fn opts() -> Options {
 }
 
 fn row(i: u64) -> Key<'static> {
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         Key::Id(i)
     } else {
         Key::Name(Box::leak(format!("user:{i}").into_boxed_str()))

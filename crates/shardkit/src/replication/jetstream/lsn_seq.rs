@@ -52,7 +52,7 @@ pub async fn first_seq_reaching(stream: &Stream, x: u64) -> anyhow::Result<u64> 
     // reaches past `x` (or the end of the stream).
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        match end_lsn_from(&stream, mid, hi - 1).await? {
+        match end_lsn_from(stream, mid, hi - 1).await? {
             Some((_, end)) if end > x => hi = mid,
             Some((at, _)) => lo = at + 1,
             None => hi = mid,
