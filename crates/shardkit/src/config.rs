@@ -291,6 +291,8 @@ pub struct Overrides {
     pub counters_lease_ms: Option<u64>,
     /// `--counters-stream-replicas` / `SHARDKIT_COUNTERS_STREAM_REPLICAS`.
     pub counters_stream_replicas: Option<usize>,
+    /// `--counters-snapshots-kept` / `SHARDKIT_COUNTERS_SNAPSHOTS_KEPT`.
+    pub counters_snapshots_kept: Option<usize>,
     /// `--nats-url` / `SHARDKIT_NATS_URL` (`nats.url`).
     pub nats_url: Option<String>,
 }
@@ -343,6 +345,9 @@ impl Settings {
         }
         if let Some(v) = overrides.counters_stream_replicas {
             settings.counters.stream_replicas = v;
+        }
+        if let Some(v) = overrides.counters_snapshots_kept {
+            settings.counters.snapshots_kept = v;
         }
         if let Some(v) = overrides.nats_url {
             settings.nats.url = v;

@@ -199,7 +199,11 @@ async fn take_over(
         if fenced.load(Ordering::Acquire) {
             anyhow::bail!("lost the lease while catching up");
         }
-        let last = store.stream.get_info().await?.state.last_sequence;
+        let stream_state = store.stream.get_info().await?.state;
+        let last = stream_state.last_sequence;
+        if stream_state.first_sequence > state.replication.progress().0 + 1 {
+            anyhow::bail!("this node fell behind the stream's purge point; it restarts from the newest snapshot");
+        }
         while state.replication.progress().0 < last {
             if fenced.load(Ordering::Acquire) {
                 anyhow::bail!("lost the lease while catching up");
