@@ -109,7 +109,7 @@ for _ in $(seq 120); do
   stored=$now
   sleep 3
 done
-last=$(grep "snapshot stored" "$WORK/lead-snap/log" | tail -1 | grep -o 'snapshot=[^ ]*\|bytes=[0-9]*\|stream_first_seq=[0-9]*' | tr '\n' ' ')
+last=$(grep "snapshot stored" "$WORK/lead-snap/log" | tail -1 | grep -o 'snapshot=[^ ]*\|bytes=[0-9]*\|stream_first_seq=[0-9]*' | tr '\n' ' ' || true)
 echo "snapshots stored: $stored; newest: $last"
 
 catch_up "$SNAP_LEADER" new-snap snap; snap_s=$SECS
@@ -119,3 +119,8 @@ echo
 echo "rows,stream last seq (snap / replay),catch-up snapshot+tail s,catch-up full replay s,ratio"
 echo "$ROWS,$(offset "$SNAP_LEADER") / $(offset "$REPLAY_LEADER"),$snap_s,$replay_s,$(python3 -c "print(f'{$snap_s / $replay_s:.2f}x')")"
 echo "new node (snapshot): ${restored:-did not restore from a snapshot}"
+# KEEP_LOGS=DIR: copy every node's log there before the scratch directory goes.
+if [ -n "${KEEP_LOGS:-}" ]; then
+  mkdir -p "$KEEP_LOGS"
+  for d in "$WORK"/*/; do cp "$d/log" "$KEEP_LOGS/$(basename "$d").log" 2>/dev/null || true; done
+fi
