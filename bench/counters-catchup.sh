@@ -9,14 +9,19 @@
 #  - replay: the same rows in a second store whose leader never snapshots, so the new
 #    node replays the whole stream (the reference: what every start did before).
 #
-#   bash bench/counters-catchup.sh                  # ROWS=1000000
-#   ROWS=10000000 bash bench/counters-catchup.sh
+#   bash bench/counters-catchup.sh                  # ROWS=1000000, ROUNDS=1
+#   ROWS=10000000 SNAP_MIB=64 bash bench/counters-catchup.sh
+#   ROUNDS=5 bash bench/counters-catchup.sh         # every row incremented 5 times
+#
+# ROUNDS: how often every row is incremented (the stream holds ROWS x ROUNDS records,
+# a snapshot ROWS rows). KEEP_LOGS=DIR keeps the nodes' logs.
 #
 # One nats-server (-js, file store in the scratch directory) on a free loopback port;
 # rows are loaded with one INCRBY each through redis-cli --pipe; every run is bounded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS=${ROWS:-1000000}
+ROUNDS=${ROUNDS:-1}
 SNAP_MIB=${SNAP_MIB:-16}
 . bench/common.sh
 need nats-server "apt-get install -y nats-server"
@@ -64,17 +69,22 @@ offset() {
   esac
 }
 
-# load PORT: ROWS rows, one INCRBY each, pipelined.
+# load PORT: ROWS rows, ROUNDS INCRBYs each, pipelined (one redis-cli --pipe per
+# million commands: one pipe of 10 million stalled once, see bench/README.md).
 load() {
-  python3 - "$ROWS" <<'PY' | redis-cli -p "$1" --pipe > /dev/null
+  local from round
+  for ((round = 0; round < ROUNDS; round++)); do
+  for ((from = 0; from < ROWS; from += 1000000)); do
+    python3 - "$from" "$(( from + 1000000 < ROWS ? from + 1000000 : ROWS ))" <<'PY' | timeout 600 redis-cli -p "$1" --pipe > /dev/null
 import sys
 out = sys.stdout.buffer
-n = int(sys.argv[1])
-for i in range(n):
+for i in range(int(sys.argv[1]), int(sys.argv[2])):
     k = b"weibo:%d" % i
     v = b"%d" % (i % 7 + 1)
     out.write(b"*3\r\n$6\r\nINCRBY\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v))
 PY
+  done
+  done
 }
 
 # catch_up LEADER_PORT NAME STORE: seconds from a new empty node's start to its
@@ -99,8 +109,9 @@ for p in "$SNAP_LEADER" "$REPLAY_LEADER"; do
   for _ in $(seq 200); do [ "$(redis-cli -p "$p" ROLE | head -1)" = master ] && break; sleep 0.1; done
 done
 t0=$(date +%s.%N); load "$SNAP_LEADER"; t1=$(date +%s.%N)
-echo "loaded $ROWS rows into store snap in $(python3 -c "print(f'{$t1 - $t0:.1f}')") s"
-load "$REPLAY_LEADER"
+echo "loaded $ROWS rows x $ROUNDS rounds into store snap in $(python3 -c "print(f'{$t1 - $t0:.1f}')") s"
+t0=$(date +%s.%N); load "$REPLAY_LEADER"; t1=$(date +%s.%N)
+echo "loaded $ROWS rows x $ROUNDS rounds into store replay in $(python3 -c "print(f'{$t1 - $t0:.1f}')") s"
 # Let the last snapshot be stored (the leader ships its newest one each second).
 stored=-1
 for _ in $(seq 120); do
@@ -116,8 +127,8 @@ catch_up "$SNAP_LEADER" new-snap snap; snap_s=$SECS
 restored=$(grep -o 'counters restored from the object store.*' "$WORK/new-snap/log" | head -1 || true)
 catch_up "$REPLAY_LEADER" new-replay replay; replay_s=$SECS
 echo
-echo "rows,stream last seq (snap / replay),catch-up snapshot+tail s,catch-up full replay s,ratio"
-echo "$ROWS,$(offset "$SNAP_LEADER") / $(offset "$REPLAY_LEADER"),$snap_s,$replay_s,$(python3 -c "print(f'{$snap_s / $replay_s:.2f}x')")"
+echo "rows,rounds,stream last seq (snap / replay),catch-up snapshot+tail s,catch-up full replay s,ratio"
+echo "$ROWS,$ROUNDS,$(offset "$SNAP_LEADER") / $(offset "$REPLAY_LEADER"),$snap_s,$replay_s,$(python3 -c "print(f'{$snap_s / $replay_s:.2f}x')")"
 echo "new node (snapshot): ${restored:-did not restore from a snapshot}"
 # KEEP_LOGS=DIR: copy every node's log there before the scratch directory goes.
 if [ -n "${KEEP_LOGS:-}" ]; then
