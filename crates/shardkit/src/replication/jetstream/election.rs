@@ -112,7 +112,8 @@ pub async fn run(state: Arc<AppState>, store: Store) {
         if follower.is_finished() {
             match (&mut follower).await {
                 Ok(Err(e)) if e.is::<super::follower::Behind>() => {
-                    super::follower::start_over(&state, &e)
+                    super::follower::start_over(&state, &e);
+                    return;
                 }
                 Ok(Err(e)) => tracing::error!(error = %e, "following the counters' stream stopped"),
                 _ => tracing::error!("following the counters' stream stopped"),
