@@ -643,6 +643,14 @@ impl Engine {
         self.inner.snapshot()
     }
 
+    /// The finished snapshot files in the data directory as (rotation point X, path),
+    /// newest first. Exists so a server can ship them elsewhere (e.g. to an object store
+    /// a new node restores from with [`crate::restore_snapshot`]); a file may be pruned
+    /// by a newer snapshot while the caller reads it, so a failed read means "list again".
+    pub fn snapshot_files(&self) -> Result<Vec<(u64, PathBuf)>> {
+        snapshot::list(&self.inner.dir)
+    }
+
     /// Flushes and fsyncs the log, stops the background threads. Also done on drop.
     pub fn close(self) -> Result<()> {
         self.shutdown()

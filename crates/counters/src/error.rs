@@ -112,6 +112,15 @@ pub enum Error {
     /// it is acknowledged and the engine refuses writes from now on.
     #[error("the log of record refused a batch ({0}); this node no longer takes writes")]
     LogOfRecord(String),
+    /// A snapshot handed to [`crate::restore_snapshot`] was refused: damaged, from a
+    /// build with other stripes, or the directory already holds counters.
+    #[error("cannot restore a snapshot into {dir}: {reason}; fetch an intact snapshot or use an empty directory")]
+    Restore {
+        /// The data directory.
+        dir: PathBuf,
+        /// What was wrong.
+        reason: String,
+    },
     /// A replicated batch could not be applied: damaged, or not the next records.
     #[error("replicated batch refused: {0}")]
     BadBatch(String),

@@ -21,6 +21,7 @@ mod partition;
 mod record;
 mod recover;
 mod replicated;
+mod restore;
 mod scramble;
 mod snapshot;
 mod stripe;
@@ -37,6 +38,7 @@ pub use error::{Error, Result};
 pub use key::{Key, OwnedKey, MAX_KEY_LEN};
 pub use log::FsyncPolicy;
 pub use of_record::{Applied, LogOfRecord};
+pub use restore::{restore_snapshot, snapshot_lsn, RestoredSnapshot};
 pub use table::Table;
 
 /// How an [`Engine`] runs.

@@ -128,8 +128,9 @@ fn load_snapshot(
             counters.insert(name, c);
         }
     }
-    // Pass 2: rows and txids.
-    for f in &snap.frames {
+    // Pass 2: txids, and which row frames belong to which stripe copy.
+    let mut row_frames: FastMap<(u64, usize), Vec<usize>> = FastMap::default();
+    for (fi, f) in snap.frames.iter().enumerate() {
         let mut r = Reader::new(f);
         let kind = r.u8();
         if kind != Some(3) && kind != Some(4) {
@@ -150,45 +151,109 @@ fn load_snapshot(
         if let Some(m) = marks.get_mut(&c.name) {
             m[stripe] = lsn;
         }
+        if kind == Some(3) {
+            row_frames.entry((idx, stripe)).or_default().push(fi);
+            continue;
+        }
+        let mut st = c.stripes[stripe].write();
+        let _ = (|| {
+            let n = r.var()?;
+            for _ in 0..n {
+                let at = r.var()?;
+                let key = get_key(&mut r)?;
+                let tx = r.str()?;
+                if at >= cutoff_ms {
+                    st.txids.insert(key, tx, at);
+                }
+            }
+            Some(())
+        })();
+    }
+    // Pass 3: rows, one stripe copy at a time.
+    for ((idx, stripe), frames) in row_frames {
+        let Some(c) = by_idx.get(&idx) else { continue };
         let specs = c.schema.read();
         let mut st = c.stripes[stripe].write();
-        if kind == Some(3) {
-            let ok = (|| {
-                let ncols = usize::try_from(r.var()?).ok()?;
-                let nrows = r.var()?;
-                let mut vals = vec![0u64; ncols];
-                for _ in 0..nrows {
-                    let key = get_key(&mut r)?;
-                    for v in vals.iter_mut() {
-                        *v = r.var()?;
-                    }
-                    for (col, v) in vals.iter().enumerate().take(specs.len()) {
-                        if *v != specs[col].default {
-                            st.set(key.as_key(), col, *v, &specs);
-                        }
-                    }
-                    report.snapshot_rows += 1;
+        load_rows(&snap.frames, &frames, &specs, &mut st, report);
+    }
+}
+
+/// Loads the rows of one stripe copy (its row frames, in file order). A copy lists its
+/// rows in table order, and a table filled in its own order piles every row inserted so
+/// far at the front of its home range (each insert then walks the whole pile: quadratic);
+/// so the rows are inserted in a golden-ratio stride over that order instead, every
+/// prefix of which is spread over the whole range, as rows written in any other order are.
+fn load_rows(
+    all: &[Vec<u8>],
+    frames: &[usize],
+    specs: &[ColumnSpec],
+    st: &mut crate::stripe::Stripe,
+    report: &mut RecoveryReport,
+) {
+    // Where each row starts: (frame, offset, columns in that frame).
+    let mut rows: Vec<(u32, u32, u32)> = Vec::new();
+    for &fi in frames {
+        let f = &all[fi];
+        let mut r = Reader::new(f);
+        let ok = (|| {
+            r.u8()?;
+            r.var()?;
+            r.var()?;
+            r.u64()?;
+            let ncols = u32::try_from(r.var()?).ok()?;
+            let nrows = r.var()?;
+            for _ in 0..nrows {
+                let at = u32::try_from(r.pos()).ok()?;
+                get_key(&mut r)?;
+                for _ in 0..ncols {
+                    r.var()?;
                 }
-                Some(())
-            })();
-            if ok.is_none() {
-                report.anomalies += 1;
+                rows.push((u32::try_from(fi).ok()?, at, ncols));
             }
-        } else {
-            let _ = (|| {
-                let n = r.var()?;
-                for _ in 0..n {
-                    let at = r.var()?;
-                    let key = get_key(&mut r)?;
-                    let tx = r.str()?;
-                    if at >= cutoff_ms {
-                        st.txids.insert(key, tx, at);
-                    }
-                }
-                Some(())
-            })();
+            Some(())
+        })();
+        if ok.is_none() {
+            report.anomalies += 1;
         }
     }
+    let n = rows.len();
+    let step = stride(n);
+    let mut vals = Vec::new();
+    for i in 0..n {
+        let (fi, at, ncols) = rows[(i * step) % n.max(1)];
+        let mut r = Reader::new(&all[fi as usize][at as usize..]);
+        let Some(key) = get_key(&mut r) else { continue };
+        vals.clear();
+        for _ in 0..ncols {
+            vals.push(r.var().unwrap_or(0));
+        }
+        for (col, v) in vals.iter().enumerate().take(specs.len()) {
+            if *v != specs[col].default {
+                st.set(key.as_key(), col, *v, specs);
+            }
+        }
+        report.snapshot_rows += 1;
+    }
+}
+
+/// A step coprime with `n` near `n / φ`, so `i * step mod n` visits every index once,
+/// each prefix spread evenly.
+fn stride(n: usize) -> usize {
+    if n < 3 {
+        return 1;
+    }
+    let mut step = ((n as f64) * 0.618_033_988_75) as usize;
+    while gcd(step, n) != 1 {
+        step += 1;
+    }
+    step
+}
+
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 fn stripe_mark(marks: &Marks, counter: &str, key: &OwnedKey) -> (usize, u64) {

@@ -146,6 +146,10 @@ pub struct CounterSettings {
     pub role: String,
     /// How long the leader's lease lasts without renewal, ms (renewed every third of it).
     pub lease_ms: u64,
+    /// With the `jetstream` log: snapshots kept in the store's object store (1-16). The
+    /// stream is purged up to what the oldest of them covers, so a damaged newest one
+    /// can fall back on the one before.
+    pub snapshots_kept: usize,
 }
 
 /// The `[counters] log` modes.
@@ -164,6 +168,7 @@ impl Default for CounterSettings {
             stream_replicas: 1,
             role: "auto".into(),
             lease_ms: 3_000,
+            snapshots_kept: 2,
         }
     }
 }
@@ -286,6 +291,8 @@ pub struct Overrides {
     pub counters_lease_ms: Option<u64>,
     /// `--counters-stream-replicas` / `SHARDKIT_COUNTERS_STREAM_REPLICAS`.
     pub counters_stream_replicas: Option<usize>,
+    /// `--counters-snapshots-kept` / `SHARDKIT_COUNTERS_SNAPSHOTS_KEPT`.
+    pub counters_snapshots_kept: Option<usize>,
     /// `--nats-url` / `SHARDKIT_NATS_URL` (`nats.url`).
     pub nats_url: Option<String>,
 }
@@ -338,6 +345,9 @@ impl Settings {
         }
         if let Some(v) = overrides.counters_stream_replicas {
             settings.counters.stream_replicas = v;
+        }
+        if let Some(v) = overrides.counters_snapshots_kept {
+            settings.counters.snapshots_kept = v;
         }
         if let Some(v) = overrides.nats_url {
             settings.nats.url = v;
@@ -445,6 +455,12 @@ impl Settings {
             anyhow::bail!(
                 "counters.stream_replicas must be from 1 to 5 (JetStream's limit), got {}",
                 c.stream_replicas
+            );
+        }
+        if !(1..=16).contains(&c.snapshots_kept) {
+            anyhow::bail!(
+                "counters.snapshots_kept must be from 1 to 16, got {}",
+                c.snapshots_kept
             );
         }
         if self.nats.url.trim().is_empty() {

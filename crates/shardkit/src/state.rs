@@ -24,6 +24,24 @@ pub const MAX_BATCH: u64 = 100_000;
 /// A ticket sequence's allocator, shared by every request that asks for it.
 pub type Allocator = Arc<SegmentAllocator<Arc<EmbeddedTicketStore>>>;
 
+/// Seeds the empty JetStream-mode engine directory `dir` with the newest snapshot of the
+/// store's object store; returns the last stream sequence it covers (0: none, replay
+/// the stream from its start).
+fn restore_snapshot(settings: &Settings, dir: &std::path::Path) -> anyhow::Result<u64> {
+    #[cfg(feature = "nats")]
+    if let Some(restored) = crate::replication::jetstream::snapshots::restore_newest(settings, dir)?
+    {
+        tracing::info!(
+            snapshot = %restored.snapshot.name,
+            ms = restored.took.as_millis() as u64,
+            "counters restored from the object store"
+        );
+        return Ok(restored.snapshot.from_seq.saturating_sub(1));
+    }
+    let _ = (settings, dir);
+    Ok(0)
+}
+
 /// Shared server state.
 #[derive(Debug)]
 pub struct AppState {
@@ -100,9 +118,12 @@ impl AppState {
                 .then(|| Duration::from_secs(settings.counters.snapshot_seconds)),
             ..shardkit_counters::Options::default()
         };
+        // With the JetStream log: the stream sequence the start's snapshot covers.
+        let mut restored_seq = 0;
         let engine = if jetstream {
             // The stream is the log of record: the local directory is only the copy being
-            // built from it, started afresh (it may hold records the stream refused).
+            // built from it, started afresh (it may hold records the stream refused),
+            // from the newest snapshot in the store's object store when there is one.
             let dir = settings
                 .data
                 .join("counters-jetstream")
@@ -111,6 +132,7 @@ impl AppState {
                 std::fs::remove_dir_all(&dir)
                     .with_context(|| format!("cannot clear {}", dir.display()))?;
             }
+            restored_seq = restore_snapshot(&settings, &dir)?;
             let engine = Engine::open(dir, engine_options)?;
             engine.set_read_only(true);
             engine
@@ -142,6 +164,8 @@ impl AppState {
             crate::replication::Role::Standalone
         };
         let replication = Arc::new(crate::replication::Status::new(role, me));
+        // Everything up to it is in the restored snapshot: follow the stream after it.
+        replication.set_progress(restored_seq, 0, 0);
         let key_path = settings.data.join("links.key");
         let key = load_or_create_key(&key_path)
             .with_context(|| format!("cannot read or make the code key {}", key_path.display()))?;

@@ -51,6 +51,9 @@ pub struct ServeArgs {
     /// Copies JetStream keeps of the stream and lease [default: 1].
     #[arg(long, env = "SHARDKIT_COUNTERS_STREAM_REPLICAS", value_name = "N")]
     counters_stream_replicas: Option<usize>,
+    /// Snapshots kept in the store's object store [default: 2].
+    #[arg(long, env = "SHARDKIT_COUNTERS_SNAPSHOTS_KEPT", value_name = "N")]
+    counters_snapshots_kept: Option<usize>,
     /// NATS server URL for `--counters-log jetstream` [default: nats://127.0.0.1:4222].
     #[arg(long, env = "SHARDKIT_NATS_URL", value_name = "URL")]
     nats_url: Option<String>,
@@ -74,6 +77,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         counters_role: args.counters_role,
         counters_lease_ms: args.counters_lease_ms,
         counters_stream_replicas: args.counters_stream_replicas,
+        counters_snapshots_kept: args.counters_snapshots_kept,
         nats_url: args.nats_url,
     };
     let settings = Settings::load(args.config.as_deref(), overrides)?;

@@ -43,7 +43,8 @@ fn engine_error(e: Error) -> ApiError {
         | Error::Locked(_)
         | Error::Corrupt { .. }
         | Error::LogOfRecord(_)
-        | Error::BadBatch(_) => ApiError::unavailable(e.to_string()),
+        | Error::BadBatch(_)
+        | Error::Restore { .. } => ApiError::unavailable(e.to_string()),
         Error::ReadOnly => ApiError::misdirected(None),
         // The engine's text names its library function; say what an HTTP user can do.
         Error::NoSuchCounter(name) => ApiError::not_found(format!(

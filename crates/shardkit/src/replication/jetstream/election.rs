@@ -8,7 +8,7 @@
 //! publish of an older writer expects a sequence that is no longer the last: refused.
 
 use super::follower::follow;
-use super::names::{Names, LEADER_HEADER, LEASE_KEY};
+use super::names::{Names, LEADER_HEADER, LEASE_KEY, LSN_HEADER};
 use super::publisher::JetStreamLog;
 use super::EXIT_DEPOSED;
 use crate::config::Settings;
@@ -25,6 +25,7 @@ pub struct Store {
     pub(super) js: jetstream::Context,
     stream: stream::Stream,
     lease: kv::Store,
+    snapshots: jetstream::object_store::ObjectStore,
     names: Names,
     lease_for: Duration,
     may_lead: bool,
@@ -52,10 +53,12 @@ impl Store {
             })
             .await?;
         let lease = lease_bucket(&js, &names.lease_bucket, lease_for, replicas).await?;
+        let snapshots = super::snapshots::bucket(&js, &names, replicas).await?;
         Ok(Self {
             js,
             stream,
             lease,
+            snapshots,
             names,
             lease_for,
             may_lead: settings.counters.role == "auto",
@@ -97,17 +100,22 @@ pub(super) async fn lease_bucket(
 pub async fn run(state: Arc<AppState>, store: Store) {
     let me = state.replication.me.clone();
     let me_json = serde_json::to_string(&me).unwrap_or_default();
+    // After what the start restored from a snapshot (0 without one: from the start).
     let mut follower = tokio::spawn(follow(
         Arc::clone(&state),
         store.stream.clone(),
         store.names.clone(),
-        1,
+        state.replication.progress().0 + 1,
     ));
     let tick = store.lease_for / 3;
     loop {
         tokio::time::sleep(tick).await;
         if follower.is_finished() {
             match (&mut follower).await {
+                Ok(Err(e)) if e.is::<super::follower::Behind>() => {
+                    super::follower::start_over(&state, &e);
+                    return;
+                }
                 Ok(Err(e)) => tracing::error!(error = %e, "following the counters' stream stopped"),
                 _ => tracing::error!("following the counters' stream stopped"),
             }
@@ -120,6 +128,10 @@ pub async fn run(state: Arc<AppState>, store: Store) {
                 applied + 1,
             ));
             continue;
+        }
+        if let Some(behind) = super::follower::behind(&state, &store.stream).await {
+            super::follower::start_over(&state, &behind);
+            return;
         }
         match store.lease.entry(LEASE_KEY).await {
             Ok(Some(entry)) if entry.operation == kv::Operation::Put => {
@@ -191,24 +203,30 @@ async fn take_over(
         }
         // A NATS failure here (a server of the cluster lost, a leader being elected)
         // is waited out while the lease holds: nothing was acknowledged yet.
-        let last = match store.stream.get_info().await {
-            Ok(info) => info.state.last_sequence,
+        let stream_state = match store.stream.get_info().await {
+            Ok(info) => info.state,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the counters' stream end; trying again");
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
         };
+        let last = stream_state.last_sequence;
+        if stream_state.first_sequence > state.replication.progress().0 + 1 {
+            anyhow::bail!("this node fell behind the stream's purge point; it restarts from the newest snapshot");
+        }
         while state.replication.progress().0 < last {
             if fenced.load(Ordering::Acquire) {
                 anyhow::bail!("lost the lease while catching up");
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        let next_lsn = state.counters.engine.next_lsn();
         let marker = PublishMessage::build()
             .payload(Bytes::new())
             .expected_last_sequence(last)
-            .header(LEADER_HEADER, me_json);
+            .header(LEADER_HEADER, me_json)
+            .header(LSN_HEADER, format!("{next_lsn}-{next_lsn}").as_str());
         let sent = match store
             .js
             .send_publish(store.names.subject.clone(), marker)
@@ -266,6 +284,11 @@ async fn lead(
     .await??;
     state.replication.set_progress(marker, 0, 0);
     state.replication.set_role(Role::Leader);
+    tokio::spawn(super::snapshots::ship(
+        Arc::clone(state),
+        store.snapshots.clone(),
+        store.stream.clone(),
+    ));
     tracing::info!(stream_seq = marker, "leading the counters");
     Ok(())
 }

@@ -11,17 +11,51 @@ use std::sync::Arc;
 /// How long the consumer may deliver nothing before the stream's end is checked.
 const STALL: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The follower needs stream messages that were purged (it fell behind the oldest kept
+/// snapshot): it cannot go on without missing records.
+#[derive(Debug, thiserror::Error)]
+#[error("this replica needs stream message {want} but the stream now starts at {first} (purged up to the oldest kept snapshot); it starts over from the newest snapshot")]
+pub struct Behind {
+    /// The sequence the follower needed next.
+    pub want: u64,
+    /// The stream's first sequence (or the one delivered instead).
+    pub first: u64,
+}
+
+/// Leaves after a [`Behind`]: the node exits with [`super::EXIT_BEHIND`] so that its
+/// supervisor restarts it, and a start clears the local copy and restores the newest
+/// snapshot of the object store, then follows the stream from there.
+pub fn start_over(state: &AppState, why: &anyhow::Error) {
+    state.counters.engine.set_read_only(true);
+    tracing::error!(code = super::EXIT_BEHIND, error = %why, "exiting so this replica restarts from the newest snapshot");
+    std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        std::process::exit(super::EXIT_BEHIND);
+    });
+}
+
+/// A [`Behind`] if this node's next message was purged from `stream` (checked on every
+/// lease tick, as an ordered consumer paused past the purge may just sit idle).
+pub async fn behind(state: &AppState, stream: &Stream) -> Option<anyhow::Error> {
+    let want = state.replication.progress().0 + 1;
+    let first = stream.get_info().await.ok()?.state.first_sequence;
+    (first > want).then(|| Behind { want, first }.into())
+}
+
 /// Why following stopped.
 enum Stopped {
     /// NATS failed (a server lost, a consumer's heartbeats missed): follow again.
     Nats(anyhow::Error),
-    /// A batch did not apply: reported, never skipped.
+    /// A batch did not apply, or the next message was purged ([`Behind`]): reported,
+    /// never skipped.
     Apply(anyhow::Error),
 }
 
 /// Applies the stream from sequence `from` on, until the stream ends or a batch does
 /// not apply (damaged, or records missing: reported, never skipped). When NATS fails
-/// it follows again, with a new consumer, after what was applied.
+/// it follows again, with a new consumer, after what was applied. Messages below the
+/// stream's first sequence are gone (the leader purges what the kept snapshots cover):
+/// needing one is a [`Behind`].
 pub async fn follow(
     state: Arc<AppState>,
     stream: Stream,
@@ -50,6 +84,15 @@ async fn follow_from(
     from: u64,
 ) -> Result<(), Stopped> {
     let nats = |e: &dyn std::fmt::Display| Stopped::Nats(anyhow::anyhow!("{e}"));
+    let first = stream
+        .get_info()
+        .await
+        .map_err(|e| nats(&e))?
+        .state
+        .first_sequence;
+    if from < first {
+        return Err(Stopped::Apply(Behind { want: from, first }.into()));
+    }
     let deliver_policy = if from <= 1 {
         consumer::DeliverPolicy::All
     } else {
@@ -67,6 +110,7 @@ async fn follow_from(
         .map_err(|e| nats(&e))?;
     let mut messages = consumer.messages().await.map_err(|e| nats(&e))?;
     let status: &Status = &state.replication;
+    let mut want = from.max(1);
     loop {
         let message = match tokio::time::timeout(STALL, messages.next()).await {
             Ok(Some(message)) => message.map_err(|e| nats(&e))?,
@@ -75,6 +119,15 @@ async fn follow_from(
                 // Quiet: caught up, or the consumer is stuck (its stream's leader was
                 // lost with a NATS server): the stream's end tells which.
                 match stream.get_info().await {
+                    Ok(info) if info.state.first_sequence > want => {
+                        return Err(Stopped::Apply(
+                            Behind {
+                                want,
+                                first: info.state.first_sequence,
+                            }
+                            .into(),
+                        ))
+                    }
                     Ok(info) if info.state.last_sequence > status.progress().0 => {
                         return Err(Stopped::Nats(anyhow::anyhow!(
                             "the consumer stalled before the stream's end"
@@ -86,6 +139,11 @@ async fn follow_from(
         };
         let info = message.info().map_err(|e| nats(&e))?;
         let (seq, pending) = (info.stream_sequence, info.pending);
+        if seq > want {
+            // The ordered consumer went on past messages purged under it.
+            return Err(Stopped::Apply(Behind { want, first: seq }.into()));
+        }
+        want = seq + 1;
         let published_ms = (info.published.unix_timestamp_nanos() / 1_000_000) as u64;
         if message.payload.is_empty() {
             // A new leader's marker: who leads now.

@@ -13,15 +13,20 @@
 //! - [`election`]: take the lease, catch up, fence, lead; renew; step down.
 //! - [`membership`]: every node announces itself in the members bucket and hears the
 //!   others (the Sentinel replies read them).
+//! - [`snapshots`]: the leader's snapshots in an object store, the purge of the stream
+//!   below what they cover, and a start from the newest one.
+//! - [`lsn_seq`]: which stream sequence a snapshot's lsn corresponds to.
 //!
 //! Everything NATS runs on a runtime of its own (one thread), so an engine commit that
 //! blocks a server thread on a publish can never starve the task doing the publish.
 
 pub mod election;
 pub mod follower;
+pub mod lsn_seq;
 pub mod membership;
 pub mod names;
 pub mod publisher;
+pub mod snapshots;
 
 use crate::state::AppState;
 use anyhow::Context;
@@ -31,6 +36,11 @@ use std::time::Duration;
 /// Exit status of a leader that lost its lease: restart it and it rejoins as a replica
 /// (its in-memory state may hold writes the stream refused, so it does not keep it).
 pub const EXIT_DEPOSED: i32 = 75;
+
+/// Exit status of a replica that fell behind the stream's purge point (the records it
+/// needs next are gone): restart it and it starts over from the newest snapshot in the
+/// object store (every start does), rather than go on with records missing.
+pub const EXIT_BEHIND: i32 = 76;
 
 /// The running replication: its runtime, stopped with [`Replicator::stop`].
 pub struct Replicator {

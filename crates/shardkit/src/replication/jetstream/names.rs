@@ -13,12 +13,15 @@ pub struct Names {
     /// The KV bucket where every node announces itself (key: its node id), for the
     /// Sentinel replies: `shardkit_members_<store>`.
     pub members_bucket: String,
+    /// The object store of the snapshots: `shardkit_snapshots_<store>`.
+    pub snapshot_bucket: String,
 }
 
 /// The key in the lease bucket the leader holds.
 pub const LEASE_KEY: &str = "leader";
 
-/// Header of a batch message: `first-end` lsns (end exclusive), for operators.
+/// Header of every message: `first-end` lsns (end exclusive) of the batch it carries
+/// (`n-n` on a leader's marker); how snapshots find their stream sequence (`lsn_seq`).
 pub const LSN_HEADER: &str = "Shardkit-Lsn";
 
 /// Header of the empty message a new leader publishes first: its addresses (JSON).
@@ -32,6 +35,7 @@ impl Names {
             subject: format!("shardkit.counters.{store}.log"),
             lease_bucket: format!("shardkit_lease_{store}"),
             members_bucket: format!("shardkit_members_{store}"),
+            snapshot_bucket: format!("shardkit_snapshots_{store}"),
         }
     }
 }
