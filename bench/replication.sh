@@ -88,14 +88,15 @@ redis_node() {
 # setup NAME: starts it; sets PORT (the leader's) and SPIDS (every server process).
 setup() {
   case $1 in
-    local) shardkit_node local - -; PORT=$NODE_PORT; SPIDS="$NODE_PID" ;;
+    local) shardkit_node local - -; PORT=$NODE_PORT; SPIDS="$NODE_PID"; SNAMES="shardkit" ;;
     jetstream)
       nats; shardkit_node jetstream auto 3000; PORT=$NODE_PORT; SPIDS="$NATS_PID $NODE_PID"
+      SNAMES="nats-server leader replica"
       wait_role "$PORT" master
       shardkit_node jetstream replica 3000; SPIDS="$SPIDS $NODE_PID"; REPLICA=$NODE_PORT
       wait_role "$REPLICA" slave ;;
     redis)
-      redis_node; PORT=$NODE_PORT; SPIDS="$NODE_PID"
+      redis_node; PORT=$NODE_PORT; SPIDS="$NODE_PID"; SNAMES="master replica"
       redis_node "$PORT"; SPIDS="$SPIDS $NODE_PID"
       for _ in $(seq 300); do
         timeout 2 redis-cli -p "$NODE_PORT" INFO replication | grep -q 'master_link_status:up' && break; sleep 0.1
@@ -103,13 +104,19 @@ setup() {
   esac
 }
 
-# measure NAME ROUND P: one load; a line of $WORK/throughput.csv.
+# measure NAME ROUND P: one load; a line of $WORK/throughput.csv: name, round, P, the
+# ticks of all its server processes, each one's ("nats-server=412;leader=301;..."),
+# and the load client's JSON.
 measure() {
-  local t0 t1 out wait=""; [ "$1" = redis ] && wait=--wait
+  local t0 t1 out wait="" p split="" n i=0; [ "$1" = redis ] && wait=--wait
+  declare -a b4
+  for p in $SPIDS; do b4+=("$(cpu_ticks "$p")"); done
   t0=$(sum_ticks $SPIDS)
   out=$(timeout $((DUR + 60)) $LOAD load --port "$PORT" -c "$C" -P "$3" -n "$N" --duration "$DUR" $wait)
   t1=$(sum_ticks $SPIDS)
-  echo "$1,$2,$3,$((t1 - t0)),$out" | tee -a "$WORK/throughput.csv" >&2
+  set -- "$@" $SNAMES
+  for p in $SPIDS; do split="$split${split:+;}${*:$((4 + i)):1}=$(($(cpu_ticks "$p") - b4[i]))"; i=$((i + 1)); done
+  echo "$1,$2,$3,$((t1 - t0)),$split,$out" | tee -a "$WORK/throughput.csv" >&2
 }
 
 : > "$WORK/throughput.csv"
@@ -156,9 +163,13 @@ python3 - "$WORK" "$C" "$DUR" "$LAG_RATE" <<'PY'
 import csv, json, statistics, sys
 work, C, DUR, LAG_RATE = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 rows = {}
-for name, rnd, p, ticks, *rest in csv.reader(open(f"{work}/throughput.csv"), quotechar="'"):
+split = {}
+for name, rnd, p, ticks, parts, *rest in csv.reader(open(f"{work}/throughput.csv"), quotechar="'"):
     r = json.loads(",".join(rest))
     rows.setdefault((name, int(p)), []).append((r["rate"], int(ticks) * 1e6 / max(r["acked"], 1), r))
+    for part in parts.split(";"):
+        proc, t = part.split("=")
+        split.setdefault((name, int(p)), {}).setdefault(proc, []).append(int(t) * 1e6 / max(r["acked"], 1))
 print(f"1. acknowledged INCR/s, {C} connections, {DUR} s per test, median of rounds "
       "(each round's figure in brackets); CPU = server ticks (USER_HZ=100) per million acked")
 print(f"{'setup':<10} {'P':>3} {'INCR/s':>9} {'rounds':<22} {'CPU/M':>7} {'vs local':>8} {'vs redis':>8}")
@@ -174,6 +185,9 @@ for p in (16, 1):
         vr = rate / med[("redis", p)][0] if ("redis", p) in med else float("nan")
         print(f"{name:<10} {p:>3} {rate:>9.0f} {rs:<22} {cpu:>7.0f} {vl:>8.2f} {vr:>8.2f}"
               + (f"  ({errs} errors/short WAITs)" if errs else ""))
+print("   CPU per million acked, by process (median of rounds):")
+for (name, p), procs in sorted(split.items(), key=lambda kv: (-kv[0][1], kv[0][0])):
+    print(f"     {name:<10} -P{p:<3} " + ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in procs.items()))
 
 print(f"\n2. replica lag, jetstream, {LAG_RATE}/s offered at -P16, sampled every 10 ms")
 for line in open(f"{work}/lag.jsonl"):
