@@ -1,28 +1,14 @@
 //! The log-of-record seam: a leader engine hands every written batch to a
-//! [`LogOfRecord`]; a follower engine applies those batches and ends in the same state,
+//! `LogOfRecord`; a follower engine applies those batches and ends in the same state,
 //! txid window included. A refused batch is not acknowledged and stops the leader.
 
+mod common;
+
+use std::sync::atomic::Ordering;
+
+use common::{recording_leader, Recorded};
+use shardkit_counters::{Engine, Error, FsyncPolicy, Key, Options};
 use std::sync::Arc;
-
-use parking_lot::Mutex;
-use shardkit_counters::{ColumnOptions, Engine, Error, FsyncPolicy, Key, LogOfRecord, Options};
-
-/// Keeps every batch it is given, in order, like a stream would.
-#[derive(Default)]
-struct Recorded {
-    batches: Mutex<Vec<(u64, u64, Vec<u8>)>>,
-    refuse: std::sync::atomic::AtomicBool,
-}
-
-impl LogOfRecord for Recorded {
-    fn append(&self, first: u64, end: u64, frames: &[u8]) -> Result<(), String> {
-        if self.refuse.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err("wrong last sequence".into());
-        }
-        self.batches.lock().push((first, end, frames.to_vec()));
-        Ok(())
-    }
-}
 
 fn opts(fsync: FsyncPolicy) -> Options {
     Options {
@@ -35,13 +21,7 @@ fn opts(fsync: FsyncPolicy) -> Options {
 #[test]
 fn a_follower_applying_the_batches_has_the_leaders_state() {
     let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let leader = Engine::open(dirs.0.path(), opts(FsyncPolicy::No)).unwrap();
-    let sink = Arc::new(Recorded::default());
-    leader.set_log_of_record(Some(sink.clone())).unwrap();
-    leader.create_counter("weibo").unwrap();
-    leader
-        .add_column("weibo", "likes", ColumnOptions::new(8, 64))
-        .unwrap();
+    let (leader, sink) = recording_leader(dirs.0.path(), opts(FsyncPolicy::No), "weibo", "likes");
     for i in 0..200u64 {
         leader
             .incr("weibo", Key::Id(i % 7), "likes", 3, Some(&format!("t{i}")))
@@ -113,13 +93,7 @@ fn a_follower_applying_the_batches_has_the_leaders_state() {
 #[test]
 fn a_damaged_or_gapped_batch_changes_nothing() {
     let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let leader = Engine::open(dirs.0.path(), opts(FsyncPolicy::No)).unwrap();
-    let sink = Arc::new(Recorded::default());
-    leader.set_log_of_record(Some(sink.clone())).unwrap();
-    leader.create_counter("c").unwrap();
-    leader
-        .add_column("c", "v", ColumnOptions::new(8, 64))
-        .unwrap();
+    let (leader, sink) = recording_leader(dirs.0.path(), opts(FsyncPolicy::No), "c", "v");
     leader.incr("c", Key::Id(1), "v", 5, None).unwrap();
     let batches = sink.batches.lock().clone();
     let follower = Engine::open(dirs.1.path(), opts(FsyncPolicy::No)).unwrap();
@@ -145,20 +119,13 @@ fn a_damaged_or_gapped_batch_changes_nothing() {
 #[test]
 fn a_refused_batch_is_not_acknowledged_and_stops_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let leader = Engine::open(dir.path(), opts(FsyncPolicy::Always)).unwrap();
-    let sink = Arc::new(Recorded::default());
-    leader.set_log_of_record(Some(sink.clone())).unwrap();
-    leader.create_counter("c").unwrap();
-    leader
-        .add_column("c", "v", ColumnOptions::new(8, 64))
-        .unwrap();
-    sink.refuse.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (leader, sink) = recording_leader(dir.path(), opts(FsyncPolicy::Always), "c", "v");
+    sink.refuse.store(true, Ordering::SeqCst);
     assert!(matches!(
         leader.incr("c", Key::Id(1), "v", 5, None),
         Err(Error::LogOfRecord(_))
     ));
-    sink.refuse
-        .store(false, std::sync::atomic::Ordering::SeqCst);
+    sink.refuse.store(false, Ordering::SeqCst);
     assert!(leader.incr("c", Key::Id(1), "v", 5, None).is_err());
     assert_eq!(sink.batches.lock().len(), 2);
 }

@@ -2,26 +2,13 @@
 //! it plus the log-of-record batches from the snapshot's point on ends in the leader's
 //! state (txid window included); damaged bytes and used directories are refused.
 
-use std::sync::Arc;
+mod common;
 
-use parking_lot::Mutex;
+use common::recording_leader;
 use shardkit_counters::{
-    restore_snapshot, snapshot_lsn, ColumnOptions, Engine, Error, FsyncPolicy, Key, LogOfRecord,
-    Options,
+    restore_snapshot, snapshot_lsn, ColumnOptions, Engine, Error, FsyncPolicy, Key, Options,
 };
-
-/// Keeps every batch it is given, in order, like a stream would.
-#[derive(Default)]
-struct Recorded {
-    batches: Mutex<Vec<(u64, u64, Vec<u8>)>>,
-}
-
-impl LogOfRecord for Recorded {
-    fn append(&self, first: u64, end: u64, frames: &[u8]) -> Result<(), String> {
-        self.batches.lock().push((first, end, frames.to_vec()));
-        Ok(())
-    }
-}
+use std::sync::Arc;
 
 fn opts() -> Options {
     Options {
@@ -42,13 +29,8 @@ fn row(i: u64) -> Key<'static> {
 #[test]
 fn an_empty_node_restored_from_a_snapshot_plus_the_tail_has_the_leaders_state() {
     let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let leader = Arc::new(Engine::open(dirs.0.path(), opts()).unwrap());
-    let sink = Arc::new(Recorded::default());
-    leader.set_log_of_record(Some(sink.clone())).unwrap();
-    leader.create_counter("weibo").unwrap();
-    leader
-        .add_column("weibo", "likes", ColumnOptions::new(8, 64))
-        .unwrap();
+    let (leader, sink) = recording_leader(dirs.0.path(), opts(), "weibo", "likes");
+    let leader = Arc::new(leader);
     for i in 0..3_000u64 {
         leader
             .incr("weibo", row(i % 1_000), "likes", 2, Some(&format!("a{i}")))

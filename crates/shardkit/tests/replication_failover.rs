@@ -13,10 +13,10 @@ use common::nats::Nats;
 use common::nats_cluster::NatsCluster;
 use common::raw_resp::{RawClient, Reply};
 use common::replication::{
-    eventually, failover_time, kill, load_total, node_with, role, Load, LogsOnFailure, NatsUrl,
+    eventually, failover_time, kill, load_total, node_with, role, Ack, Load, LogsOnFailure, NatsUrl,
 };
 use common::Server;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The lease of these tests, ms.
 const LEASE_MS: u64 = 600;
@@ -51,6 +51,27 @@ fn three_nodes(
     nodes
 }
 
+/// Runs the clients' load on every node, does `fault` (which answers the moment it
+/// struck) once a quarter of it is acknowledged, waits for the rest, and checks that
+/// every increment was acknowledged once. Answers the acknowledgements and that moment.
+fn under_load(
+    nodes: &mut [Server],
+    fault: impl FnOnce(&mut [Server]) -> Instant,
+) -> (Vec<Ack>, Instant) {
+    let load = Load::start(nodes.iter().map(|n| n.resp).collect(), CLIENTS, EACH);
+    eventually(30, "load is running", || {
+        load_total(&nodes[1]).unwrap_or(0) >= (CLIENTS * EACH / 4) as i64
+    });
+    let at = fault(nodes);
+    let acks = load.finish();
+    assert_eq!(
+        acks.len(),
+        CLIENTS * EACH,
+        "every increment acknowledged once"
+    );
+    (acks, at)
+}
+
 /// Checks that every live node ends with exactly `total` and one of them leads.
 fn every_survivor_has(nodes: &mut [Server], total: usize) -> usize {
     let live: Vec<usize> = (0..nodes.len())
@@ -67,10 +88,10 @@ fn every_survivor_has(nodes: &mut [Server], total: usize) -> usize {
     });
     for &i in &live {
         let mut seen = None;
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(20);
         while seen != Some(total as i64) {
             assert!(
-                std::time::Instant::now() < deadline,
+                Instant::now() < deadline,
                 "node {i} has {seen:?} increments, {total} were acknowledged"
             );
             std::thread::sleep(Duration::from_millis(20));
@@ -90,17 +111,7 @@ fn a_killed_leader_of_three_loses_no_acknowledged_increment_and_counts_none_twic
     let nats = Nats::start();
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let mut nodes = three_nodes(&nats, &dirs, &[]);
-    let load = Load::start(nodes.iter().map(|n| n.resp).collect(), CLIENTS, EACH);
-    eventually(30, "load is running", || {
-        load_total(&nodes[1]).unwrap_or(0) >= (CLIENTS * EACH / 4) as i64
-    });
-    let killed = kill(&mut nodes[0]);
-    let acks = load.finish();
-    assert_eq!(
-        acks.len(),
-        CLIENTS * EACH,
-        "every increment acknowledged once"
-    );
+    let (acks, killed) = under_load(&mut nodes, |nodes| kill(&mut nodes[0]));
     let leader = every_survivor_has(&mut nodes, CLIENTS * EACH);
     let failover = failover_time(&acks, killed, 0);
     eprintln!("failover: {failover:?} from SIGKILL to the first acknowledged increment (lease {LEASE_MS} ms)");
@@ -128,19 +139,11 @@ fn a_killed_nats_server_of_three_loses_no_acknowledged_increment() {
         &[("SHARDKIT_COUNTERS_STREAM_REPLICAS", "3")],
     );
     let _logs = LogsOnFailure::of(&nodes);
-    let load = Load::start(nodes.iter().map(|n| n.resp).collect(), CLIENTS, EACH);
-    eventually(30, "load is running", || {
-        load_total(&nodes[1]).unwrap_or(0) >= (CLIENTS * EACH / 4) as i64
-    });
     // The leader's own NATS server.
-    cluster.kill(0);
-    let killed = std::time::Instant::now();
-    let acks = load.finish();
-    assert_eq!(
-        acks.len(),
-        CLIENTS * EACH,
-        "every increment acknowledged once"
-    );
+    let (acks, killed) = under_load(&mut nodes, |_| {
+        cluster.kill(0);
+        Instant::now()
+    });
     let leader = every_survivor_has(&mut nodes, CLIENTS * EACH);
     let exited: Vec<_> = nodes
         .iter_mut()
