@@ -50,3 +50,13 @@ math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
 request = function() return wrk.format("GET", codes[math.random(n)]) end
 LUA
 }
+
+# free_port: a loopback port nothing listens on now (the kernel's pick).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# cpu_ticks PID: "utime stime" of the process in clock ticks (fields 14 and 15 of
+# /proc/PID/stat, counted after the ") " that ends the command name, which may hold spaces).
+cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12, $13 }' "/proc/$1/stat"; }
+
+# cpu_total PID: utime + stime of the process in clock ticks.
+cpu_total() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }

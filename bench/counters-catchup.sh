@@ -29,7 +29,6 @@ need redis-cli "apt-get install -y redis-tools"
 cargo build --release -q -p shardkit --features nats
 BIN=${CARGO_TARGET_DIR:-target}/release/shardkit
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 NATS_PORT=$(free_port)
 nats-server -js -a 127.0.0.1 -p "$NATS_PORT" -sd "$WORK/nats" > "$WORK/nats.log" 2>&1 &

@@ -49,9 +49,7 @@ cargo build --release -q -p shardkit --features nats
 BIN=${CARGO_TARGET_DIR:-target}/release/shardkit
 LOAD="python3 bench/replication-load.py"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
-sum_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(cpu_ticks "$p"))); done; echo "$t"; }
+sum_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(cpu_total "$p"))); done; echo "$t"; }
 stop() { local p; for p in "$@"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; }
 redis_role() { timeout 2 redis-cli -p "$1" ROLE 2>/dev/null | head -1; }
 # until `ROLE` on PORT answers WHAT (master|slave), 30 s at most
@@ -110,12 +108,12 @@ setup() {
 measure() {
   local t0 t1 out wait="" p split="" n i=0; [ "$1" = redis ] && wait=--wait
   declare -a b4
-  for p in $SPIDS; do b4+=("$(cpu_ticks "$p")"); done
+  for p in $SPIDS; do b4+=("$(cpu_total "$p")"); done
   t0=$(sum_ticks $SPIDS)
   out=$(timeout $((DUR + 60)) $LOAD load --port "$PORT" -c "$C" -P "$3" -n "$N" --duration "$DUR" $wait)
   t1=$(sum_ticks $SPIDS)
   set -- "$@" $SNAMES
-  for p in $SPIDS; do split="$split${split:+;}${*:$((4 + i)):1}=$(($(cpu_ticks "$p") - b4[i]))"; i=$((i + 1)); done
+  for p in $SPIDS; do split="$split${split:+;}${*:$((4 + i)):1}=$(($(cpu_total "$p") - b4[i]))"; i=$((i + 1)); done
   echo "$1,$2,$3,$((t1 - t0)),$split,$out" | tee -a "$WORK/throughput.csv" >&2
 }
 

@@ -25,16 +25,13 @@ cargo build --release -q -p shardkit
 BIN=${CARGO_TARGET_DIR:-target}/release/shardkit
 HZ=$(getconf CLK_TCK)
 
-# utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat).
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-
 # One test: label pid port pipeline test-args... -> one line of the table.
 measure() {
   local label=$1 pid=$2 port=$3 p=$4; shift 4
   local before after out
-  before=$(cpu_ticks "$pid")
+  before=$(cpu_total "$pid")
   out=$( { /usr/bin/time -f "TIME %U %S %e" timeout 600 redis-benchmark -h 127.0.0.1 -p "$port" -c "$C" -n "$N" -P "$p" --csv -q "$@"; } 2>&1 )
-  after=$(cpu_ticks "$pid")
+  after=$(cpu_total "$pid")
   echo "$out" | awk -F, -v l="$label" -v p="$p" -v ticks=$((after - before)) -v hz="$HZ" -v n="$N" '
     /^TIME/ { split($0, t, " "); cu = t[2] + t[3]; el = t[4]; next }
     NR > 1 && $1 != "\"test\"" && $2 != "" { gsub(/"/, "", $1); gsub(/"/, "", $2); name = $1; rps = $2 }

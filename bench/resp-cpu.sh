@@ -32,9 +32,6 @@ need python3 "apt-get install -y python3"
 cargo build --release -q -p shardkit
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/shardkit}
 
-# cpu_ticks PID: "utime stime" of the process (fields 14 and 15 of /proc/PID/stat).
-cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12, $13 }' "/proc/$1/stat"; }
-
 # load PORT TEST PIPELINE REQUESTS: one bounded load of TEST against 127.0.0.1:PORT.
 load() {
   local port=$1 test=$2 p=$3 n=$4
