@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod cluster;
 pub mod config;
 pub mod config_error;
 pub mod counter_access;
