@@ -171,6 +171,15 @@ impl std::fmt::Debug for Counters {
     }
 }
 
+/// A row id as the HTTP API and the link clicks take it (no counter or column around
+/// it): `{123}` is `123` there too, as in a RESP key.
+pub fn row_key(text: &str) -> Key<'_> {
+    match tagged_row(text) {
+        Some((row, "")) => Key::parse(row),
+        _ => Key::parse(text),
+    }
+}
+
 /// A row written as a hash tag: `{123}...` gives `123` and what follows the `}`; `None`
 /// when `rest` does not start with a non-empty `{…}` (then the braces are plain text).
 fn tagged_row(rest: &str) -> Option<(&str, &str)> {

@@ -61,6 +61,13 @@ fn a_hash_tagged_id_names_the_same_row_over_resp() {
     );
     assert_eq!(c.cmd("INCR weibo:{123}"), Reply::Int(1));
     assert_eq!(c.cmd("GET weibo:123"), Reply::Bulk(Some(b"1".to_vec())));
+    // The HTTP API takes the tagged id too.
+    let row: serde_json::Value =
+        reqwest::blocking::get(server.url("/api/counters/weibo/%7B123%7D"))
+            .unwrap()
+            .json()
+            .unwrap();
+    assert_eq!(row["values"]["likes"], 7, "{row}");
     // A tag spanning colons is one string row.
     assert_eq!(c.cmd("INCR pv:{home:page}:views"), Reply::Int(1));
     assert_eq!(
