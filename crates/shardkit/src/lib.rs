@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod config;
 pub mod config_error;
 pub mod counter_access;
+pub mod counter_store;
 pub mod data_dir;
 pub mod decoded_json;
 pub mod group_commit;

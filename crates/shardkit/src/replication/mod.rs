@@ -36,7 +36,7 @@ impl Running {
         }
         #[cfg(feature = "nats")]
         {
-            let replicator = jetstream::Replicator::start(std::sync::Arc::clone(state))?;
+            let replicator = jetstream::Replicator::start(std::sync::Arc::clone(&state.store))?;
             Ok(Some(Self { replicator }))
         }
         #[cfg(not(feature = "nats"))]

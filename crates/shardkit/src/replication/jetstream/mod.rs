@@ -28,7 +28,7 @@ pub mod names;
 pub mod publisher;
 pub mod snapshots;
 
-use crate::state::AppState;
+use crate::counter_store::CounterStore;
 use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,24 +58,25 @@ impl Replicator {
     /// Connects to NATS (`[nats] url`), makes the store's stream, lease and members
     /// buckets if they are missing, and starts announcing this node, following the
     /// stream and, with `role = "auto"`, standing for the lease.
-    pub fn start(state: Arc<AppState>) -> anyhow::Result<Self> {
+    pub fn start(state: Arc<CounterStore>) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("shardkit-nats")
             .enable_all()
             .build()
             .context("cannot start the NATS runtime")?;
-        let setup = runtime.block_on(election::Store::connect(&state.settings));
+        let client_name = format!("shardkit {}", state.replication.me.resp);
+        let setup = runtime.block_on(election::Store::connect(&state.spec, &client_name));
         let store = setup.with_context(|| {
             format!(
                 "cannot reach JetStream at {} for the counters' log",
-                state.settings.nats.url
+                state.spec.nats_url
             )
         })?;
         let membership = runtime
             .block_on(membership::Membership::open(
                 &store.js,
-                &state.settings,
+                &state.spec,
                 &state.replication.me.node,
             ))
             .context("cannot make the counters' members bucket")?;
