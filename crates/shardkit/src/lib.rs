@@ -14,6 +14,7 @@ pub mod data_dir;
 pub mod decoded_json;
 pub mod group_commit;
 pub mod http;
+pub mod id_leases;
 pub mod links;
 pub mod plural;
 pub mod replication;

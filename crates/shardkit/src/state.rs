@@ -55,6 +55,9 @@ pub struct AppState {
     pub layout: Layout,
     /// Ids for every logical shard, with a durable time guard in the data directory.
     pub ids: ShardedGenerator,
+    /// The shards this node may issue ids from (all of them, unless nodes share the
+    /// counters' store on NATS: then the blocks it leases).
+    pub id_leases: Arc<crate::id_leases::IdLeases>,
     /// The counter engine (in `<data>/counters`), with the auto-create rule.
     pub counters: Arc<Counters>,
     /// The same engine with this node's role for it, as the replication tasks see it.
@@ -201,6 +204,11 @@ impl AppState {
             Some(keys) => crate::access::Access::open_remote(keys, settings.api_key.clone())?,
             None => crate::access::Access::open(&settings.data, settings.api_key.clone())?,
         };
+        let id_leases = Arc::new(if jetstream {
+            crate::id_leases::IdLeases::leased(layout.shards())
+        } else {
+            crate::id_leases::IdLeases::unleased(layout.shards())
+        });
         let store = Arc::new(crate::counter_store::CounterStore {
             counters: Arc::clone(&counters),
             replication: Arc::clone(&replication),
@@ -211,6 +219,7 @@ impl AppState {
             access,
             layout,
             ids,
+            id_leases,
             counters,
             store,
             links,
