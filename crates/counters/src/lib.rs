@@ -6,6 +6,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+mod arena;
 mod codec;
 mod column;
 mod counter;
@@ -15,6 +16,7 @@ mod hash;
 mod hugemem;
 mod key;
 mod log;
+mod names;
 mod logread;
 mod of_record;
 mod partition;
