@@ -126,7 +126,6 @@ fn put_small(b: &mut [u8], pos: usize, v: usize) -> usize {
 #[derive(Debug, Clone, Copy)]
 struct Rec {
     key: usize,
-    key_len: usize,
     ncols: usize,
     wide: bool,
     /// Where the values start.
@@ -139,7 +138,6 @@ fn parse(b: &[u8]) -> Rec {
     let (meta, key) = small(b, p);
     Rec {
         key,
-        key_len,
         ncols: meta >> 1,
         wide: meta & 1 == 1,
         vals: key + key_len,
