@@ -32,7 +32,7 @@ const MAX_CHUNKS: usize = 1 << (OFFSET_BITS - CHUNK_BITS);
 pub(crate) struct Arena {
     chunks: Vec<HugeBuf>,
     /// Bytes used in the last chunk.
-    used: usize,
+    fill: usize,
     /// Bytes handed out in all chunks (records plus the skipped first byte).
     total: usize,
 }
@@ -46,7 +46,7 @@ impl Arena {
     /// past any machine this runs on); see the crate README's limits.
     pub(crate) fn alloc(&mut self, len: usize) -> (u64, &mut [u8]) {
         debug_assert!(len > 0 && len <= CHUNK);
-        let room = self.chunks.last().map_or(0, |c| c.len() - self.used);
+        let room = self.chunks.last().map_or(0, |c| c.len() - self.fill);
         if room < len {
             let n = self.chunks.len();
             assert!(
@@ -59,16 +59,16 @@ impl Arena {
                 (FIRST << n).max(len.next_power_of_two()).min(CHUNK)
             };
             self.chunks.push(HugeBuf::zeroed(size));
-            self.used = 0;
+            self.fill = 0;
             if n == 0 {
                 // Offset 0 stays unused: it means "no record".
-                self.used = 1;
+                self.fill = 1;
                 self.total = 1;
             }
         }
         let ci = self.chunks.len() - 1;
-        let start = self.used;
-        self.used += len;
+        let start = self.fill;
+        self.fill += len;
         self.total += len;
         let off = ((ci as u64) << CHUNK_BITS) | start as u64;
         let chunk = &mut self.chunks[ci];

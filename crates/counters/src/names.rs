@@ -196,11 +196,7 @@ fn write(b: &mut [u8], pos: usize, w: usize, v: u64) {
 impl NameTable {
     #[inline(always)]
     fn slot(&self, i: usize) -> u64 {
-        u64::from_le_bytes(
-            self.slots[i * 8..i * 8 + 8]
-                .try_into()
-                .expect("8 bytes"),
-        )
+        u64::from_le_bytes(self.slots[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
     }
 
     #[inline(always)]

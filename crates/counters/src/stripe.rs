@@ -505,6 +505,7 @@ impl Stripe {
         for id in self.odd.keys() {
             emit(*id, &mut row, &mut f);
         }
-        self.names.for_each(specs, |name, row| f(Key::Name(name), row));
+        self.names
+            .for_each(specs, |name, row| f(Key::Name(name), row));
     }
 }

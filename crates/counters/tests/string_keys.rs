@@ -260,7 +260,10 @@ fn engine_equals_model(e: &Engine, m: &Model) -> Result<(), TestCaseError> {
             .map(|(_, v)| v)
             .collect();
         prop_assert_eq!(row, m.row(&k), "key {}", k);
-        prop_assert_eq!(e.exists("s", Key::Name(&k)).unwrap(), m.rows.contains_key(&k));
+        prop_assert_eq!(
+            e.exists("s", Key::Name(&k)).unwrap(),
+            m.rows.contains_key(&k)
+        );
     }
     let mut walked = BTreeSet::new();
     for s in 0..STRIPES {
@@ -386,19 +389,40 @@ fn txids_on_string_keys_count_once_across_replay_and_snapshots() {
         let e = Engine::open(dir.path(), o.clone()).unwrap();
         e.create_counter("s").unwrap();
         e.add_column("s", "v", ColumnOptions::default()).unwrap();
-        assert_eq!(e.incr("s", Key::Name("a/b"), "v", 5, Some("t1")).unwrap(), 5);
-        assert_eq!(e.incr("s", Key::Name("a/b"), "v", 5, Some("t1")).unwrap(), 5);
-        assert_eq!(e.incr("s", Key::Name("a/c"), "v", 5, Some("t1")).unwrap(), 5);
+        assert_eq!(
+            e.incr("s", Key::Name("a/b"), "v", 5, Some("t1")).unwrap(),
+            5
+        );
+        assert_eq!(
+            e.incr("s", Key::Name("a/b"), "v", 5, Some("t1")).unwrap(),
+            5
+        );
+        assert_eq!(
+            e.incr("s", Key::Name("a/c"), "v", 5, Some("t1")).unwrap(),
+            5
+        );
     }
     {
         let e = Engine::open(dir.path(), o.clone()).unwrap();
-        assert_eq!(e.incr("s", Key::Name("a/b"), "v", 5, Some("t1")).unwrap(), 5);
-        assert_eq!(e.incr("s", Key::Name("a/b"), "v", 5, Some("t2")).unwrap(), 10);
+        assert_eq!(
+            e.incr("s", Key::Name("a/b"), "v", 5, Some("t1")).unwrap(),
+            5
+        );
+        assert_eq!(
+            e.incr("s", Key::Name("a/b"), "v", 5, Some("t2")).unwrap(),
+            10
+        );
         e.snapshot().unwrap();
     }
     let e = Engine::open(dir.path(), o).unwrap();
-    assert_eq!(e.incr("s", Key::Name("a/b"), "v", 5, Some("t2")).unwrap(), 10);
-    assert_eq!(e.incr("s", Key::Name("a/c"), "v", 5, Some("t1")).unwrap(), 5);
+    assert_eq!(
+        e.incr("s", Key::Name("a/b"), "v", 5, Some("t2")).unwrap(),
+        10
+    );
+    assert_eq!(
+        e.incr("s", Key::Name("a/c"), "v", 5, Some("t1")).unwrap(),
+        5
+    );
     assert_eq!(e.get("s", Key::Name("a/b"), "v").unwrap(), 10);
 }
 
