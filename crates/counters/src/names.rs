@@ -53,6 +53,14 @@ const COMPACT_MIN: usize = 4096;
 /// A row's values: the counter's columns, a few inline.
 type Values = SmallVec<[u64; 4]>;
 
+/// Where a key's row is, or that it is absent: valid until the table next changes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Spot {
+    tag: u64,
+    /// Slot and record offset.
+    found: Option<(usize, u64)>,
+}
+
 /// The string-keyed rows of a stripe; see the module doc.
 #[derive(Debug, Clone)]
 pub(crate) struct NameTable {
@@ -306,10 +314,45 @@ impl NameTable {
     /// writing the row again (new column, widening), inserting it if absent; a row back
     /// at all defaults is removed.
     pub(crate) fn set(&mut self, key: &str, c: usize, value: u64, specs: &[ColumnSpec]) {
+        let spot = self.spot(key);
+        self.set_at(key, spot, c, value, specs);
+    }
+
+    /// Looks `key` up once, for a read and the write that follows it
+    /// ([`NameTable::value_at`], [`NameTable::set_at`]): an increment's one look-up.
+    #[inline]
+    pub(crate) fn spot(&self, key: &str) -> Spot {
         let k = key.as_bytes();
         let tag = tag_of(k);
+        Spot {
+            tag,
+            found: self.find(k, tag),
+        }
+    }
+
+    /// Column `c` at `spot` (its default when the row is not stored).
+    #[inline]
+    pub(crate) fn value_at(&self, spot: &Spot, c: usize, specs: &[ColumnSpec]) -> u64 {
+        match spot.found {
+            Some((_, off)) => self.value(off, c, specs),
+            None => specs[c].default,
+        }
+    }
+
+    /// [`NameTable::set`] at a `spot` taken from this table for `key` with no change
+    /// in between.
+    pub(crate) fn set_at(
+        &mut self,
+        key: &str,
+        spot: Spot,
+        c: usize,
+        value: u64,
+        specs: &[ColumnSpec],
+    ) {
+        let k = key.as_bytes();
+        let tag = spot.tag;
         let spec = &specs[c];
-        let Some((i, off)) = self.find(k, tag) else {
+        let Some((i, off)) = spot.found else {
             if value == spec.default {
                 return;
             }

@@ -263,6 +263,28 @@ impl Stripe {
         }
     }
 
+    /// Reads column `c` of a row, lets `f` turn it into the new value (or refuse, which
+    /// changes nothing), and writes that: a string-keyed row is looked up once for both.
+    /// `f` may do anything but touch this stripe (the engine appends its log record there).
+    #[inline]
+    pub(crate) fn update(
+        &mut self,
+        key: Key<'_>,
+        c: usize,
+        specs: &[ColumnSpec],
+        f: impl FnOnce(u64) -> crate::Result<u64>,
+    ) -> crate::Result<u64> {
+        if let Key::Name(n) = key {
+            let spot = self.names.spot(n);
+            let next = f(self.names.value_at(&spot, c, specs))?;
+            self.names.set_at(n, spot, c, next, specs);
+            return Ok(next);
+        }
+        let next = f(self.get(key, c, specs))?;
+        self.set(key, c, next, specs);
+        Ok(next)
+    }
+
     fn set_vec<R>(row: &mut R, c: usize, value: u64, specs: &[ColumnSpec])
     where
         R: std::ops::DerefMut<Target = [u64]> + Extend<u64>,
