@@ -38,7 +38,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "readonly",
         arity: 1,
-        flags: &["fast"],
+        flags: &["loading", "stale", "fast"],
         first_key: 0,
         last_key: 0,
         key_step: 0,
@@ -50,7 +50,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "readwrite",
         arity: 1,
-        flags: &["fast"],
+        flags: &["loading", "stale", "fast"],
         first_key: 0,
         last_key: 0,
         key_step: 0,
