@@ -159,6 +159,38 @@ fn stats_and_page_show_exactly_the_visitors_and_survive_a_sigkill() {
     let _ = server.child.wait();
     let server = Server::start(&data, &env);
     expect(&server, 5);
+
+    // An export carries the analytics; an import into an empty server restores them,
+    // from JSON lines and from CSV alike.
+    for (format, content_type) in [("jsonl", "application/x-ndjson"), ("csv", "text/csv")] {
+        let export =
+            reqwest::blocking::get(server.url(&format!("/api/links/export?format={format}")))
+                .unwrap()
+                .text()
+                .unwrap();
+        assert!(export.contains("news.example.com"), "{export}");
+        let fresh_dir = tempfile::tempdir().unwrap();
+        let fresh = Server::start(fresh_dir.path(), &[]);
+        let answer: Value = reqwest::blocking::Client::new()
+            .post(fresh.url("/api/links/bulk"))
+            .header("Content-Type", content_type)
+            .body(export)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        assert_eq!(answer["created"], 2, "{format}: {answer}");
+        for dim in ["referrer", "browser", "os", "device", "country"] {
+            assert_eq!(
+                by(&fresh, &code, dim),
+                by(&server, &code, dim),
+                "{format} {dim}"
+            );
+        }
+        let (_, days) = get(&fresh, &format!("/api/links/{code}/stats?by=day"));
+        let (_, before) = get(&server, &format!("/api/links/{code}/stats?by=day"));
+        assert_eq!(days, before, "{format}");
+    }
 }
 
 #[test]

@@ -521,6 +521,16 @@ impl Links {
         self.clicks
             .restore(engine, &totals, &days)
             .map_err(|e| LinkOpError::Unavailable(format!("the clicks were not restored: {e}")))?;
+        let mut tally = analytics::Tally::default();
+        for &(id, r) in &restored {
+            // Checked when the line was read (`prepare`), so this cannot fail here.
+            if let Ok(more) = analytics::export::tally(id, &r.analytics) {
+                tally.merge(more);
+            }
+        }
+        self.analytics.write(engine, tally).map_err(|e| {
+            LinkOpError::Unavailable(format!("the click analytics were not restored: {e}"))
+        })?;
         // A new link is likely to be followed soon: put it in the redirect cache.
         for link in results.iter().flatten() {
             self.cache

@@ -11,6 +11,7 @@
 //! `shardkit_link_analytics_dropped_total`.
 
 pub mod classify;
+pub mod export;
 pub mod geo;
 pub mod query;
 pub mod store;
