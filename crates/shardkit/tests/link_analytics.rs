@@ -232,3 +232,27 @@ fn bad_questions_get_a_400_and_unknown_links_a_404() {
     assert_eq!(by(&server, &code, "country"), []);
     assert_eq!(by(&server, &code, "device"), pairs(&[("phone", 1)]));
 }
+
+#[test]
+fn a_geoip_db_that_is_not_one_stops_the_start_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("broken.mmdb");
+    std::fs::write(&db, b"not a MaxMind DB").unwrap();
+    let config = dir.path().join("shardkit.toml");
+    std::fs::write(
+        &config,
+        format!("[links]\ngeoip_db = {:?}\n", db.display().to_string()),
+    )
+    .unwrap();
+    let err = Server::try_start(
+        &dir.path().join("data"),
+        &["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"],
+        &[("SHARDKIT_CONFIG", config.to_str().unwrap())],
+    )
+    .err()
+    .expect("the server must not start");
+    assert!(
+        err.contains("geoip_db") && err.contains("broken.mmdb"),
+        "{err}"
+    );
+}
