@@ -19,7 +19,7 @@
 use super::classify::Dim;
 use super::Tally;
 use parking_lot::Mutex;
-use shardkit_counters::{ColumnOptions, Engine, Error, Key, OwnedKey};
+use shardkit_counters::{ColumnOptions, Engine, Error, Key, OwnedKey, Pending};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -237,18 +237,25 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
             .map(|s| format!("{}:{}", s.dim.tag(), s.label))
             .collect();
         incr(engine, LABELS, label_keys.iter().map(|k| (k.as_str(), 1)))?;
+        // Appended one by one, made durable by one commit (one fsync for them all).
+        let mut newest = Pending::NONE;
         for s in &new_slots {
             let key = format!("{}:{}", s.id, s.dim.tag());
-            engine.set(SLOTS, Key::Name(&key), &slot_column(s.slot), s.hash)?;
+            let pending =
+                engine.set_deferred(SLOTS, Key::Name(&key), &slot_column(s.slot), s.hash)?;
+            newest = newest.max(pending);
         }
-        for ((id, dim), row) in &rows {
-            let new: Vec<(usize, u64, Arc<str>)> = new_slots
-                .iter()
-                .filter(|s| s.id == *id && s.dim == *dim)
-                .map(|s| (s.slot, s.hash, Arc::clone(&s.label)))
-                .collect();
-            if !new.is_empty() {
-                labels.learn(*id, *dim, *row, &new);
+        engine.commit(newest)?;
+        let mut learned: HashMap<(u64, Dim), Vec<(usize, u64, Arc<str>)>> = HashMap::new();
+        for s in &new_slots {
+            learned
+                .entry((s.id, s.dim))
+                .or_default()
+                .push((s.slot, s.hash, Arc::clone(&s.label)));
+        }
+        for ((id, dim), new) in learned {
+            if let Some(row) = rows.get(&(id, dim)) {
+                labels.learn(id, dim, *row, &new);
             }
         }
     }
