@@ -154,7 +154,7 @@ impl Labels {
         Ok(row)
     }
 
-    fn learn(&self, id: u64, dim: Dim, row: SlotRow, new: &[(usize, u64, Arc<str>)]) {
+    fn learn(&self, id: u64, dim: Dim, row: SlotRow, new: &[Learned]) {
         let mut inner = self.inner.lock();
         inner.slots.insert((id, dim), row);
         for (_, hash, label) in new {
@@ -184,6 +184,9 @@ fn read_labels(engine: &Engine) -> Result<HashMap<u64, Arc<str>>, Error> {
     }
     Ok(names)
 }
+
+/// A slot given in a write, as the cache learns it: (slot, hash, label).
+type Learned = (usize, u64, Arc<str>);
 
 /// A slot given to a label in this write.
 struct NewSlot {
@@ -246,7 +249,7 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
             newest = newest.max(pending);
         }
         engine.commit(newest)?;
-        let mut learned: HashMap<(u64, Dim), Vec<(usize, u64, Arc<str>)>> = HashMap::new();
+        let mut learned: HashMap<(u64, Dim), Vec<Learned>> = HashMap::new();
         for s in &new_slots {
             learned
                 .entry((s.id, s.dim))
