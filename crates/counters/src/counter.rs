@@ -7,7 +7,7 @@
 use parking_lot::RwLock;
 
 use crate::column::ColumnSpec;
-use crate::hash::{mix64, reduce, FastHasher};
+use crate::hash::{hash_bytes, mix64, reduce};
 use crate::key::Key;
 use crate::stripe::Stripe;
 
@@ -50,11 +50,6 @@ impl Counter {
 pub(crate) fn stripe_of(key: Key<'_>) -> usize {
     match key {
         Key::Id(id) => reduce(mix64(id >> 32), STRIPES),
-        Key::Name(n) => {
-            use std::hash::Hasher;
-            let mut h = FastHasher::default();
-            h.write(n.as_bytes());
-            reduce(h.finish(), STRIPES)
-        }
+        Key::Name(n) => reduce(hash_bytes(n.as_bytes()), STRIPES),
     }
 }

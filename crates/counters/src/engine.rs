@@ -286,12 +286,14 @@ impl Engine {
                     return Ok((v, Pending(last)));
                 }
             }
-            let cur = st.get(key, col, &schema);
-            let value = apply_delta(cur, delta, spec)?;
-            let lsn = self.inner.log.append(ts, |b| {
-                encode_set_body(b, counter, key, col as u16, value, txid)
+            let mut lsn = 0;
+            let value = st.update(key, col, &schema, |cur| {
+                let value = apply_delta(cur, delta, spec)?;
+                lsn = self.inner.log.append(ts, |b| {
+                    encode_set_body(b, counter, key, col as u16, value, txid)
+                })?;
+                Ok(value)
             })?;
-            st.set(key, col, value, &schema);
             if let Some(t) = txid {
                 st.txids.insert(key.to_owned_key(), t, ts);
             }
@@ -393,19 +395,18 @@ impl Engine {
                 continue;
             }
             let st = &mut guards[slot[stripe_of(key)]];
-            let value = match apply_delta(st.get(key, col, &schema), delta, spec) {
-                Ok(v) => v,
-                Err(e) => {
-                    out.push(Err(e));
-                    continue;
-                }
-            };
-            let lsn = log.append(ts, |b| {
-                encode_set_body(b, counter, key, col as u16, value, None)
+            let mut lsn = 0;
+            let result = st.update(key, col, &schema, |cur| {
+                let value = apply_delta(cur, delta, spec)?;
+                lsn = log.append(ts, |b| {
+                    encode_set_body(b, counter, key, col as u16, value, None)
+                });
+                Ok(value)
             });
-            st.set(key, col, value, &schema);
-            newest = Pending(lsn);
-            out.push(Ok(value));
+            if result.is_ok() {
+                newest = Pending(lsn);
+            }
+            out.push(result);
         }
         Ok(newest)
     }

@@ -22,6 +22,16 @@ pub(crate) fn reduce(hash: u64, n: usize) -> usize {
     ((hash as u128 * n as u128) >> 64) as usize
 }
 
+/// Hash of a byte string (a string key): picks its stripe with the top bits
+/// ([`crate::counter::stripe_of`]) and its tag in the stripe's index with the low ones
+/// ([`crate::names`]).
+#[inline]
+pub(crate) fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h = FastHasher::default();
+    h.write(bytes);
+    h.finish()
+}
+
 /// Hasher for the small side maps (partition directory, overflow, string keys).
 #[derive(Default, Clone, Copy)]
 pub(crate) struct FastHasher(u64);

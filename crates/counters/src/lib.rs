@@ -6,6 +6,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+mod arena;
 mod codec;
 mod column;
 mod counter;
@@ -16,6 +17,7 @@ mod hugemem;
 mod key;
 mod log;
 mod logread;
+mod names;
 mod of_record;
 mod partition;
 mod record;

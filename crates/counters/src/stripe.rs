@@ -1,5 +1,5 @@
 //! One lock stripe of a counter: the compact tables for numeric ids, the overflow map,
-//! the string-keyed rows and the transaction-id window of the keys hashed to it.
+//! the string-keyed rows ([`NameTable`]) and the transaction-id window of the keys hashed to it.
 //!
 //! Numeric ids are placed by these rules (the only ones; every lookup follows them):
 //! 1. if a *dense* partition exists for the id's high 32 bits and the low 32 bits are
@@ -19,6 +19,7 @@
 use crate::column::ColumnSpec;
 use crate::hash::FastMap;
 use crate::key::Key;
+use crate::names::NameTable;
 use crate::partition::{Look, Partition};
 use crate::txwindow::TxWindow;
 
@@ -46,10 +47,6 @@ pub(crate) struct Located {
     look: Look,
 }
 
-/// A string-keyed row's columns: up to two sit inside the map entry, so a new row costs
-/// one allocation (its key) instead of two.
-type NameRow = smallvec::SmallVec<[u64; 2]>;
-
 /// All rows of a counter whose key hashes to this stripe.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Stripe {
@@ -57,7 +54,7 @@ pub(crate) struct Stripe {
     wide: Vec<Option<Box<Partition>>>,
     odd: FastMap<u64, Vec<u64>>,
     overflow: FastMap<(u64, u16), u64>,
-    names: FastMap<Box<str>, NameRow>,
+    names: NameTable,
     /// Applied transaction ids of this stripe's keys.
     pub(crate) txids: TxWindow,
 }
@@ -228,23 +225,22 @@ impl Stripe {
     pub(crate) fn get(&self, key: Key<'_>, c: usize, specs: &[ColumnSpec]) -> u64 {
         match key {
             Key::Id(id) => self.get_id(id, c, specs),
-            Key::Name(n) => self
-                .names
-                .get(n)
-                .and_then(|r| r.get(c).copied())
-                .unwrap_or(specs[c].default),
+            Key::Name(n) => self.names.get(n, c, specs),
         }
     }
 
     /// Every column of a row, in schema order.
     pub(crate) fn get_row(&self, key: Key<'_>, specs: &[ColumnSpec]) -> Vec<u64> {
+        if let Key::Name(n) = key {
+            return self.names.row(n, specs);
+        }
         (0..specs.len()).map(|c| self.get(key, c, specs)).collect()
     }
 
     /// Whether a row is stored (some column away from its default).
     pub(crate) fn exists(&self, key: Key<'_>) -> bool {
         match key {
-            Key::Name(n) => self.names.contains_key(n),
+            Key::Name(n) => self.names.contains(n),
             Key::Id(id) => {
                 let loc = self.loc(id);
                 match loc {
@@ -263,19 +259,30 @@ impl Stripe {
     pub(crate) fn set(&mut self, key: Key<'_>, c: usize, value: u64, specs: &[ColumnSpec]) {
         match key {
             Key::Id(id) => self.set_id(id, c, value, specs),
-            Key::Name(n) => {
-                if let Some(row) = self.names.get_mut(n) {
-                    Self::set_vec(row, c, value, specs);
-                    if row.iter().zip(specs).all(|(v, s)| *v == s.default) {
-                        self.names.remove(n);
-                    }
-                } else if value != specs[c].default {
-                    let mut row = NameRow::new();
-                    Self::set_vec(&mut row, c, value, specs);
-                    self.names.insert(n.into(), row);
-                }
-            }
+            Key::Name(n) => self.names.set(n, c, value, specs),
         }
+    }
+
+    /// Reads column `c` of a row, lets `f` turn it into the new value (or refuse, which
+    /// changes nothing), and writes that: a string-keyed row is looked up once for both.
+    /// `f` may do anything but touch this stripe (the engine appends its log record there).
+    #[inline]
+    pub(crate) fn update(
+        &mut self,
+        key: Key<'_>,
+        c: usize,
+        specs: &[ColumnSpec],
+        f: impl FnOnce(u64) -> crate::Result<u64>,
+    ) -> crate::Result<u64> {
+        if let Key::Name(n) = key {
+            let spot = self.names.spot(n);
+            let next = f(self.names.value_at(&spot, c, specs))?;
+            self.names.set_at(n, spot, c, next, specs);
+            return Ok(next);
+        }
+        let next = f(self.get(key, c, specs))?;
+        self.set(key, c, next, specs);
+        Ok(next)
     }
 
     fn set_vec<R>(row: &mut R, c: usize, value: u64, specs: &[ColumnSpec])
@@ -417,7 +424,7 @@ impl Stripe {
     /// Deletes a row; returns whether it was stored.
     pub(crate) fn delete(&mut self, key: Key<'_>, specs: &[ColumnSpec]) -> bool {
         let id = match key {
-            Key::Name(n) => return self.names.remove(n).is_some(),
+            Key::Name(n) => return self.names.remove(n, specs),
             Key::Id(id) => id,
         };
         let loc = self.loc(id);
@@ -483,18 +490,7 @@ impl Stripe {
             + self.wide.capacity() * 8
             + self.odd.values().map(|r| 48 + r.len() * 8).sum::<usize>()
             + self.overflow.capacity() * 24
-            + self
-                .names
-                .iter()
-                .map(|(k, r)| {
-                    let heap = if r.spilled() {
-                        r.capacity() * 8 + 16
-                    } else {
-                        0
-                    };
-                    16 + std::mem::size_of::<(Box<str>, NameRow)>() + k.len() + heap
-                })
-                .sum::<usize>()
+            + self.names.bytes()
             + self.txids.bytes()
     }
 
@@ -531,10 +527,7 @@ impl Stripe {
         for id in self.odd.keys() {
             emit(*id, &mut row, &mut f);
         }
-        for (name, _) in self.names.iter() {
-            row.clear();
-            row.extend((0..specs.len()).map(|c| self.get(Key::Name(name), c, specs)));
-            f(Key::Name(name), &row);
-        }
+        self.names
+            .for_each(specs, |name, row| f(Key::Name(name), row));
     }
 }

@@ -69,14 +69,14 @@ impl Table {
     #[inline]
     pub fn incr(&mut self, key: Key<'_>, col: usize, delta: i64) -> Result<u64> {
         key.validate()?;
-        let spec = self.spec(col)?;
+        self.spec(col)?;
         if let Key::Id(id) = key {
             return self.rows.incr_id(id, col, delta, &self.specs);
         }
-        let cur = self.rows.get(key, col, &self.specs);
-        let next = apply_delta(cur, delta, spec)?;
-        self.rows.set(key, col, next, &self.specs);
-        Ok(next)
+        let specs = &self.specs;
+        let spec = &specs[col];
+        self.rows
+            .update(key, col, specs, |cur| apply_delta(cur, delta, spec))
     }
 
     /// Applies many increments of numeric rows in one call, in order, as fast as the

@@ -50,6 +50,8 @@ pub struct Settings {
     pub nats: NatsSettings,
     /// Who may read what.
     pub access: AccessSettings,
+    /// Redis Cluster mode (planned; refused when enabled until it exists).
+    pub cluster: crate::cluster::settings::ClusterSettings,
 }
 
 /// `[nats]`: where the JetStream log of record is.
@@ -231,6 +233,7 @@ impl Default for Settings {
             links: LinkSettings::default(),
             nats: NatsSettings::default(),
             access: AccessSettings::default(),
+            cluster: Default::default(),
         }
     }
 }
@@ -391,6 +394,7 @@ impl Settings {
             );
         }
         self.check_counter_log()?;
+        self.cluster.check()?;
         if !matches!(self.ids.on_clock_backwards.as_str(), "refuse" | "wait") {
             anyhow::bail!(
                 "ids.on_clock_backwards must be \"refuse\" or \"wait\", got {:?}",

@@ -27,12 +27,37 @@ impl<'a> CounterKey<'a> {
     /// `weibo:123` is row 123 of counter `weibo`; `weibo:123:comments` names the column
     /// too. The counter is up to the first `:`, the column after the last `:` when
     /// there are two or more; a key with no `:` is refused.
+    ///
+    /// The id may be written as a Redis Cluster hash tag, `weibo:{123}` and
+    /// `weibo:{123}:comments`, so that every column of a row hashes to one slot: it is
+    /// the same row as `weibo:123` (the braces are not part of it), and the column is
+    /// everything after `}:`.
     pub fn parse(key: &'a [u8]) -> Result<Self, &'static str> {
         const SHAPE: &str = "ERR keys are <counter>:<id>[:<column>], like weibo:123:comments";
         let key = std::str::from_utf8(key).map_err(|_| "ERR keys must be UTF-8 text")?;
         let (counter, rest) = key.split_once(':').ok_or(SHAPE)?;
         if counter.is_empty() || rest.is_empty() {
             return Err(SHAPE);
+        }
+        if let Some((row, after)) = tagged_row(rest) {
+            match after {
+                "" => {
+                    return Ok(Self {
+                        counter,
+                        row,
+                        column: None,
+                    })
+                }
+                _ => {
+                    if let Some(column) = after.strip_prefix(':').filter(|c| !c.is_empty()) {
+                        return Ok(Self {
+                            counter,
+                            row,
+                            column: Some(column),
+                        });
+                    }
+                }
+            }
         }
         Ok(match rest.rsplit_once(':') {
             Some((row, column)) if !row.is_empty() && !column.is_empty() => Self {
@@ -49,14 +74,17 @@ impl<'a> CounterKey<'a> {
     }
 
     /// A hash key (`HINCRBY weibo:123 comments 1`): everything after the first `:`
-    /// is the row, the column comes as a separate field.
+    /// is the row, the column comes as a separate field; `weibo:{123}` is row 123 too.
     pub fn parse_row(key: &'a [u8]) -> Result<Self, &'static str> {
         const SHAPE: &str = "ERR hash keys are <counter>:<id>, like weibo:123";
         let key = std::str::from_utf8(key).map_err(|_| "ERR keys must be UTF-8 text")?;
         match key.split_once(':') {
             Some((counter, row)) if !counter.is_empty() && !row.is_empty() => Ok(Self {
                 counter,
-                row,
+                row: match tagged_row(row) {
+                    Some((tagged, "")) => tagged,
+                    _ => row,
+                },
                 column: None,
             }),
             _ => Err(SHAPE),
@@ -143,6 +171,23 @@ impl std::fmt::Debug for Counters {
     }
 }
 
+/// A row id as the HTTP API and the link clicks take it (no counter or column around
+/// it): `{123}` is `123` there too, as in a RESP key.
+pub fn row_key(text: &str) -> Key<'_> {
+    match tagged_row(text) {
+        Some((row, "")) => Key::parse(row),
+        _ => Key::parse(text),
+    }
+}
+
+/// A row written as a hash tag: `{123}...` gives `123` and what follows the `}`; `None`
+/// when `rest` does not start with a non-empty `{…}` (then the braces are plain text).
+fn tagged_row(rest: &str) -> Option<(&str, &str)> {
+    let inner = rest.strip_prefix('{')?;
+    let close = inner.find('}')?;
+    (close > 0).then(|| (&inner[..close], &inner[close + 1..]))
+}
+
 /// Another request may have created it a moment ago: that is fine.
 fn ignore_exists(result: Result<(), Error>) -> Result<(), Error> {
     match result {
@@ -186,6 +231,35 @@ mod tests {
             Key::Name("000012")
         );
         assert_eq!(CounterKey::parse(b"counter:12").unwrap().key(), Key::Id(12));
+        for bad in [&b"nocolon"[..], b":1", b"c:", b"\xff:1"] {
+            assert!(CounterKey::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_hash_tagged_id_is_the_same_row() {
+        let plain = CounterKey::parse(b"weibo:123:likes").unwrap();
+        assert_eq!(CounterKey::parse(b"weibo:{123}:likes").unwrap(), plain);
+        assert_eq!(
+            CounterKey::parse(b"weibo:{123}").unwrap(),
+            CounterKey::parse(b"weibo:123").unwrap()
+        );
+        assert_eq!(
+            CounterKey::parse_row(b"weibo:{123}").unwrap(),
+            CounterKey::parse_row(b"weibo:123").unwrap()
+        );
+        assert_eq!(
+            CounterKey::parse(b"weibo:{123}").unwrap().key(),
+            Key::Id(123)
+        );
+        // A tagged row may hold colons; the column is all after `}:`.
+        let k = CounterKey::parse(b"pv:{home:page}:views").unwrap();
+        assert_eq!((k.row, k.column), ("home:page", Some("views")));
+        // Not a tag: the braces stay in the row, as plain text.
+        assert_eq!(CounterKey::parse(b"c:{}:x").unwrap().row, "{}");
+        assert_eq!(CounterKey::parse(b"c:{7").unwrap().row, "{7");
+        assert_eq!(CounterKey::parse(b"c:{7}x").unwrap().row, "{7}x");
+        assert_eq!(CounterKey::parse_row(b"c:{7}x").unwrap().row, "{7}x");
         for bad in [&b"nocolon"[..], b":1", b"c:", b"\xff:1"] {
             assert!(CounterKey::parse(bad).is_err(), "{bad:?}");
         }

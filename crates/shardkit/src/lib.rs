@@ -5,13 +5,16 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod cluster;
 pub mod config;
 pub mod config_error;
 pub mod counter_access;
+pub mod counter_store;
 pub mod data_dir;
 pub mod decoded_json;
 pub mod group_commit;
 pub mod http;
+pub mod id_leases;
 pub mod links;
 pub mod plural;
 pub mod replication;

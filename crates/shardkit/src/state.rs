@@ -29,8 +29,10 @@ pub type Allocator = Arc<SegmentAllocator<Arc<EmbeddedTicketStore>>>;
 /// the stream from its start).
 fn restore_snapshot(settings: &Settings, dir: &std::path::Path) -> anyhow::Result<u64> {
     #[cfg(feature = "nats")]
-    if let Some(restored) = crate::replication::jetstream::snapshots::restore_newest(settings, dir)?
-    {
+    if let Some(restored) = crate::replication::jetstream::snapshots::restore_newest(
+        &crate::counter_store::StoreSpec::from_settings(settings),
+        dir,
+    )? {
         tracing::info!(
             snapshot = %restored.snapshot.name,
             ms = restored.took.as_millis() as u64,
@@ -53,8 +55,13 @@ pub struct AppState {
     pub layout: Layout,
     /// Ids for every logical shard, with a durable time guard in the data directory.
     pub ids: ShardedGenerator,
+    /// The shards this node may issue ids from (all of them, unless nodes share the
+    /// counters' store on NATS: then the blocks it leases).
+    pub id_leases: Arc<crate::id_leases::IdLeases>,
     /// The counter engine (in `<data>/counters`), with the auto-create rule.
-    pub counters: Counters,
+    pub counters: Arc<Counters>,
+    /// The same engine with this node's role for it, as the replication tasks see it.
+    pub store: Arc<crate::counter_store::CounterStore>,
     /// Short links (`<data>/links.redb`, code key `<data>/links.key`).
     pub links: Links,
     /// This node's replication role (standalone with the `local` log).
@@ -143,12 +150,12 @@ impl AppState {
         tracing::info!(report = ?recovery, "counters recovered");
         // A write waits for its batch's fsync, or for JetStream's ack of its batch.
         let writes_wait_for_disk = settings.counters.fsync == "always" || jetstream;
-        let counters = Counters {
+        let counters = Arc::new(Counters {
             engine,
             auto_create: settings.counters.auto_create,
             writes_wait_for_disk,
             group_commit: Default::default(),
-        };
+        });
         if !jetstream {
             // With the JetStream log they are made when this node first leads.
             crate::links::clicks::ensure_counters(&counters.engine)?;
@@ -208,12 +215,24 @@ impl AppState {
             Some(keys) => crate::access::Access::open_remote(keys, settings.api_key.clone())?,
             None => crate::access::Access::open(&settings.data, settings.api_key.clone())?,
         };
+        let id_leases = Arc::new(if jetstream {
+            crate::id_leases::IdLeases::leased(layout.shards())
+        } else {
+            crate::id_leases::IdLeases::unleased(layout.shards())
+        });
+        let store = Arc::new(crate::counter_store::CounterStore {
+            counters: Arc::clone(&counters),
+            replication: Arc::clone(&replication),
+            spec: crate::counter_store::StoreSpec::from_settings(&settings),
+        });
         Ok(Self {
             settings,
             access,
             layout,
             ids,
+            id_leases,
             counters,
+            store,
             links,
             replication,
             clients: Default::default(),
@@ -227,12 +246,21 @@ impl AppState {
     /// guard records the exact last time when `self` is dropped.
     pub fn close(self) -> anyhow::Result<()> {
         let Self {
-            counters, links, ..
+            counters,
+            store,
+            links,
+            ..
         } = self;
+        drop(store);
         links.clicks.flush(&counters.engine)?;
         links.analytics.flush(&counters.engine)?;
         counters.engine.snapshot()?;
-        counters.engine.close()?;
+        match Arc::try_unwrap(counters) {
+            Ok(counters) => counters.engine.close()?,
+            // A replication task that did not end in time still holds the engine: the
+            // snapshot above has everything; the engine closes when it lets go.
+            Err(_) => tracing::warn!("the counter engine is still in use; not closed"),
+        }
         Ok(())
     }
 

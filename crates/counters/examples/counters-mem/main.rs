@@ -1,6 +1,6 @@
 //! Memory benchmark driver for `bench/counters-memory.sh`.
 //!
-//! `counters-mem shardkit --ids instagram|random --rows N [--via table|engine] [--snapshot]` fills a
+//! `counters-mem shardkit --ids instagram|random|string --rows N [--via table|engine] [--snapshot]` fills a
 //! counter with N rows of two 16-bit columns and prints one JSON line with the process's
 //! resident memory growth per row (from /proc/self/statm) and the engine's own count;
 //! `--snapshot` then writes a snapshot and prints how long writers of one stripe waited.
@@ -16,8 +16,12 @@
 //! the table onto huge pages. The JSON line ends with the resident set and how much of
 //! it is on transparent huge pages (`anon_huge_mb`).
 //!
-//! `counters-mem redis-resp --ids instagram|random --rows N` writes the same rows as
-//! Redis protocol `HSET <id> c <v1> r <v2>` commands to stdout, for `redis-cli --pipe`.
+//! `counters-mem redis-resp --ids instagram|random|string --rows N [--prefix P]` writes the
+//! same rows as Redis protocol `HSET <P><id> c <v1> r <v2>` commands to stdout, for
+//! `redis-cli --pipe` (`--prefix pv:` makes them rows of counter `pv` for shardkit).
+//!
+//! `--ids string`: 18-byte string keys `/p/` + 15 hex digits (60 random bits), stored as
+//! string-keyed rows (`Key::Name`); the same keys in both modes.
 //!
 //! Instagram-layout ids: 41-bit milliseconds since a custom epoch, 13-bit logical shard,
 //! 10-bit sequence, generated at 2,000 ids per second of simulated time over 8,192 shards.
@@ -56,6 +60,10 @@ impl Ids {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+    /// The next string key: 18 bytes, `/p/` and 15 hex digits.
+    fn string_key(&mut self) -> String {
+        format!("/p/{:015x}", self.rand() >> 4)
     }
     fn next(&mut self) -> u64 {
         let i = self.n;
@@ -114,8 +122,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if mode == "redis-resp" {
         let out = std::io::stdout();
         let mut w = BufWriter::with_capacity(1 << 20, out.lock());
+        let prefix = arg(&args, "--prefix", "");
         for _ in 0..rows {
-            let id = ids.next().to_string();
+            let id = if kind == "string" {
+                format!("{prefix}{}", ids.string_key())
+            } else {
+                format!("{prefix}{}", ids.next())
+            };
             let v = ids.rand();
             let (a, b) = (
                 (v % 1000 + 1).to_string(),
@@ -236,7 +249,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     if mode != "shardkit" {
-        return Err("usage: counters-mem shardkit|redis-resp --ids instagram|random --rows N [--via table|engine]".into());
+        return Err("usage: counters-mem shardkit|redis-resp --ids instagram|random|string --rows N [--via table|engine] [--prefix P]".into());
     }
     let dir = tempfile_dir()?;
     let before = rss();
@@ -245,11 +258,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut t = Table::new();
         t.add_column("c", ColumnOptions::new(16, 32))?;
         t.add_column("r", ColumnOptions::new(16, 32))?;
+        let string = kind == "string";
         for _ in 0..rows {
-            let id = ids.next();
+            let name;
+            let key = if string {
+                name = ids.string_key();
+                Key::Name(&name)
+            } else {
+                Key::Id(ids.next())
+            };
             let v = ids.rand();
-            t.incr(Key::Id(id), 0, (v % 1000 + 1) as i64)?;
-            t.incr(Key::Id(id), 1, ((v >> 20) % 100 + 1) as i64)?;
+            t.incr(key, 0, (v % 1000 + 1) as i64)?;
+            t.incr(key, 1, ((v >> 20) % 100 + 1) as i64)?;
         }
         let (d, w) = t.partitions();
         let out = (t.bytes() as u64, t.rows() as u64, d as u64, w as u64);
@@ -267,11 +287,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         e.create_counter("w")?;
         e.add_column("w", "c", ColumnOptions::new(16, 32))?;
         e.add_column("w", "r", ColumnOptions::new(16, 32))?;
+        let string = kind == "string";
         for _ in 0..rows {
-            let id = ids.next();
+            let name;
+            let key = if string {
+                name = ids.string_key();
+                Key::Name(&name)
+            } else {
+                Key::Id(ids.next())
+            };
             let v = ids.rand();
-            e.incr("w", Key::Id(id), "c", (v % 1000 + 1) as i64, None)?;
-            e.incr("w", Key::Id(id), "r", ((v >> 20) % 100 + 1) as i64, None)?;
+            e.incr("w", key, "c", (v % 1000 + 1) as i64, None)?;
+            e.incr("w", key, "r", ((v >> 20) % 100 + 1) as i64, None)?;
         }
         let s = e.stats();
         let c = &s.counters[0];

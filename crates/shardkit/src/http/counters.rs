@@ -2,7 +2,7 @@
 //! `POST /api/counters/{counter}/mget`.
 
 use super::ApiError;
-use crate::counter_access::DEFAULT_COLUMN;
+use crate::counter_access::{row_key, DEFAULT_COLUMN};
 use crate::state::AppState;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
@@ -61,7 +61,7 @@ fn engine_error(e: Error) -> ApiError {
 fn row_json(state: &AppState, counter: &str, key: &str) -> Result<Map<String, Value>, ApiError> {
     let row = state
         .counters
-        .read(|e| e.get_row(counter, Key::parse(key)))
+        .read(|e| e.get_row(counter, row_key(key)))
         .map_err(engine_error)?;
     let row =
         row.ok_or_else(|| ApiError::not_found(format!("counter `{counter}` does not exist")))?;
@@ -116,7 +116,7 @@ pub async fn incr(
         state.counters.write(&counter2, &column2, |e| {
             e.incr(
                 &counter2,
-                Key::parse(&key2),
+                row_key(&key2),
                 &column2,
                 by,
                 request.txid.as_deref(),
@@ -152,7 +152,7 @@ pub async fn mget(
             request.keys.len()
         )));
     }
-    let keys: Vec<Key<'_>> = request.keys.iter().map(|k| Key::parse(k)).collect();
+    let keys: Vec<Key<'_>> = request.keys.iter().map(|k| row_key(k)).collect();
     let found = state
         .counters
         .read(|e| e.mget_rows(&counter, &keys))

@@ -48,17 +48,14 @@ pub async fn create(
     State(state): State<Arc<AppState>>,
     query: Result<Query<IdsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<axum::response::Response, ApiError> {
-    // Ids and tickets come from the leader only (a replica holds no lease on them yet).
-    if let Some(leader) = crate::replication::gate::http_leader(&state.replication) {
-        return Err(ApiError::misdirected(leader));
-    }
+    // Every node issues ids, from the shards it leases (`id_leases`).
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let count = parse_count(query.count.as_deref())?;
     let shards = state.layout.shards();
     let shard = match (&query.shard, &query.key) {
         (Some(_), Some(_)) => return Err(ApiError::bad_request("give shard or key, not both")),
         (Some(text), None) => match text.parse::<u64>() {
-            Ok(s) if s < shards => s,
+            Ok(s) if s < shards => Some(s),
             _ => {
                 return Err(ApiError::bad_request(format!(
                     "shard must be a whole number from 0 to {}, got {text:?}",
@@ -67,15 +64,19 @@ pub async fn create(
             }
         },
         (None, Some(text)) => match text.parse::<u64>() {
-            Ok(key) => state.ids.shard_for_key(key),
+            Ok(key) => Some(state.ids.shard_for_key(key)),
             Err(_) => {
                 return Err(ApiError::bad_request(format!(
                     "key must be a whole number (a user id, say), got {text:?}"
                 )))
             }
         },
-        (None, None) => rand_shard(shards),
+        (None, None) => None,
     };
+    let shard = state
+        .id_leases
+        .pick(shard)
+        .map_err(|why| ApiError::unavailable(why.trim_start_matches("ERR ").to_string()))?;
     let mut ids = vec![0u64; count as usize];
     state.ids.fill(shard, &mut ids).map_err(generate_error)?;
     crate::telemetry::add(&crate::telemetry::IDS_ISSUED, count);
@@ -114,11 +115,4 @@ fn generate_error(e: GenerateError) -> ApiError {
         GenerateError::ShardOutOfRange { .. } => ApiError::bad_request(e.to_string()),
         other => ApiError::unavailable(other.to_string()),
     }
-}
-
-/// Spreads requests without a shard over all shards.
-fn rand_shard(shards: u64) -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed) % shards
 }

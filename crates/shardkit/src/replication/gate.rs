@@ -7,8 +7,9 @@ use bytes::BytesMut;
 /// Redis's answer to a write sent to a replica, word for word.
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
 
-/// Commands that change state: refused on a replica. Ids and tickets are refused too
-/// (a replica holds no id shard or ticket lease yet).
+/// Commands that change state: refused on a replica. Tickets are refused too (a
+/// replica holds no ticket lease yet); ids are not: every node issues them from the id
+/// shards it leases (`crate::id_leases`).
 const WRITES: &[&str] = &[
     "SET",
     "INCR",
@@ -33,7 +34,6 @@ const WRITES: &[&str] = &[
     "COUNTER.CREATE",
     "COUNTER.ADDCOL",
     "COUNTER.INCRBY",
-    "ID.NEXT",
     "TICKET.NEXT",
 ];
 
@@ -46,8 +46,8 @@ pub fn refuse(status: &Status, name: &[u8]) -> Option<&'static str> {
     {
         return None;
     }
-    if name.eq_ignore_ascii_case(b"ID.NEXT") || name.eq_ignore_ascii_case(b"TICKET.NEXT") {
-        return Some("READONLY ids and tickets are issued by the leader only; send ID.NEXT and TICKET.NEXT to the leader (ROLE names it)");
+    if name.eq_ignore_ascii_case(b"TICKET.NEXT") {
+        return Some("READONLY tickets are issued by the leader only; send TICKET.NEXT to the leader (ROLE names it)");
     }
     Some(READONLY)
 }
@@ -189,9 +189,10 @@ mod tests {
         let replica = node(Role::Replica { leader: None });
         assert_eq!(refuse(&replica, b"incr"), Some(READONLY));
         assert_eq!(refuse(&replica, b"COUNTER.INCRBY"), Some(READONLY));
-        assert!(refuse(&replica, b"ID.NEXT")
+        assert!(refuse(&replica, b"TICKET.NEXT")
             .unwrap()
             .starts_with("READONLY "));
+        assert_eq!(refuse(&replica, b"ID.NEXT"), None);
         assert_eq!(refuse(&replica, b"GET"), None);
         assert_eq!(refuse(&replica, b"HGETALL"), None);
         for writable in [Role::Leader, Role::Standalone] {

@@ -36,7 +36,10 @@ impl Running {
         }
         #[cfg(feature = "nats")]
         {
-            let replicator = jetstream::Replicator::start(std::sync::Arc::clone(state))?;
+            let replicator = jetstream::Replicator::start(
+                std::sync::Arc::clone(&state.store),
+                std::sync::Arc::clone(&state.id_leases),
+            )?;
             Ok(Some(Self { replicator }))
         }
         #[cfg(not(feature = "nats"))]

@@ -8,7 +8,6 @@ use super::reply;
 use super::table::{Call, CommandSpec};
 use super::values::{strict_i64, NOT_INTEGER};
 use crate::state::MAX_BATCH;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The id family's entries of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -38,9 +37,6 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// Round-robin shard for `ID.NEXT` without a shard: spreads load over the shards.
-static NEXT_SHARD: AtomicU64 = AtomicU64::new(0);
-
 /// Reads an optional non-negative integer argument.
 fn arg_u64(call: &Call<'_, '_>, i: usize) -> Result<Option<u64>, ()> {
     match call.cmd.arg(i) {
@@ -64,17 +60,10 @@ fn id_next(call: &mut Call<'_, '_>) {
         return reply::error(call.out, NOT_INTEGER);
     };
     let out = &mut *call.out;
-    let shards = state.layout.shards();
-    let shard = shard.unwrap_or_else(|| NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % shards);
-    if shard >= shards {
-        return reply::error(
-            out,
-            &format!(
-                "ERR shard {shard} is out of range: this layout has shards 0 to {}",
-                shards - 1
-            ),
-        );
-    }
+    let shard = match state.id_leases.pick(shard) {
+        Ok(shard) => shard,
+        Err(why) => return reply::error(out, &why),
+    };
     match count {
         None => match state.ids.next_id(shard) {
             Ok(id) => {

@@ -8,7 +8,8 @@
 //!   dispatcher and `COMMAND` read; each family of commands lists its entries in its
 //!   own file ([`string_commands`], [`hash_commands`], [`keyspace_commands`],
 //!   [`counter_admin`], [`server_commands`], [`client_commands`], [`server_info`],
-//!   [`id_commands`], [`command_info`], [`sentinel_commands`]).
+//!   [`id_commands`], [`command_info`], [`sentinel_commands`],
+//!   [`cluster_commands`]).
 //! - [`permissions`]: which key role each command needs (`-NOPERM`).
 //! - [`clients`]: the open connections (`CLIENT LIST`/`KILL`, `INFO clients`);
 //!   [`glob`]: Redis's patterns (`SCAN MATCH`, `CONFIG GET`).
@@ -22,6 +23,7 @@
 
 pub mod client_commands;
 pub mod clients;
+pub mod cluster_commands;
 pub mod command_info;
 pub mod connection;
 pub mod counter_admin;

@@ -5,8 +5,8 @@
 //!
 //! The rule reads the command table: commands flagged `write` need `counters:write`,
 //! `readonly` ones `counters:read` (which `counters:write` also grants), `ID.NEXT` and
-//! `TICKET.NEXT` need `ids`, the connection commands any key, `ROLE`, `INFO` and
-//! `SENTINEL` a reader, and what changes or reveals the server as a whole (`FLUSHDB`,
+//! `TICKET.NEXT` need `ids`, the connection commands any key, `ROLE`, `INFO`,
+//! `SENTINEL` and `CLUSTER` a reader, and what changes or reveals the server as a whole (`FLUSHDB`,
 //! `FLUSHALL`, `CONFIG`, `CLIENT KILL`) an admin key. An admin key (and a server with
 //! no key) skips the check.
 
@@ -15,11 +15,22 @@ use crate::access::Need;
 
 /// Commands any authenticated connection may run.
 const ANY_KEY: &[&str] = &[
-    "auth", "client", "command", "echo", "hello", "ping", "quit", "select", "time",
+    "asking",
+    "auth",
+    "client",
+    "command",
+    "echo",
+    "hello",
+    "ping",
+    "quit",
+    "readonly",
+    "readwrite",
+    "select",
+    "time",
 ];
 
 /// Commands about the server that a counter reader may run (figures, no secrets).
-const SERVER_READ: &[&str] = &["dbsize", "info", "lastsave", "role", "sentinel"];
+const SERVER_READ: &[&str] = &["cluster", "dbsize", "info", "lastsave", "role", "sentinel"];
 
 /// Commands only an admin key runs.
 const ADMIN: &[&str] = &["config", "flushall", "flushdb"];

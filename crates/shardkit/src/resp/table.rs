@@ -96,6 +96,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             super::hash_commands::COMMANDS,
             super::counter_admin::COMMANDS,
             super::sentinel_commands::COMMANDS,
+            super::cluster_commands::COMMANDS,
         ]
         .into_iter()
         .flatten()

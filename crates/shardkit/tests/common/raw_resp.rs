@@ -169,6 +169,11 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts one with no persistence and waits until it answers `PING`.
     pub fn start() -> RedisServer {
+        Self::start_with(&[])
+    }
+
+    /// Same, with more `redis-server` arguments (e.g. `--cluster-enabled yes`).
+    pub fn start_with(extra: &[&str]) -> RedisServer {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -177,6 +182,7 @@ impl RedisServer {
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -11,9 +11,9 @@ use super::follower::follow;
 use super::names::{Names, LEADER_HEADER, LEASE_KEY, LSN_HEADER};
 use super::publisher::JetStreamLog;
 use super::EXIT_DEPOSED;
-use crate::config::Settings;
+use crate::counter_store::CounterStore;
+use crate::counter_store::StoreSpec;
 use crate::replication::{LeaderAddr, Role};
-use crate::state::AppState;
 use async_nats::jetstream::{self, kv, message::PublishMessage, stream};
 use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,16 +33,16 @@ pub struct Store {
 
 impl Store {
     /// Connects and makes the stream and the lease bucket if missing.
-    pub async fn connect(settings: &Settings) -> anyhow::Result<Self> {
-        let names = Names::new(&settings.counters.store);
-        let lease_for = Duration::from_millis(settings.counters.lease_ms);
+    pub async fn connect(spec: &StoreSpec, client_name: &str) -> anyhow::Result<Self> {
+        let names = Names::new(&spec.name);
+        let lease_for = Duration::from_millis(spec.lease_ms);
         let client = async_nats::ConnectOptions::new()
             .connection_timeout(Duration::from_secs(5))
-            .name(format!("shardkit {}", settings.resp))
-            .connect(settings.nats.url.as_str())
+            .name(client_name)
+            .connect(spec.nats_url.as_str())
             .await?;
         let js = jetstream::new(client);
-        let replicas = settings.counters.stream_replicas;
+        let replicas = spec.stream_replicas;
         let stream = js
             .get_or_create_stream(stream::Config {
                 name: names.stream.clone(),
@@ -61,7 +61,7 @@ impl Store {
             snapshots,
             names,
             lease_for,
-            may_lead: settings.counters.role == "auto",
+            may_lead: spec.may_lead,
         })
     }
 }
@@ -97,7 +97,7 @@ pub(super) async fn lease_bucket(
 
 /// Follows the stream; stands for the lease every third of it (role `auto`); leads
 /// once it has it; exits the process with [`EXIT_DEPOSED`] when it loses it.
-pub async fn run(state: Arc<AppState>, store: Store) {
+pub async fn run(state: Arc<CounterStore>, store: Store) {
     let me = state.replication.me.clone();
     let me_json = serde_json::to_string(&me).unwrap_or_default();
     // After what the start restored from a snapshot (0 without one: from the start).
@@ -192,7 +192,7 @@ pub async fn run(state: Arc<AppState>, store: Store) {
 
 /// Catches up and appends the leader marker; returns its stream sequence.
 async fn take_over(
-    state: &AppState,
+    state: &CounterStore,
     store: &Store,
     me_json: &str,
     fenced: &AtomicBool,
@@ -253,7 +253,7 @@ async fn take_over(
 
 /// Attaches the stream as the engine's log of record and opens for writes.
 async fn lead(
-    state: &Arc<AppState>,
+    state: &Arc<CounterStore>,
     store: &Store,
     marker: u64,
     fenced: Arc<AtomicBool>,
@@ -278,7 +278,9 @@ async fn lead(
         let engine = &engine_state.counters.engine;
         engine.set_log_of_record(Some(log))?;
         engine.set_read_only(false);
-        crate::links::clicks::ensure_counters(engine)?;
+        if engine_state.spec.holds_clicks {
+            crate::links::clicks::ensure_counters(engine)?;
+        }
         Ok(())
     })
     .await??;
@@ -314,7 +316,7 @@ impl shardkit_counters::LogOfRecord for LeaseCheckedLog {
 /// Renews the lease every third of it; when a renewal is refused (another holds it),
 /// the lease ran out without one, or a publish failed, fences this node and steps down.
 async fn renew(
-    state: Arc<AppState>,
+    state: Arc<CounterStore>,
     lease: kv::Store,
     me_json: String,
     mut revision: u64,
@@ -357,7 +359,7 @@ async fn renew(
 }
 
 /// Stops taking writes and exits so a supervisor restarts this node as a replica.
-fn step_down(state: &AppState) {
+fn step_down(state: &CounterStore) {
     state.counters.engine.set_read_only(true);
     state.replication.set_role(Role::Deposed);
     tracing::error!(

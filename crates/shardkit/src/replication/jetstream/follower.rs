@@ -2,8 +2,8 @@
 //! local engine in stream order and recording how far it has come.
 
 use super::names::{Names, LEADER_HEADER};
+use crate::counter_store::CounterStore;
 use crate::replication::{LeaderAddr, Role, Status};
-use crate::state::AppState;
 use async_nats::jetstream::{consumer, stream::Stream};
 use futures_util::StreamExt;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ pub struct Behind {
 /// Leaves after a [`Behind`]: the node exits with [`super::EXIT_BEHIND`] so that its
 /// supervisor restarts it, and a start clears the local copy and restores the newest
 /// snapshot of the object store, then follows the stream from there.
-pub fn start_over(state: &AppState, why: &anyhow::Error) {
+pub fn start_over(state: &CounterStore, why: &anyhow::Error) {
     state.counters.engine.set_read_only(true);
     tracing::error!(code = super::EXIT_BEHIND, error = %why, "exiting so this replica restarts from the newest snapshot");
     std::thread::spawn(|| {
@@ -36,7 +36,7 @@ pub fn start_over(state: &AppState, why: &anyhow::Error) {
 
 /// A [`Behind`] if this node's next message was purged from `stream` (checked on every
 /// lease tick, as an ordered consumer paused past the purge may just sit idle).
-pub async fn behind(state: &AppState, stream: &Stream) -> Option<anyhow::Error> {
+pub async fn behind(state: &CounterStore, stream: &Stream) -> Option<anyhow::Error> {
     let want = state.replication.progress().0 + 1;
     let first = stream.get_info().await.ok()?.state.first_sequence;
     (first > want).then(|| Behind { want, first }.into())
@@ -57,7 +57,7 @@ enum Stopped {
 /// stream's first sequence are gone (the leader purges what the kept snapshots cover):
 /// needing one is a [`Behind`].
 pub async fn follow(
-    state: Arc<AppState>,
+    state: Arc<CounterStore>,
     stream: Stream,
     names: Names,
     from: u64,
@@ -78,7 +78,7 @@ pub async fn follow(
 
 /// One consumer's run, from sequence `from`.
 async fn follow_from(
-    state: &AppState,
+    state: &CounterStore,
     stream: &Stream,
     names: &Names,
     from: u64,

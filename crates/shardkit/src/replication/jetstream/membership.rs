@@ -6,10 +6,10 @@
 
 use super::election::lease_bucket;
 use super::names::Names;
-use crate::config::Settings;
+use crate::counter_store::CounterStore;
+use crate::counter_store::StoreSpec;
 use crate::replication::members::Member;
 use crate::replication::sentinel::role_name;
-use crate::state::AppState;
 use async_nats::jetstream::{self, kv};
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -34,16 +34,16 @@ impl Membership {
     /// `election::lease_bucket`) and binds it.
     pub async fn open(
         js: &jetstream::Context,
-        settings: &Settings,
+        spec: &StoreSpec,
         node: &str,
     ) -> anyhow::Result<Self> {
-        let names = Names::new(&settings.counters.store);
-        let lease_for = Duration::from_millis(settings.counters.lease_ms);
+        let names = Names::new(&spec.name);
+        let lease_for = Duration::from_millis(spec.lease_ms);
         let kv = lease_bucket(
             js,
             &names.members_bucket,
             lease_for * KEEP_LEASES,
-            settings.counters.stream_replicas,
+            spec.stream_replicas,
         )
         .await?;
         Ok(Self {
@@ -51,7 +51,7 @@ impl Membership {
             key: node.to_string(),
             every: lease_for / 3,
             keep: lease_for * KEEP_LEASES,
-            may_lead: settings.counters.role == "auto",
+            may_lead: spec.may_lead,
         })
     }
 
@@ -65,7 +65,7 @@ impl Membership {
 
 /// Announces this node every third of a lease and records every announcement heard,
 /// until the runtime stops.
-pub async fn run(state: Arc<AppState>, membership: Membership) {
+pub async fn run(state: Arc<CounterStore>, membership: Membership) {
     let members = &state.replication.members;
     members.set_forget_after(membership.keep.as_millis() as u64);
     let mut watch = None;
@@ -117,7 +117,7 @@ async fn next(watch: &mut Option<kv::Watch>) -> Option<Result<kv::Entry, kv::Wat
 }
 
 /// Puts this node's announcement.
-async fn announce(state: &AppState, membership: &Membership) {
+async fn announce(state: &CounterStore, membership: &Membership) {
     let status = &state.replication;
     let member = Member {
         node: status.me.node.clone(),

@@ -16,19 +16,22 @@
 //! - [`snapshots`]: the leader's snapshots in an object store, the purge of the stream
 //!   below what they cover, and a start from the newest one.
 //! - [`lsn_seq`]: which stream sequence a snapshot's lsn corresponds to.
+//! - [`id_leases`]: this node's leases on blocks of id shards, so every node of the
+//!   store issues ids and no two issue the same.
 //!
 //! Everything NATS runs on a runtime of its own (one thread), so an engine commit that
 //! blocks a server thread on a publish can never starve the task doing the publish.
 
 pub mod election;
 pub mod follower;
+pub mod id_leases;
 pub mod lsn_seq;
 pub mod membership;
 pub mod names;
 pub mod publisher;
 pub mod snapshots;
 
-use crate::state::AppState;
+use crate::counter_store::CounterStore;
 use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,6 +49,10 @@ pub const EXIT_BEHIND: i32 = 76;
 pub struct Replicator {
     runtime: tokio::runtime::Runtime,
     membership: membership::Membership,
+    ids: (
+        Arc<crate::id_leases::IdLeases>,
+        async_nats::jetstream::kv::Store,
+    ),
 }
 
 impl std::fmt::Debug for Replicator {
@@ -57,33 +64,50 @@ impl std::fmt::Debug for Replicator {
 impl Replicator {
     /// Connects to NATS (`[nats] url`), makes the store's stream, lease and members
     /// buckets if they are missing, and starts announcing this node, following the
-    /// stream and, with `role = "auto"`, standing for the lease.
-    pub fn start(state: Arc<AppState>) -> anyhow::Result<Self> {
+    /// stream and, with `role = "auto"`, standing for the lease; and takes this node's
+    /// id shard leases into `ids`.
+    pub fn start(
+        state: Arc<CounterStore>,
+        ids: Arc<crate::id_leases::IdLeases>,
+    ) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("shardkit-nats")
             .enable_all()
             .build()
             .context("cannot start the NATS runtime")?;
-        let setup = runtime.block_on(election::Store::connect(&state.settings));
+        let client_name = format!("shardkit {}", state.replication.me.resp);
+        let setup = runtime.block_on(election::Store::connect(&state.spec, &client_name));
         let store = setup.with_context(|| {
             format!(
                 "cannot reach JetStream at {} for the counters' log",
-                state.settings.nats.url
+                state.spec.nats_url
             )
         })?;
         let membership = runtime
             .block_on(membership::Membership::open(
                 &store.js,
-                &state.settings,
+                &state.spec,
                 &state.replication.me.node,
             ))
             .context("cannot make the counters' members bucket")?;
+        let id_kv = runtime
+            .block_on(id_leases::open(&store.js, &state.spec))
+            .context("cannot make the id shard lease bucket")?;
+        let me = serde_json::to_string(&state.replication.me)?;
+        let lease_for = Duration::from_millis(state.spec.lease_ms);
+        runtime.spawn(id_leases::run(
+            Arc::clone(&ids),
+            id_kv.clone(),
+            me,
+            lease_for,
+        ));
         runtime.spawn(membership::run(Arc::clone(&state), membership.clone()));
         runtime.spawn(election::run(state, store));
         Ok(Self {
             runtime,
             membership,
+            ids: (ids, id_kv),
         })
     }
 
@@ -91,8 +115,14 @@ impl Replicator {
     /// second for them to end (so the state they hold is released). Call it from a
     /// blocking thread.
     pub fn stop(self) {
-        let leave = tokio::time::timeout(Duration::from_secs(1), self.membership.leave());
-        let _ = self.runtime.block_on(leave);
+        let (ids, id_kv) = &self.ids;
+        let leave = async {
+            self.membership.leave().await;
+            id_leases::leave(ids, id_kv).await;
+        };
+        let _ = self
+            .runtime
+            .block_on(tokio::time::timeout(Duration::from_secs(1), leave));
         self.runtime.shutdown_timeout(Duration::from_secs(1));
     }
 }

@@ -14,8 +14,8 @@
 
 use super::lsn_seq::first_seq_reaching;
 use super::names::Names;
+use crate::counter_store::CounterStore;
 use crate::replication::Role;
-use crate::state::AppState;
 use anyhow::Context;
 use async_nats::jetstream::{self, object_store::ObjectStore, stream};
 use futures_util::StreamExt;
@@ -140,8 +140,8 @@ pub async fn publish(
 
 /// While this node leads: every second, puts the engine's newest snapshot file if it is
 /// newer than the newest stored one. Failures are logged and tried again.
-pub async fn ship(state: Arc<AppState>, bucket: ObjectStore, log: stream::Stream) {
-    let kept = state.settings.counters.snapshots_kept;
+pub async fn ship(state: Arc<CounterStore>, bucket: ObjectStore, log: stream::Stream) {
+    let kept = state.spec.snapshots_kept;
     let mut newest_stored = match list(&bucket).await {
         Ok(all) => all.first().map_or(0, |s| s.lsn),
         Err(e) => {
@@ -212,7 +212,7 @@ pub struct Restored {
 /// `None` when the store has none: the node replays the stream from its start. Blocks:
 /// call it from a blocking thread, before the engine is opened.
 pub fn restore_newest(
-    settings: &crate::config::Settings,
+    spec: &crate::counter_store::StoreSpec,
     dir: &std::path::Path,
 ) -> anyhow::Result<Option<Restored>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -221,19 +221,19 @@ pub fn restore_newest(
         .context("cannot start a runtime to fetch the newest snapshot")?;
     runtime.block_on(async {
         let started = std::time::Instant::now();
-        let names = Names::new(&settings.counters.store);
+        let names = Names::new(&spec.name);
         let client = async_nats::ConnectOptions::new()
             .connection_timeout(Duration::from_secs(5))
-            .connect(settings.nats.url.as_str())
+            .connect(spec.nats_url.as_str())
             .await
             .with_context(|| {
                 format!(
                     "cannot reach NATS at {} to fetch the counters' snapshot",
-                    settings.nats.url
+                    spec.nats_url
                 )
             })?;
         let js = jetstream::new(client);
-        let bucket = bucket(&js, &names, settings.counters.stream_replicas).await?;
+        let bucket = bucket(&js, &names, spec.stream_replicas).await?;
         for stored in list(&bucket).await? {
             let bytes = match download(&bucket, &stored).await {
                 Ok(bytes) => bytes,

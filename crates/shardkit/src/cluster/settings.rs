@@ -1,0 +1,97 @@
+//! `[cluster]`: whether this node is one of a Redis Cluster of shardkit nodes, which
+//! one, and how clients reach it.
+
+use serde::{Deserialize, Serialize};
+
+/// `[cluster]` settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterSettings {
+    /// Join the cluster `name` on `[nats] url` (needs feature `nats`).
+    pub enabled: bool,
+    /// The cluster's name; its NATS objects derive from it, so several clusters share
+    /// one NATS. Letters, digits, `-` and `_`.
+    pub name: String,
+    /// The RESP address clients should dial for this node (`host:port`); default the
+    /// `resp` listen address.
+    pub announce: Option<String>,
+    /// How many groups the 16,384 slots are split into (each a contiguous slot range
+    /// with its own log, snapshots and writer lease): a power of two from 1 to 1,024.
+    pub groups: u16,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            name: "shardkit".into(),
+            announce: None,
+            groups: 64,
+        }
+    }
+}
+
+impl ClusterSettings {
+    /// Refuses values that cannot work, saying how to fix them.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.name.is_empty()
+            || self.name.len() > 64
+            || !self
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            anyhow::bail!(
+                "cluster.name must be 1 to 64 letters, digits, '-' or '_', got {:?}",
+                self.name
+            );
+        }
+        if !self.groups.is_power_of_two() || self.groups > 1024 {
+            anyhow::bail!(
+                "cluster.groups must be a power of two from 1 to 1024, got {}",
+                self.groups
+            );
+        }
+        if let Some(announce) = &self.announce {
+            let ok = announce
+                .rsplit_once(':')
+                .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+            if !ok {
+                anyhow::bail!("cluster.announce must be host:port, got {announce:?}");
+            }
+        }
+        if self.enabled {
+            anyhow::bail!(
+                "cluster.enabled: the Redis Cluster mode is not built yet (see docs/design.md, \
+                 \"Contracts named for the scale-out round\"); run one node, or a leader with \
+                 replicas (counters.log = \"jetstream\")"
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_pass_and_bad_values_are_named() {
+        ClusterSettings::default().check().unwrap();
+        let bad = |s: ClusterSettings| s.check().unwrap_err().to_string();
+        let d = ClusterSettings::default;
+        assert!(bad(ClusterSettings { groups: 48, ..d() }).contains("cluster.groups"));
+        assert!(bad(ClusterSettings {
+            name: "a b".into(),
+            ..d()
+        })
+        .contains("cluster.name"));
+        let announce = Some("nowhere".into());
+        assert!(bad(ClusterSettings { announce, ..d() }).contains("cluster.announce"));
+        assert!(bad(ClusterSettings {
+            enabled: true,
+            ..d()
+        })
+        .contains("not built yet"));
+    }
+}

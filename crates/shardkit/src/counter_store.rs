@@ -1,0 +1,57 @@
+//! One counter store as its log of record sees it: the engine with the `auto_create`
+//! rule, this node's role for it, and the names and timings of its NATS objects.
+//!
+//! Exists so the replication tasks (lease, follower, publisher, snapshots) work on a
+//! store rather than on the whole server state: today a node has one store; a cluster
+//! node (docs/cluster.md) will hold one per slot group it serves.
+
+use crate::config::Settings;
+use crate::counter_access::Counters;
+use crate::replication::Status;
+use std::sync::Arc;
+
+/// A counter store: what the replication tasks read and change.
+#[derive(Debug)]
+pub struct CounterStore {
+    /// The engine and its write rule (shared with the request handlers).
+    pub counters: Arc<Counters>,
+    /// This node's role and progress for the store.
+    pub replication: Arc<Status>,
+    /// Its NATS names and timings.
+    pub spec: StoreSpec,
+}
+
+/// Where a store's log lives and how its lease runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreSpec {
+    /// The store's name: its stream, buckets and subject derive from it.
+    pub name: String,
+    /// The NATS server(s), comma-separated.
+    pub nats_url: String,
+    /// How long the writer's lease lasts without renewal, ms.
+    pub lease_ms: u64,
+    /// Copies JetStream keeps of the stream and the buckets.
+    pub stream_replicas: usize,
+    /// Whether this node stands for the lease (`role = "auto"`).
+    pub may_lead: bool,
+    /// Snapshots kept in the object store.
+    pub snapshots_kept: usize,
+    /// Whether a new leader makes the link-click counters (the server's own store
+    /// holds them).
+    pub holds_clicks: bool,
+}
+
+impl StoreSpec {
+    /// The server's store, from `[counters]` and `[nats]`.
+    pub fn from_settings(settings: &Settings) -> Self {
+        Self {
+            name: settings.counters.store.clone(),
+            nats_url: settings.nats.url.clone(),
+            lease_ms: settings.counters.lease_ms,
+            stream_replicas: settings.counters.stream_replicas,
+            may_lead: settings.counters.role == "auto",
+            snapshots_kept: settings.counters.snapshots_kept,
+            holds_clicks: true,
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Redis Cluster's key → slot function against a real Redis 7 with `cluster-enabled`,
+//! hash-tagged counter keys end to end, and the `CLUSTER` family answered as a Redis
+//! without cluster support answers it (byte for byte, against a real one).
+
+mod common;
+
+use common::raw_resp::{RawClient, RedisServer, Reply};
+use common::Server;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use shardkit::cluster::slot::key_slot;
+
+#[test]
+fn our_slot_of_any_key_is_redis_clusters() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("nodes.conf");
+    let redis = RedisServer::start_with(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        conf.to_str().unwrap(),
+    ]);
+    let client = std::cell::RefCell::new(RawClient::connect(redis.addr));
+    // Keys of any bytes, with braces often, so every hash-tag case comes up.
+    let key = prop::collection::vec(
+        prop_oneof![
+            3 => Just(b'{'),
+            3 => Just(b'}'),
+            2 => Just(b':'),
+            10 => any::<u8>(),
+        ],
+        0..24,
+    );
+    let mut runner = TestRunner::new(Config {
+        cases: 2_000,
+        ..Config::default()
+    });
+    runner
+        .run(&key, |key| {
+            let theirs = client.borrow_mut().call(&[b"CLUSTER", b"KEYSLOT", &key]);
+            prop_assert_eq!(theirs, Reply::Int(i64::from(key_slot(&key))), "{:?}", key);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_hash_tagged_id_names_the_same_row_over_resp() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let mut c = RawClient::connect(server.resp);
+    assert_eq!(c.cmd("INCRBY weibo:{123}:likes 5"), Reply::Int(5));
+    assert_eq!(c.cmd("HINCRBY weibo:{123} likes 2"), Reply::Int(7));
+    assert_eq!(
+        c.cmd("GET weibo:123:likes"),
+        Reply::Bulk(Some(b"7".to_vec()))
+    );
+    assert_eq!(
+        c.cmd("HGET weibo:123 likes"),
+        Reply::Bulk(Some(b"7".to_vec()))
+    );
+    assert_eq!(c.cmd("INCR weibo:{123}"), Reply::Int(1));
+    assert_eq!(c.cmd("GET weibo:123"), Reply::Bulk(Some(b"1".to_vec())));
+    // The HTTP API takes the tagged id too.
+    let row: serde_json::Value =
+        reqwest::blocking::get(server.url("/api/counters/weibo/%7B123%7D"))
+            .unwrap()
+            .json()
+            .unwrap();
+    assert_eq!(row["values"]["likes"], 7, "{row}");
+    // A tag spanning colons is one string row.
+    assert_eq!(c.cmd("INCR pv:{home:page}:views"), Reply::Int(1));
+    assert_eq!(
+        c.cmd("HGET pv:{home:page} views"),
+        Reply::Bulk(Some(b"1".to_vec()))
+    );
+}
+
+#[test]
+fn cluster_commands_answer_as_a_redis_without_cluster_support() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let redis = RedisServer::start();
+    let mut ours = RawClient::connect(server.resp);
+    let mut theirs = RawClient::connect(redis.addr);
+    for line in [
+        "CLUSTER INFO",
+        "CLUSTER SLOTS",
+        "CLUSTER SHARDS",
+        "CLUSTER NODES",
+        "CLUSTER MYID",
+        "CLUSTER KEYSLOT foo",
+        "ASKING",
+        "READONLY",
+        "READWRITE",
+        "CLUSTER",
+        "ASKING extra",
+    ] {
+        let (a, a_bytes) = ours.raw(&line.split(' ').map(str::as_bytes).collect::<Vec<_>>());
+        let (b, b_bytes) = theirs.raw(&line.split(' ').map(str::as_bytes).collect::<Vec<_>>());
+        assert_eq!(a, b, "{line}");
+        assert_eq!(a_bytes, b_bytes, "{line}");
+    }
+}
