@@ -86,3 +86,76 @@ fn unreachable_server_is_named() {
         "{err}"
     );
 }
+
+#[test]
+fn a_group_of_changes_applies_in_order_and_a_refused_write_fails_only_itself() {
+    use shardkit_links::{StoreError, Write, Written};
+    let a = pg_db("links_group");
+    let servers = vec![a.url.clone()];
+    let options = InitOptions {
+        servers: servers.clone(),
+        logical_shards: 4,
+        epoch_unix_ms: None,
+    };
+    std::thread::spawn(move || block_on(init(&options)).unwrap())
+        .join()
+        .unwrap();
+    let store = PgLinkStore::open(&servers, 2).unwrap();
+    let link = |id: u64, code: &str, url: &str| Link {
+        id,
+        url: url.into(),
+        code: code.into(),
+        alias: None,
+        created_at: 1_790_000_000_000 + id,
+        expires_at: None,
+        max_visits: None,
+        redirect: Redirect::Found,
+        tags: Vec::new(),
+        password_hash: None,
+        author: None,
+    };
+    // Three links in one shard (group `a`), one in another (group `b`).
+    let a1 = link(1, "a000001", "https://example.com/a1");
+    let a2 = link(2, "a000002", "https://example.com/a2");
+    let a3 = link(3, "a000003", "https://example.com/a3");
+    let b1 = link(4, "b000001", "https://example.com/b1");
+    store
+        .insert_batch(&[a1.clone(), a2.clone(), a3.clone(), b1.clone()])
+        .unwrap();
+    let mut a1_new = a1.clone();
+    a1_new.url = "https://example.com/a1-new".into();
+    let mut a2_alias = a2.clone();
+    a2_alias.alias = Some("no-alias-change".into());
+    let mut b1_new = b1.clone();
+    b1_new.tags = vec!["moved".into()];
+    let answers = store.write_group(&[
+        Write::Replace(a1_new.clone()),
+        Write::Replace(a2_alias),
+        Write::Delete(a3.clone()),
+        Write::Replace(b1_new.clone()),
+        Write::Delete(link(9, "a000009", "https://example.com/none")),
+        Write::Replace(link(10, "a000010", "https://example.com/none")),
+    ]);
+    assert_eq!(
+        answers,
+        vec![
+            Ok(Written::Replaced),
+            Err(StoreError::Immutable(2)),
+            Ok(Written::Deleted(Some(a3))),
+            Ok(Written::Replaced),
+            Ok(Written::Deleted(None)),
+            Err(StoreError::Missing(10)),
+        ]
+    );
+    assert_eq!(store.resolve("a000001").unwrap(), Some(a1_new.clone()));
+    assert_eq!(store.resolve("a000002").unwrap(), Some(a2));
+    assert_eq!(store.resolve("a000003").unwrap(), None);
+    assert_eq!(store.resolve("b000001").unwrap(), Some(b1_new));
+    // The URL index follows the replace: the new URL is found, the old one is not.
+    assert_eq!(
+        store.find_reusable("https://example.com/a1-new").unwrap(),
+        Some(a1_new)
+    );
+    assert_eq!(store.find_reusable("https://example.com/a1").unwrap(), None);
+    assert_eq!(store.count().unwrap(), 3);
+}

@@ -103,6 +103,9 @@ pub struct LinkSettings {
     pub store: String,
     /// PostgreSQL server URLs of the cluster when `store` is `postgres`.
     pub servers: Vec<String>,
+    /// A MaxMind DB file (GeoLite2-Country or alike) for the clicks' countries; none
+    /// by default (no country recorded, nothing downloaded).
+    pub geoip_db: Option<PathBuf>,
 }
 
 impl Default for LinkSettings {
@@ -116,6 +119,7 @@ impl Default for LinkSettings {
             click_flush_ms: 100,
             store: "redb".into(),
             servers: Vec::new(),
+            geoip_db: None,
         }
     }
 }

@@ -128,7 +128,9 @@ async fn flush_clicks(state: Arc<AppState>, mut stopped: watch::Receiver<bool>) 
         }
         let flushing = Arc::clone(&state);
         match tokio::task::spawn_blocking(move || {
-            flushing.links.clicks.flush(&flushing.counters.engine)
+            let engine = &flushing.counters.engine;
+            flushing.links.clicks.flush(engine)?;
+            flushing.links.analytics.flush(engine)
         })
         .await
         {

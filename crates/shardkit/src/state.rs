@@ -198,7 +198,18 @@ impl AppState {
             .base_url
             .clone()
             .unwrap_or_else(|| format!("http://{}", settings.http));
-        let links = Links::new(store, minter, base_url, settings.links.cache_entries)?;
+        let geo = match &settings.links.geoip_db {
+            Some(path) => Some(crate::links::analytics::geo::GeoIp::open(path)?),
+            None => None,
+        };
+        let analytics = crate::links::analytics::Analytics::open(&counters.engine, geo)?;
+        let links = Links::new(
+            store,
+            minter,
+            base_url,
+            settings.links.cache_entries,
+            analytics,
+        )?;
         let access = match remote_keys {
             // With the links in the cluster, so are the keys: every server takes the same.
             Some(keys) => crate::access::Access::open_remote(keys, settings.api_key.clone())?,
@@ -242,6 +253,7 @@ impl AppState {
         } = self;
         drop(store);
         links.clicks.flush(&counters.engine)?;
+        links.analytics.flush(&counters.engine)?;
         counters.engine.snapshot()?;
         match Arc::try_unwrap(counters) {
             Ok(counters) => counters.engine.close()?,

@@ -287,3 +287,81 @@ fn with_a_key_required_the_page_asks_for_it_and_then_creates_the_link() {
         json!(key)
     );
 }
+
+#[test]
+fn the_link_page_charts_show_the_visitors_on_a_phone_sized_screen() {
+    use common::visitors::{
+        click, geo_config, wait_for_stats, BOT, DESKTOP_DE, FIREFOX_NOWHERE, PHONE_JP,
+    };
+    let Some(binary) = chromium() else {
+        assert!(std::env::var_os("CI").is_none(), "CI is set but Chromium is not installed: scripts/test installs it (apt-get install -y chromium)");
+        eprintln!("\n\n*** SKIPPED the browser test: Chromium is not installed (apt-get install -y chromium) ***\n\n");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = geo_config(dir.path(), 50);
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[("SHARDKIT_CONFIG", config.to_str().unwrap())],
+    );
+    let link: Value = reqwest::blocking::Client::new()
+        .post(server.url("/api/links"))
+        .json(&json!({ "url": "https://example.com/charted" }))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let code = link["code"].as_str().unwrap();
+    click(&server, code, DESKTOP_DE, 3);
+    click(&server, code, PHONE_JP, 2);
+    click(&server, code, FIREFOX_NOWHERE, 1);
+    click(&server, code, BOT, 4);
+    wait_for_stats(&server, code, 6, 4);
+
+    let mut browser = Browser::start(&binary);
+    browser.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({ "width": 390, "height": 844, "deviceScaleFactor": 3, "mobile": true }),
+    );
+    browser.goto(&server.url(&format!("/ui/links/{code}")));
+    // What a reader sees: each bar's label and count as drawn text.
+    let bars = |browser: &mut Browser, chart: &str| {
+        browser.eval(&format!(
+            "[...document.querySelectorAll('#{chart} g.bar')].map(g => \
+             g.querySelector('text.label').textContent + '=' + g.querySelector('text.count').textContent)"
+        ))
+    };
+    assert_eq!(
+        bars(&mut browser, "chart-referrer"),
+        json!(["news.example.com=3", "direct=2", "blog.example.org=1"])
+    );
+    assert_eq!(
+        bars(&mut browser, "chart-country"),
+        json!(["DE=3", "JP=2", "unknown=1"])
+    );
+    assert_eq!(
+        bars(&mut browser, "chart-browser"),
+        json!(["Chrome=3", "Safari=2", "Firefox=1"])
+    );
+    assert_eq!(
+        bars(&mut browser, "chart-device"),
+        json!(["desktop=4", "phone=2"])
+    );
+    assert_eq!(
+        browser.eval("[document.getElementById('people').textContent, document.getElementById('bots').textContent]"),
+        json!(["6", "4"])
+    );
+    // Longer bars for more clicks, and nothing wider than the phone's screen.
+    assert_eq!(
+        browser.eval(
+            "(() => { const w = [...document.querySelectorAll('#chart-referrer g.bar rect')].map(r => r.getBoundingClientRect().width); \
+             return w[0] > w[1] && w[1] > w[2] && w[2] > 0; })()"
+        ),
+        json!(true)
+    );
+    assert_eq!(
+        browser.eval("document.documentElement.scrollWidth <= window.innerWidth"),
+        json!(true),
+        "the page scrolls sideways on a phone"
+    );
+}

@@ -278,6 +278,56 @@ fn an_author_only_key_sees_only_the_links_it_made() {
         "others' links do not exist for it"
     );
     assert_eq!(status(&all, &own), 200);
+    // Stats: others' links are as unknown; the site-wide top holds only its own links,
+    // and the other dimensions (over every link) are refused.
+    let stats = |key: &str, path: &str| {
+        c.get(server.url(path))
+            .bearer_auth(key)
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(stats(&mine, &format!("/api/links/{own}/stats")), 200);
+    assert_eq!(stats(&mine, &format!("/api/links/{theirs}/stats")), 404);
+    assert_eq!(stats(&mine, "/api/stats/top?by=referrer"), 403);
+    assert_eq!(stats(&all, "/api/stats/top?by=referrer"), 200);
+    for code in [&own, &theirs] {
+        assert_eq!(
+            c.get(server.url(&format!("/{code}")))
+                .send()
+                .unwrap()
+                .status()
+                .as_u16(),
+            302
+        );
+    }
+    let top = |key: &str| -> Vec<String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let v: Value = c
+                .get(server.url("/api/stats/top?by=links"))
+                .bearer_auth(key)
+                .send()
+                .unwrap()
+                .json()
+                .unwrap();
+            let codes: Vec<String> = v["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l["value"].as_str().unwrap().to_string())
+                .collect();
+            // The clicks reach the stats within click_flush_ms.
+            if key == mine || codes.len() == 2 || std::time::Instant::now() > deadline {
+                return codes;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    let everyone = top(&all);
+    assert_eq!(everyone.len(), 2, "{everyone:?}");
+    assert_eq!(top(&mine), vec![own.clone()]);
     let export = c
         .get(server.url("/api/links/export"))
         .bearer_auth(&mine)

@@ -95,8 +95,8 @@ fn an_export_imported_into_an_empty_server_gives_back_the_same_links() {
     let csv = export(&c, &a, "csv");
     assert!(
         csv.starts_with(
-            "url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks,daily,password_protected\n"
-        ) && csv.contains(&format!(",{today}:1,\n")),
+            "url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks,daily,password_protected,analytics\n"
+        ) && csv.contains(&format!(",{today}:1,,\"{{")),
         "{csv}"
     );
 
@@ -135,6 +135,12 @@ fn an_export_imported_into_an_empty_server_gives_back_the_same_links() {
             let clicks = if line["alias"] == "twice" { 2 } else { 1 };
             line["clicks"] = json!(clicks);
             line["daily"] = json!({ today.clone(): clicks });
+            // Followed with no User-Agent and no referrer.
+            let some = json!({ "unknown": clicks });
+            line["analytics"] = json!({ today.clone(): {
+                "people": clicks, "referrer": { "direct": clicks },
+                "browser": some, "os": some, "device": some,
+            }});
         }
         let mut before: Vec<String> = before.iter().map(Value::to_string).collect();
         again.sort();

@@ -14,6 +14,8 @@ use std::time::SystemTime;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
+mod group;
+
 /// Whether `path` has the shape of a generated code (7 to 11 base62 characters);
 /// aliases never do (see `shardkit_links::validate_alias`).
 fn looks_generated(path: &str) -> bool {

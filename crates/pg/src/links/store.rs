@@ -6,7 +6,7 @@ use super::shards::Shards;
 use crate::blocking::Bridge;
 use crate::cluster::Cluster;
 use crate::error::PgError;
-use shardkit_links::{InsertOutcome, Link, LinkStore, StoreError};
+use shardkit_links::{write_one, InsertOutcome, Link, LinkStore, StoreError, Write, Written};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -164,5 +164,42 @@ impl LinkStore for PgLinkStore {
 
     fn count(&self) -> Result<u64, StoreError> {
         self.run(|s| async move { s.count().await })
+    }
+
+    /// The group commit's writes: each run of replaces and deletes in one transaction
+    /// per code shard (inserts as `insert_batch`). A write that failed for a reason
+    /// other than itself while the servers hold a newer shard map runs once more, on
+    /// its own, under that map.
+    fn write_group(&self, writes: &[Write]) -> Vec<Result<Written, StoreError>> {
+        let live = Arc::clone(&self.live);
+        let group = Arc::new(writes.to_vec());
+        let answers = self.bridge.run(async move {
+            let cluster = live.get();
+            let seen = cluster.map().version();
+            let answers = Shards { cluster }.write_group(&group).await;
+            let moved = answers
+                .iter()
+                .any(|a| matches!(a, Err(StoreError::Backend(_))))
+                && live.newer_than(seen).await;
+            (answers, moved)
+        });
+        let Some((mut answers, moved)) = answers else {
+            return writes
+                .iter()
+                .map(|_| {
+                    Err(StoreError::Backend(
+                        "the PostgreSQL link store's runtime stopped".into(),
+                    ))
+                })
+                .collect();
+        };
+        if moved {
+            for (answer, write) in answers.iter_mut().zip(writes) {
+                if matches!(answer, Err(StoreError::Backend(_))) {
+                    *answer = write_one(self, write);
+                }
+            }
+        }
+        answers
     }
 }

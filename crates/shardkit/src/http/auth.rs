@@ -43,6 +43,8 @@ const ROUTES: &[(&str, &str, Need)] = &[
     ("POST", "/api/links/bulk", Need::LinksCreate),
     ("GET", "/api/links/export", Need::LinksRead),
     ("GET", "/api/links/{code}", Need::LinkByCode),
+    ("GET", "/api/links/{code}/stats", Need::LinkByCode),
+    ("GET", "/api/stats/top", Need::LinksRead),
     ("PATCH", "/api/links/{code}", Need::Admin),
     ("PUT", "/api/links/{code}", Need::Admin),
     ("DELETE", "/api/links/{code}", Need::Admin),

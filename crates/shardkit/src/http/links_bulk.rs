@@ -176,6 +176,17 @@ pub async fn export(
             .map_err(|e| {
                 LinkOpError::Unavailable(format!("the click series cannot be read: {e}"))
             })?;
+        let engine = &state.counters.engine;
+        let mut analytics = state
+            .links
+            .analytics
+            .flush(engine)
+            .and_then(|_| {
+                crate::links::analytics::export::all(engine, &state.links.analytics.labels)
+            })
+            .map_err(|e| {
+                LinkOpError::Unavailable(format!("the click analytics cannot be read: {e}"))
+            })?;
         loop {
             let page = state
                 .links
@@ -189,6 +200,7 @@ pub async fn export(
                     let clicks = lines::Clicks {
                         total: state.links.clicks.total(&state.counters.engine, l.id),
                         daily: daily.remove(&l.id).unwrap_or_default(),
+                        analytics: analytics.remove(&l.id).unwrap_or_default(),
                     };
                     (l.clone(), clicks)
                 })

@@ -16,8 +16,10 @@ mod openapi_rules;
 mod pages;
 mod rate_limit;
 pub mod redirect;
+mod stats;
 mod tickets;
 mod ui;
+mod ui_charts;
 
 pub use auth::parse_public;
 pub use error::ApiError;
@@ -65,6 +67,8 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .put(links::replace)
                 .delete(links::delete),
         )
+        .route("/api/links/{code}/stats", get(stats::link))
+        .route("/api/stats/top", get(stats::top))
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::metrics))
         .route("/openapi.json", get(openapi::openapi))

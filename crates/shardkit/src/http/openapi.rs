@@ -83,6 +83,8 @@ pub struct MgetAnswer {
         super::links::delete,
         super::links_bulk::create,
         super::links_bulk::export,
+        super::stats::link,
+        super::stats::top,
         super::redirect::follow,
         super::redirect::unlock,
         super::ui::index,
@@ -100,7 +102,9 @@ pub struct MgetAnswer {
         super::counters::IncrBody,
         super::counters::MgetBody,
         crate::links::NewLink,
-        crate::links::LinkPatch
+        crate::links::LinkPatch,
+        super::stats::StatsAnswer,
+        super::stats::StatValue
     ))
 )]
 pub struct ApiDoc;

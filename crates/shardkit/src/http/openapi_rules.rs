@@ -35,6 +35,8 @@ const CSV_PATTERN: &str = r"^url(,(alias|expires_at|max_visits|redirect|tags))*(
 /// the future; a schema cannot say "after now", so the pattern names a range that
 /// always is (years 2100 to 9999, days 1 to 28).
 const FUTURE_TIME_PATTERN: &str = r"^(2[1-9]|[3-9][0-9])[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?Z$";
+/// A UTC day as the stats read it (days 1 to 28, so every match is a real day).
+const DAY_PATTERN: &str = r"^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])$";
 /// A decimal id as `GET /api/ids/{id}` reads it.
 const ID_PATTERN: &str = r"^[0-9]{1,19}$";
 
@@ -167,6 +169,7 @@ fn name_rules() -> Value {
 fn parameter_rules(shards: u64) -> Vec<(&'static str, &'static str, &'static str, Value)> {
     let count = json!({"minimum": 1, "maximum": MAX_BATCH});
     let key = json!({"minLength": 1, "maxLength": MAX_KEY_LEN});
+    let day = json!({"pattern": DAY_PATTERN});
     vec![
         ("/api/ids", "post", "count", count.clone()),
         (
@@ -226,6 +229,28 @@ fn parameter_rules(shards: u64) -> Vec<(&'static str, &'static str, &'static str
             "get",
             "format",
             json!({"enum": ["jsonl", "csv", null]}),
+        ),
+        (
+            "/api/links/{code}/stats",
+            "get",
+            "by",
+            json!({"enum": ["referrer", "browser", "os", "device", "country", "day", null]}),
+        ),
+        ("/api/links/{code}/stats", "get", "from", day.clone()),
+        ("/api/links/{code}/stats", "get", "to", day.clone()),
+        (
+            "/api/stats/top",
+            "get",
+            "by",
+            json!({"enum": ["links", "referrer", "browser", "os", "device", "country", null]}),
+        ),
+        ("/api/stats/top", "get", "from", day.clone()),
+        ("/api/stats/top", "get", "to", day),
+        (
+            "/api/stats/top",
+            "get",
+            "limit",
+            json!({"minimum": 1, "maximum": super::stats::MAX_TOP}),
         ),
     ]
 }

@@ -1,12 +1,15 @@
 //! `GET /{code}`: **the redirect hot path.** Cache (then store) look-up, expiry and
-//! visit-limit check, one click counted in memory, `Location` answer. No storage
-//! write happens here; clicks reach the counter engine through the flusher.
+//! visit-limit check, one click counted in memory, its referrer, User-Agent and
+//! address queued for the analytics (classified later, off this path), `Location`
+//! answer. No storage write happens here; clicks reach the counter engine through the
+//! flusher.
 //!
 //! A link with a password answers a form instead; `POST /{code}` with the right
 //! `password` counts the click and redirects (303), a wrong one answers 401 and the
 //! form again. Attempts are limited per client address ([`PasswordAttempts`]).
 
 use super::pages;
+use crate::links::analytics::RawClick;
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Path, Request, State};
@@ -54,7 +57,8 @@ pub async fn follow(
         };
     }
     let status = StatusCode::from_u16(link.redirect.status()).unwrap_or(StatusCode::FOUND);
-    click_and_redirect(&state, &link, &code, now, status, html())
+    let visitor = Visitor::of(&request);
+    click_and_redirect(&state, &link, &code, now, status, html(), visitor)
 }
 
 /// The link at `/{code}` if it exists and has not expired, else the page (or
@@ -85,8 +89,41 @@ fn live_link(
     Ok(link)
 }
 
-/// Counts one click (410 once the visit limit is reached) and answers `status` with the
-/// link's target as `Location`.
+/// The parts of a request the click analytics read: copied here, classified later.
+struct Visitor {
+    referrer: Option<Box<str>>,
+    agent: Option<Box<str>>,
+    ip: IpAddr,
+}
+
+impl Visitor {
+    fn of(request: &Request) -> Visitor {
+        let header = |name| {
+            request
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(Box::from)
+        };
+        Visitor {
+            referrer: header(header::REFERER),
+            agent: header(header::USER_AGENT),
+            ip: client_ip(request),
+        }
+    }
+}
+
+/// The client's address (unspecified when the server runs without connect info).
+fn client_ip(request: &Request) -> IpAddr {
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+}
+
+/// Counts one click (410 once the visit limit is reached), queues it for the
+/// analytics, and answers `status` with the link's target as `Location`.
 fn click_and_redirect(
     state: &AppState,
     link: &shardkit_links::Link,
@@ -94,6 +131,7 @@ fn click_and_redirect(
     now: u64,
     status: StatusCode,
     html: bool,
+    visitor: Visitor,
 ) -> Response {
     if state
         .links
@@ -115,6 +153,13 @@ fn click_and_redirect(
             "the stored target is not a valid header value",
         );
     };
+    state.links.analytics.record(RawClick {
+        id: link.id,
+        day: day_of(now),
+        referrer: visitor.referrer,
+        agent: visitor.agent,
+        ip: visitor.ip,
+    });
     crate::telemetry::add(&crate::telemetry::LINK_REDIRECTS, 1);
     (status, [(header::LOCATION, location)]).into_response()
 }
@@ -163,11 +208,8 @@ pub async fn unlock(
     request: Request,
 ) -> Response {
     let html = pages::wants_html(request.headers());
-    let ip = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    let visitor = Visitor::of(&request);
+    let ip = visitor.ip;
     if code.is_empty() || code.len() > MAX_ALIAS_LEN {
         return pages::not_found(html, &code);
     }
@@ -225,5 +267,13 @@ pub async fn unlock(
             return pages::password_form(StatusCode::UNAUTHORIZED, &code, Some("Wrong password."));
         }
     }
-    click_and_redirect(&state, &link, &code, now, StatusCode::SEE_OTHER, html)
+    click_and_redirect(
+        &state,
+        &link,
+        &code,
+        now,
+        StatusCode::SEE_OTHER,
+        html,
+        visitor,
+    )
 }

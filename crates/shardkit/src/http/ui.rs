@@ -1,15 +1,18 @@
 //! The web page: `/` (a form that shortens a URL and shows the short link and its
-//! QR code), `/ui/links/{code}` (target, total clicks, an inline-SVG chart of clicks
-//! per day) and `/ui/links/{code}/qr.svg`. Everything is embedded in the binary;
+//! QR code), `/ui/links/{code}` (target, total clicks, inline-SVG charts of people's
+//! clicks per day and of the top referrers, countries, browsers, platforms and
+//! devices) and `/ui/links/{code}/qr.svg`. Everything is embedded in the binary;
 //! nothing is loaded from elsewhere.
 
 use super::pages::{self, escape, page};
+use crate::links::analytics::classify::Dim;
+use crate::links::analytics::query::{self, Days};
 use crate::plural::plural;
 use crate::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
-use shardkit_links::{now_ms, Link};
+use shardkit_links::{day_of, format_day, now_ms, Link};
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -97,7 +100,7 @@ pub async fn link_page(State(state): State<Arc<AppState>>, Path(code): Path<Stri
     };
     let engine = &state.counters.engine;
     let total = state.links.clicks.total(engine, link.id);
-    let days = state.links.daily(engine, &link);
+    let days = people_per_day(&state, &link);
     let short = state.links.short_url(&link);
     let qr = qr_svg(&short).unwrap_or_default();
     let mut body = format!(
@@ -130,8 +133,66 @@ pub async fn link_page(State(state): State<Arc<AppState>>, Path(code): Path<Stri
             plural(max, "visit")
         );
     }
-    let _ = write!(body, "<h2>Clicks per day</h2>{}<div style=\"width:180px\">{qr}</div><p><a href=\"/\">Shorten another</a></p>", chart(&days));
+    let _ = write!(
+        body,
+        "<h2>Clicks per day</h2>{}{}<div style=\"width:180px\">{qr}</div><p><a href=\"/\">Shorten another</a></p>",
+        chart(&days),
+        analytics(&state, &link)
+    );
     Html(page(&format!("/{}", link.path()), &body)).into_response()
+}
+
+/// The last 30 days (from the link's creation day) with their people's clicks.
+fn people_per_day(state: &AppState, link: &Link) -> Vec<(String, u64)> {
+    let today = day_of(now_ms());
+    let first = day_of(link.created_at)
+        .max(today.saturating_sub(crate::links::SERIES_DAYS - 1))
+        .min(today);
+    let Ok(days) = Days::new(first, today) else {
+        return Vec::new();
+    };
+    query::link_days(&state.counters.engine, link.id, days)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(d, people, _)| (format_day(d), people))
+        .collect()
+}
+
+/// The analytics of the last 30 days: people and bots, and the top values of each
+/// dimension as bar charts.
+fn analytics(state: &AppState, link: &Link) -> String {
+    let engine = &state.counters.engine;
+    let today = day_of(now_ms());
+    let Ok(days) = Days::new(today.saturating_sub(crate::links::SERIES_DAYS - 1), today) else {
+        return String::new();
+    };
+    let per_day = query::link_days(engine, link.id, days).unwrap_or_default();
+    let people: u64 = per_day.iter().map(|d| d.1).sum();
+    let bots: u64 = per_day.iter().map(|d| d.2).sum();
+    let mut html = format!(
+        "<p class=\"muted\">Last 30 days: <span id=\"people\">{people}</span> from people, \
+         <span id=\"bots\">{bots}</span> from bots (not in the charts).</p><div class=\"stats\">"
+    );
+    let labels = &state.links.analytics.labels;
+    for (dim, title) in [
+        (Dim::Referrer, "Referrers"),
+        (Dim::Country, "Countries"),
+        (Dim::Browser, "Browsers"),
+        (Dim::Os, "Platforms"),
+        (Dim::Device, "Devices"),
+    ] {
+        if dim == Dim::Country && !state.links.analytics.has_geo() {
+            continue;
+        }
+        let values = query::link_values(engine, labels, link.id, dim, days).unwrap_or_default();
+        html.push_str(&super::ui_charts::bars(
+            &format!("chart-{}", dim.name()),
+            title,
+            &values,
+        ));
+    }
+    html.push_str("</div>");
+    html
 }
 
 /// Why the link's redirect answers 410 now, if it does: the same checks as `GET /{code}`.

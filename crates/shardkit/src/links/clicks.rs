@@ -84,8 +84,9 @@ pub fn day_key(id: u64, day: u64) -> String {
     format!("{id}:{day}")
 }
 
-/// Makes the two counters if they do not exist yet.
+/// Makes the two counters, and the analytics' ones, if they do not exist yet.
 pub fn ensure_counters(engine: &Engine) -> Result<(), Error> {
+    super::analytics::store::ensure_counters(engine)?;
     for counter in [TOTAL_COUNTER, DAILY_COUNTER] {
         match engine.create_counter(counter) {
             Ok(()) | Err(Error::CounterExists(_)) => {}

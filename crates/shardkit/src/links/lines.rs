@@ -3,9 +3,11 @@
 //! [`CSV_HEADER`] (tags separated by `|`). An exported line carries everything a link
 //! is (code, alias, creation time, expiry, visit limit, redirect, tags), its click
 //! total and its clicks per day (`daily`: `{"2026-11-23": 3, …}` in JSON,
-//! `2026-11-23:3|2026-11-24:5` in CSV); a line with a `code` restores that link, a
-//! line without makes a new one.
+//! `2026-11-23:3|2026-11-24:5` in CSV), and its click analytics (`analytics`, per day:
+//! people, bots and each dimension's values; the same JSON in a CSV cell); a line with
+//! a `code` restores that link, a line without makes a new one.
 
+use super::analytics::export::LinkAnalytics;
 use super::NewLink;
 use serde::{Deserialize, Serialize};
 use shardkit_links::{format_day, format_time, parse_day, Link};
@@ -21,7 +23,7 @@ pub enum Format {
 }
 
 /// The CSV header of an export (an import may hold any of these columns, `url` first).
-pub const CSV_HEADER: [&str; 11] = [
+pub const CSV_HEADER: [&str; 12] = [
     "url",
     "code",
     "alias",
@@ -33,6 +35,7 @@ pub const CSV_HEADER: [&str; 11] = [
     "clicks",
     "daily",
     "password_protected",
+    "analytics",
 ];
 
 /// CSV columns an import takes besides [`CSV_HEADER`].
@@ -76,6 +79,9 @@ pub struct LinkLine {
     /// link's daily series, so its stats page draws the same chart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub daily: Option<BTreeMap<String, u64>>,
+    /// Click analytics per UTC day (restored onto the link's stats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analytics: Option<LinkAnalytics>,
     /// Hand back an existing plain link for the same URL (new links only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reuse: Option<bool>,
@@ -99,6 +105,8 @@ pub struct Restore {
     pub clicks: u64,
     /// Clicks to put back per day: (day number, clicks).
     pub daily: Vec<(u64, u64)>,
+    /// Click analytics to put back.
+    pub analytics: LinkAnalytics,
 }
 
 /// One parsed bulk line: a new link, or a restore of an exported one.
@@ -140,6 +148,9 @@ impl TryFrom<LinkLine> for BulkItem {
                         "reuse cannot go with code: a line with a code restores that link".into(),
                     );
                 }
+                let analytics = line.analytics.unwrap_or_default();
+                // Checked here, so the restore after the write cannot fail on it.
+                super::analytics::export::tally(0, &analytics)?;
                 let mut daily = Vec::new();
                 for (day, n) in line.daily.unwrap_or_default() {
                     daily.push((parse_day(&day).map_err(|e| format!("daily: {e}"))?, n));
@@ -149,11 +160,16 @@ impl TryFrom<LinkLine> for BulkItem {
                     created_at: line.created_at,
                     clicks: line.clicks.unwrap_or(0),
                     daily,
+                    analytics,
                 })
             }
-            None if line.created_at.is_some() || line.clicks.is_some() || line.daily.is_some() => {
+            None if line.created_at.is_some()
+                || line.clicks.is_some()
+                || line.daily.is_some()
+                || line.analytics.is_some() =>
+            {
                 return Err(
-                    "created_at, clicks and daily restore an exported link and need its code"
+                    "created_at, clicks, daily and analytics restore an exported link and need its code"
                         .into(),
                 )
             }
@@ -315,6 +331,11 @@ fn from_row(
                 }
                 link.daily = Some(days);
             }
+            "analytics" => {
+                link.analytics = Some(serde_json::from_str(value).map_err(|e| {
+                    format!("line {number}: analytics is not the JSON an export writes: {e}")
+                })?)
+            }
             "tags" => {
                 link.tags = Some(
                     value
@@ -338,6 +359,8 @@ pub struct Clicks {
     pub total: u64,
     /// Per UTC day, oldest first.
     pub daily: Vec<(u64, u64)>,
+    /// Click analytics by day.
+    pub analytics: LinkAnalytics,
 }
 
 /// A stored link, with its clicks, as the line that restores it.
@@ -363,6 +386,7 @@ pub fn as_line(link: &Link, clicks: &Clicks) -> LinkLine {
                 .map(|&(day, n)| (format_day(day), n))
                 .collect()
         }),
+        analytics: (!clicks.analytics.is_empty()).then(|| clicks.analytics.clone()),
         reuse: None,
         password: None,
         password_protected: link.password_hash.is_some().then_some(true),
@@ -419,6 +443,9 @@ pub fn write(format: Format, links: &[(Link, Clicks)], header: bool, out: &mut V
                         .unwrap_or_default(),
                     r.password_protected
                         .map(|p| p.to_string())
+                        .unwrap_or_default(),
+                    r.analytics
+                        .and_then(|a| serde_json::to_string(&a).ok())
                         .unwrap_or_default(),
                 ]);
             }
@@ -490,9 +517,18 @@ mod tests {
             password_hash: None,
             author: None,
         };
+        let mut day = crate::links::analytics::export::DayLine {
+            people: 4,
+            bots: 1,
+            ..Default::default()
+        };
+        day.referrer.insert("news.example.com".into(), 3);
+        day.referrer.insert("direct".into(), 1);
+        day.country.insert("DE".into(), 4);
         let clicks = Clicks {
             total: 5,
             daily: vec![(20_410, 2), (20_415, 3)],
+            analytics: [("2025-11-17".to_string(), day)].into(),
         };
         for format in [Format::Csv, Format::JsonLines] {
             let mut out = Vec::new();
@@ -509,6 +545,7 @@ mod tests {
             assert_eq!(restore.code, "a000000");
             assert_eq!(restore.clicks, 5);
             assert_eq!(restore.daily, clicks.daily);
+            assert_eq!(restore.analytics, clicks.analytics, "{format:?}");
             assert_eq!(
                 shardkit_links::parse_time(restore.created_at.as_deref().unwrap()),
                 Ok(link.created_at)

@@ -3,6 +3,7 @@
 //! flushed to the counter engine, and the per-client creation limit. HTTP handlers
 //! and the bulk formats call into this; it knows nothing of HTTP.
 
+pub mod analytics;
 pub mod clicks;
 pub mod lines;
 pub mod password;
@@ -137,6 +138,8 @@ pub struct Links {
     cache: quick_cache::sync::Cache<String, Arc<Link>>,
     /// Clicks in memory, flushed to the counter engine.
     pub clicks: ClickBook,
+    /// Where the clicks came from, classified off the redirect path.
+    pub analytics: analytics::Analytics,
     own: Vec<OwnOrigin>,
     base_url: String,
 }
@@ -183,6 +186,7 @@ impl Links {
         minter: Minter,
         base_url: String,
         cache_entries: usize,
+        analytics: analytics::Analytics,
     ) -> anyhow::Result<Self> {
         let own = vec![OwnOrigin::from_base_url(&base_url)?];
         Ok(Self {
@@ -190,6 +194,7 @@ impl Links {
             minter,
             cache: quick_cache::sync::Cache::new(cache_entries.max(16)),
             clicks: ClickBook::default(),
+            analytics,
             own,
             base_url,
         })
@@ -516,6 +521,16 @@ impl Links {
         self.clicks
             .restore(engine, &totals, &days)
             .map_err(|e| LinkOpError::Unavailable(format!("the clicks were not restored: {e}")))?;
+        let mut tally = analytics::Tally::default();
+        for &(id, r) in &restored {
+            // Checked when the line was read (`prepare`), so this cannot fail here.
+            if let Ok(more) = analytics::export::tally(id, &r.analytics) {
+                tally.merge(more);
+            }
+        }
+        self.analytics.write(engine, tally).map_err(|e| {
+            LinkOpError::Unavailable(format!("the click analytics were not restored: {e}"))
+        })?;
         // A new link is likely to be followed soon: put it in the redirect cache.
         for link in results.iter().flatten() {
             self.cache

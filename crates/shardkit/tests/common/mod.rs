@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod mmdb;
 #[cfg(feature = "nats")]
 pub mod nats;
 #[cfg(feature = "nats")]
@@ -14,6 +15,7 @@ pub mod raw_resp;
 #[cfg(feature = "nats")]
 pub mod replication;
 pub mod tcp_proxy;
+pub mod visitors;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

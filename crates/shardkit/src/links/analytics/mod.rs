@@ -1,0 +1,231 @@
+//! Click analytics: where clicks come from (referrer host), what reads them (browser,
+//! OS, device), from which country (with `[links] geoip_db`), and which are bots.
+//!
+//! The redirect only queues a [`RawClick`] (its referrer, User-Agent and address) in
+//! a bounded queue; the click flusher, every `click_flush_ms`, classifies the queued
+//! clicks ([`classify`]), adds them up per link, day and value ([`Tally`]) and writes
+//! them to the counter engine ([`store`]), so a SIGKILL loses at most one flush
+//! interval of them, as it does of the clicks themselves. The address is used for the
+//! country look-up and dropped; nothing that identifies a person is kept. A full
+//! queue drops the click's analytics (never the click) and counts it in
+//! `shardkit_link_analytics_dropped_total`.
+
+pub mod classify;
+pub mod export;
+pub mod geo;
+pub mod query;
+pub mod store;
+
+use classify::{Agent, Dim};
+use geo::GeoIp;
+use parking_lot::Mutex;
+use shardkit_counters::{Engine, Error};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+
+/// Clicks waiting for the classifier; past this the newest ones' analytics are dropped.
+pub const QUEUE: usize = 65_536;
+
+/// User-Agents whose reading is remembered (most traffic has few distinct ones).
+const AGENTS_CACHED: usize = 10_000;
+
+/// What the redirect hands over: just the request's parts the classifier reads.
+#[derive(Debug)]
+pub struct RawClick {
+    /// The link.
+    pub id: u64,
+    /// UTC day of the click.
+    pub day: u64,
+    /// The `Referer` header.
+    pub referrer: Option<Box<str>>,
+    /// The `User-Agent` header.
+    pub agent: Option<Box<str>>,
+    /// The client's address: for the country look-up only, never stored.
+    pub ip: IpAddr,
+}
+
+/// Classified clicks added up, waiting for their write.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tally {
+    /// (link id, day) -> (people, bots).
+    pub visits: HashMap<(u64, u64), (u64, u64)>,
+    /// (link id, day, dimension, value) -> people's clicks.
+    pub dims: HashMap<(u64, u64, Dim, String), u64>,
+}
+
+impl Tally {
+    /// Adds `n` clicks of one kind of visitor.
+    pub fn add(&mut self, id: u64, day: u64, visitor: &Visitor, n: u64) {
+        let visits = self.visits.entry((id, day)).or_default();
+        if visitor.bot {
+            visits.1 += n;
+            return;
+        }
+        visits.0 += n;
+        for (dim, label) in visitor.labels() {
+            *self
+                .dims
+                .entry((id, day, dim, label.to_string()))
+                .or_default() += n;
+        }
+    }
+
+    /// Adds everything of `other`.
+    pub fn merge(&mut self, other: Tally) {
+        for (k, (p, b)) in other.visits {
+            let v = self.visits.entry(k).or_default();
+            v.0 += p;
+            v.1 += b;
+        }
+        for (k, n) in other.dims {
+            *self.dims.entry(k).or_default() += n;
+        }
+    }
+
+    /// Nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.visits.is_empty() && self.dims.is_empty()
+    }
+}
+
+/// One click's classification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Visitor {
+    /// A robot: counted apart, in no dimension.
+    pub bot: bool,
+    /// Referrer host or `direct`.
+    pub referrer: String,
+    /// The User-Agent's reading.
+    pub agent: Arc<Agent>,
+    /// Country code, or `unknown`; `None` without a GeoIP database.
+    pub country: Option<String>,
+}
+
+impl Visitor {
+    /// The (dimension, value) pairs this visitor counts in.
+    pub fn labels(&self) -> impl Iterator<Item = (Dim, &str)> {
+        [
+            (Dim::Referrer, Some(self.referrer.as_str())),
+            (Dim::Browser, Some(self.agent.browser.as_str())),
+            (Dim::Os, Some(self.agent.os.as_str())),
+            (Dim::Device, Some(self.agent.device.as_str())),
+            (Dim::Country, self.country.as_deref()),
+        ]
+        .into_iter()
+        .filter_map(|(d, l)| l.map(|l| (d, l)))
+    }
+}
+
+/// The analytics of every link: the queue, the classifier's caches, the labels.
+pub struct Analytics {
+    sender: SyncSender<RawClick>,
+    inbox: Mutex<Receiver<RawClick>>,
+    geo: Option<GeoIp>,
+    agents: Mutex<HashMap<Box<str>, Arc<Agent>>>,
+    /// Labels by hash, and the slot rows read so far.
+    pub labels: store::Labels,
+    /// Classified but not yet written (kept for the next try when a write fails).
+    waiting: Mutex<Tally>,
+    /// One write at a time: slot assignment reads, then writes, the slot rows.
+    writing: Mutex<()>,
+}
+
+impl std::fmt::Debug for Analytics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Analytics").field("geo", &self.geo).finish()
+    }
+}
+
+impl Analytics {
+    /// Opens the analytics over `engine` (the labels read; the counters are made with
+    /// the clicks' ones, `clicks::ensure_counters`), with countries from `geo` if given.
+    pub fn open(engine: &Engine, geo: Option<GeoIp>) -> Result<Analytics, Error> {
+        let (sender, inbox) = sync_channel(QUEUE);
+        Ok(Analytics {
+            sender,
+            inbox: Mutex::new(inbox),
+            geo,
+            agents: Mutex::new(HashMap::new()),
+            labels: store::Labels::load(engine)?,
+            waiting: Mutex::new(Tally::default()),
+            writing: Mutex::new(()),
+        })
+    }
+
+    /// Whether countries are recorded.
+    pub fn has_geo(&self) -> bool {
+        self.geo.is_some()
+    }
+
+    /// Queues one click for classification (the redirect path: no parsing, no lock
+    /// held for long, never waits).
+    pub fn record(&self, click: RawClick) {
+        if let Err(TrySendError::Full(_)) = self.sender.try_send(click) {
+            metrics::counter!("shardkit_link_analytics_dropped_total").increment(1);
+        }
+    }
+
+    /// Classifies one click.
+    pub fn classify(&self, click: &RawClick) -> Visitor {
+        let agent = self.agent(click.agent.as_deref());
+        Visitor {
+            bot: agent.bot,
+            referrer: classify::referrer(click.referrer.as_deref()),
+            country: classify::country(self.geo.as_ref(), click.ip),
+            agent,
+        }
+    }
+
+    fn agent(&self, user_agent: Option<&str>) -> Arc<Agent> {
+        let key = user_agent.unwrap_or("");
+        if let Some(agent) = self.agents.lock().get(key) {
+            return Arc::clone(agent);
+        }
+        let agent = Arc::new(classify::agent(user_agent));
+        let mut agents = self.agents.lock();
+        if agents.len() >= AGENTS_CACHED {
+            agents.clear();
+        }
+        agents.insert(key.into(), Arc::clone(&agent));
+        agent
+    }
+
+    /// Classifies every queued click and writes them, with any earlier tally a failed
+    /// write left, to the engine (durable when this returns). Answers the clicks
+    /// classified.
+    pub fn flush(&self, engine: &Engine) -> Result<usize, Error> {
+        let mut tally = Tally::default();
+        let mut classified = 0;
+        {
+            let inbox = self.inbox.lock();
+            while let Ok(click) = inbox.try_recv() {
+                let visitor = self.classify(&click);
+                tally.add(click.id, click.day, &visitor, 1);
+                classified += 1;
+            }
+        }
+        self.write(engine, tally)?;
+        Ok(classified)
+    }
+
+    /// Writes `tally` (and whatever a failed write left) to the engine; on failure
+    /// keeps it all for the next flush. Also the path of imported analytics.
+    pub fn write(&self, engine: &Engine, tally: Tally) -> Result<(), Error> {
+        let _one_at_a_time = self.writing.lock();
+        let mut all = std::mem::take(&mut *self.waiting.lock());
+        all.merge(tally);
+        if all.is_empty() {
+            return Ok(());
+        }
+        match store::write(engine, &self.labels, &all) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // Kept for the next try (a partly applied write may then count twice, never lose).
+                self.waiting.lock().merge(all);
+                Err(e)
+            }
+        }
+    }
+}
