@@ -101,6 +101,16 @@ pub struct LinkSettings {
     pub store: String,
     /// PostgreSQL server URLs of the cluster when `store` is `postgres`.
     pub servers: Vec<String>,
+    /// Memory of the embedded link store, MiB: its page cache, which holds what
+    /// resident memory the store takes whatever the number of links (16 to 1,048,576).
+    pub memory_mib: u64,
+}
+
+impl LinkSettings {
+    /// The embedded store's page cache in bytes (`memory_mib`).
+    pub fn store_cache_bytes(&self) -> usize {
+        usize::try_from(self.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+    }
 }
 
 impl Default for LinkSettings {
@@ -114,6 +124,7 @@ impl Default for LinkSettings {
             click_flush_ms: 100,
             store: "redb".into(),
             servers: Vec::new(),
+            memory_mib: 256,
         }
     }
 }
@@ -393,8 +404,14 @@ impl Settings {
                 self.ids.on_clock_backwards
             );
         }
+        if !(16..=1 << 20).contains(&self.links.memory_mib) {
+            anyhow::bail!(
+                "links.memory_mib must be 16 to 1048576 (MiB of page cache for the link store), got {}",
+                self.links.memory_mib
+            );
+        }
         match self.links.store.as_str() {
-            "redb" => {}
+            "redb" | "redb-json" => {}
             "postgres" if !cfg!(feature = "sql") => {
                 anyhow::bail!(
                     "links.store \"postgres\" needs a shardkit built with the cargo feature `sql`"
