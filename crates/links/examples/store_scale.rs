@@ -96,6 +96,7 @@ impl Segment {
                     .create(true)
                     .read(true)
                     .write(true)
+                    .truncate(false)
                     .open(dir.join(format!("g{g:02}")))
                     .unwrap()
             })
