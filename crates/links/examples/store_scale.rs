@@ -3,7 +3,8 @@
 //! durable commit), then resolve random codes, uniform and Zipf(1.0), on one thread.
 //!
 //! `cargo run --release -p shardkit-links --example store_scale -- KIND N DIR`
-//! with KIND `compact` (the server's store), `json` (the previous format) or
+//! with KIND `compact` (the server's store), `json` (the previous format), `convert`
+//! (N links in the previous format, then timed: their conversion by the new store's open) or
 //! `segment` (a bare append-only file with a dense per-group offset index: the
 //! purpose-built alternative, measured to choose between them; it has no aliases,
 //! reuse, tags or deletes). Prints one JSON line.
@@ -166,7 +167,7 @@ fn main() {
         "compact" => Some(Box::new(
             CompactLinkStore::open(dir.join("links.redb"), codec.clone(), 256 << 20).unwrap(),
         )),
-        "json" => Some(Box::new(
+        "json" | "convert" => Some(Box::new(
             RedbLinkStore::open(dir.join("links.redb")).unwrap(),
         )),
         "segment" => {
@@ -193,6 +194,21 @@ fn main() {
         i += batch.len() as u64;
     }
     let load_secs = start.elapsed().as_secs_f64();
+    if kind == "convert" {
+        // The previous format converted by the new store's open (one transaction).
+        drop(store);
+        let t = Instant::now();
+        let converted =
+            CompactLinkStore::open(dir.join("links.redb"), codec.clone(), 256 << 20).unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        assert_eq!(converted.count().unwrap(), n);
+        println!(
+            "{{\"kind\":\"convert\",\"links\":{n},\"convert_secs\":{secs:.1},\"links_per_s\":{:.0},\"rss_mib\":{:.1}}}",
+            n as f64 / secs,
+            rss_kib() as f64 / 1024.0
+        );
+        return;
+    }
     let disk = dir_bytes(&dir);
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let mut rates = Vec::new();
@@ -247,12 +263,18 @@ fn table_stats(path: &std::path::Path) {
     let records: TableDefinition<u64, &[u8]> = TableDefinition::new("link_records");
     let ids: TableDefinition<u64, u64> = TableDefinition::new("link_ids");
     let urls: TableDefinition<u128, ()> = TableDefinition::new("link_urls");
-    show("link_records", txn.open_table(records).unwrap().stats().unwrap());
+    show(
+        "link_records",
+        txn.open_table(records).unwrap().stats().unwrap(),
+    );
     show("link_ids", txn.open_table(ids).unwrap().stats().unwrap());
     show("link_urls", txn.open_table(urls).unwrap().stats().unwrap());
     drop(txn);
     let mut db = db;
     let before = std::fs::metadata(path).unwrap().len();
     db.compact().unwrap();
-    println!("file {before} bytes, after Database::compact {}", std::fs::metadata(path).unwrap().len());
+    println!(
+        "file {before} bytes, after Database::compact {}",
+        std::fs::metadata(path).unwrap().len()
+    );
 }
