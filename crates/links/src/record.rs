@@ -173,7 +173,10 @@ pub(crate) fn decode(
     let mut tags = Vec::new();
     if header & TAGS != 0 {
         let n = r.varint().ok_or_else(short)?;
-        for _ in 0..n.min(64) {
+        if n > crate::model::MAX_TAGS as u64 {
+            return Err(damaged("more tags than a link may have"));
+        }
+        for _ in 0..n {
             tags.push(r.text().ok_or_else(short)?);
         }
     }
