@@ -563,4 +563,19 @@ mod tests {
         let s = Settings::load(None, keyed).unwrap();
         assert!(s.to_toml_redacted().unwrap().contains("<redacted>"));
     }
+
+    #[test]
+    fn the_link_store_memory_is_bounded_and_in_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("shardkit.toml");
+        std::fs::write(&file, "[links]\nmemory_mib = 4\n").unwrap();
+        let err = Settings::load(Some(&file), Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("links.memory_mib must be 16 to"), "{err}");
+        std::fs::write(&file, "[links]\nmemory_mib = 64\n").unwrap();
+        let s = Settings::load(Some(&file), Overrides::default()).unwrap();
+        assert_eq!(s.links.store_cache_bytes(), 64 << 20);
+        assert_eq!(LinkSettings::default().memory_mib, 256);
+    }
 }
