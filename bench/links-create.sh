@@ -10,11 +10,13 @@
 # per-client creation limit off. Loopback only; wrk is bounded by -d.
 #
 #   bash bench/links-create.sh              # N=200000 C=50 D=10s
+#   STORE=redb-json bash bench/links-create.sh   # the previous store format, to compare
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-200000}
 C=${C:-50}
 D=${D:-10s}
+STORE=${STORE:-redb}
 . bench/common.sh
 need wrk "apt-get install -y wrk"
 TARGET=${CARGO_TARGET_DIR:-target}
@@ -22,7 +24,7 @@ cargo build --release -q -p shardkit --bin shardkit
 # A copy, so a concurrent build into a shared target directory cannot swap it.
 cp "$TARGET/release/shardkit" "$WORK/"
 
-printf '[links]\ncreate_per_second = 0\n' > "$WORK/shardkit.toml"
+printf '[links]\ncreate_per_second = 0\nstore = "%s"\n' "$STORE" > "$WORK/shardkit.toml"
 SHARDKIT_LOG=warn "$WORK/shardkit" serve --config "$WORK/shardkit.toml" --data "$WORK/data" --http 127.0.0.1:18096 --resp 127.0.0.1:18097 2>/dev/null & PIDS+=($!)
 SERVER=$!
 wait_port 18096

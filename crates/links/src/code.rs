@@ -97,6 +97,11 @@ impl Codec {
         Some((group, start + local))
     }
 
+    /// The permutation, if the codes are scrambled.
+    pub(crate) fn feistel(&self) -> Option<&Feistel> {
+        self.feistel.as_ref()
+    }
+
     /// The group a code (generated or not) says it lives in, from its first character.
     pub fn group_of_code(code: &str) -> Option<u8> {
         let first = code.as_bytes().first()?;

@@ -5,7 +5,7 @@
 //! one value and no lookup-before-insert is needed.
 
 /// Rounds: 6 is past the 4 that Luby–Rackoff needs for a pseudorandom permutation.
-const ROUNDS: usize = 6;
+pub(crate) const ROUNDS: usize = 6;
 
 /// The permutation, parameterized by a 128-bit key (kept in the data directory).
 #[derive(Clone)]
@@ -37,6 +37,17 @@ impl Feistel {
             state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
             *k = mix(state ^ b.rotate_left(i as u32 * 11));
         }
+        Self { round_keys }
+    }
+
+    /// The round keys, for a store that must decode codes with the key it was made
+    /// with (the key file can be lost; the store's copy keeps its layout readable).
+    pub(crate) fn round_keys(&self) -> [u64; ROUNDS] {
+        self.round_keys
+    }
+
+    /// The permutation with these round keys (what [`Feistel::round_keys`] gave).
+    pub(crate) fn from_round_keys(round_keys: [u64; ROUNDS]) -> Self {
         Self { round_keys }
     }
 

@@ -11,7 +11,10 @@
 //!   the service's own short domain.
 //! - [`validate_alias`]: custom aliases, provably disjoint from generated codes.
 //! - [`Link`]: the stored record; [`LinkStore`]: storage behind a trait;
-//!   [`RedbLinkStore`]: the embedded implementation; [`GroupCommit`]: concurrent
+//!   [`CompactLinkStore`]: the embedded implementation (a code is located by
+//!   inverting its permutation, records are packed bytes, memory is a set page
+//!   cache); [`RedbLinkStore`]: the previous embedded format (JSON records and a
+//!   code index), kept for measurements and converted on open; [`GroupCommit`]: concurrent
 //!   writers share one durable commit; [`conformance`]: the suite every
 //!   store must pass.
 //! - [`Minter`]: codes from per-group ticket sequences ([`shardkit_ids::tickets`]).
@@ -28,19 +31,24 @@
 
 mod alias;
 mod code;
+mod compact_store;
 pub mod conformance;
 mod error;
 mod feistel;
 mod group_commit;
 mod key;
+mod locator;
+mod migrate;
 mod minter;
 mod model;
+mod record;
 mod redb_store;
 mod store;
 mod url_rules;
 
 pub use alias::{is_reserved, validate_alias, MAX_ALIAS_LEN, RESERVED};
 pub use code::{group_of, Codec, GROUPS, MIN_CODE_LEN, MIN_REST_WIDTH};
+pub use compact_store::CompactLinkStore;
 pub use error::{AliasError, CodeError, LinkError, StoreError, UrlError};
 pub use feistel::Feistel;
 pub use group_commit::{expect_inserted, GroupCommit, GroupStats, MAX_GROUP_LINKS};

@@ -1,5 +1,8 @@
-//! The embedded [`LinkStore`]: one redb file (`links.redb` in the data directory),
-//! every write one fsynced transaction.
+//! The previous embedded [`LinkStore`]: one redb file, every write one fsynced
+//! transaction, a JSON record per link found through a `codes` index. The server
+//! uses [`crate::CompactLinkStore`] (which converts such a file on open); this one
+//! stays for side-by-side measurements (`[links] store = "redb-json"`) and to make
+//! files of the old format in tests.
 //!
 //! Tables: `links` (id -> JSON record), `codes` (code -> id), `aliases` (alias -> id),
 //! `urls` (hash of normalized URL -> ids, checked against the record since hashes can

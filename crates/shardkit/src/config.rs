@@ -106,6 +106,16 @@ pub struct LinkSettings {
     /// A MaxMind DB file (GeoLite2-Country or alike) for the clicks' countries; none
     /// by default (no country recorded, nothing downloaded).
     pub geoip_db: Option<PathBuf>,
+    /// Memory of the embedded link store, MiB: its page cache, which holds what
+    /// resident memory the store takes whatever the number of links (16 to 1,048,576).
+    pub memory_mib: u64,
+}
+
+impl LinkSettings {
+    /// The embedded store's page cache in bytes (`memory_mib`).
+    pub fn store_cache_bytes(&self) -> usize {
+        usize::try_from(self.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+    }
 }
 
 impl Default for LinkSettings {
@@ -120,6 +130,7 @@ impl Default for LinkSettings {
             store: "redb".into(),
             servers: Vec::new(),
             geoip_db: None,
+            memory_mib: 256,
         }
     }
 }
@@ -401,8 +412,14 @@ impl Settings {
                 self.ids.on_clock_backwards
             );
         }
+        if !(16..=1 << 20).contains(&self.links.memory_mib) {
+            anyhow::bail!(
+                "links.memory_mib must be 16 to 1048576 (MiB of page cache for the link store), got {}",
+                self.links.memory_mib
+            );
+        }
         match self.links.store.as_str() {
-            "redb" => {}
+            "redb" | "redb-json" => {}
             "postgres" if !cfg!(feature = "sql") => {
                 anyhow::bail!(
                     "links.store \"postgres\" needs a shardkit built with the cargo feature `sql`"
@@ -553,5 +570,20 @@ mod tests {
         };
         let s = Settings::load(None, keyed).unwrap();
         assert!(s.to_toml_redacted().unwrap().contains("<redacted>"));
+    }
+
+    #[test]
+    fn the_link_store_memory_is_bounded_and_in_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("shardkit.toml");
+        std::fs::write(&file, "[links]\nmemory_mib = 4\n").unwrap();
+        let err = Settings::load(Some(&file), Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("links.memory_mib must be 16 to"), "{err}");
+        std::fs::write(&file, "[links]\nmemory_mib = 64\n").unwrap();
+        let s = Settings::load(Some(&file), Overrides::default()).unwrap();
+        assert_eq!(s.links.store_cache_bytes(), 64 << 20);
+        assert_eq!(LinkSettings::default().memory_mib, 256);
     }
 }

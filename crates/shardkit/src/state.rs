@@ -12,7 +12,8 @@ use shardkit_ids::{
     BackwardPolicy, GeneratorOptions, GuardOptions, Layout, ShardedGenerator, TicketError,
 };
 use shardkit_links::{
-    load_or_create_key, GroupSequences, LinkStore, Minter, RedbLinkStore, TicketSequences,
+    load_or_create_key, CompactLinkStore, GroupSequences, LinkStore, Minter, RedbLinkStore,
+    TicketSequences,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -184,8 +185,17 @@ impl AppState {
                     remote_keys = Some(keys);
                     (store, sequences)
                 }
-                _ => (
+                // The previous format, for side-by-side measurements only.
+                "redb-json" => (
                     Arc::new(RedbLinkStore::open(settings.data.join("links.redb"))?),
+                    Box::new(embedded_sequences),
+                ),
+                _ => (
+                    Arc::new(CompactLinkStore::open(
+                        settings.data.join("links.redb"),
+                        Links::codec(settings.links.sequential_codes, key),
+                        settings.links.store_cache_bytes(),
+                    )?),
                     Box::new(embedded_sequences),
                 ),
             };

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Redirects as links grow (issue 25), the embedded store against the previous format
+# in the same run, same binary (`[links] store = "redb-json"` keeps the old store for
+# this comparison):
+#   for each size N in SIZES and each store: load N links through the bulk endpoint
+#   (`shardkit links import`, batches of 10,000, each one fsynced commit), then wrk
+#   -t2 -c50 for D on GET /{code}, codes picked uniformly and with a Zipf(1.0)
+#   popularity (rank r with probability ~1/r, ranks scattered over the links); then
+#   the server's resident memory and the bytes of links.redb per link beyond the
+#   URL's own bytes. Server on its defaults (100,000-entry redirect cache, 256 MiB
+#   store cache) but with the creation limit off.
+# Loopback only; each wrk run is bounded by -d.
+#
+#   bash bench/links-scale.sh                       # SIZES "10000 1000000", D=10s
+#   bash bench/links-scale.sh 10000 1000000 10000000 100000000   # the issue's sizes
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SIZES=${*:-10000 1000000}
+D=${D:-10s}
+STORES=${STORES:-redb redb-json}
+. bench/common.sh
+need wrk "apt-get install -y wrk"
+TARGET=${CARGO_TARGET_DIR:-target}
+cargo build --release -q -p shardkit --bin shardkit
+cp "$TARGET/release/shardkit" "$WORK/"
+
+# zipf_codes_lua CODES LUA: like random_codes_lua, with rank r drawn as floor((n+1)^u)
+# (Zipf with s = 1, continuous inverse CDF) and scattered by a multiplier.
+zipf_codes_lua() {
+  cat > "$2" <<LUA
+local codes = {}
+for line in io.lines("$1") do codes[#codes + 1] = "/" .. line end
+local n = #codes
+math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
+request = function()
+  local r = math.floor((n + 1) ^ math.random())
+  if r > n then r = n end
+  return wrk.format("GET", codes[((r - 1) * 7919) % n + 1])
+end
+LUA
+}
+rss_mib() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
+figures() { python3 -c '
+import re, sys
+out = sys.stdin.read()
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+p99 = re.search(r"99%\s+([\d.]+\w+)", out).group(1)
+non = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+print(f"{rps:.0f} {p99} {int(non.group(1)) if non else 0}")'; }
+
+port=18110
+printf 'links\tstore\tload_per_s\tuniform_rps\tuniform_p99\tuniform_errors\tzipf_rps\tzipf_p99\tzipf_errors\trss_mib\tdisk_bytes\tbytes_per_link_beyond_url\n' > "$WORK/results.tsv"
+for n in $SIZES; do
+  links_jsonl "$n" "$WORK/links.jsonl"
+  url_bytes=$(python3 -c 'import json,sys; print(sum(len(json.loads(l)["url"]) for l in open(sys.argv[1])))' "$WORK/links.jsonl")
+  for store in $STORES; do
+    port=$((port + 2))
+    rm -rf "$WORK/data"
+    printf '[links]\ncreate_per_second = 0\nstore = "%s"\n' "$store" > "$WORK/shardkit.toml"
+    SHARDKIT_LOG=warn "$WORK/shardkit" serve --config "$WORK/shardkit.toml" --data "$WORK/data" --http 127.0.0.1:$port --resp 127.0.0.1:$((port + 1)) 2>/dev/null & PIDS+=($!)
+    server=$!
+    wait_port $port
+    start=$(date +%s.%N)
+    "$WORK/shardkit" links import "$WORK/links.jsonl" --batch 10000 --server http://127.0.0.1:$port > "$WORK/results.jsonl" 2>/dev/null
+    end=$(date +%s.%N)
+    codes_of "$WORK/results.jsonl" "$WORK/codes.txt"
+    random_codes_lua "$WORK/codes.txt" "$WORK/uniform.lua"
+    zipf_codes_lua "$WORK/codes.txt" "$WORK/zipf.lua"
+    read -r u_rps u_p99 u_err < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/uniform.lua" http://127.0.0.1:$port | figures)
+    read -r z_rps z_p99 z_err < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/zipf.lua" http://127.0.0.1:$port | figures)
+    rss=$(rss_mib "$server")
+    disk=$(stat -c %s "$WORK/data/links.redb")
+    python3 - "$n" "$store" "$start" "$end" "$u_rps" "$u_p99" "$u_err" "$z_rps" "$z_p99" "$z_err" "$rss" "$disk" "$url_bytes" >> "$WORK/results.tsv" <<'PY'
+import sys
+n, store, start, end, ur, up, ue, zr, zp, ze, rss, disk, url = sys.argv[1:]
+n = int(n)
+print("\t".join(map(str, [n, store, round(n / (float(end) - float(start))), ur, up, ue, zr, zp, ze, rss, disk, round((int(disk) - int(url)) / n, 1)])))
+PY
+    kill "$server"; wait "$server" 2>/dev/null || true
+  done
+done
+python3 - "$WORK/results.tsv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+print(f"{'links':>11} {'store':<10} {'load/s':>8} {'uniform/s':>10} {'p99':>8} {'zipf/s':>8} {'p99':>8} {'RSS MiB':>8} {'disk B/link-url':>16} {'err':>4}")
+for r in rows:
+    print(f"{int(r['links']):>11,} {r['store']:<10} {int(r['load_per_s']):>8,} {int(r['uniform_rps']):>10,} {r['uniform_p99']:>8} {int(r['zipf_rps']):>8,} {r['zipf_p99']:>8} {r['rss_mib']:>8} {r['bytes_per_link_beyond_url']:>16} {int(r['uniform_errors']) + int(r['zipf_errors']):>4}")
+by = {(r["links"], r["store"]): r for r in rows}
+base = rows[0]["links"] if rows else None
+for r in rows:
+    if r["store"] != "redb":
+        continue
+    old = by.get((r["links"], "redb-json"))
+    if old:
+        print(f"{int(r['links']):>11,} new/old: load {int(r['load_per_s']) / int(old['load_per_s']):.2f}  uniform {int(r['uniform_rps']) / int(old['uniform_rps']):.2f}  zipf {int(r['zipf_rps']) / int(old['zipf_rps']):.2f}  disk {int(r['disk_bytes']) / int(old['disk_bytes']):.2f}")
+    first = by.get((base, "redb"))
+    if first and r["links"] != base:
+        print(f"{int(r['links']):>11,} vs {int(base):,} links (new store): uniform {int(r['uniform_rps']) / int(first['uniform_rps']):.2f}  zipf {int(r['zipf_rps']) / int(first['zipf_rps']):.2f}")
+PY
