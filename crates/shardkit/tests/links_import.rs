@@ -11,19 +11,6 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn client() -> Client {
-    Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-fn create(c: &Client, server: &Server, body: Value) -> Value {
-    let r = c.post(server.url("/api/links")).json(&body).send().unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    r.json().unwrap()
-}
-
 fn status_of(c: &Client, server: &Server, path: &str) -> (u16, Option<String>) {
     let r = c.get(server.url(&format!("/{path}"))).send().unwrap();
     let location = r
@@ -63,14 +50,14 @@ fn an_export_imported_into_an_empty_server_gives_back_the_same_links() {
     let dir = tempfile::tempdir().unwrap();
     let config = sequential_config(dir.path());
     let a = Server::start(&dir.path().join("a"), &[("SHARDKIT_CONFIG", &config)]);
-    let c = client();
-    let plain = create(
+    let c = common::link_client();
+    let plain = common::create_link(
         &c,
         &a,
         json!({ "url": "https://example.com/plain", "redirect": 301 }),
     );
     let plain = plain["code"].as_str().unwrap().to_string();
-    let limited = create(
+    let limited = common::create_link(
         &c,
         &a,
         json!({ "url": "https://example.com/limited", "alias": "twice", "max_visits": 2, "tags": ["t"] }),
@@ -151,7 +138,7 @@ fn an_export_imported_into_an_empty_server_gives_back_the_same_links() {
         );
 
         // A new link in the plain link's group: the minter passes the imported code.
-        let fresh = create(&c, &b, json!({ "url": "https://example.com/plain" }));
+        let fresh = common::create_link(&c, &b, json!({ "url": "https://example.com/plain" }));
         let fresh = fresh["code"].as_str().unwrap();
         assert_ne!(fresh, plain, "the minter handed out an imported code");
         assert_eq!(fresh[..1], plain[..1], "same group");
@@ -162,9 +149,9 @@ fn an_export_imported_into_an_empty_server_gives_back_the_same_links() {
 fn importing_codes_a_server_holds_fails_per_line_or_skips() {
     let dir = tempfile::tempdir().unwrap();
     let a = Server::start(&dir.path().join("a"), &[]);
-    let c = client();
-    create(&c, &a, json!({ "url": "https://example.com/1" }));
-    create(
+    let c = common::link_client();
+    common::create_link(&c, &a, json!({ "url": "https://example.com/1" }));
+    common::create_link(
         &c,
         &a,
         json!({ "url": "https://example.com/2", "alias": "two" }),
@@ -257,7 +244,7 @@ fn importing_codes_a_server_holds_fails_per_line_or_skips() {
 fn line_numbers_count_blank_lines_and_bad_batches_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("a"), &[]);
-    let c = client();
+    let c = common::link_client();
     let body = "{\"url\":\"https://example.com/1\"}\n\n\n{\"url\":\"ftp://bad\"}\n";
     let answer: Value = c
         .post(server.url("/api/links/bulk"))

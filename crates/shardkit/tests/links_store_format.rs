@@ -9,19 +9,6 @@ use common::Server;
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 
-fn client() -> Client {
-    Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-fn create(c: &Client, server: &Server, body: Value) -> Value {
-    let r = c.post(server.url("/api/links")).json(&body).send().unwrap();
-    assert!(r.status().is_success(), "{}", r.status());
-    r.json().unwrap()
-}
-
 fn location(c: &Client, server: &Server, path: &str) -> Option<String> {
     let r = c.get(server.url(&format!("/{path}"))).send().unwrap();
     r.headers()
@@ -32,11 +19,11 @@ fn location(c: &Client, server: &Server, path: &str) -> Option<String> {
 #[test]
 fn a_store_of_the_previous_format_is_converted_at_start() {
     let dir = tempfile::tempdir().unwrap();
-    let c = client();
+    let c = common::link_client();
     let (plain, aliased) = {
         let server = Server::start(dir.path(), &[("SHARDKIT_STORE", "redb-json")]);
-        let plain = create(&c, &server, json!({ "url": "https://example.com/plain" }));
-        let aliased = create(
+        let plain = common::create_link(&c, &server, json!({ "url": "https://example.com/plain" }));
+        let aliased = common::create_link(
             &c,
             &server,
             json!({ "url": "https://example.com/aliased", "alias": "old-one", "tags": ["kept"] }),
@@ -66,7 +53,7 @@ fn a_store_of_the_previous_format_is_converted_at_start() {
             .json()
             .unwrap();
         assert_eq!(listed["links"][0]["code"], aliased["code"], "{listed}");
-        let again = create(
+        let again = common::create_link(
             &c,
             server,
             json!({ "url": "https://example.com/plain", "reuse": true }),
@@ -79,7 +66,7 @@ fn a_store_of_the_previous_format_is_converted_at_start() {
     let newer = {
         let mut server = Server::start(dir.path(), &[]);
         check(&server);
-        let newer = create(&c, &server, json!({ "url": "https://example.com/newer" }));
+        let newer = common::create_link(&c, &server, json!({ "url": "https://example.com/newer" }));
         server.child.kill().unwrap(); // SIGKILL: the conversion and the new link are durable
         let _ = server.child.wait();
         newer

@@ -162,3 +162,23 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// An HTTP client that does not follow redirects (the link tests look at them).
+pub fn link_client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// `POST /api/links` with `body`, which must succeed (201, or 200 for a reused link);
+/// the link.
+pub fn create_link(
+    c: &reqwest::blocking::Client,
+    server: &Server,
+    body: serde_json::Value,
+) -> serde_json::Value {
+    let r = c.post(server.url("/api/links")).json(&body).send().unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    r.json().unwrap()
+}
