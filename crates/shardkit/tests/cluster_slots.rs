@@ -102,3 +102,66 @@ fn cluster_commands_answer_as_a_redis_without_cluster_support() {
         assert_eq!(a_bytes, b_bytes, "{line}");
     }
 }
+
+#[test]
+fn cluster_replies_are_redis_7s_byte_for_byte() {
+    use shardkit::cluster::map::{NodeInfo, SlotMap};
+    use shardkit::cluster::replies;
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("nodes.conf");
+    let redis = RedisServer::start_with(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        conf.to_str().unwrap(),
+        "--cluster-announce-ip",
+        "127.0.0.1",
+    ]);
+    let mut c = RawClient::connect(redis.addr);
+    assert_eq!(
+        c.cmd("CLUSTER ADDSLOTSRANGE 0 8191"),
+        Reply::Simple("OK".into())
+    );
+    let Reply::Bulk(Some(id)) = c.cmd("CLUSTER MYID") else {
+        panic!("CLUSTER MYID")
+    };
+    let id = String::from_utf8(id).unwrap();
+    // The same cluster as a map: two groups, the first served by that node.
+    let node = NodeInfo {
+        id: id.clone(),
+        host: "127.0.0.1".into(),
+        port: redis.addr.port(),
+    };
+    let map = SlotMap {
+        version: 0,
+        groups: 2,
+        owner: vec![Some(id.clone()), None],
+        replicas: vec![vec![], vec![]],
+        nodes: [(id.clone(), node)].into_iter().collect(),
+    };
+    let ours = |write: &dyn Fn(&mut bytes::BytesMut)| {
+        let mut out = bytes::BytesMut::new();
+        write(&mut out);
+        out.to_vec()
+    };
+    let theirs = |c: &mut RawClient, line: &str| {
+        c.raw(&line.split(' ').map(str::as_bytes).collect::<Vec<_>>())
+            .1
+    };
+    assert_eq!(
+        String::from_utf8_lossy(&ours(&|o| replies::slots(&map, o))),
+        String::from_utf8_lossy(&theirs(&mut c, "CLUSTER SLOTS"))
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&ours(&|o| replies::shards(&map, false, o))),
+        String::from_utf8_lossy(&theirs(&mut c, "CLUSTER SHARDS"))
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&ours(&|o| replies::nodes(&map, &id, o))),
+        String::from_utf8_lossy(&theirs(&mut c, "CLUSTER NODES"))
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&ours(&|o| replies::info(&map, o))),
+        String::from_utf8_lossy(&theirs(&mut c, "CLUSTER INFO"))
+    );
+}
