@@ -8,6 +8,7 @@
 
 mod arena;
 mod codec;
+pub mod cold_block;
 mod column;
 mod counter;
 mod engine;

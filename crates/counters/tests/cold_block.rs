@@ -1,0 +1,200 @@
+//! The cold tier's block format (issue 19): round trips against a model, and damage of every
+//! kind reported as a corrupt block naming its id range, never a panic.
+
+use proptest::prelude::*;
+use shardkit_counters::cold_block::{
+    decode_block, encode_block, get, BlockError, BlockIndexEntry, Codec,
+};
+
+fn entry_for(ids: &[u64], bytes: &[u8], offset: u64) -> BlockIndexEntry {
+    BlockIndexEntry {
+        first_id: ids[0],
+        last_id: *ids.last().unwrap(),
+        offset,
+        len: bytes.len() as u32,
+    }
+}
+
+/// A block of 300 rows with ids, an 8-bit column with some wide values and a 64-bit one.
+fn sample(codec: Codec) -> (Vec<u64>, Vec<Vec<u64>>, Vec<u8>, Vec<u8>) {
+    let ids: Vec<u64> = (0..300u64).map(|i| (1 << 40) + i * i * 7 + i).collect();
+    let a: Vec<u64> = (0..300u64)
+        .map(|i| if i % 37 == 0 { 1_000 + i } else { i % 200 })
+        .collect();
+    let b: Vec<u64> = (0..300u64)
+        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .collect();
+    let widths = vec![8, 64];
+    let bytes = encode_block(&ids, &[&a, &b], &widths, codec).unwrap();
+    (ids, vec![a, b], widths, bytes)
+}
+
+fn assert_corrupt(
+    r: Result<impl std::fmt::Debug, BlockError>,
+    entry: &BlockIndexEntry,
+    what: &str,
+) {
+    match r {
+        Err(BlockError::Corrupt {
+            first_id,
+            last_id,
+            offset,
+            ..
+        }) => {
+            assert_eq!(
+                (first_id, last_id, offset),
+                (entry.first_id, entry.last_id, entry.offset),
+                "{what}"
+            );
+        }
+        other => panic!("{what}: expected a corrupt block, got {other:?}"),
+    }
+}
+
+#[test]
+fn sample_round_trips_with_both_codecs() {
+    for codec in [Codec::None, Codec::Zstd] {
+        let (ids, cols, widths, bytes) = sample(codec);
+        let entry = entry_for(&ids, &bytes, 4096);
+        let block = decode_block(&bytes, &entry).unwrap();
+        assert_eq!(block.ids, ids);
+        assert_eq!(block.columns, cols);
+        assert_eq!(block.widths, widths);
+        for (r, &id) in ids.iter().enumerate() {
+            let want = Some(vec![cols[0][r], cols[1][r]]);
+            assert_eq!(get(&bytes, &entry, id).unwrap(), want);
+            assert_eq!(block.get(id), want);
+        }
+        assert_eq!(
+            get(&bytes, &entry, ids[1] - 1).unwrap(),
+            None,
+            "absent id inside the range"
+        );
+        assert_eq!(
+            get(&bytes, &entry, ids[0] - 1).unwrap(),
+            None,
+            "below the range"
+        );
+    }
+}
+
+#[test]
+fn every_single_byte_flip_is_detected() {
+    for codec in [Codec::None, Codec::Zstd] {
+        let (ids, _, _, bytes) = sample(codec);
+        let entry = entry_for(&ids, &bytes, 77);
+        for i in 0..bytes.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut bad = bytes.clone();
+                bad[i] ^= flip;
+                assert_corrupt(
+                    decode_block(&bad, &entry),
+                    &entry,
+                    &format!("byte {i} ^ {flip:#x}"),
+                );
+                assert_corrupt(get(&bad, &entry, ids[5]), &entry, &format!("get, byte {i}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn truncated_and_extended_blocks_are_detected() {
+    let (ids, _, _, bytes) = sample(Codec::Zstd);
+    for cut in 0..bytes.len() {
+        // The index entry says the true length: a short read is caught by length.
+        let entry = entry_for(&ids, &bytes, 0);
+        assert_corrupt(
+            decode_block(&bytes[..cut], &entry),
+            &entry,
+            &format!("cut at {cut}"),
+        );
+        // An index entry that agrees with the short length: caught by the CRC or header.
+        let short = entry_for(&ids, &bytes[..cut], 0);
+        assert_corrupt(
+            decode_block(&bytes[..cut], &short),
+            &short,
+            &format!("short entry, cut {cut}"),
+        );
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    let entry = entry_for(&ids, &longer, 0);
+    assert_corrupt(decode_block(&longer, &entry), &entry, "a byte appended");
+}
+
+#[test]
+fn a_block_checked_against_the_wrong_index_entry_is_refused() {
+    let (ids, _, _, bytes) = sample(Codec::Zstd);
+    let mut entry = entry_for(&ids, &bytes, 0);
+    entry.first_id += 1;
+    assert_corrupt(decode_block(&bytes, &entry), &entry, "first id differs");
+    let msg = decode_block(&bytes, &entry).unwrap_err().to_string();
+    assert!(
+        msg.contains(&format!("{}..={}", entry.first_id, entry.last_id)),
+        "{msg}"
+    );
+}
+
+#[test]
+fn bad_input_is_refused_when_encoding() {
+    let bad = |r: Result<Vec<u8>, BlockError>| {
+        assert!(matches!(r, Err(BlockError::BadInput(_))), "{r:?}")
+    };
+    bad(encode_block(&[], &[], &[], Codec::None));
+    bad(encode_block(&[2, 1], &[], &[], Codec::None));
+    bad(encode_block(&[1, 1], &[], &[], Codec::None));
+    bad(encode_block(&[1, 2], &[&[1]], &[8], Codec::None));
+    bad(encode_block(&[1, 2], &[&[1, 2]], &[0], Codec::None));
+    bad(encode_block(&[1, 2], &[&[1, 2]], &[65], Codec::None));
+    bad(encode_block(&[1, 2], &[&[1, 2]], &[], Codec::None));
+}
+
+fn rows_strategy() -> impl Strategy<Value = (Vec<u64>, Vec<u8>, Vec<Vec<u64>>)> {
+    let ids = prop::collection::btree_set(any::<u64>(), 1..400)
+        .prop_map(|s| s.into_iter().collect::<Vec<u64>>());
+    let widths = prop::collection::vec(1u8..=64, 0..4);
+    (ids, widths).prop_flat_map(|(ids, widths)| {
+        let n = ids.len();
+        let cols: Vec<_> = widths
+            .iter()
+            .map(|&w| {
+                let inline = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
+                // Mostly values that fit, some at or past the marker (wide values).
+                prop::collection::vec(
+                    prop_oneof![4 => 0..=inline, 1 => inline.saturating_sub(1)..=inline, 1 => any::<u64>()],
+                    n,
+                )
+            })
+            .collect();
+        (Just(ids), Just(widths), cols)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn round_trips_against_the_model((ids, widths, cols) in rows_strategy(), zstd in any::<bool>(), probe in any::<u64>()) {
+        let codec = if zstd { Codec::Zstd } else { Codec::None };
+        let refs: Vec<&[u64]> = cols.iter().map(|c| c.as_slice()).collect();
+        let bytes = encode_block(&ids, &refs, &widths, codec).unwrap();
+        let entry = entry_for(&ids, &bytes, 12);
+        let block = decode_block(&bytes, &entry).unwrap();
+        prop_assert_eq!(&block.ids, &ids);
+        prop_assert_eq!(&block.columns, &cols);
+        prop_assert_eq!(&block.widths, &widths);
+        // The model: a map from id to its row.
+        let model: std::collections::BTreeMap<u64, Vec<u64>> = ids
+            .iter()
+            .enumerate()
+            .map(|(r, &id)| (id, cols.iter().map(|c| c[r]).collect()))
+            .collect();
+        let mut probes: Vec<u64> = ids.iter().step_by(7).copied().collect();
+        probes.push(probe);
+        probes.push(ids[0].wrapping_add(1));
+        for id in probes {
+            prop_assert_eq!(get(&bytes, &entry, id).unwrap(), model.get(&id).cloned());
+        }
+    }
+}
