@@ -198,3 +198,66 @@ proptest! {
         }
     }
 }
+
+/// Rewrites the CRC of a damaged block so the damage reaches the structural checks.
+fn with_fresh_crc(mut bytes: Vec<u8>) -> Vec<u8> {
+    let n = bytes.len() - 4;
+    let crc = crc32fast::hash(&bytes[..n]);
+    bytes[n..].copy_from_slice(&crc.to_le_bytes());
+    bytes
+}
+
+#[test]
+fn header_damage_behind_a_valid_crc_is_named() {
+    let (ids, _, _, bytes) = sample(Codec::None);
+    let entry = entry_for(&ids, &bytes, 0);
+    // magic, version, codec, column count, row count, raw length, payload length, a width.
+    for (i, v) in [
+        (0, b'X'),
+        (4, 2),
+        (5, 9),
+        (6, 200),
+        (8, 0),
+        (28, 1),
+        (32, 1),
+        (36, 0),
+    ] {
+        let mut bad = bytes.clone();
+        bad[i] = v;
+        let bad = with_fresh_crc(bad);
+        assert_corrupt(
+            decode_block(&bad, &entry),
+            &entry,
+            &format!("byte {i} = {v}"),
+        );
+    }
+    // The last id gap made zero: ids no longer strictly increasing, last id wrong.
+    let plain_payload_start = 36 + 2;
+    let mut bad = bytes.clone();
+    bad[plain_payload_start] = 0;
+    let bad = with_fresh_crc(bad);
+    assert_corrupt(decode_block(&bad, &entry), &entry, "a zero id gap");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Any damage with a recomputed CRC (what a bug, not a disk, would write) decodes to
+    /// something or is refused as corrupt: never a panic, never another error.
+    #[test]
+    fn damage_behind_a_valid_crc_never_panics(zstd in any::<bool>(), edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6)) {
+        let (ids, _, _, bytes) = sample(if zstd { Codec::Zstd } else { Codec::None });
+        let entry = entry_for(&ids, &bytes, 0);
+        let mut bad = bytes.clone();
+        let n = bad.len() - 4;
+        for (at, v) in edits {
+            bad[at.index(n)] = v;
+        }
+        let bad = with_fresh_crc(bad);
+        match decode_block(&bad, &entry) {
+            Ok(block) => prop_assert_eq!(block.ids.len(), block.columns.first().map_or(block.ids.len(), |c| c.len())),
+            Err(e) => prop_assert!(matches!(e, BlockError::Corrupt { .. }), "{e:?}"),
+        }
+        let _ = get(&bad, &entry, ids[3]);
+    }
+}
