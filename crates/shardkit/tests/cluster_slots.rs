@@ -10,16 +10,24 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use shardkit::cluster::slot::key_slot;
 
-#[test]
-fn our_slot_of_any_key_is_redis_clusters() {
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("nodes.conf");
-    let redis = RedisServer::start_with(&[
+/// A private Redis 7 with `cluster-enabled`, its nodes file in `dir`, announcing
+/// 127.0.0.1 (so its replies name the address ours do).
+fn cluster_redis(dir: &std::path::Path) -> RedisServer {
+    let conf = dir.join("nodes.conf");
+    RedisServer::start_with(&[
         "--cluster-enabled",
         "yes",
         "--cluster-config-file",
         conf.to_str().unwrap(),
-    ]);
+        "--cluster-announce-ip",
+        "127.0.0.1",
+    ])
+}
+
+#[test]
+fn our_slot_of_any_key_is_redis_clusters() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = cluster_redis(dir.path());
     let client = std::cell::RefCell::new(RawClient::connect(redis.addr));
     // Keys of any bytes, with braces often, so every hash-tag case comes up.
     let key = prop::collection::vec(
@@ -108,15 +116,7 @@ fn cluster_replies_are_redis_7s_byte_for_byte() {
     use shardkit::cluster::map::{NodeInfo, SlotMap};
     use shardkit::cluster::replies;
     let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("nodes.conf");
-    let redis = RedisServer::start_with(&[
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        conf.to_str().unwrap(),
-        "--cluster-announce-ip",
-        "127.0.0.1",
-    ]);
+    let redis = cluster_redis(dir.path());
     let mut c = RawClient::connect(redis.addr);
     assert_eq!(
         c.cmd("CLUSTER ADDSLOTSRANGE 0 8191"),
