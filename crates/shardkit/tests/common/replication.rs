@@ -246,12 +246,18 @@ impl LogsOnFailure {
 
 impl Drop for LogsOnFailure {
     fn drop(&mut self) {
-        if !std::thread::panicking() {
+        // SHARDKIT_TEST_LOGS=1 prints them whole on success too (to see where time goes).
+        let always = std::env::var_os("SHARDKIT_TEST_LOGS").is_some();
+        if !std::thread::panicking() && !always {
             return;
         }
         for (i, (addr, log)) in self.0.iter().enumerate() {
             let Ok(log) = log.lock() else { continue };
-            let from = log.len().saturating_sub(40);
+            let from = if always {
+                0
+            } else {
+                log.len().saturating_sub(40)
+            };
             eprintln!("--- node {i} ({addr}) log tail ---");
             for line in &log[from..] {
                 eprintln!("{}", line.trim_end());

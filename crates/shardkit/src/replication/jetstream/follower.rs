@@ -11,6 +11,13 @@ use std::sync::Arc;
 /// How long the consumer may deliver nothing before the stream's end is checked.
 const STALL: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How long the creation of the follower's consumer may take before it is asked again.
+/// A NATS server before 2.12 may place an ephemeral consumer on a server of the stream
+/// that is down (nats-server#7165), and the request then waits out the client's whole
+/// request timeout; each new request draws the consumer's server again, so short tries
+/// find a live one within a few seconds of a NATS server's loss.
+const CREATE_TRY: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The follower needs stream messages that were purged (it fell behind the oldest kept
 /// snapshot): it cannot go on without missing records.
 #[derive(Debug, thiserror::Error)]
@@ -100,14 +107,19 @@ async fn follow_from(
             start_sequence: from,
         }
     };
-    let consumer = stream
-        .create_consumer(consumer::pull::OrderedConfig {
+    let consumer = tokio::time::timeout(
+        CREATE_TRY,
+        stream.create_consumer(consumer::pull::OrderedConfig {
             filter_subject: names.subject.clone(),
             deliver_policy,
             ..Default::default()
-        })
-        .await
-        .map_err(|e| nats(&e))?;
+        }),
+    )
+    .await
+    .map_err(|_| {
+        nats(&"creating the stream's consumer took too long (placed on a lost NATS server?)")
+    })?
+    .map_err(|e| nats(&e))?;
     let mut messages = consumer.messages().await.map_err(|e| nats(&e))?;
     let status: &Status = &state.replication;
     let mut want = from.max(1);
