@@ -4,8 +4,11 @@
 //! in index order: `Engine::incr_run`, `clear`), then the log's buffer lock. Mutations hold the schema for reading, so `add_column` (which writes it) is
 //! ordered against every mutation and the log shows the column before any value in it.
 
+use std::sync::Arc;
+
 use parking_lot::RwLock;
 
+use crate::cold::ColdStats;
 use crate::column::ColumnSpec;
 use crate::hash::{hash_bytes, mix64, reduce};
 use crate::key::Key;
@@ -23,6 +26,8 @@ pub(crate) struct Counter {
     pub schema: RwLock<Vec<ColumnSpec>>,
     /// Rows, by [`stripe_of`].
     pub stripes: Box<[RwLock<Stripe>]>,
+    /// How the cold reads of this counter went (shared with its cold files).
+    pub cold_stats: Arc<ColdStats>,
 }
 
 impl Counter {
@@ -34,6 +39,7 @@ impl Counter {
             stripes: (0..STRIPES)
                 .map(|_| RwLock::new(Stripe::default()))
                 .collect(),
+            cold_stats: Arc::default(),
         }
     }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::codec::Put;
+use crate::cold::{self, ColdShared};
 use crate::column::{apply_delta, check_name, check_set, ColumnSpec};
 use crate::counter::{Counter, STRIPES};
 use crate::error::{io_err, Error, Result};
@@ -17,9 +18,9 @@ use crate::hash::FastMap;
 use crate::key::Key;
 use crate::log::{FsyncPolicy, Log};
 use crate::record::{encode_set_body, write_key, write_spec};
-use crate::{logread, recover, replicated, snapshot};
+use crate::{evict, logread, recover, replicated, snapshot};
 use crate::{Applied, LogOfRecord};
-use crate::{ColumnOptions, CounterStats, Options, RecoveryReport, SnapshotInfo, Stats};
+use crate::{ColumnOptions, CounterStats, Eviction, Options, RecoveryReport, SnapshotInfo, Stats};
 use shardkit_ids::now_ms;
 
 /// Longest transaction id accepted, in bytes.
@@ -40,6 +41,11 @@ struct Inner {
     last_snapshot_ms: AtomicU64,
     /// Snapshots written since the engine opened.
     snapshots_written: AtomicU64,
+    /// The cold tier's files and block cache.
+    cold: Arc<ColdShared>,
+    /// Held by an eviction pass and by the cold files' garbage collection, so neither
+    /// sees the other's batch half made.
+    evict_lock: Mutex<()>,
     /// `<dir>/LOCK`, held for the engine's lifetime so a second engine on the directory is refused.
     _lock: std::fs::File,
 }
@@ -75,7 +81,8 @@ impl Engine {
             Err(std::fs::TryLockError::Error(e)) => return Err(io_err(&lock_path)(e)),
         }
         let cutoff = now_ms().saturating_sub(opts.txid_window.as_millis() as u64);
-        let rec = recover::recover(&dir, cutoff)?;
+        let cold = ColdShared::open(&dir, opts.block_cache_bytes)?;
+        let rec = recover::recover(&dir, cutoff, &cold)?;
         let log = Log::open(&dir, opts.fsync, rec.next_lsn, rec.active)?;
         let inner = Arc::new(Inner {
             dir,
@@ -90,8 +97,12 @@ impl Engine {
             last_bg_error: Mutex::new(None),
             last_snapshot_ms: AtomicU64::new(now_ms()),
             snapshots_written: AtomicU64::new(0),
+            cold,
+            evict_lock: Mutex::new(()),
             _lock: lock,
         });
+        // Batches a crash cut short, or that no snapshot and no partition needs any more.
+        inner.collect_cold_garbage()?;
         let engine = Engine {
             inner,
             threads: Mutex::new(Vec::new()),
@@ -102,6 +113,27 @@ impl Engine {
 
     fn start_threads(&self) {
         let mut threads = self.threads.lock();
+        if self.inner.opts.cold_after.is_some() || self.inner.opts.max_memory.is_some() {
+            let inner = self.inner.clone();
+            // Often enough that `cold_after` is kept to within a quarter of itself.
+            let tick = self
+                .inner
+                .opts
+                .cold_after
+                .map_or(Duration::from_secs(1), |d| d / 4)
+                .clamp(Duration::from_millis(10), Duration::from_secs(1));
+            threads.push(std::thread::spawn(move || {
+                while !inner.sleep(tick) {
+                    let policy = evict::Policy {
+                        cold_after: inner.opts.cold_after,
+                        max_memory: inner.opts.max_memory,
+                    };
+                    if let Err(e) = inner.evict(policy) {
+                        *inner.last_bg_error.lock() = Some(e.to_string());
+                    }
+                }
+            }));
+        }
         if self.inner.opts.fsync != FsyncPolicy::Always {
             let inner = self.inner.clone();
             threads.push(std::thread::spawn(move || {
@@ -275,6 +307,7 @@ impl Engine {
         let ts = now_ms();
         let (lsn, value) = {
             let mut st = c.stripe(key).write();
+            st.thaw_for(key, &schema)?;
             if let Some(t) = txid {
                 st.txids
                     .expire(ts.saturating_sub(self.inner.opts.txid_window.as_millis() as u64));
@@ -395,6 +428,10 @@ impl Engine {
                 continue;
             }
             let st = &mut guards[slot[stripe_of(key)]];
+            if let Err(e) = st.thaw_for(key, &schema) {
+                out.push(Err(e));
+                continue;
+            }
             let mut lsn = 0;
             let result = st.update(key, col, &schema, |cur| {
                 let value = apply_delta(cur, delta, spec)?;
@@ -432,6 +469,7 @@ impl Engine {
         check_set(value, &schema[col])?;
         let lsn = {
             let mut st = c.stripe(key).write();
+            st.thaw_for(key, &schema)?;
             let lsn = self.inner.log.append(now_ms(), |b| {
                 encode_set_body(b, counter, key, col as u16, value, None)
             })?;
@@ -456,6 +494,7 @@ impl Engine {
         let schema = c.schema.read();
         let lsn = {
             let mut st = c.stripe(key).write();
+            st.thaw_for(key, &schema)?;
             if !st.exists(key) {
                 return Ok((false, Pending::NONE));
             }
@@ -500,7 +539,7 @@ impl Engine {
         let c = self.counter(counter)?;
         let schema = c.schema.read();
         let col = col_index(&schema, counter, column)?;
-        let v = c.stripe(key).read().get(key, col, &schema);
+        let v = c.stripe(key).read().read(key, col, &schema)?;
         Ok(v)
     }
 
@@ -509,7 +548,7 @@ impl Engine {
         key.validate()?;
         let c = self.counter(counter)?;
         let schema = c.schema.read();
-        let vals = c.stripe(key).read().get_row(key, &schema);
+        let vals = c.stripe(key).read().read_row(key, &schema)?;
         Ok(schema.iter().map(|s| s.name.clone()).zip(vals).collect())
     }
 
@@ -517,7 +556,7 @@ impl Engine {
     pub fn exists(&self, counter: &str, key: Key<'_>) -> Result<bool> {
         key.validate()?;
         let c = self.counter(counter)?;
-        let v = c.stripe(key).read().exists(key);
+        let v = c.stripe(key).read().read_exists(key)?;
         Ok(v)
     }
 
@@ -529,10 +568,9 @@ impl Engine {
         let c = self.counter(counter)?;
         let schema = c.schema.read();
         let col = col_index(&schema, counter, column)?;
-        Ok(keys
-            .iter()
-            .map(|k| c.stripe(*k).read().get(*k, col, &schema))
-            .collect())
+        keys.iter()
+            .map(|k| c.stripe(*k).read().read(*k, col, &schema))
+            .collect()
     }
 
     /// Every column of many rows in one call: the column names, then one row of values
@@ -550,8 +588,8 @@ impl Engine {
         let names = schema.iter().map(|s| s.name.clone()).collect();
         let rows = keys
             .iter()
-            .map(|k| c.stripe(*k).read().get_row(*k, &schema))
-            .collect();
+            .map(|k| c.stripe(*k).read().read_row(*k, &schema))
+            .collect::<Result<_>>()?;
         Ok((names, rows))
     }
 
@@ -569,10 +607,13 @@ impl Engine {
         let schema = c.schema.read();
         let mut ids = Vec::new();
         let mut names = Vec::new();
-        lock.read().for_each_row(&schema, |key, _| match key {
+        let st = lock.read();
+        st.for_each_row(&schema, |key, _| match key {
             Key::Id(id) => ids.push(id),
             Key::Name(name) => names.push(name.to_string()),
         });
+        ids.extend(st.cold_ids()?);
+        drop(st);
         ids.sort_unstable();
         names.sort_unstable();
         Ok(ids
@@ -596,7 +637,19 @@ impl Engine {
             last_fsync_unix_ms: self.inner.log.last_sync_ms(),
             last_snapshot_unix_ms: self.inner.last_snapshot_ms.load(Ordering::Relaxed),
             snapshots_written: self.inner.snapshots_written.load(Ordering::Relaxed),
+            block_cache_bytes: self.inner.cold.cache_bytes(),
         }
+    }
+
+    /// Moves every dense partition not written for `older_than` (zero: every one) to
+    /// the cold tier now, as the background pass does with [`Options::cold_after`].
+    /// Exists for tests, benchmarks and operators who want RAM back at once.
+    pub fn evict(&self, older_than: Duration) -> Result<Eviction> {
+        self.inner.check_open()?;
+        self.inner.evict(evict::Policy {
+            cold_after: Some(older_than),
+            max_memory: None,
+        })
     }
 
     /// The lsn the next record gets: every record below it is applied here. A follower
@@ -723,9 +776,14 @@ fn counter_stats(c: &Counter) -> CounterStats {
         columns: c.schema.read().len(),
         ..Default::default()
     };
+    s.block_cache_hits = c.cold_stats.cache_hits.load(Ordering::Relaxed);
+    s.cold_reads = c.cold_stats.cold_reads.load(Ordering::Relaxed);
     for st in c.stripes.iter() {
         let st = st.read();
         s.rows += st.rows() as u64;
+        s.hot_rows += st.hot_rows() as u64;
+        s.cold_rows += st.cold_rows() as u64;
+        s.bytes_disk += st.cold_bytes_disk();
         s.named_rows += st.named_rows() as u64;
         s.bytes += st.bytes() as u64;
         s.overflow_entries += st.overflow_len() as u64;
@@ -769,6 +827,7 @@ impl Inner {
         counters.sort_by(|a, b| a.name.cmp(&b.name));
         let mut w = snapshot::SnapWriter::create(&self.dir, x, STRIPES)?;
         let mut rows = 0;
+        let mut cold_refs = Vec::new();
         let mut longest_pause = Duration::ZERO;
         for (idx, c) in counters.iter().enumerate() {
             for s in 0..STRIPES {
@@ -780,11 +839,19 @@ impl Inner {
                 };
                 longest_pause = longest_pause.max(t.elapsed());
                 rows += w.stripe_rows(idx, s, lsn, &copy, &specs)?;
+                w.cold_parts(idx, s, lsn, &copy)?;
+                for (_, part) in copy.cold_parts() {
+                    cold_refs.push(part.file().seq());
+                }
                 w.txids(idx, s, lsn, copy.txids.iter())?;
             }
             let specs = c.schema.read().clone();
             w.counter(idx, &c.name, &specs)?;
         }
+        cold_refs.sort_unstable();
+        cold_refs.dedup();
+        // The list of batches it relies on is durable before the snapshot is in place.
+        cold::write_refs(&self.dir, x, &cold_refs)?;
         let path = w.finish(&self.dir)?;
         self.last_snapshot_ms.store(now_ms(), Ordering::Relaxed);
         self.snapshots_written.fetch_add(1, Ordering::Relaxed);
@@ -814,6 +881,39 @@ impl Inner {
                 std::fs::remove_file(&pair[0].path).map_err(io_err(&pair[0].path))?;
             }
         }
-        Ok(())
+        self.collect_cold_garbage()
+    }
+
+    /// Deletes the cold files neither a kept snapshot nor a live partition names.
+    fn collect_cold_garbage(&self) -> Result<()> {
+        let _no_eviction = self.evict_lock.lock();
+        let keep = self.opts.keep_snapshots.max(1);
+        let kept: Vec<u64> = snapshot::list(&self.dir)?
+            .into_iter()
+            .take(keep)
+            .map(|(x, _)| x)
+            .collect();
+        let mut live = FastMap::default();
+        for c in self.counters.read().values() {
+            for st in c.stripes.iter() {
+                for (_, part) in st.read().cold_parts() {
+                    live.insert(part.file().seq(), ());
+                }
+            }
+        }
+        cold::collect_garbage(&self.dir, &kept, &live)
+    }
+
+    /// One eviction pass under `policy`.
+    fn evict(&self, policy: evict::Policy) -> Result<Eviction> {
+        let _one_at_a_time = self.evict_lock.lock();
+        let mut counters: Vec<Arc<Counter>> = self.counters.read().values().cloned().collect();
+        counters.sort_by(|a, b| a.name.cmp(&b.name));
+        let bytes_now = if policy.max_memory.is_some() {
+            counters.iter().map(|c| counter_stats(c).bytes).sum()
+        } else {
+            0
+        };
+        evict::pass(&counters, &self.cold, policy, now_ms(), bytes_now)
     }
 }

@@ -124,6 +124,16 @@ pub enum Error {
     /// A replicated batch could not be applied: damaged, or not the next records.
     #[error("replicated batch refused: {0}")]
     BadBatch(String),
+    /// A block of the cold tier is damaged: the rows it held (named by their id range)
+    /// cannot be read or written; every other row keeps serving.
+    #[error("cold file {path}: {source}; the rows of that id range are unavailable, the rest is served (restore the file, or delete the counter's rows in that range)")]
+    ColdBlock {
+        /// The cold file.
+        path: PathBuf,
+        /// The block and what is wrong with it.
+        #[source]
+        source: crate::cold_block::BlockError,
+    },
 }
 
 /// Result with the crate's [`Error`].

@@ -7,12 +7,15 @@
 #![warn(missing_docs)]
 
 mod arena;
+mod bloom;
 mod codec;
+mod cold;
 pub mod cold_block;
 mod column;
 mod counter;
 mod engine;
 mod error;
+mod evict;
 mod hash;
 mod hugemem;
 mod key;
@@ -61,6 +64,36 @@ pub struct Options {
     /// Snapshots kept (with the log segments the oldest needs); default 2, so a damaged
     /// newest snapshot can fall back on the one before.
     pub keep_snapshots: usize,
+    /// Dense partitions not written for this long go to the cold tier (disk); default
+    /// `None`: never by age.
+    pub cold_after: Option<Duration>,
+    /// When the engine's memory estimate ([`CounterStats::bytes`] summed) passes this
+    /// many bytes, the least recently written dense partitions go to the cold tier until
+    /// it is below 90% of it; default `None`: no limit (everything stays in RAM).
+    pub max_memory: Option<u64>,
+    /// Memory budget of the cold tier's block cache (decoded blocks), bytes; default
+    /// [`DEFAULT_BLOCK_CACHE_BYTES`].
+    pub block_cache_bytes: u64,
+}
+
+/// The block cache's default budget: 64 MiB, about 2,000 decoded blocks of 4,096 rows
+/// and two columns.
+pub const DEFAULT_BLOCK_CACHE_BYTES: u64 = 64 << 20;
+
+/// What one eviction pass did.
+///
+/// Exists so tests, benchmarks and logs can see what went to disk.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Eviction {
+    /// Partitions now cold.
+    pub partitions: u64,
+    /// Rows they hold.
+    pub rows: u64,
+    /// Bytes of their blocks on disk.
+    pub bytes_disk: u64,
+    /// Partitions chosen but written to while their batch was being written: they stay
+    /// in RAM.
+    pub kept_hot: u64,
 }
 
 impl Default for Options {
@@ -71,6 +104,9 @@ impl Default for Options {
             snapshot_log_bytes: Some(64 << 20),
             snapshot_interval: None,
             keep_snapshots: 2,
+            cold_after: None,
+            max_memory: None,
+            block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES,
         }
     }
 }
@@ -153,12 +189,23 @@ pub struct CounterStats {
     pub name: String,
     /// Columns.
     pub columns: usize,
-    /// Rows stored (numeric and string keys).
+    /// Rows stored (numeric and string keys), in RAM and on disk.
     pub rows: u64,
+    /// Of which in RAM.
+    pub hot_rows: u64,
+    /// Of which in the cold tier (disk).
+    pub cold_rows: u64,
     /// Of which under string keys.
     pub named_rows: u64,
-    /// Heap bytes (exact for the tables, estimated for side maps).
+    /// Heap bytes (exact for the tables, estimated for side maps; the cold tier's index
+    /// and filters included): `bytes_ram` in `COUNTER.INFO`.
     pub bytes: u64,
+    /// Bytes of the cold tier's blocks this counter's rows use on disk.
+    pub bytes_disk: u64,
+    /// Cold blocks served from the block cache.
+    pub block_cache_hits: u64,
+    /// Cold blocks read from disk.
+    pub cold_reads: u64,
     /// `bytes / rows`.
     pub bytes_per_row: f64,
     /// Values kept in the overflow map.
@@ -194,6 +241,8 @@ pub struct Stats {
     pub last_snapshot_unix_ms: u64,
     /// Snapshots written by this process.
     pub snapshots_written: u64,
+    /// Bytes the cold tier's block cache holds.
+    pub block_cache_bytes: u64,
 }
 
 /// What a snapshot did.

@@ -114,6 +114,11 @@ pub(crate) struct Partition {
     moves: u64,
     /// Where each present column lives (in `col_bufs[c]` if there is one, else in `buf`).
     cols: Vec<Col>,
+    /// Set by every write; the cold tier's aging pass clears it and notes the time
+    /// (`last_write_ms`), so the hot path pays one store, not a clock read.
+    pub(crate) written: bool,
+    /// When the aging pass last saw `written` set (Unix ms; 0 before it first looked).
+    pub(crate) last_write_ms: u64,
 }
 
 /// One column's region of its buffer: `slots` little-endian values of `width` bytes (1, 2,
@@ -356,6 +361,8 @@ impl Partition {
             len: 0,
             moves: next_moves(),
             cols,
+            written: true,
+            last_write_ms: 0,
         }
     }
 
@@ -589,6 +596,7 @@ impl Partition {
                 next,
             )
         };
+        self.written = true;
         Some(next)
     }
 
@@ -627,6 +635,7 @@ impl Partition {
         if c >= self.cols.len() {
             self.ensure_cols(c + 1, specs);
         }
+        self.written = true;
         self.cols[c].set(colbuf_mut(&mut self.buf, &mut self.col_bufs, c), i, x);
     }
 
@@ -723,6 +732,7 @@ impl Partition {
 
     /// Removes the row at slot `i`, shifting the following run back by one.
     pub(crate) fn remove(&mut self, hole: usize) {
+        self.written = true;
         let mut end = hole + 1;
         loop {
             let nk = self.key_at(end);

@@ -4,7 +4,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::bloom::Bloom;
 use crate::codec::Reader;
+use crate::cold::{ColdFile, ColdPart, ColdShared};
+use crate::cold_block::BlockIndexEntry;
 use crate::column::ColumnSpec;
 use crate::counter::{stripe_of, Counter, STRIPES};
 use crate::error::{io_err, Result};
@@ -27,7 +30,7 @@ pub(crate) struct Recovered {
 type Marks = FastMap<String, Vec<u64>>;
 
 /// Rebuilds the engine state in `dir`. `cutoff_ms`: txids applied before it are forgotten.
-pub(crate) fn recover(dir: &Path, cutoff_ms: u64) -> Result<Recovered> {
+pub(crate) fn recover(dir: &Path, cutoff_ms: u64, cold: &Arc<ColdShared>) -> Result<Recovered> {
     let mut report = RecoveryReport::default();
     let mut counters: FastMap<String, Arc<Counter>> = FastMap::default();
     let mut marks: Marks = FastMap::default();
@@ -79,6 +82,7 @@ pub(crate) fn recover(dir: &Path, cutoff_ms: u64) -> Result<Recovered> {
     if let Some((path, snap)) = chosen {
         from_lsn = snap.x;
         load_snapshot(&snap, cutoff_ms, &mut counters, &mut marks, &mut report);
+        load_cold(&path, &snap, cold, &counters, &mut report);
         report.snapshot = Some(path);
     }
 
@@ -133,7 +137,7 @@ fn load_snapshot(
     for (fi, f) in snap.frames.iter().enumerate() {
         let mut r = Reader::new(f);
         let kind = r.u8();
-        if kind != Some(3) && kind != Some(4) {
+        if kind != Some(3) && kind != Some(4) && kind != Some(5) {
             continue;
         }
         let Some((idx, stripe, lsn)) =
@@ -155,6 +159,9 @@ fn load_snapshot(
             row_frames.entry((idx, stripe)).or_default().push(fi);
             continue;
         }
+        if kind == Some(5) {
+            continue; // load_cold, once the counters are known
+        }
         let mut st = c.stripes[stripe].write();
         let _ = (|| {
             let n = r.var()?;
@@ -175,6 +182,115 @@ fn load_snapshot(
         let specs = c.schema.read();
         let mut st = c.stripes[stripe].write();
         load_rows(&snap.frames, &frames, &specs, &mut st, report);
+    }
+}
+
+/// One cold partition as a snapshot's frame `5` gives it.
+struct ColdEntry {
+    high: u32,
+    seq: u64,
+    rows: u32,
+    words: Vec<u64>,
+    blocks: Vec<BlockIndexEntry>,
+}
+
+fn parse_cold_frame(r: &mut Reader<'_>) -> Option<Vec<ColdEntry>> {
+    let n = r.var()?;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let high = u32::try_from(r.var()?).ok()?;
+        let seq = r.var()?;
+        let rows = u32::try_from(r.var()?).ok()?;
+        let nw = r.var()?;
+        let mut words = Vec::new();
+        for _ in 0..nw {
+            words.push(r.u64()?);
+        }
+        let nb = r.var()?;
+        let mut blocks = Vec::new();
+        for _ in 0..nb {
+            blocks.push(BlockIndexEntry {
+                first_id: r.u64()?,
+                last_id: r.u64()?,
+                offset: r.var()?,
+                len: u32::try_from(r.var()?).ok()?,
+            });
+        }
+        out.push(ColdEntry {
+            high,
+            seq,
+            rows,
+            words,
+            blocks,
+        });
+    }
+    Some(out)
+}
+
+/// Puts the cold partitions a snapshot names (frames `5`) back in their stripes, opening
+/// each cold batch once. A batch that is missing is reported with the ids it held.
+fn load_cold(
+    path: &Path,
+    snap: &snapshot::Parsed,
+    cold: &Arc<ColdShared>,
+    counters: &FastMap<String, Arc<Counter>>,
+    report: &mut RecoveryReport,
+) {
+    let mut by_idx: FastMap<u64, Arc<Counter>> = FastMap::default();
+    for f in &snap.frames {
+        let mut r = Reader::new(f);
+        if r.u8() != Some(2) {
+            continue;
+        }
+        if let (Some(idx), Some(name)) = (r.var(), r.str()) {
+            if let Some(c) = counters.get(name) {
+                by_idx.insert(idx, c.clone());
+            }
+        }
+    }
+    let mut files: FastMap<u64, Option<Arc<ColdFile>>> = FastMap::default();
+    for f in &snap.frames {
+        let mut r = Reader::new(f);
+        if r.u8() != Some(5) {
+            continue;
+        }
+        let head = (|| Some((r.var()?, usize::try_from(r.var()?).ok()?, r.u64()?)))();
+        let Some((idx, stripe, _lsn)) = head.filter(|h| h.1 < STRIPES) else {
+            report.anomalies += 1;
+            continue;
+        };
+        let Some(c) = by_idx.get(&idx) else {
+            report.orphan_frames += 1;
+            continue;
+        };
+        let Some(entries) = parse_cold_frame(&mut r) else {
+            report.anomalies += 1;
+            continue;
+        };
+        let mut st = c.stripes[stripe].write();
+        for e in entries {
+            let file = files
+                .entry(e.seq)
+                .or_insert_with(|| ColdFile::open(cold, e.seq, &c.cold_stats).ok());
+            let (Some(file), Some(filter)) = (file.clone(), Bloom::from_words(e.words)) else {
+                let first = e.blocks.first().map_or(0, |b| b.first_id);
+                let last = e.blocks.last().map_or(0, |b| b.last_id);
+                report.dropped.push(crate::Dropped {
+                    file: path.to_path_buf(),
+                    offset: 0,
+                    bytes: 0,
+                    reason: format!(
+                        "counter `{}`: cold batch {} is missing or unreadable; its {} rows \
+                         (ids {first}..={last}) are lost",
+                        c.name,
+                        crate::cold::cold_name(e.seq),
+                        e.rows
+                    ),
+                });
+                continue;
+            };
+            st.insert_cold(e.high, ColdPart::new(file, e.blocks, filter, e.rows));
+        }
     }
 }
 
@@ -306,6 +422,11 @@ fn replay(
                 return;
             }
             let mut st = c.stripes[s].write();
+            if let Err(e) = st.thaw_for(key.as_key(), &specs) {
+                report.anomalies += 1;
+                report.dropped.push(cold_unreadable(&counter, rec.lsn, &e));
+                return;
+            }
             st.set(key.as_key(), col as usize, value, &specs);
             if let Some(t) = txid {
                 if rec.ts_ms >= cutoff_ms {
@@ -323,7 +444,13 @@ fn replay(
                 return;
             }
             let specs = c.schema.read();
-            c.stripes[s].write().delete(key.as_key(), &specs);
+            let mut st = c.stripes[s].write();
+            if let Err(e) = st.thaw_for(key.as_key(), &specs) {
+                report.anomalies += 1;
+                report.dropped.push(cold_unreadable(&counter, rec.lsn, &e));
+                return;
+            }
+            st.delete(key.as_key(), &specs);
         }
         Op::Clear { counter } => {
             let Some(c) = counters.get(&counter) else {
@@ -338,5 +465,15 @@ fn replay(
                 }
             }
         }
+    }
+}
+
+/// A log record that could not be replayed because its row's cold block is damaged.
+fn cold_unreadable(counter: &str, lsn: u64, e: &crate::Error) -> Dropped {
+    Dropped {
+        file: PathBuf::new(),
+        offset: lsn,
+        bytes: 0,
+        reason: format!("counter `{counter}`: log record {lsn} not replayed: {e}"),
     }
 }

@@ -54,7 +54,9 @@ pub(crate) fn apply(
             out.skipped += 1;
             continue;
         }
-        apply_one(counters, &rec, txid_cutoff_ms);
+        // A cold row whose block is damaged stops the batch here: what came before is
+        // applied and logged, so the follower stays consistent up to this record.
+        apply_one(counters, &rec, txid_cutoff_ms)?;
         log.append_framed(frame)?;
         out.applied += 1;
         out.next_lsn = rec.lsn + 1;
@@ -64,7 +66,11 @@ pub(crate) fn apply(
 
 /// Applies one record the way the leader did (values are absolute, so this is the
 /// same state the leader had after it).
-fn apply_one(counters: &RwLock<FastMap<String, Arc<Counter>>>, rec: &Record, txid_cutoff_ms: u64) {
+fn apply_one(
+    counters: &RwLock<FastMap<String, Arc<Counter>>>,
+    rec: &Record,
+    txid_cutoff_ms: u64,
+) -> Result<()> {
     match &rec.op {
         Op::CreateCounter { name } => {
             counters
@@ -74,7 +80,7 @@ fn apply_one(counters: &RwLock<FastMap<String, Arc<Counter>>>, rec: &Record, txi
         }
         Op::AddColumn { counter, spec } => {
             let Some(c) = counters.read().get(counter).cloned() else {
-                return;
+                return Ok(());
             };
             let mut schema = c.schema.write();
             if !schema.iter().any(|s| s.name == spec.name) && spec.check().is_ok() {
@@ -89,13 +95,14 @@ fn apply_one(counters: &RwLock<FastMap<String, Arc<Counter>>>, rec: &Record, txi
             txid,
         } => {
             let Some(c) = counters.read().get(counter).cloned() else {
-                return;
+                return Ok(());
             };
             let specs = c.schema.read();
             if *col as usize >= specs.len() {
-                return;
+                return Ok(());
             }
             let mut st = c.stripes[stripe_of(key.as_key())].write();
+            st.thaw_for(key.as_key(), &specs)?;
             st.set(key.as_key(), *col as usize, *value, &specs);
             if let Some(t) = txid {
                 st.txids.expire(txid_cutoff_ms);
@@ -107,7 +114,7 @@ fn apply_one(counters: &RwLock<FastMap<String, Arc<Counter>>>, rec: &Record, txi
         Op::Clear { counter } => {
             // FLUSHDB on the leader: every row of the counter goes (columns stay).
             let Some(c) = counters.read().get(counter).cloned() else {
-                return;
+                return Ok(());
             };
             for stripe in c.stripes.iter() {
                 stripe.write().clear();
@@ -115,12 +122,13 @@ fn apply_one(counters: &RwLock<FastMap<String, Arc<Counter>>>, rec: &Record, txi
         }
         Op::Delete { counter, key } => {
             let Some(c) = counters.read().get(counter).cloned() else {
-                return;
+                return Ok(());
             };
             let specs = c.schema.read();
-            c.stripes[stripe_of(key.as_key())]
-                .write()
-                .delete(key.as_key(), &specs);
+            let mut st = c.stripes[stripe_of(key.as_key())].write();
+            st.thaw_for(key.as_key(), &specs)?;
+            st.delete(key.as_key(), &specs);
         }
     }
+    Ok(())
 }

@@ -7,6 +7,11 @@
 //! - `1` header: X, stripes per counter;
 //! - `3` rows of one stripe (chunked): counter index, stripe, stripe lsn L, columns, rows;
 //! - `4` transaction ids of one stripe: counter index, stripe, L, entries;
+//! - `5` the cold partitions of one stripe (issue 19): counter index, stripe, L, count,
+//!   then per partition its high 32 bits, cold batch number, rows, filter words (count,
+//!   then each as u64) and block index entries (count, then first id u64, last id u64,
+//!   offset, length). The batches named are listed beside the snapshot in `coldrefs-X.list`
+//!   (written first), so garbage collection keeps them while the snapshot is kept;
 //! - `2` a counter: index, name, column specs (written after its stripes, so it names
 //!   every column any stripe copy can hold);
 //! - `9` end: the number of frames before it.
@@ -142,6 +147,44 @@ impl SnapWriter {
         p.extend_from_slice(&body);
         self.frame(&p)?;
         Ok(total)
+    }
+
+    /// Writes the index of the cold partitions of one stripe copy (nothing if it has none).
+    pub(crate) fn cold_parts(
+        &mut self,
+        counter: usize,
+        stripe: usize,
+        lsn: u64,
+        copy: &Stripe,
+    ) -> Result<()> {
+        let parts: Vec<_> = copy.cold_parts().collect();
+        if parts.is_empty() {
+            return Ok(());
+        }
+        let mut p = Vec::new();
+        p.put_u8(5);
+        p.put_var(counter as u64);
+        p.put_var(stripe as u64);
+        p.put_u64(lsn);
+        p.put_var(parts.len() as u64);
+        for (high, part) in parts {
+            p.put_var(u64::from(high));
+            p.put_var(part.file().seq());
+            p.put_var(part.rows());
+            let words = part.filter().words();
+            p.put_var(words.len() as u64);
+            for w in words {
+                p.put_u64(*w);
+            }
+            p.put_var(part.blocks().len() as u64);
+            for b in part.blocks() {
+                p.put_u64(b.first_id);
+                p.put_u64(b.last_id);
+                p.put_var(b.offset);
+                p.put_var(u64::from(b.len));
+            }
+        }
+        self.frame(&p)
     }
 
     /// Writes the transaction-id window of one stripe copy.

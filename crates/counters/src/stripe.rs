@@ -16,6 +16,7 @@
 //! A value that does not fit its column's inline width is stored inline as the
 //! all-ones marker and in full in `overflow`, keyed by (id, column).
 
+use crate::cold::{ColdPart, Frozen};
 use crate::column::ColumnSpec;
 use crate::hash::FastMap;
 use crate::key::Key;
@@ -57,6 +58,21 @@ pub(crate) struct Stripe {
     names: NameTable,
     /// Applied transaction ids of this stripe's keys.
     pub(crate) txids: TxWindow,
+    /// Dense partitions on disk (the cold tier), by high 32 bits. A high is either here
+    /// or in `dense`, never both: a write to a cold row brings its partition back first
+    /// ([`Stripe::thaw_for`]).
+    cold: FastMap<u32, ColdPart>,
+}
+
+/// A dense partition the aging pass looked at: what eviction chooses from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Aged {
+    /// Its high 32 bits.
+    pub high: u32,
+    /// When it was last seen written (Unix ms).
+    pub last_write_ms: u64,
+    /// Its heap bytes.
+    pub bytes: usize,
 }
 
 impl Stripe {
@@ -219,6 +235,177 @@ impl Stripe {
         let next = crate::column::apply_delta(cur, delta, spec)?;
         self.set_id(id, c, next, specs);
         Ok(next)
+    }
+
+    /// The cold partition holding id `id`'s row, if its partition is on disk (ids whose
+    /// low 32 bits are all ones never are: they live in the wide partition or `odd`).
+    #[inline]
+    fn cold_of(&self, key: Key<'_>) -> Option<&ColdPart> {
+        match key {
+            Key::Id(id) if !self.cold.is_empty() && id & 0xFFFF_FFFF != 0xFFFF_FFFF => {
+                self.cold.get(&((id >> 32) as u32))
+            }
+            _ => None,
+        }
+    }
+
+    /// Column `c` of any row, hot or cold (a cold read may fail: a damaged block).
+    pub(crate) fn read(&self, key: Key<'_>, c: usize, specs: &[ColumnSpec]) -> crate::Result<u64> {
+        match self.cold_of(key) {
+            None => Ok(self.get(key, c, specs)),
+            Some(part) => {
+                let row = part.row(key_id(key))?;
+                Ok(row
+                    .and_then(|r| r.get(c).copied())
+                    .unwrap_or(specs[c].default))
+            }
+        }
+    }
+
+    /// Every column of any row, hot or cold, in schema order.
+    pub(crate) fn read_row(&self, key: Key<'_>, specs: &[ColumnSpec]) -> crate::Result<Vec<u64>> {
+        match self.cold_of(key) {
+            None => Ok(self.get_row(key, specs)),
+            Some(part) => {
+                let row = part.row(key_id(key))?.unwrap_or_default();
+                Ok(specs
+                    .iter()
+                    .enumerate()
+                    .map(|(c, s)| row.get(c).copied().unwrap_or(s.default))
+                    .collect())
+            }
+        }
+    }
+
+    /// Whether any row, hot or cold, is stored.
+    pub(crate) fn read_exists(&self, key: Key<'_>) -> crate::Result<bool> {
+        match self.cold_of(key) {
+            None => Ok(self.exists(key)),
+            Some(part) => Ok(part.row(key_id(key))?.is_some()),
+        }
+    }
+
+    /// Brings the partition of `key` back into RAM if it is cold, so the write that
+    /// follows finds the row where the placement rules say. Called before the write's
+    /// log record is appended: a damaged block refuses the write and logs nothing.
+    pub(crate) fn thaw_for(&mut self, key: Key<'_>, specs: &[ColumnSpec]) -> crate::Result<()> {
+        let Some(part) = self.cold_of(key) else {
+            return Ok(());
+        };
+        let high = (key_id(key) >> 32) as u32;
+        let blocks = part.all_blocks()?;
+        let rows = part.rows() as usize;
+        self.cold.remove(&high);
+        self.dense.insert(high, Partition::new(4, rows, specs, 0));
+        for b in blocks {
+            for (r, &id) in b.ids.iter().enumerate() {
+                for (c, col) in b.columns.iter().enumerate().take(specs.len()) {
+                    if col[r] != specs[c].default {
+                        self.set_id(id, c, col[r], specs);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The aging pass over the dense partitions: a partition written since the last pass
+    /// is stamped `now_ms`. Returns every non-empty dense partition with its stamp.
+    pub(crate) fn age(&mut self, now_ms: u64) -> Vec<Aged> {
+        let part = std::mem::size_of::<Partition>();
+        self.dense
+            .iter_mut()
+            .filter(|(_, p)| p.len() > 0)
+            .map(|(high, p)| {
+                if p.written || p.last_write_ms == 0 {
+                    p.written = false;
+                    p.last_write_ms = now_ms;
+                }
+                Aged {
+                    high: *high,
+                    last_write_ms: p.last_write_ms,
+                    bytes: p.bytes() + part + 8,
+                }
+            })
+            .collect()
+    }
+
+    /// Copies dense partition `high` for eviction (ids ascending, every column with
+    /// overflow values whole) and clears its written flag, so [`Stripe::freeze`] can tell
+    /// whether a write came in between.
+    pub(crate) fn copy_for_eviction(&mut self, high: u32, specs: &[ColumnSpec]) -> Option<Frozen> {
+        let p = self.dense.get_mut(&high)?;
+        if p.len() == 0 {
+            return None;
+        }
+        p.written = false;
+        let p = &self.dense[&high];
+        let mut ids: Vec<u64> = p
+            .slots()
+            .map(|(_, low)| ((high as u64) << 32) | low)
+            .collect();
+        ids.sort_unstable();
+        let columns = (0..specs.len())
+            .map(|c| ids.iter().map(|&id| self.get_id(id, c, specs)).collect())
+            .collect();
+        Some(Frozen { high, ids, columns })
+    }
+
+    /// Swaps dense partition `high` for its cold copy, unless it was written since
+    /// [`Stripe::copy_for_eviction`] (then it stays, and the copy on disk is garbage).
+    /// Returns whether it went cold.
+    pub(crate) fn freeze(&mut self, high: u32, part: ColdPart, specs: &[ColumnSpec]) -> bool {
+        let Some(p) = self.dense.get(&high) else {
+            return false;
+        };
+        if p.written || p.len() as u64 != part.rows() {
+            return false;
+        }
+        if !self.overflow.is_empty() {
+            for (slot, low) in p.slots() {
+                for (c, s) in specs.iter().enumerate() {
+                    if p.raw(slot, c, s) == s.marker() {
+                        self.overflow
+                            .remove(&((((high as u64) << 32) | low), c as u16));
+                    }
+                }
+            }
+        }
+        self.dense.remove(&high);
+        self.cold.insert(high, part);
+        true
+    }
+
+    /// The cold partitions, by high 32 bits (snapshots, stats, garbage collection).
+    pub(crate) fn cold_parts(&self) -> impl Iterator<Item = (u32, &ColdPart)> {
+        self.cold.iter().map(|(h, p)| (*h, p))
+    }
+
+    /// Puts a cold partition a snapshot named back in place (recovery).
+    pub(crate) fn insert_cold(&mut self, high: u32, part: ColdPart) {
+        self.dense.remove(&high);
+        self.cold.insert(high, part);
+    }
+
+    /// Rows held on disk.
+    pub(crate) fn cold_rows(&self) -> usize {
+        self.cold.values().map(|p| p.rows() as usize).sum()
+    }
+
+    /// Bytes of this stripe's blocks on disk.
+    pub(crate) fn cold_bytes_disk(&self) -> u64 {
+        self.cold.values().map(ColdPart::bytes_disk).sum()
+    }
+
+    /// The ids of the cold rows, read from their blocks (for `SCAN`).
+    pub(crate) fn cold_ids(&self) -> crate::Result<Vec<u64>> {
+        let mut out = Vec::new();
+        for p in self.cold.values() {
+            for b in p.all_blocks()? {
+                out.extend_from_slice(&b.ids);
+            }
+        }
+        Ok(out)
     }
 
     /// Value of column `c` of any row.
@@ -451,8 +638,13 @@ impl Stripe {
         true
     }
 
-    /// Rows stored (numeric and string keys).
+    /// Rows stored (numeric and string keys), hot and cold.
     pub(crate) fn rows(&self) -> usize {
+        self.hot_rows() + self.cold_rows()
+    }
+
+    /// Rows stored in RAM.
+    pub(crate) fn hot_rows(&self) -> usize {
         self.dense.values().map(Partition::len).sum::<usize>()
             + self.wide.iter().flatten().map(|p| p.len()).sum::<usize>()
             + self.odd.len()
@@ -492,6 +684,7 @@ impl Stripe {
             + self.overflow.capacity() * 24
             + self.names.bytes()
             + self.txids.bytes()
+            + self.cold.values().map(|p| p.bytes_ram() + 8).sum::<usize>()
     }
 
     /// Drops every row; the transaction ids stay, so a retried idempotent increment
@@ -504,7 +697,8 @@ impl Stripe {
         };
     }
 
-    /// Calls `f` with every row's key and its full values (for snapshots).
+    /// Calls `f` with every hot row's key and its full values (for snapshots; the cold
+    /// rows are named by [`Stripe::cold_parts`]).
     pub(crate) fn for_each_row(&self, specs: &[ColumnSpec], mut f: impl FnMut(Key<'_>, &[u64])) {
         let mut row = Vec::with_capacity(specs.len());
         let emit = |id: u64, row: &mut Vec<u64>, f: &mut dyn FnMut(Key<'_>, &[u64])| {
@@ -529,5 +723,13 @@ impl Stripe {
         }
         self.names
             .for_each(specs, |name, row| f(Key::Name(name), row));
+    }
+}
+
+/// The id of a numeric key (callers checked it is one).
+fn key_id(key: Key<'_>) -> u64 {
+    match key {
+        Key::Id(id) => id,
+        Key::Name(_) => 0,
     }
 }

@@ -1,6 +1,6 @@
 //! Child process for the SIGKILL crash test (`tests/crash.rs`).
 //!
-//! Usage: `counters-crash-child DIR SEED PENDING_FILE run|drain`
+//! Usage: `counters-crash-child DIR SEED PENDING_FILE run|drain|run-cold|drain-cold`
 //!
 //! Opens the engine in DIR with fsync `always` and frequent background snapshots, first
 //! re-sends every increment listed in PENDING_FILE (lines `txid key column delta`: ones
@@ -8,6 +8,11 @@
 //! applies random increments from three threads until killed, printing `TRY txid key
 //! column delta` before and `ACK txid value` after each; `drain` exits after the
 //! re-sends. Errors are printed as `ERR …` and end the process with status 2.
+//!
+//! The `-cold` modes run the cold tier's crash test: `cold_after` of 1 ms (the eviction
+//! pass runs every 10 ms and moves every partition not written since its last pass to
+//! disk) and keys in 8 dense partitions of 200 ids each (`cold_key_of`), so batches
+//! are written, partitions brought back and snapshots taken all the time.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -35,18 +40,25 @@ fn key_of(i: u64) -> String {
     }
 }
 
+/// Keys of the cold modes: 8 high-32 prefixes, 200 ids each.
+fn cold_key_of(i: u64) -> String {
+    (((0x0100_0000u64 + i % 8) << 32) | ((i >> 3) % 200)).to_string()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 5 {
         fail(
             "usage",
-            "counters-crash-child DIR SEED PENDING_FILE run|drain",
+            "counters-crash-child DIR SEED PENDING_FILE run|drain|run-cold|drain-cold",
         );
     }
     let seed: u64 = args[2].parse().unwrap_or_else(|e| fail("seed", e));
+    let cold = args[4].ends_with("-cold");
     let opts = Options {
         fsync: FsyncPolicy::Always,
         snapshot_log_bytes: Some(8 << 10),
+        cold_after: cold.then_some(std::time::Duration::from_millis(1)),
         ..Options::default()
     };
     let e = Arc::new(Engine::open(&args[1], opts).unwrap_or_else(|e| fail("open", e)));
@@ -73,7 +85,7 @@ fn main() {
             Err(err) => fail("retry", err),
         }
     }
-    if args[4] == "drain" {
+    if args[4].starts_with("drain") {
         say("DRAINED");
         return;
     }
@@ -86,7 +98,17 @@ fn main() {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    let key = key_of(x % 30);
+                    let key = if cold {
+                        // One partition takes most writes; the others are written
+                        // rarely, so they go cold and come back all the time.
+                        if (x >> 40).is_multiple_of(64) {
+                            cold_key_of(x % 1600)
+                        } else {
+                            cold_key_of((x % 200) * 8)
+                        }
+                    } else {
+                        key_of(x % 30)
+                    };
                     let col = if (x >> 20).is_multiple_of(2) {
                         "a"
                     } else {

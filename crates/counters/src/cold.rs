@@ -1,0 +1,407 @@
+//! The cold tier's files, index and reads (issue 19).
+//!
+//! A partition that is evicted ([`crate::evict`]) becomes a [`ColdPart`]: its rows sit in
+//! blocks ([`crate::cold_block`], at most [`BLOCK_ROWS`] rows each) in one of the
+//! counter directory's `cold-<seq, 20 digits>.blk` files, and RAM keeps only the blocks'
+//! index entries (first and last id, offset, length) and a [`Bloom`] filter of its ids.
+//!
+//! A cold file is one eviction batch: the blocks of every partition one pass evicted from
+//! one counter, back to back, and nothing else (the index lives in RAM and in snapshots).
+//! It is written once, fsynced, its directory fsynced, and only then does any partition
+//! point at it; it is never written again. A file no snapshot and no live partition names
+//! (a batch cut short by a crash, or one whose partitions were all brought back and
+//! snapshotted since) is deleted by [`collect_garbage`].
+//!
+//! Reads go filter → index (binary search on first id) → one block, through the engine's
+//! block cache (a byte budget, [`crate::Options::block_cache_bytes`]).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::bloom::Bloom;
+use crate::cold_block::{decode_block, encode_block, BlockIndexEntry, Codec, DecodedBlock};
+use crate::error::{io_err, Error, Result};
+use crate::hash::FastMap;
+
+/// Rows per block at most: the size measured in bench/README.md ("Cold tier block
+/// format", 3.42 bytes per row at 4,096 rows).
+pub(crate) const BLOCK_ROWS: usize = 4096;
+
+/// File name of cold batch `seq`.
+pub(crate) fn cold_name(seq: u64) -> String {
+    format!("cold-{seq:020}.blk")
+}
+
+/// The cold files in `dir` as (seq, path).
+pub(crate) fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
+        let entry = entry.map_err(io_err(dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(seq) = name
+            .strip_prefix("cold-")
+            .and_then(|n| n.strip_suffix(".blk"))
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            out.push((seq, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Decoded blocks weigh their ids and values.
+#[derive(Clone)]
+struct BlockWeight;
+
+impl quick_cache::Weighter<(u64, u64), Arc<DecodedBlock>> for BlockWeight {
+    fn weight(&self, _: &(u64, u64), b: &Arc<DecodedBlock>) -> u64 {
+        (64 + b.ids.len() * 8 * (1 + b.columns.len())) as u64
+    }
+}
+
+/// What every cold file of one engine shares: the directory, the next batch number and
+/// the block cache.
+pub(crate) struct ColdShared {
+    dir: PathBuf,
+    next_seq: AtomicU64,
+    cache: quick_cache::sync::Cache<(u64, u64), Arc<DecodedBlock>, BlockWeight>,
+}
+
+impl ColdShared {
+    /// The cold tier of the engine in `dir`, with a block cache of `cache_bytes`.
+    pub(crate) fn open(dir: &Path, cache_bytes: u64) -> Result<Arc<ColdShared>> {
+        let next = list(dir)?.last().map_or(1, |(seq, _)| seq + 1);
+        let items = (cache_bytes / (64 << 10)).clamp(16, 1 << 20) as usize;
+        Ok(Arc::new(ColdShared {
+            dir: dir.to_path_buf(),
+            next_seq: AtomicU64::new(next),
+            cache: quick_cache::sync::Cache::with_weighter(items, cache_bytes.max(1), BlockWeight),
+        }))
+    }
+
+    /// Bytes the block cache holds now.
+    pub(crate) fn cache_bytes(&self) -> u64 {
+        self.cache.weight()
+    }
+}
+
+/// Per counter: how its cold reads went.
+#[derive(Debug, Default)]
+pub(crate) struct ColdStats {
+    /// Blocks served from the block cache.
+    pub cache_hits: AtomicU64,
+    /// Blocks read from disk.
+    pub cold_reads: AtomicU64,
+}
+
+/// One open cold file.
+pub(crate) struct ColdFile {
+    seq: u64,
+    path: PathBuf,
+    file: File,
+    shared: Arc<ColdShared>,
+    stats: Arc<ColdStats>,
+}
+
+impl ColdFile {
+    /// Opens existing batch `seq` for reading (recovery: a snapshot names it).
+    pub(crate) fn open(
+        shared: &Arc<ColdShared>,
+        seq: u64,
+        stats: &Arc<ColdStats>,
+    ) -> Result<Arc<ColdFile>> {
+        let path = shared.dir.join(cold_name(seq));
+        let file = File::open(&path).map_err(io_err(&path))?;
+        Ok(Arc::new(ColdFile {
+            seq,
+            path,
+            file,
+            shared: shared.clone(),
+            stats: stats.clone(),
+        }))
+    }
+
+    /// The batch number in the file name.
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    fn block(&self, entry: &BlockIndexEntry) -> Result<Arc<DecodedBlock>> {
+        let key = (self.seq, entry.offset);
+        if let Some(b) = self.shared.cache.get(&key) {
+            self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(b);
+        }
+        let mut bytes = vec![0; entry.len as usize];
+        self.file
+            .read_exact_at(&mut bytes, entry.offset)
+            .map_err(|e| match e.kind() {
+                // A file shorter than its index says: damaged, named like any other.
+                std::io::ErrorKind::UnexpectedEof => Error::ColdBlock {
+                    path: self.path.clone(),
+                    source: crate::cold_block::BlockError::Corrupt {
+                        first_id: entry.first_id,
+                        last_id: entry.last_id,
+                        offset: entry.offset,
+                        len: entry.len,
+                        reason: "the file ends before the block".into(),
+                    },
+                },
+                _ => io_err(&self.path)(e),
+            })?;
+        self.stats.cold_reads.fetch_add(1, Ordering::Relaxed);
+        let block = decode_block(&bytes, entry).map_err(|source| Error::ColdBlock {
+            path: self.path.clone(),
+            source,
+        })?;
+        let block = Arc::new(block);
+        self.shared.cache.insert(key, block.clone());
+        Ok(block)
+    }
+}
+
+/// One evicted partition as RAM keeps it: where its blocks are, and a filter of its ids.
+/// Shared pieces, so a snapshot's copy of a stripe costs a few pointers per partition.
+#[derive(Clone)]
+pub(crate) struct ColdPart {
+    file: Arc<ColdFile>,
+    blocks: Arc<[BlockIndexEntry]>,
+    filter: Arc<Bloom>,
+    rows: u32,
+}
+
+impl std::fmt::Debug for ColdPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ColdPart")
+            .field("file", &self.file.path)
+            .field("blocks", &self.blocks.len())
+            .field("rows", &self.rows)
+            .finish()
+    }
+}
+
+impl ColdPart {
+    /// A partition as a snapshot describes it.
+    pub(crate) fn new(
+        file: Arc<ColdFile>,
+        blocks: Vec<BlockIndexEntry>,
+        filter: Bloom,
+        rows: u32,
+    ) -> ColdPart {
+        ColdPart {
+            file,
+            blocks: blocks.into(),
+            filter: Arc::new(filter),
+            rows,
+        }
+    }
+
+    /// Rows held.
+    pub(crate) fn rows(&self) -> u64 {
+        u64::from(self.rows)
+    }
+
+    /// The file the blocks are in.
+    pub(crate) fn file(&self) -> &ColdFile {
+        &self.file
+    }
+
+    /// The blocks' index entries, in id order.
+    pub(crate) fn blocks(&self) -> &[BlockIndexEntry] {
+        &self.blocks
+    }
+
+    /// The id filter.
+    pub(crate) fn filter(&self) -> &Bloom {
+        &self.filter
+    }
+
+    /// RAM this index takes (entries, filter, the struct).
+    pub(crate) fn bytes_ram(&self) -> usize {
+        std::mem::size_of::<ColdPart>()
+            + 8
+            + 32
+            + self.blocks.len() * std::mem::size_of::<BlockIndexEntry>()
+            + self.filter.bytes()
+    }
+
+    /// Bytes of its blocks on disk.
+    pub(crate) fn bytes_disk(&self) -> u64 {
+        self.blocks.iter().map(|b| u64::from(b.len)).sum()
+    }
+
+    /// The stored values of row `id` (as many as the counter had columns at eviction),
+    /// or `None` if the partition does not hold it: the filter, then the one block whose
+    /// range covers it.
+    pub(crate) fn row(&self, id: u64) -> Result<Option<Vec<u64>>> {
+        if !self.filter.may_hold(id) {
+            return Ok(None);
+        }
+        let i = self.blocks.partition_point(|b| b.first_id <= id);
+        let Some(entry) = i.checked_sub(1).map(|i| &self.blocks[i]) else {
+            return Ok(None);
+        };
+        if !entry.covers(id) {
+            return Ok(None);
+        }
+        Ok(self.file.block(entry)?.get(id))
+    }
+
+    /// Every block, in id order (bringing the partition back, `SCAN`).
+    pub(crate) fn all_blocks(&self) -> Result<Vec<Arc<DecodedBlock>>> {
+        self.blocks.iter().map(|e| self.file.block(e)).collect()
+    }
+}
+
+/// The rows of one partition taken out of RAM: ids ascending, values column-major.
+pub(crate) struct Frozen {
+    /// The partition's high 32 bits.
+    pub high: u32,
+    /// Ids, strictly increasing.
+    pub ids: Vec<u64>,
+    /// `columns[c][r]`: column `c` of row `r`.
+    pub columns: Vec<Vec<u64>>,
+}
+
+/// Writes one eviction batch (partitions of one counter, columns `widths`) as a new cold
+/// file, fsyncs it and its directory, and returns each partition's [`ColdPart`] in order.
+/// Nothing points at the file until this returns, so a crash part-way leaves only an
+/// unnamed file for [`collect_garbage`].
+pub(crate) fn write_batch(
+    shared: &Arc<ColdShared>,
+    stats: &Arc<ColdStats>,
+    parts: &[Frozen],
+    widths: &[u8],
+) -> Result<Vec<ColdPart>> {
+    let seq = shared.next_seq.fetch_add(1, Ordering::Relaxed);
+    let path = shared.dir.join(cold_name(seq));
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(io_err(&path))?;
+    let mut out = Vec::new();
+    let mut indexes = Vec::with_capacity(parts.len());
+    for p in parts {
+        let mut blocks = Vec::new();
+        for start in (0..p.ids.len()).step_by(BLOCK_ROWS) {
+            let end = (start + BLOCK_ROWS).min(p.ids.len());
+            let cols: Vec<&[u64]> = p.columns.iter().map(|c| &c[start..end]).collect();
+            let bytes =
+                encode_block(&p.ids[start..end], &cols, widths, Codec::Zstd).map_err(|e| {
+                    Error::Corrupt {
+                        path: path.clone(),
+                        reason: e.to_string(),
+                    }
+                })?;
+            blocks.push(BlockIndexEntry {
+                first_id: p.ids[start],
+                last_id: p.ids[end - 1],
+                offset: out.len() as u64,
+                len: bytes.len() as u32,
+            });
+            out.extend_from_slice(&bytes);
+        }
+        indexes.push(blocks);
+    }
+    file.write_all(&out).map_err(io_err(&path))?;
+    file.sync_all().map_err(io_err(&path))?;
+    crate::log::sync_dir(&shared.dir)?;
+    let file = Arc::new(ColdFile {
+        seq,
+        path,
+        file,
+        shared: shared.clone(),
+        stats: stats.clone(),
+    });
+    Ok(parts
+        .iter()
+        .zip(indexes)
+        .map(|(p, blocks)| {
+            ColdPart::new(
+                file.clone(),
+                blocks,
+                Bloom::of(p.ids.iter().copied()),
+                p.ids.len() as u32,
+            )
+        })
+        .collect())
+}
+
+/// File name of the list of cold batches snapshot `x` relies on.
+pub(crate) fn refs_name(x: u64) -> String {
+    format!("coldrefs-{x:020}.list")
+}
+
+/// Writes (durably: temporary file, fsync, rename, directory fsync) the cold batches a
+/// snapshot relies on, before the snapshot itself is renamed into place. A snapshot
+/// that relies on none gets no list (so engines without a cold tier write nothing new).
+pub(crate) fn write_refs(dir: &Path, x: u64, seqs: &[u64]) -> Result<()> {
+    if seqs.is_empty() {
+        return Ok(());
+    }
+    let path = dir.join(refs_name(x));
+    let tmp = path.with_extension("tmp");
+    let mut text = String::new();
+    for s in seqs {
+        text.push_str(&s.to_string());
+        text.push('\n');
+    }
+    let mut f = File::create(&tmp).map_err(io_err(&tmp))?;
+    f.write_all(text.as_bytes()).map_err(io_err(&tmp))?;
+    f.sync_all().map_err(io_err(&tmp))?;
+    fs::rename(&tmp, &path).map_err(io_err(&tmp))?;
+    crate::log::sync_dir(dir)
+}
+
+/// Deletes every cold file that neither `live` (the batches the engine's partitions
+/// point at now) nor any of `kept` snapshots (their `coldrefs-X.list`) names, and the
+/// lists of snapshots no longer kept. The caller holds off evictions meanwhile, so no
+/// batch is being written. A kept snapshot whose list cannot be read keeps everything.
+pub(crate) fn collect_garbage(dir: &Path, kept: &[u64], live: &FastMap<u64, ()>) -> Result<()> {
+    let mut needed = live.clone();
+    for x in kept {
+        let path = dir.join(refs_name(*x));
+        match fs::read_to_string(&path) {
+            Ok(text) => {
+                for line in text.lines() {
+                    match line.trim().parse::<u64>() {
+                        Ok(seq) => {
+                            needed.insert(seq, ());
+                        }
+                        Err(_) => return Ok(()),
+                    }
+                }
+            }
+            // A snapshot that relies on no batch has no list.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return Ok(()),
+        }
+    }
+    for (seq, path) in list(dir)? {
+        if !needed.contains_key(&seq) {
+            fs::remove_file(&path).map_err(io_err(&path))?;
+        }
+    }
+    for entry in fs::read_dir(dir).map_err(io_err(dir))?.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let Some(rest) = name.strip_prefix("coldrefs-") else {
+            continue;
+        };
+        let x = rest
+            .strip_suffix(".list")
+            .and_then(|n| n.parse::<u64>().ok());
+        if x.is_none_or(|x| !kept.contains(&x)) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    Ok(())
+}

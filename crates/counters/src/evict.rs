@@ -1,0 +1,139 @@
+//! Eviction: which dense partitions go to the cold tier, and moving them there.
+//!
+//! A pass ages every dense partition (stamps those written since the last pass), picks
+//! those not written for `cold_after`, and, while the engine's memory estimate is above
+//! `max_memory`, the least recently written of the rest (down to 90% of it, so a pass
+//! does not run again at once). Per counter, the chosen partitions are copied under their
+//! stripe's lock, written as one cold batch (fsynced, file and directory) with no lock
+//! held, and only then swapped for their cold index; a partition written in between
+//! stays in RAM (its copy on disk is garbage, collected later). So a crash at any moment
+//! loses nothing: until the swap the RAM copy (and the log) holds the rows, and a
+//! snapshot names only batches already durable.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cold::{write_batch, ColdShared, Frozen};
+use crate::counter::{Counter, STRIPES};
+use crate::error::Result;
+use crate::Eviction;
+
+/// When partitions go cold.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Policy {
+    /// Not written for this long.
+    pub cold_after: Option<Duration>,
+    /// The engine's memory estimate above this many bytes.
+    pub max_memory: Option<u64>,
+}
+
+/// One pass over `counters`; `bytes_now` is the engine's memory estimate.
+pub(crate) fn pass(
+    counters: &[Arc<Counter>],
+    shared: &Arc<ColdShared>,
+    policy: Policy,
+    now_ms: u64,
+    bytes_now: u64,
+) -> Result<Eviction> {
+    // (counter, stripe, high, last write, bytes)
+    let mut aged = Vec::new();
+    for (ci, c) in counters.iter().enumerate() {
+        for (s, stripe) in c.stripes.iter().enumerate() {
+            for a in stripe.write().age(now_ms) {
+                aged.push((ci, s, a));
+            }
+        }
+    }
+    let mut chosen = vec![false; aged.len()];
+    if let Some(after) = policy.cold_after {
+        let limit = now_ms.saturating_sub(after.as_millis() as u64);
+        for (i, (_, _, a)) in aged.iter().enumerate() {
+            if a.last_write_ms <= limit {
+                chosen[i] = true;
+            }
+        }
+    }
+    if let Some(max) = policy.max_memory {
+        let mut left = bytes_now.saturating_sub(
+            aged.iter()
+                .zip(&chosen)
+                .filter(|(_, &c)| c)
+                .map(|((_, _, a), _)| a.bytes as u64)
+                .sum(),
+        );
+        if left > max {
+            let target = max / 10 * 9;
+            let mut order: Vec<usize> = (0..aged.len()).filter(|&i| !chosen[i]).collect();
+            order.sort_by_key(|&i| aged[i].2.last_write_ms);
+            for i in order {
+                if left <= target {
+                    break;
+                }
+                chosen[i] = true;
+                left = left.saturating_sub(aged[i].2.bytes as u64);
+            }
+        }
+    }
+    let mut out = Eviction::default();
+    for (ci, c) in counters.iter().enumerate() {
+        let mut highs: Vec<Vec<u32>> = vec![Vec::new(); STRIPES];
+        for (i, (cj, s, a)) in aged.iter().enumerate() {
+            if chosen[i] && *cj == ci {
+                highs[*s].push(a.high);
+            }
+        }
+        if highs.iter().all(Vec::is_empty) {
+            continue;
+        }
+        evict_counter(c, shared, &highs, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Evicts partitions `highs[stripe]` of one counter as one batch.
+fn evict_counter(
+    c: &Counter,
+    shared: &Arc<ColdShared>,
+    highs: &[Vec<u32>],
+    out: &mut Eviction,
+) -> Result<()> {
+    // The schema is held while the rows are copied: a column added before a copy is in
+    // it, and one added after can only hold values written after (which keep the
+    // partition in RAM, see `Stripe::freeze`).
+    let schema = c.schema.read();
+    let specs = schema.clone();
+    if specs.is_empty() {
+        return Ok(());
+    }
+    let mut frozen: Vec<(usize, Frozen)> = Vec::new();
+    for (s, hs) in highs.iter().enumerate() {
+        if hs.is_empty() {
+            continue;
+        }
+        let mut st = c.stripes[s].write();
+        for &h in hs {
+            if let Some(f) = st.copy_for_eviction(h, &specs) {
+                frozen.push((s, f));
+            }
+        }
+    }
+    drop(schema);
+    if frozen.is_empty() {
+        return Ok(());
+    }
+    let widths: Vec<u8> = specs.iter().map(|s| s.bits).collect();
+    let (stripes, parts): (Vec<usize>, Vec<Frozen>) = frozen.into_iter().unzip();
+    let cold = write_batch(shared, &c.cold_stats, &parts, &widths)?;
+    for ((s, f), part) in stripes.iter().zip(&parts).zip(cold) {
+        let bytes = part.bytes_disk();
+        let rows = part.rows();
+        if c.stripes[*s].write().freeze(f.high, part, &specs) {
+            out.partitions += 1;
+            out.rows += rows;
+            out.bytes_disk += bytes;
+        } else {
+            out.kept_hot += 1;
+        }
+    }
+    Ok(())
+}
