@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# Redirects as links grow (issue 25), the embedded store against the previous format
-# in the same run, same binary (`[links] store = "redb-json"` keeps the old store for
-# this comparison):
+# Redirects as links grow (issue 25), the embedded store (`redb`: segment files and a
+# dense offset index) against the previous ones in the same run, same binary
+# (`[links] store = "redb-compact"`: records in redb; `"redb-json"`: JSON records; both
+# kept for this comparison):
 #   for each size N in SIZES and each store: load N links through the bulk endpoint
 #   (`shardkit links import`, batches of 10,000, each one fsynced commit), then wrk
 #   -t2 -c50 for D on GET /{code}, codes picked uniformly and with a Zipf(1.0)
 #   popularity (rank r with probability ~1/r, ranks scattered over the links); then
-#   the server's resident memory and the bytes of links.redb per link beyond the
-#   URL's own bytes. Server on its defaults (100,000-entry redirect cache, 256 MiB
+#   the server's resident memory and the bytes of links.redb (+ links.segments/) per
+#   link beyond the URL's own bytes. Server on its defaults (100,000-entry redirect cache, 256 MiB
 #   store cache) but with the creation limit off.
 # Loopback only; each wrk run is bounded by -d.
 #
 #   bash bench/links-scale.sh                       # SIZES "10000 1000000", D=10s
+#   STORES="redb redb-compact redb-json" bash bench/links-scale.sh 10000   # any stores
 #   bash bench/links-scale.sh 10000 1000000 10000000 100000000   # the issue's sizes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=${*:-10000 1000000}
 D=${D:-10s}
-STORES=${STORES:-redb redb-json}
+STORES=${STORES:-redb redb-compact}
+REF=${REF:-redb-compact}   # the store the ratios are against
 . bench/common.sh
 need wrk "apt-get install -y wrk"
 TARGET=${CARGO_TARGET_DIR:-target}
@@ -69,7 +72,7 @@ for n in $SIZES; do
     read -r u_rps u_p99 u_err < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/uniform.lua" http://127.0.0.1:$port | figures)
     read -r z_rps z_p99 z_err < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/zipf.lua" http://127.0.0.1:$port | figures)
     rss=$(rss_mib "$server")
-    disk=$(stat -c %s "$WORK/data/links.redb")
+    disk=$( (du -sb "$WORK/data/links.redb" "$WORK/data/links.segments" 2>/dev/null || true) | awk '{s += $1} END {print s}')
     python3 - "$n" "$store" "$start" "$end" "$u_rps" "$u_p99" "$u_err" "$z_rps" "$z_p99" "$z_err" "$rss" "$disk" "$url_bytes" >> "$WORK/results.tsv" <<'PY'
 import sys
 n, store, start, end, ur, up, ue, zr, zp, ze, rss, disk, url = sys.argv[1:]
@@ -79,8 +82,9 @@ PY
     kill "$server"; wait "$server" 2>/dev/null || true
   done
 done
-python3 - "$WORK/results.tsv" <<'PY'
+python3 - "$WORK/results.tsv" "$REF" <<'PY'
 import csv, sys
+ref = sys.argv[2]
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 print(f"{'links':>11} {'store':<10} {'load/s':>8} {'uniform/s':>10} {'p99':>8} {'zipf/s':>8} {'p99':>8} {'RSS MiB':>8} {'disk B/link-url':>16} {'err':>4}")
 for r in rows:
@@ -90,9 +94,9 @@ base = rows[0]["links"] if rows else None
 for r in rows:
     if r["store"] != "redb":
         continue
-    old = by.get((r["links"], "redb-json"))
+    old = by.get((r["links"], ref))
     if old:
-        print(f"{int(r['links']):>11,} new/old: load {int(r['load_per_s']) / int(old['load_per_s']):.2f}  uniform {int(r['uniform_rps']) / int(old['uniform_rps']):.2f}  zipf {int(r['zipf_rps']) / int(old['zipf_rps']):.2f}  disk {int(r['disk_bytes']) / int(old['disk_bytes']):.2f}")
+        print(f"{int(r['links']):>11,} new/{ref}: load {int(r['load_per_s']) / int(old['load_per_s']):.2f}  uniform {int(r['uniform_rps']) / int(old['uniform_rps']):.2f}  zipf {int(r['zipf_rps']) / int(old['zipf_rps']):.2f}  disk {int(r['disk_bytes']) / int(old['disk_bytes']):.2f}")
     first = by.get((base, "redb"))
     if first and r["links"] != base:
         print(f"{int(r['links']):>11,} vs {int(base):,} links (new store): uniform {int(r['uniform_rps']) / int(first['uniform_rps']):.2f}  zipf {int(r['zipf_rps']) / int(first['zipf_rps']):.2f}")

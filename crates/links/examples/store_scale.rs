@@ -3,13 +3,16 @@
 //! durable commit), then resolve random codes, uniform and Zipf(1.0), on one thread.
 //!
 //! `cargo run --release -p shardkit-links --example store_scale -- KIND N DIR`
-//! with KIND `compact` (the server's store), `json` (the previous format), `convert`
-//! (N links in the previous format, then timed: their conversion by the new store's open) or
-//! `segment` (a bare append-only file with a dense per-group offset index: the
-//! purpose-built alternative, measured to choose between them; it has no aliases,
-//! reuse, tags or deletes). Prints one JSON line.
+//! with KIND `segments` (the server's store, `SegmentLinkStore`), `compact` (the
+//! previous one, records in redb), `json` (the oldest format), `convert` (N links in
+//! the JSON format, then timed: their conversion by the compact store's open), `convert-segments`
+//! (N links in the compact store, then timed: their conversion by the segment store's
+//! open) or `segment` (the bare prototype: an append-only file with a dense per-group
+//! offset index, no aliases, reuse, tags or deletes). Prints one JSON line.
 
-use shardkit_links::{Codec, CompactLinkStore, Feistel, Link, LinkStore, RedbLinkStore, Redirect};
+use shardkit_links::{
+    Codec, CompactLinkStore, Feistel, Link, LinkStore, RedbLinkStore, Redirect, SegmentLinkStore,
+};
 use std::io::Write as _;
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
@@ -67,8 +70,8 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
     std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
-                .filter_map(|e| e.metadata().ok())
-                .map(|m| m.len())
+                .filter_map(|e| e.metadata().ok().map(|m| (e.path(), m)))
+                .map(|(p, m)| if m.is_dir() { dir_bytes(&p) } else { m.len() })
                 .sum()
         })
         .unwrap_or(0)
@@ -164,7 +167,10 @@ fn main() {
     let codec = Codec::scrambled(Feistel::new([42; 16]));
     let mut segment = None;
     let store: Option<Box<dyn LinkStore>> = match kind {
-        "compact" => Some(Box::new(
+        "segments" => Some(Box::new(
+            SegmentLinkStore::open(dir.join("links.redb"), codec.clone(), 256 << 20).unwrap(),
+        )),
+        "compact" | "convert-segments" => Some(Box::new(
             CompactLinkStore::open(dir.join("links.redb"), codec.clone(), 256 << 20).unwrap(),
         )),
         "json" | "convert" => Some(Box::new(
@@ -194,16 +200,23 @@ fn main() {
         i += batch.len() as u64;
     }
     let load_secs = start.elapsed().as_secs_f64();
-    if kind == "convert" {
-        // The previous format converted by the new store's open (one transaction).
+    if kind == "convert" || kind == "convert-segments" {
+        // The previous format converted by the next store's open.
         drop(store);
         let t = Instant::now();
-        let converted =
-            CompactLinkStore::open(dir.join("links.redb"), codec.clone(), 256 << 20).unwrap();
+        let converted: Box<dyn LinkStore> = if kind == "convert" {
+            Box::new(
+                CompactLinkStore::open(dir.join("links.redb"), codec.clone(), 256 << 20).unwrap(),
+            )
+        } else {
+            Box::new(
+                SegmentLinkStore::open(dir.join("links.redb"), codec.clone(), 256 << 20).unwrap(),
+            )
+        };
         let secs = t.elapsed().as_secs_f64();
         assert_eq!(converted.count().unwrap(), n);
         println!(
-            "{{\"kind\":\"convert\",\"links\":{n},\"convert_secs\":{secs:.1},\"links_per_s\":{:.0},\"rss_mib\":{:.1}}}",
+            "{{\"kind\":\"{kind}\",\"links\":{n},\"convert_secs\":{secs:.1},\"links_per_s\":{:.0},\"rss_mib\":{:.1}}}",
             n as f64 / secs,
             rss_kib() as f64 / 1024.0
         );
@@ -230,7 +243,7 @@ fn main() {
         }
         rates.push(LOOKUPS as f64 / t.elapsed().as_secs_f64());
     }
-    if kind == "compact" && std::env::var_os("TABLE_STATS").is_some() {
+    if matches!(kind, "compact" | "segments") && std::env::var_os("TABLE_STATS").is_some() {
         drop(store);
         table_stats(&dir.join("links.redb"));
         return;
@@ -263,10 +276,9 @@ fn table_stats(path: &std::path::Path) {
     let records: TableDefinition<u64, &[u8]> = TableDefinition::new("link_records");
     let ids: TableDefinition<u64, u64> = TableDefinition::new("link_ids");
     let urls: TableDefinition<u128, ()> = TableDefinition::new("link_urls");
-    show(
-        "link_records",
-        txn.open_table(records).unwrap().stats().unwrap(),
-    );
+    if let Ok(table) = txn.open_table(records) {
+        show("link_records", table.stats().unwrap());
+    }
     show("link_ids", txn.open_table(ids).unwrap().stats().unwrap());
     show("link_urls", txn.open_table(urls).unwrap().stats().unwrap());
     drop(txn);

@@ -27,6 +27,21 @@ pub fn group_of(normalized_url: &str) -> u8 {
     (shardkit_ring::hash_bytes(normalized_url.as_bytes()) % u64::from(GROUPS)) as u8
 }
 
+/// The group of `text` among `groups` (a region's own groups): the same text always
+/// lands in the same one of them, spread by the same hash as [`group_of`]. `None` when
+/// `groups` is empty.
+pub fn group_within(text: &str, groups: &[u8]) -> Option<u8> {
+    let n = u64::try_from(groups.len()).ok().filter(|&n| n > 0)?;
+    let at = shardkit_ring::hash_bytes(text.as_bytes()) % n;
+    groups.get(usize::try_from(at).ok()?).copied()
+}
+
+/// Whether `path` has the shape of a generated code (7 to 11 base62 characters), so its
+/// first character is its group; any other path is an alias.
+pub fn looks_like_code(path: &str) -> bool {
+    looks_generated(path)
+}
+
 /// `(width, first index of the tier, size of the tier)` for each tier.
 fn tiers() -> impl Iterator<Item = (usize, u64, u64)> {
     let mut start = 0u64;
@@ -153,6 +168,19 @@ mod tests {
             same, 0,
             "a code's suffix must not reveal the codes of other groups"
         );
+    }
+
+    #[test]
+    fn a_region_s_groups_take_every_url_it_mints_for() {
+        let mine = [10u8, 11, 40];
+        let mut seen = [0u32; 3];
+        for i in 0..300 {
+            let g = group_within(&format!("https://example.com/{i}"), &mine).unwrap();
+            seen[mine.iter().position(|&m| m == g).unwrap()] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 50), "{seen:?}");
+        assert_eq!(group_within("x", &[]), None);
+        assert!(looks_like_code("a1b2c3d") && !looks_like_code("my-alias"));
     }
 
     #[test]

@@ -66,11 +66,11 @@ fn url_hash(url: &str) -> u64 {
     shardkit_ring::hash_bytes(url.as_bytes())
 }
 
-fn url_entry(url: &str, key: u64) -> u128 {
+pub(crate) fn url_entry(url: &str, key: u64) -> u128 {
     (u128::from(url_hash(url)) << 64) | u128::from(key)
 }
 
-fn is_wide(key: u64) -> bool {
+pub(crate) fn is_wide(key: u64) -> bool {
     key & 63 == WIDE_GROUP
 }
 
@@ -337,7 +337,7 @@ impl LinkStore for CompactLinkStore {
 /// The record key for a new link's code: located, or handed out by the wide-code
 /// counter (then `true`: the record must keep its code). A wide code already stored
 /// is a duplicate.
-fn new_key(
+pub(crate) fn new_key(
     txn: &WriteTransaction,
     locator: &Locator,
     code: &str,

@@ -11,10 +11,12 @@
 //!   the service's own short domain.
 //! - [`validate_alias`]: custom aliases, provably disjoint from generated codes.
 //! - [`Link`]: the stored record; [`LinkStore`]: storage behind a trait;
-//!   [`CompactLinkStore`]: the embedded implementation (a code is located by
-//!   inverting its permutation, records are packed bytes, memory is a set page
-//!   cache); [`RedbLinkStore`]: the previous embedded format (JSON records and a
-//!   code index), kept for measurements and converted on open; [`GroupCommit`]: concurrent
+//!   [`SegmentLinkStore`]: the embedded implementation (a code is located by
+//!   inverting its permutation, then read through a dense offset index from
+//!   append-only segment files of packed records; redb for ids, aliases, tags and
+//!   reuse; memory is a set page cache); [`CompactLinkStore`] (records in redb) and
+//!   [`RedbLinkStore`] (JSON records and a code index): the previous embedded formats,
+//!   kept for measurements and converted on open; [`GroupCommit`]: concurrent
 //!   writers share one durable commit; [`conformance`]: the suite every
 //!   store must pass.
 //! - [`Minter`]: codes from per-group ticket sequences ([`shardkit_ids::tickets`]).
@@ -41,13 +43,22 @@ mod locator;
 mod migrate;
 mod minter;
 mod model;
+mod offset_index;
 mod record;
 mod redb_store;
+mod segment_batch;
+mod segment_convert;
+mod segment_log;
+mod segment_store;
+#[cfg(test)]
+mod segment_store_tests;
 mod store;
 mod url_rules;
 
 pub use alias::{is_reserved, validate_alias, MAX_ALIAS_LEN, RESERVED};
-pub use code::{group_of, Codec, GROUPS, MIN_CODE_LEN, MIN_REST_WIDTH};
+pub use code::{
+    group_of, group_within, looks_like_code, Codec, GROUPS, MIN_CODE_LEN, MIN_REST_WIDTH,
+};
 pub use compact_store::CompactLinkStore;
 pub use error::{AliasError, CodeError, LinkError, StoreError, UrlError};
 pub use feistel::Feistel;
@@ -59,5 +70,6 @@ pub use model::{
     MAX_TAGS,
 };
 pub use redb_store::RedbLinkStore;
+pub use segment_store::{segments_dir, SegmentLinkStore};
 pub use store::{write_one, InsertOutcome, LinkStore, Write, Written};
 pub use url_rules::{normalize_url, OwnOrigin, MAX_URL_LEN};

@@ -1,7 +1,8 @@
 //! The embedded link store's file format through the real binary: a `links.redb` of
-//! the previous format (JSON records, kept as `[links] store = "redb-json"`) is
-//! converted at start, and every link (code, alias, tags, reuse) answers as before,
-//! also after a SIGKILL of the server that converted it.
+//! either previous format (JSON records, kept as `[links] store = "redb-json"`, and
+//! records in redb, kept as `"redb-compact"`) is converted at start into segments, and
+//! every link (code, alias, tags, reuse) answers as before, also after a SIGKILL of the
+//! server that converted it.
 
 mod common;
 
@@ -17,11 +18,20 @@ fn location(c: &Client, server: &Server, path: &str) -> Option<String> {
 }
 
 #[test]
-fn a_store_of_the_previous_format_is_converted_at_start() {
+fn a_store_of_json_records_is_converted_at_start() {
+    converted_at_start("redb-json");
+}
+
+#[test]
+fn a_store_of_records_in_redb_is_converted_at_start() {
+    converted_at_start("redb-compact");
+}
+
+fn converted_at_start(older: &str) {
     let dir = tempfile::tempdir().unwrap();
     let c = common::link_client();
     let (plain, aliased) = {
-        let server = Server::start(dir.path(), &[("SHARDKIT_STORE", "redb-json")]);
+        let server = Server::start(dir.path(), &[("SHARDKIT_STORE", older)]);
         let plain = common::create_link(&c, &server, json!({ "url": "https://example.com/plain" }));
         let aliased = common::create_link(
             &c,
@@ -73,6 +83,7 @@ fn a_store_of_the_previous_format_is_converted_at_start() {
     };
     let server = Server::start(dir.path(), &[]);
     check(&server);
+    assert!(dir.path().join("links.segments/seg-000000").exists());
     let code = newer["code"].as_str().unwrap();
     assert_eq!(
         location(&c, &server, code).as_deref(),

@@ -1,0 +1,187 @@
+//! The dense offset index of the segment store: for each key group (the code's group,
+//! 0-61, or 63 for keys from the wide-code counter) a file `index-gNN` of 8-byte slots,
+//! slot `n` holding the segment location of the record with key `n << 6 | group`
+//! (0: none). A generated code's sequence number is its slot, so a redirect is one
+//! 8-byte `pread` here and one in a segment, and the file costs 8 bytes a link.
+//!
+//! Slots past [`DENSE_SLOTS`] (only imported codes of a foreign key land there: their
+//! numbers are scattered over the whole code space) are kept in redb instead
+//! (`link_far`), so a sparse file never grows without bound.
+//!
+//! The index is derived data: it is written after the redb commit that makes a batch
+//! count and fsynced only at checkpoints; the segment frames after the last checkpoint
+//! are replayed into it on open ([`crate::SegmentLinkStore`]). Readers and the writer
+//! share a lock so a slot is never read half written.
+
+use crate::error::StoreError;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{OnceLock, RwLock};
+
+/// Slots per group kept in the file (2^27: 1 GiB of index, 134 million links, a group).
+pub(crate) const DENSE_SLOTS: u64 = 1 << 27;
+/// Bits of a key that hold its group.
+const GROUP_BITS: u32 = 6;
+
+/// Whether the record with `key` has its slot in a file (else in redb's `link_far`).
+pub(crate) fn is_dense(key: u64) -> bool {
+    key >> GROUP_BITS < DENSE_SLOTS
+}
+
+/// The 64 slot files of a store.
+pub(crate) struct OffsetIndex {
+    dir: PathBuf,
+    files: [OnceLock<File>; 64],
+    /// Held shared by readers of a slot, exclusively while slots are written.
+    lock: RwLock<()>,
+}
+
+fn io(what: &str, path: &Path, e: std::io::Error) -> StoreError {
+    StoreError::Backend(format!("cannot {what} {}: {e}", path.display()))
+}
+
+impl OffsetIndex {
+    /// The index in `dir` (files are made when first written).
+    pub(crate) fn open(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            files: std::array::from_fn(|_| OnceLock::new()),
+            lock: RwLock::new(()),
+        }
+    }
+
+    fn path(&self, group: usize) -> PathBuf {
+        self.dir.join(format!("index-g{group:02}"))
+    }
+
+    /// The file of `group`, opened (or made, when `create`) on first use.
+    fn file(&self, group: usize, create: bool) -> Result<Option<&File>, StoreError> {
+        if let Some(f) = self.files[group].get() {
+            return Ok(Some(f));
+        }
+        let path = self.path(group);
+        if !create && !path.exists() {
+            return Ok(None);
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| io("open", &path, e))?;
+        if create {
+            crate::segment_log::sync_dir(&self.dir)?;
+        }
+        Ok(Some(self.files[group].get_or_init(|| file)))
+    }
+
+    /// The location in `key`'s slot, if any (`key` must be dense).
+    pub(crate) fn get(&self, key: u64) -> Result<Option<u64>, StoreError> {
+        let group = (key & 63) as usize;
+        let Some(file) = self.file(group, false)? else {
+            return Ok(None);
+        };
+        let mut slot = [0u8; 8];
+        let _shared = self.lock.read().unwrap_or_else(|p| p.into_inner());
+        let mut got = 0;
+        while got < 8 {
+            match file.read_at(&mut slot[got..], (key >> GROUP_BITS) * 8 + got as u64) {
+                Ok(0) => return Ok(None), // past the end: never written
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io("read", &self.path(group), e)),
+            }
+        }
+        Ok(Some(u64::from_le_bytes(slot)).filter(|&loc| loc != 0))
+    }
+
+    /// Sets the slots of `updates` (`key`, location or 0 for none), all dense; runs of
+    /// neighbouring slots are written with one `pwrite`.
+    pub(crate) fn set(&self, updates: &[(u64, u64)]) -> Result<(), StoreError> {
+        // Stable: of two updates of one slot (a link replaced in the batch that made
+        // it), the later stays last, and wins.
+        let mut sorted = updates.to_vec();
+        sorted.sort_by_key(|&(key, _)| ((key & 63), key >> GROUP_BITS));
+        let mut slots: Vec<(u64, u64)> = Vec::with_capacity(sorted.len());
+        for (key, loc) in sorted {
+            match slots.last_mut() {
+                Some(last) if last.0 == key => last.1 = loc,
+                _ => slots.push((key, loc)),
+            }
+        }
+        let _exclusive = self.lock.write().unwrap_or_else(|p| p.into_inner());
+        let mut run: Vec<u8> = Vec::new();
+        let mut i = 0;
+        while i < slots.len() {
+            let group = (slots[i].0 & 63) as usize;
+            let first = slots[i].0 >> GROUP_BITS;
+            run.clear();
+            let mut j = i;
+            while j < slots.len()
+                && (slots[j].0 & 63) as usize == group
+                && slots[j].0 >> GROUP_BITS == first + (j - i) as u64
+            {
+                run.extend_from_slice(&slots[j].1.to_le_bytes());
+                j += 1;
+            }
+            let file = self.file(group, true)?.expect("made on demand");
+            file.write_all_at(&run, first * 8)
+                .map_err(|e| io("write", &self.path(group), e))?;
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// fsyncs every slot file written so far (a checkpoint).
+    pub(crate) fn sync(&self) -> Result<(), StoreError> {
+        for (group, file) in self.files.iter().enumerate() {
+            if let Some(f) = file.get() {
+                f.sync_data()
+                    .map_err(|e| io("fsync", &self.path(group), e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes every slot file (the index is being rebuilt from the segments).
+    pub(crate) fn clear(dir: &Path) -> Result<(), StoreError> {
+        for group in 0..64 {
+            let path = dir.join(format!("index-g{group:02}"));
+            if path.exists() {
+                std::fs::remove_file(&path).map_err(|e| io("remove", &path, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_hold_locations_and_runs_are_written_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = OffsetIndex::open(dir.path());
+        assert_eq!(index.get(5 << 6 | 3).unwrap(), None);
+        let mut updates: Vec<(u64, u64)> = (0..100u64).map(|n| (n << 6 | 3, 1000 + n)).collect();
+        updates.push((7 << 6 | 63, 42));
+        updates.push((4 << 6 | 3, 5)); // replaced in the same batch: the later one wins
+        index.set(&updates).unwrap();
+        assert_eq!(index.get(5 << 6 | 3).unwrap(), Some(1005));
+        assert_eq!(index.get(4 << 6 | 3).unwrap(), Some(5));
+        assert_eq!(index.get(7 << 6 | 63).unwrap(), Some(42));
+        assert_eq!(index.get(6 << 6 | 63).unwrap(), None);
+        assert_eq!(index.get(500 << 6 | 3).unwrap(), None);
+        index.set(&[(5 << 6 | 3, 0)]).unwrap();
+        assert_eq!(index.get(5 << 6 | 3).unwrap(), None);
+        index.sync().unwrap();
+        drop(index);
+        let index = OffsetIndex::open(dir.path());
+        assert_eq!(index.get(99 << 6 | 3).unwrap(), Some(1099));
+        assert!(is_dense((DENSE_SLOTS - 1) << 6));
+        assert!(!is_dense(DENSE_SLOTS << 6));
+    }
+}

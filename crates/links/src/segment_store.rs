@@ -1,0 +1,509 @@
+//! The embedded [`LinkStore`] of the server: link records in append-only segment
+//! files, found through a dense offset index, with redb for everything else.
+//!
+//! Files, beside each other in the data directory:
+//!
+//! - `links.redb`: `link_ids` (id -> record key), `link_aliases`, `link_urls` (the
+//!   reuse index), `link_tags`, `link_wide_codes` (as in [`crate::CompactLinkStore`],
+//!   whose keys are the same), `link_far` (record key -> location for the rare keys
+//!   past the dense index), and `link_meta`: `format` (3), `locator`, `wide_next`,
+//!   `end` (the segments' committed high-water mark) and `indexed` (how far the offset
+//!   index is known durable).
+//! - `links.segments/seg-NNNNNN`: every version of every record ([`crate::segment_log`]);
+//!   `links.segments/index-gNN`: the dense offset index ([`crate::offset_index`]).
+//!
+//! A generated code is turned into its record key by inverting the Feistel step
+//! ([`crate::locator`]); its slot gives the record's location; so a redirect is two
+//! `pread`s and no redb read. An alias takes one redb read first.
+//!
+//! A commit (a whole write group): frames appended and fsynced, then one redb commit
+//! (aliases, ids, tags, reuse entries and the new `end`), then the slots written. After
+//! a crash the last segment is cut back to `end` (nothing torn or uncommitted is ever
+//! read) and the frames after `indexed` are replayed into the index. Updates append a
+//! new version and repoint the slot; deletes append a 16-byte tombstone. Old versions
+//! stay: there is no compaction, so the segments hold every version ever written
+//! (bound: the bytes of all records and replacements written, plus 16 per delete).
+//!
+//! Memory: redb's page cache is `cache_bytes` ([`SegmentLinkStore::open`]); segments
+//! and index are read with `pread` (no mmap), so they sit in the kernel's page cache,
+//! not in the process: resident memory does not grow with the number of links.
+
+use crate::code::{looks_generated, Codec};
+use crate::compact_store::{backend, ALIASES, IDS, META, TAGS, URLS, WIDE};
+use crate::error::StoreError;
+use crate::locator::Locator;
+use crate::model::Link;
+use crate::offset_index::{is_dense, OffsetIndex};
+use crate::segment_batch::{decode_frame, Batch, FAR};
+use crate::segment_log::{split, SegmentLog, SEGMENT_BYTES};
+use crate::store::{write_one, InsertOutcome, LinkStore, Write, Written};
+use redb::{Database, ReadableTable, ReadableTableMetadata, WriteTransaction};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The layout version in `link_meta` `format`.
+pub(crate) const FORMAT: u8 = 3;
+/// Segment bytes written between two fsyncs of the offset index: the most a start
+/// replays after a crash.
+const CHECKPOINT_BYTES: u64 = 32 << 20;
+
+/// Links in segment files, found by code through a dense offset index.
+pub struct SegmentLinkStore {
+    db: Database,
+    locator: Locator,
+    log: SegmentLog,
+    index: OffsetIndex,
+    writer: Mutex<WriterState>,
+}
+
+/// What the one writer at a time knows.
+struct WriterState {
+    /// The committed end of the segments.
+    end: u64,
+    /// Segment bytes committed since the offset index was last fsynced.
+    unsynced: u64,
+    /// Set when slots could not be written after a commit: the index is behind the
+    /// segments until a restart replays them, so writes are refused.
+    failed: Option<String>,
+}
+
+impl std::fmt::Debug for SegmentLinkStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SegmentLinkStore")
+    }
+}
+
+/// The directory of the segments that belong to the redb file at `path`.
+pub fn segments_dir(path: &Path) -> PathBuf {
+    path.with_extension("segments")
+}
+
+fn meta_u64(txn: &WriteTransaction, name: &str) -> Result<Option<u64>, StoreError> {
+    let meta = txn.open_table(META).map_err(backend)?;
+    let value = meta.get(name).map_err(backend)?;
+    Ok(value
+        .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+        .map(u64::from_le_bytes))
+}
+
+fn set_meta_u64(txn: &WriteTransaction, name: &str, value: u64) -> Result<(), StoreError> {
+    txn.open_table(META)
+        .map_err(backend)?
+        .insert(name, value.to_le_bytes().as_slice())
+        .map_err(backend)?;
+    Ok(())
+}
+
+impl SegmentLinkStore {
+    /// Opens (or creates) the store whose redb file is `path` (segments in
+    /// [`segments_dir`]) with a redb page cache of `cache_bytes`. A new store keeps
+    /// `codec` for its keys; an existing one its own. A `links.redb` of either older
+    /// format (JSON records, or [`crate::CompactLinkStore`]'s records in redb) is
+    /// converted first. Fails if another process has it open, or it is of a newer format.
+    pub fn open(
+        path: impl AsRef<Path>,
+        codec: Codec,
+        cache_bytes: usize,
+    ) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let dir = segments_dir(path);
+        crate::segment_convert::older_to_compact(path, &codec, cache_bytes)?;
+        let db = redb::Builder::new()
+            .set_cache_size(cache_bytes)
+            .create(path)
+            .map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
+        let txn = db.begin_write().map_err(backend)?;
+        let format = txn
+            .open_table(META)
+            .map_err(backend)?
+            .get("format")
+            .map_err(backend)?
+            .map(|v| v.value().to_vec());
+        let locator = match format.as_deref() {
+            None => {
+                let locator = Locator::new(codec);
+                let mut meta = txn.open_table(META).map_err(backend)?;
+                meta.insert("format", [FORMAT].as_slice())
+                    .map_err(backend)?;
+                meta.insert("locator", locator.to_bytes().as_slice())
+                    .map_err(backend)?;
+                locator
+            }
+            Some([2]) | Some([FORMAT]) => {
+                let meta = txn.open_table(META).map_err(backend)?;
+                let saved = meta.get("locator").map_err(backend)?;
+                saved
+                    .and_then(|v| Locator::from_bytes(v.value()))
+                    .ok_or_else(|| {
+                        StoreError::Backend(format!(
+                            "{} has no readable code layout (link_meta locator): the file \
+                             is damaged; restore it from a backup",
+                            path.display()
+                        ))
+                    })?
+            }
+            Some(other) => {
+                return Err(StoreError::Backend(format!(
+                    "{} holds links in format {other:?}, newer than this shardkit reads \
+                     ({FORMAT}); run the shardkit that wrote it, or export and import the links",
+                    path.display()
+                )))
+            }
+        };
+        txn.open_table(IDS).map_err(backend)?;
+        txn.open_table(WIDE).map_err(backend)?;
+        txn.open_table(FAR).map_err(backend)?;
+        txn.open_table(ALIASES).map_err(backend)?;
+        txn.open_table(URLS).map_err(backend)?;
+        txn.open_multimap_table(TAGS).map_err(backend)?;
+        let end = meta_u64(&txn, "end")?;
+        let (log, index, end) = match (format.as_deref(), end) {
+            (Some([FORMAT]), Some(end)) => {
+                let log = SegmentLog::open(&dir, Some(end))?;
+                let index = OffsetIndex::open(&dir);
+                let indexed = meta_u64(&txn, "indexed")?.unwrap_or(end);
+                replay(&log, &index, indexed, end)?;
+                set_meta_u64(&txn, "indexed", end)?;
+                (log, index, end)
+            }
+            (Some([FORMAT]), None) => {
+                return Err(StoreError::Backend(format!(
+                    "{} has no committed segment end (link_meta end): the file is damaged; \
+                     restore the data directory from a backup",
+                    path.display()
+                )))
+            }
+            // New, or being converted from redb records: the segments start empty.
+            _ => {
+                crate::offset_index::OffsetIndex::clear(&dir)?;
+                let log = SegmentLog::open(&dir, None)?;
+                let index = OffsetIndex::open(&dir);
+                let end = crate::segment_convert::records_to_segments(
+                    &txn,
+                    &log,
+                    &index,
+                    log.fresh_end(),
+                )?;
+                txn.open_table(META)
+                    .map_err(backend)?
+                    .insert("format", [FORMAT].as_slice())
+                    .map_err(backend)?;
+                set_meta_u64(&txn, "end", end)?;
+                set_meta_u64(&txn, "indexed", end)?;
+                (log, index, end)
+            }
+        };
+        txn.commit().map_err(backend)?;
+        Ok(Self {
+            db,
+            locator,
+            log,
+            index,
+            writer: Mutex::new(WriterState {
+                end,
+                unsynced: 0,
+                failed: None,
+            }),
+        })
+    }
+
+    /// `writes` in one commit (see the module doc). `Err` if any write failed
+    /// part-way (nothing of the group is then stored); a `replace` of a missing link,
+    /// or one that changes the code, fails before it changes anything, so it is only
+    /// that write's error.
+    fn write_together(
+        &self,
+        writes: &[Write],
+    ) -> Result<Vec<Result<Written, StoreError>>, StoreError> {
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(reason) = &w.failed {
+            return Err(StoreError::Backend(format!(
+                "link writes are stopped until a restart: {reason}"
+            )));
+        }
+        if split(w.end).1 >= SEGMENT_BYTES {
+            let start = self.log.roll()?;
+            let txn = self.db.begin_write().map_err(backend)?;
+            set_meta_u64(&txn, "end", start)?;
+            txn.commit().map_err(backend)?;
+            w.end = start;
+        }
+        let checkpoint = w.unsynced >= CHECKPOINT_BYTES;
+        if checkpoint {
+            // Every slot of the commits so far is written: make them durable, so a
+            // restart replays only what comes after.
+            self.index.sync()?;
+        }
+        let txn = self.db.begin_write().map_err(backend)?;
+        let mut batch = Batch::new(&txn, &self.locator, &self.log, &self.index, w.end);
+        let mut results = Vec::with_capacity(writes.len());
+        for write in writes {
+            results.push(match write {
+                Write::Insert(links) => Ok(Written::Inserted(batch.insert(links)?)),
+                Write::Replace(link) => match batch.replace(link) {
+                    Ok(()) => Ok(Written::Replaced),
+                    Err(e @ (StoreError::Missing(_) | StoreError::Immutable(_))) => Err(e),
+                    Err(e) => return Err(e),
+                },
+                Write::Delete(link) => Ok(Written::Deleted(batch.delete(link.id)?)),
+            });
+        }
+        let Batch {
+            start,
+            frames,
+            dense,
+            ..
+        } = batch;
+        let end = start + frames.len() as u64;
+        if !frames.is_empty() {
+            if let Err(e) = self.log.append(start, &frames) {
+                let _ = self.log.cut(start);
+                return Err(e);
+            }
+        }
+        set_meta_u64(&txn, "end", end)?;
+        if checkpoint {
+            set_meta_u64(&txn, "indexed", start)?;
+        }
+        if let Err(e) = txn.commit() {
+            let _ = self.log.cut(start);
+            return Err(backend(e));
+        }
+        w.end = end;
+        if checkpoint {
+            w.unsynced = 0;
+        }
+        w.unsynced += frames.len() as u64;
+        if let Err(e) = self.index.set(&dense) {
+            w.failed = Some(e.to_string());
+            return Err(StoreError::Backend(format!(
+                "the links were stored, but their index could not be written ({e}); \
+                 restart the server to rebuild it"
+            )));
+        }
+        Ok(results)
+    }
+
+    /// Where the record with `key` is, through the index or `link_far`.
+    fn location(
+        &self,
+        txn: Option<&redb::ReadTransaction>,
+        key: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        if is_dense(key) {
+            return self.index.get(key);
+        }
+        let own;
+        let txn = match txn {
+            Some(t) => t,
+            None => {
+                own = self.db.begin_read().map_err(backend)?;
+                &own
+            }
+        };
+        let far = txn.open_table(FAR).map_err(backend)?;
+        let loc = far.get(key).map_err(backend)?.map(|v| v.value());
+        Ok(loc)
+    }
+
+    /// The link with record key `key`.
+    fn read(
+        &self,
+        txn: Option<&redb::ReadTransaction>,
+        key: u64,
+    ) -> Result<Option<Link>, StoreError> {
+        let Some(loc) = self.location(txn, key)? else {
+            return Ok(None);
+        };
+        decode_frame(&self.locator, key, &self.log.read(loc)?).map(Some)
+    }
+
+    /// The record key of a stored code, from the code itself or the wide-code table.
+    fn key_of(&self, code: &str) -> Result<Option<u64>, StoreError> {
+        if let Some(key) = self.locator.key_of(code) {
+            return Ok(Some(key));
+        }
+        let txn = self.db.begin_read().map_err(backend)?;
+        let wide = txn.open_table(WIDE).map_err(backend)?;
+        let key = wide.get(code.as_bytes()).map_err(backend)?;
+        Ok(key.map(|k| k.value()))
+    }
+}
+
+/// Sets the slots of the frames from `from` to `end` (what the index may have lost).
+fn replay(log: &SegmentLog, index: &OffsetIndex, from: u64, end: u64) -> Result<(), StoreError> {
+    let mut slots = Vec::new();
+    log.scan(from, end, |loc, frame| {
+        if is_dense(frame.key) {
+            slots.push((frame.key, if frame.payload.is_empty() { 0 } else { loc }));
+        }
+        Ok(())
+    })?;
+    index.set(&slots)?;
+    index.sync()
+}
+
+impl Drop for SegmentLinkStore {
+    fn drop(&mut self) {
+        // A clean close: the index durable, so the next start replays nothing.
+        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if w.failed.is_some() || w.unsynced == 0 || self.index.sync().is_err() {
+            return;
+        }
+        if let Ok(txn) = self.db.begin_write() {
+            if set_meta_u64(&txn, "indexed", w.end).is_ok() {
+                let _ = txn.commit();
+            }
+        }
+    }
+}
+
+impl LinkStore for SegmentLinkStore {
+    fn is_local(&self) -> bool {
+        true
+    }
+
+    fn write_group(&self, writes: &[Write]) -> Vec<Result<Written, StoreError>> {
+        match self.write_together(writes) {
+            Ok(results) => results,
+            // Nothing of the group was stored: each write runs alone, so only the one at
+            // fault fails (a duplicate code, which is a minting bug, or the disk).
+            Err(_) if writes.len() > 1 => writes.iter().map(|w| write_one(self, w)).collect(),
+            Err(e) => vec![Err(e)],
+        }
+    }
+
+    fn insert_batch(&self, links: &[Link]) -> Result<Vec<InsertOutcome>, StoreError> {
+        let mut results = self.write_together(&[Write::Insert(links.to_vec())])?;
+        match results.pop() {
+            Some(Ok(Written::Inserted(outcomes))) => Ok(outcomes),
+            Some(Err(e)) => Err(e),
+            _ => Err(StoreError::Backend(
+                "an insert answered something else".into(),
+            )),
+        }
+    }
+
+    fn get(&self, id: u64) -> Result<Option<Link>, StoreError> {
+        let txn = self.db.begin_read().map_err(backend)?;
+        let key = txn
+            .open_table(IDS)
+            .map_err(backend)?
+            .get(id)
+            .map_err(backend)?
+            .map(|k| k.value());
+        match key {
+            Some(key) => self.read(Some(&txn), key),
+            None => Ok(None),
+        }
+    }
+
+    fn resolve(&self, path: &str) -> Result<Option<Link>, StoreError> {
+        // Codes and aliases never share a shape: a code is located, an alias looked up.
+        let key = if looks_generated(path) {
+            self.key_of(path)?
+        } else {
+            let txn = self.db.begin_read().map_err(backend)?;
+            let aliases = txn.open_table(ALIASES).map_err(backend)?;
+            let key = aliases.get(path.as_bytes()).map_err(backend)?;
+            key.map(|k| k.value())
+        };
+        let Some(key) = key else {
+            return Ok(None);
+        };
+        let found = self.read(None, key)?;
+        // A code whose key holds another link's record (only a wide code could) is absent.
+        Ok(found.filter(|l| l.code == path || l.alias.as_deref() == Some(path)))
+    }
+
+    fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
+        let txn = self.db.begin_read().map_err(backend)?;
+        let urls = txn.open_table(URLS).map_err(backend)?;
+        let low = u128::from(shardkit_ring::hash_bytes(url.as_bytes())) << 64;
+        let mut best: Option<Link> = None;
+        for entry in urls
+            .range(low..=low | u128::from(u64::MAX))
+            .map_err(backend)?
+        {
+            let key = entry.map_err(backend)?.0.value() as u64;
+            if let Some(link) = self.read(Some(&txn), key)? {
+                if link.url == url
+                    && link.reusable()
+                    && best.as_ref().is_none_or(|b| link.id < b.id)
+                {
+                    best = Some(link);
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    fn replace(&self, link: &Link) -> Result<(), StoreError> {
+        match self.write_together(&[Write::Replace(link.clone())])?.pop() {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(e)) => Err(e),
+            None => Err(StoreError::Backend("a replace answered nothing".into())),
+        }
+    }
+
+    fn delete(&self, id: u64) -> Result<Option<Link>, StoreError> {
+        let Some(link) = self.get(id)? else {
+            return Ok(None);
+        };
+        match self.write_together(&[Write::Delete(link)])?.pop() {
+            Some(Ok(Written::Deleted(old))) => Ok(old),
+            Some(Err(e)) => Err(e),
+            _ => Err(StoreError::Backend(
+                "a delete answered something else".into(),
+            )),
+        }
+    }
+
+    fn list(
+        &self,
+        tag: Option<&str>,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Link>, StoreError> {
+        let txn = self.db.begin_read().map_err(backend)?;
+        let ids = txn.open_table(IDS).map_err(backend)?;
+        let start = match after {
+            Some(u64::MAX) => return Ok(Vec::new()),
+            Some(a) => a + 1,
+            None => 0,
+        };
+        let mut out = Vec::with_capacity(limit.min(1024));
+        match tag {
+            None => {
+                for entry in ids.range(start..).map_err(backend)? {
+                    if out.len() >= limit {
+                        break;
+                    }
+                    let (_, key) = entry.map_err(backend)?;
+                    out.extend(self.read(Some(&txn), key.value())?);
+                }
+            }
+            Some(tag) => {
+                let tags = txn.open_multimap_table(TAGS).map_err(backend)?;
+                for id in tags.get(tag.as_bytes()).map_err(backend)? {
+                    if out.len() >= limit {
+                        break;
+                    }
+                    let id = id.map_err(backend)?.value();
+                    if id < start {
+                        continue;
+                    }
+                    if let Some(key) = ids.get(id).map_err(backend)? {
+                        out.extend(self.read(Some(&txn), key.value())?);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn count(&self) -> Result<u64, StoreError> {
+        let txn = self.db.begin_read().map_err(backend)?;
+        txn.open_table(IDS).map_err(backend)?.len().map_err(backend)
+    }
+}
