@@ -7,13 +7,20 @@
 //! - [`route`]: where a command goes (here, `-MOVED`, `-CROSSSLOT`, `-CLUSTERDOWN`).
 //! - [`replies`]: `CLUSTER SLOTS|SHARDS|NODES|INFO` written off a map, in Redis 7's
 //!   shapes.
+//! - [`live`]: the map and group stores a cluster node's requests are routed by.
+//! - [`planner`]: the placement with the fewest group moves when nodes join or leave.
+//! - `nats` (feature `nats`): the node records and the slot map in JetStream KV.
 //!
-//! The cluster itself (the map kept in a JetStream KV bucket, `-MOVED`,
-//! `-ASK`, moves of a group by snapshot and stream) is planned in docs/design.md; until
-//! it exists, `[cluster] enabled = true` is refused at start and the `CLUSTER` family
-//! answers as a Redis with cluster support disabled.
+//! With `[cluster] enabled = true` a node joins the cluster named in the settings: the
+//! map lives in a JetStream KV bucket, each group is a replicated counter store of its
+//! own, and a group moves whole by handing its lease over (no `-ASK`: docs/cluster.md).
+//! Without it the `CLUSTER` family answers as a Redis with cluster support disabled.
 
+pub mod live;
 pub mod map;
+#[cfg(feature = "nats")]
+pub mod nats;
+pub mod planner;
 pub mod replies;
 pub mod route;
 pub mod settings;

@@ -23,6 +23,14 @@ pub enum Route {
         /// The slot of its keys.
         slot: u16,
     },
+    /// Every key is in `slot`, which another node owns: `-MOVED` to it (or, for a read
+    /// after `READONLY`, served by this node if it follows the slot's group).
+    Moved {
+        /// The slot of its keys.
+        slot: u16,
+        /// The error to answer, `MOVED <slot> <host>:<port>`.
+        moved: String,
+    },
     /// Refuse it with this error (without the leading `-`).
     Refuse(String),
 }
@@ -62,7 +70,10 @@ pub fn route(spec: &CommandSpec, args: &[&[u8]], map: &SlotMap, me: &str) -> Rou
     match map.owner_of(slot) {
         None => Route::Refuse(CLUSTERDOWN.into()),
         Some(node) if node.id == me => Route::Here { slot },
-        Some(node) => Route::Refuse(format!("MOVED {slot} {}:{}", node.host, node.port)),
+        Some(node) => Route::Moved {
+            slot,
+            moved: format!("MOVED {slot} {}:{}", node.host, node.port),
+        },
     }
 }
 
@@ -113,7 +124,10 @@ mod tests {
         );
         assert_eq!(
             go("INCR weibo:{123}:likes", elsewhere),
-            Route::Refuse(format!("MOVED {slot} 127.0.0.1:{}", owner.port))
+            Route::Moved {
+                slot,
+                moved: format!("MOVED {slot} 127.0.0.1:{}", owner.port)
+            }
         );
         assert_eq!(
             go("MGET weibo:{123}:a weibo:{123}:b", here),

@@ -1,7 +1,7 @@
 //! `CLUSTER`, `ASKING`, `READONLY` and `READWRITE`: the commands Redis Cluster clients
-//! send. Until shardkit's cluster mode exists (planned, docs/design.md) a node answers
-//! them as a Redis started without `cluster-enabled`, which is what a cluster client
-//! checks to tell a lone server from a cluster node.
+//! send. A node outside a cluster answers them as a Redis started without
+//! `cluster-enabled` (what a cluster client checks to tell a lone server from a cluster
+//! node); a cluster node (`[cluster] enabled`) answers from the slot map it holds.
 
 use super::reply;
 use super::table::{Call, CommandSpec};
@@ -21,7 +21,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         categories: &["@fast", "@connection"],
         group: "cluster",
         summary: "Lets the next command reach a slot being moved here",
-        run: disabled,
+        run: ok_in_cluster,
     },
     CommandSpec {
         name: "cluster",
@@ -33,7 +33,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         categories: &["@slow"],
         group: "cluster",
         summary: "The cluster's slots, shards and nodes, as Redis Cluster reports them",
-        run: disabled,
+        run: cluster,
     },
     CommandSpec {
         name: "readonly",
@@ -45,7 +45,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         categories: &["@fast", "@connection"],
         group: "cluster",
         summary: "Lets this connection read from a replica node",
-        run: disabled,
+        run: readonly,
     },
     CommandSpec {
         name: "readwrite",
@@ -57,10 +57,72 @@ pub const COMMANDS: &[CommandSpec] = &[
         categories: &["@fast", "@connection"],
         group: "cluster",
         summary: "Ends READONLY on this connection",
-        run: disabled,
+        run: readwrite,
     },
 ];
 
-fn disabled(call: &mut Call<'_, '_>) {
-    reply::error(call.out, DISABLED);
+/// `ASKING` (and the reply of `READONLY`, `READWRITE`): `+OK` on a cluster node.
+fn ok_in_cluster(call: &mut Call<'_, '_>) {
+    if call.state.cluster.get().is_some() {
+        reply::simple(call.out, "OK");
+    } else {
+        reply::error(call.out, DISABLED);
+    }
+}
+
+/// `READONLY`: reads of slots this node follows are served here from now on.
+fn readonly(call: &mut Call<'_, '_>) {
+    ok_in_cluster(call);
+    if call.state.cluster.get().is_some() {
+        call.session.read_replicas = true;
+    }
+}
+
+/// `READWRITE`: back to `-MOVED` for every slot this node does not own.
+fn readwrite(call: &mut Call<'_, '_>) {
+    ok_in_cluster(call);
+    call.session.read_replicas = false;
+}
+
+/// `CLUSTER <subcommand>` on a cluster node; Redis's refusal elsewhere.
+fn cluster(call: &mut Call<'_, '_>) {
+    let Some(live) = call.state.cluster.get() else {
+        return reply::error(call.out, DISABLED);
+    };
+    let map = live.map();
+    let sub = call.cmd.arg(1).unwrap_or_default().to_ascii_lowercase();
+    let argc = call.cmd.len();
+    match (sub.as_slice(), argc) {
+        (b"slots", 2) => crate::cluster::replies::slots(&map, call.out),
+        (b"shards", 2) => crate::cluster::replies::shards(&map, call.session.resp3, call.out),
+        (b"nodes", 2) => crate::cluster::replies::nodes(&map, &live.me, call.out),
+        (b"info", 2) => crate::cluster::replies::info_as(&map, live.serving(), call.out),
+        (b"myid", 2) => reply::bulk(call.out, live.me.as_bytes()),
+        (b"keyslot", 3) => {
+            let key = call.cmd.arg(2).unwrap_or_default();
+            reply::integer(call.out, i64::from(crate::cluster::slot::key_slot(key)));
+        }
+        (b"countkeysinslot", 3) => reply::error(
+            call.out,
+            "ERR CLUSTER COUNTKEYSINSLOT is not supported by shardkit yet: a row does not \
+             keep the key spelling (weibo:{1}:a or weibo:1) its slot came from",
+        ),
+        (
+            b"slots" | b"shards" | b"nodes" | b"info" | b"myid" | b"keyslot" | b"countkeysinslot",
+            _,
+        ) => reply::error(
+            call.out,
+            &format!(
+                "ERR wrong number of arguments for 'cluster|{}' command",
+                String::from_utf8_lossy(&sub)
+            ),
+        ),
+        _ => reply::error(
+            call.out,
+            &format!(
+                "ERR unknown subcommand '{}'. Try CLUSTER HELP.",
+                String::from_utf8_lossy(call.cmd.arg(1).unwrap_or_default())
+            ),
+        ),
+    }
 }

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Issue 18's benchmark: what the Redis Cluster mode costs per request, against one
+# node with the same log (JetStream), in one run.
+#
+#   bash bench/cluster.sh                 # ROUNDS=2 N=200000 C=50 P=16 GROUPS=64
+#   ROUNDS=3 N=500000 P=1 bash bench/cluster.sh
+#
+# Setups, each on its own private `nats-server -js` (loopback, file store):
+#   lone      one shardkit node, `[counters] log = "jetstream"` (one store, one leader):
+#             the single-node reference with the same durability as a cluster group
+#   cluster1  one node with `[cluster] enabled`, GROUPS groups, all placed on it by
+#             `shardkit cluster rebalance --replicas 0`
+#   cluster3  three such nodes, the groups spread over them (replicas 0)
+# Load: redis-benchmark -t incr,get -n N -c C -P P -r 100000 (`--cluster` for the
+# cluster setups, which then finds the masters and sends each key to its owner).
+# Reported per setup and test: requests/s, and the CPU time (utime + stime from
+# /proc/<pid>/stat) of the shardkit processes and of nats-server per request, and the
+# ratio of each cluster setup's shardkit CPU per request to `lone`'s. On 2 cores every
+# setup is capped by the load generator near the same rate, so the CPU per request is
+# the figure to read (a three-node cluster cannot show scaling here).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-2}
+N=${N:-200000}
+C=${C:-50}
+P=${P:-16}
+GROUPS=${GROUPS:-64}
+. bench/common.sh
+need redis-benchmark "apt-get install -y redis-tools"
+need nats-server "apt-get install -y nats-server"
+cargo build --release -q -p shardkit --features nats
+BIN=${CARGO_TARGET_DIR:-target}/release/shardkit
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+
+sum_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(cpu_total "$p"))); done; echo "$t"; }
+stop() { local p; for p in "$@"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; }
+
+# start_nats: a private nats-server -js; sets NATS_PID, NATS_URL.
+start_nats() {
+  local port dir; port=$(free_port); dir=$(mktemp -d "$WORK/nats.XXXX")
+  nats-server -js -a 127.0.0.1 -p "$port" -sd "$dir" > "$dir/log" 2>&1 &
+  NATS_PID=$!; PIDS+=("$NATS_PID"); NATS_URL="nats://127.0.0.1:$port"
+  wait_port "$port"
+}
+
+# start_node CONFIG_TEXT: a shardkit node with that config; sets NODE_PID, NODE_PORT.
+start_node() {
+  local dir resp http; dir=$(mktemp -d "$WORK/node.XXXX"); resp=$(free_port); http=$(free_port)
+  printf '%s\n' "$1" > "$dir/config.toml"
+  "$BIN" serve --data "$dir/data" --resp "127.0.0.1:$resp" --http "127.0.0.1:$http" \
+    --config "$dir/config.toml" > "$dir/log" 2>&1 &
+  NODE_PID=$!; PIDS+=("$NODE_PID"); NODE_PORT=$resp
+  wait_port "$resp"
+}
+
+# until_ok PORT...: until every node says cluster_state:ok (60 s at most).
+until_ok() {
+  local p ok
+  for _ in $(seq 600); do
+    ok=1
+    for p in "$@"; do
+      timeout 2 redis-cli -p "$p" CLUSTER INFO 2>/dev/null | grep -q 'cluster_state:ok' || ok=0
+    done
+    [ "$ok" = 1 ] && return 0
+    sleep 0.1
+  done
+  echo "the cluster never served" >&2; return 1
+}
+
+# setup NAME: starts NAME's servers; sets SERVER_PIDS, PORT, CLUSTER_FLAG.
+setup() {
+  start_nats
+  SERVER_PIDS=(); CLUSTER_FLAG=""
+  case "$1" in
+    lone)
+      start_node "[counters]
+log = \"jetstream\"
+lease_ms = 1000
+[nats]
+url = \"$NATS_URL\""
+      SERVER_PIDS=("$NODE_PID"); PORT=$NODE_PORT
+      for _ in $(seq 300); do [ "$(timeout 2 redis-cli -p "$PORT" ROLE 2>/dev/null | head -1)" = master ] && break; sleep 0.1; done
+      ;;
+    cluster1|cluster3)
+      local n=${1#cluster} ports=() i
+      for i in $(seq "$n"); do
+        start_node "[cluster]
+enabled = true
+name = \"bench\"
+groups = $GROUPS
+[counters]
+lease_ms = 1000
+[nats]
+url = \"$NATS_URL\""
+        SERVER_PIDS+=("$NODE_PID"); ports+=("$NODE_PORT")
+      done
+      sleep 1
+      "$BIN" cluster rebalance --nats "$NATS_URL" --cluster bench --groups "$GROUPS" --replicas 0 > /dev/null
+      until_ok "${ports[@]}"
+      PORT=${ports[0]}; CLUSTER_FLAG="--cluster"
+      ;;
+  esac
+}
+
+declare -A CPU RPS NATS
+for round in $(seq "$ROUNDS"); do
+  order="lone cluster1 cluster3"
+  [ $((round % 2)) = 0 ] && order="cluster3 cluster1 lone"
+  for name in $order; do
+    setup "$name"
+    for t in incr get; do
+      s0=$(sum_ticks "${SERVER_PIDS[@]}"); n0=$(cpu_total "$NATS_PID")
+      rps=$(timeout 300 redis-benchmark $CLUSTER_FLAG -h 127.0.0.1 -p "$PORT" -t "$t" -n "$N" \
+        -c "$C" -P "$P" -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep -i "requests per second" \
+        | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
+      s1=$(sum_ticks "${SERVER_PIDS[@]}"); n1=$(cpu_total "$NATS_PID")
+      key="$round $name $t"
+      RPS[$key]=$rps
+      CPU[$key]=$(python3 -c "print(f'{($s1-$s0)*$TICK_US/$N:.2f}')")
+      NATS[$key]=$(python3 -c "print(f'{($n1-$n0)*$TICK_US/$N:.2f}')")
+    done
+    stop "${SERVER_PIDS[@]}" "$NATS_PID"
+  done
+done
+printf '| round | setup | test | requests/s | shardkit CPU us/req | nats-server CPU us/req | shardkit CPU vs lone |\n'
+printf '|---:|---|---|---:|---:|---:|---:|\n'
+for round in $(seq "$ROUNDS"); do
+  for name in lone cluster1 cluster3; do
+    for t in incr get; do
+      key="$round $name $t"
+      ratio=$(python3 -c "print(f'{${CPU[$key]}/${CPU[$round lone $t]}:.2f}x')")
+      printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$round" "$name" "$t" "${RPS[$key]}" \
+        "${CPU[$key]}" "${NATS[$key]}" "$ratio"
+    done
+  done
+done
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,121 @@
+//! The slot map in the bucket `shardkit_map_<cluster>`, key `map`: read with its KV
+//! revision, which is the map's `version`, and changed only by a compare-and-set on that
+//! revision. So two planners cannot both win, and a map's version only ever goes up.
+
+use super::names::{map_bucket, MAP_KEY};
+use crate::cluster::map::SlotMap;
+use crate::replication::jetstream::election::kv_bucket;
+use anyhow::Context;
+use async_nats::jetstream::{self, kv};
+use std::time::Duration;
+
+/// Past versions of the map kept in the bucket (for `nats kv history` and post-mortems).
+const HISTORY: i64 = 8;
+
+/// Why a map was not stored.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Someone stored another version since the one the new map was planned from.
+    #[error(
+        "the cluster's map changed while this plan was made (planned from version \
+         {planned_from}, now {now}): plan again"
+    )]
+    Changed {
+        /// The version the plan started from (0: no map).
+        planned_from: u64,
+        /// The version stored now (0: none).
+        now: u64,
+    },
+    /// NATS failed or refused otherwise.
+    #[error(transparent)]
+    Nats(#[from] anyhow::Error),
+}
+
+/// One cluster's map bucket.
+#[derive(Clone)]
+pub struct MapStore {
+    kv: kv::Store,
+}
+
+impl std::fmt::Debug for MapStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MapStore")
+    }
+}
+
+impl MapStore {
+    /// The bucket of cluster `cluster`, made if missing.
+    pub async fn open(
+        js: &jetstream::Context,
+        cluster: &str,
+        replicas: usize,
+    ) -> anyhow::Result<Self> {
+        let kv = kv_bucket(js, &map_bucket(cluster), Duration::ZERO, HISTORY, replicas)
+            .await
+            .context("cannot make the cluster's map bucket")?;
+        Ok(Self { kv })
+    }
+
+    /// The newest map, its `version` set to its revision; `None` before the first.
+    pub async fn load(&self) -> anyhow::Result<Option<SlotMap>> {
+        let entry = self
+            .kv
+            .entry(MAP_KEY)
+            .await
+            .context("cannot read the cluster's map")?;
+        let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
+            return Ok(None);
+        };
+        let mut map: SlotMap = serde_json::from_slice(&entry.value).with_context(|| {
+            format!(
+                "the cluster's map (version {}) is unreadable",
+                entry.revision
+            )
+        })?;
+        map.version = entry.revision;
+        Ok(Some(map))
+    }
+
+    /// A stream that yields whenever the map key changes (its values are not read:
+    /// [`MapStore::load`] reads the newest).
+    pub async fn changes(&self) -> anyhow::Result<kv::Watch> {
+        self.kv
+            .watch(MAP_KEY)
+            .await
+            .context("cannot watch the cluster's map")
+    }
+
+    /// Stores `map` if the stored version is still `planned_from` (0: no map yet);
+    /// answers the new version.
+    pub async fn store(&self, map: &SlotMap, planned_from: u64) -> Result<u64, StoreError> {
+        let value = serde_json::to_vec(map).map_err(anyhow::Error::from)?;
+        let result = if planned_from == 0 {
+            self.kv.create(MAP_KEY, value.into()).await.map_err(|e| {
+                (
+                    e.kind() == kv::CreateErrorKind::AlreadyExists,
+                    e.to_string(),
+                )
+            })
+        } else {
+            self.kv
+                .update(MAP_KEY, value.into(), planned_from)
+                .await
+                .map_err(|e| {
+                    (
+                        e.kind() == kv::UpdateErrorKind::WrongLastRevision,
+                        e.to_string(),
+                    )
+                })
+        };
+        match result {
+            Ok(version) => Ok(version),
+            Err((true, _)) => {
+                let now = self.load().await?.map_or(0, |m| m.version);
+                Err(StoreError::Changed { planned_from, now })
+            }
+            Err((false, e)) => Err(StoreError::Nats(anyhow::anyhow!(
+                "cannot store the cluster's map: {e}"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! The cluster's shared state on NATS (feature `nats`): who is up, and the slot map.
+//!
+//! - [`names`]: the buckets of a cluster, named after it.
+//! - [`registry`]: every node's record in a KV bucket whose values lapse unless renewed.
+//! - [`map_store`]: the slot map in a KV bucket, changed only by compare-and-set.
+//! - [`node_id`]: the node's id, kept in its data directory.
+//! - [`runner`]: a node's heartbeat, map watch, and group stores opened and closed.
+//!
+//! Exists so the planner (`shardkit cluster ...`) and the nodes read and change one
+//! source of truth, with JetStream doing the ordering (no home-made consensus).
+
+pub mod map_store;
+pub mod names;
+pub mod node_id;
+pub mod registry;
+pub mod runner;
+
+/// Connects to the NATS server(s) at `url` (comma-separated) as `client_name`.
+pub async fn connect(
+    url: &str,
+    client_name: &str,
+) -> anyhow::Result<async_nats::jetstream::Context> {
+    use anyhow::Context as _;
+    let client = async_nats::ConnectOptions::new()
+        .connection_timeout(std::time::Duration::from_secs(5))
+        .name(client_name)
+        .connect(url)
+        .await
+        .with_context(|| format!("cannot reach NATS at {url}"))?;
+    Ok(async_nats::jetstream::new(client))
+}

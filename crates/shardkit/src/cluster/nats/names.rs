@@ -1,0 +1,14 @@
+//! The NATS names of a cluster's shared objects (docs/cluster.md, "NATS objects").
+
+/// The bucket of node records of cluster `cluster`.
+pub fn nodes_bucket(cluster: &str) -> String {
+    format!("shardkit_nodes_{cluster}")
+}
+
+/// The bucket holding cluster `cluster`'s slot map.
+pub fn map_bucket(cluster: &str) -> String {
+    format!("shardkit_map_{cluster}")
+}
+
+/// The key of the slot map in its bucket.
+pub const MAP_KEY: &str = "map";

@@ -1,0 +1,143 @@
+//! Which nodes are up: each node keeps a record under its id in the bucket
+//! `shardkit_nodes_<cluster>`, whose values lapse [`RECORD_LIFE`] after they are
+//! written; a live node writes its record every [`HEARTBEAT`]. A node that stops
+//! (crash, pause, cut from NATS) drops out of [`Registry::live`] within that life.
+
+use super::names::nodes_bucket;
+use crate::cluster::map::NodeInfo;
+use crate::replication::jetstream::election::lease_bucket;
+use anyhow::Context;
+use async_nats::jetstream::{self, kv};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How often a node renews its record.
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// How long a record lives without renewal: three heartbeats.
+pub const RECORD_LIFE: Duration = Duration::from_secs(3);
+
+/// A node as the cluster knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    /// 40 lowercase hex characters (Redis Cluster's node id shape), kept in the node's
+    /// data directory so it survives restarts.
+    pub id: String,
+    /// The RESP address clients dial (`[cluster] announce`), `host:port`.
+    pub announce: String,
+    /// The HTTP address, `host:port` (for tools and for peers).
+    pub http: String,
+    /// When the node started, ms since the Unix epoch.
+    pub started_ms: u64,
+    /// The slot groups whose store is open on this node (as owner or follower), as of
+    /// its last heartbeat: a rebalance waits for a group's new owner to follow it
+    /// before it hands the group over.
+    #[serde(default)]
+    pub following: Vec<u16>,
+}
+
+impl NodeRecord {
+    /// The node as the slot map names it (host and port split off `announce`).
+    pub fn info(&self) -> anyhow::Result<NodeInfo> {
+        let (host, port) = self.announce.rsplit_once(':').with_context(|| {
+            format!(
+                "node {} announces {:?}, not host:port",
+                self.id, self.announce
+            )
+        })?;
+        Ok(NodeInfo {
+            id: self.id.clone(),
+            host: host.to_owned(),
+            port: port
+                .parse()
+                .with_context(|| format!("node {} announces port {port:?}", self.id))?,
+        })
+    }
+}
+
+/// The node records of one cluster.
+#[derive(Clone)]
+pub struct Registry {
+    kv: kv::Store,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Registry")
+    }
+}
+
+impl Registry {
+    /// The bucket of cluster `cluster`, made if missing (`replicas` copies in JetStream).
+    pub async fn open(
+        js: &jetstream::Context,
+        cluster: &str,
+        replicas: usize,
+    ) -> anyhow::Result<Self> {
+        let kv = lease_bucket(js, &nodes_bucket(cluster), RECORD_LIFE, replicas)
+            .await
+            .context("cannot make the cluster's node bucket")?;
+        Ok(Self { kv })
+    }
+
+    /// Writes (or renews) `record`.
+    pub async fn announce(&self, record: &NodeRecord) -> anyhow::Result<()> {
+        let value = serde_json::to_vec(record)?;
+        self.kv
+            .put(&record.id, value.into())
+            .await
+            .with_context(|| format!("cannot write node {}'s record", record.id))?;
+        Ok(())
+    }
+
+    /// Renews `record` every [`HEARTBEAT`] until the task is dropped; a failed write is
+    /// logged and tried again at the next beat (the record lapses if it goes on).
+    pub async fn run(self, record: NodeRecord) {
+        self.run_with(record, Vec::new).await;
+    }
+
+    /// [`Registry::run`], with `following` read afresh for every beat.
+    pub async fn run_with(self, mut record: NodeRecord, following: impl Fn() -> Vec<u16>) {
+        loop {
+            record.following = following();
+            if let Err(e) = self.announce(&record).await {
+                tracing::warn!(error = %e, "cluster heartbeat");
+            }
+            tokio::time::sleep(HEARTBEAT).await;
+        }
+    }
+
+    /// Removes node `id`'s record (a clean stop).
+    pub async fn leave(&self, id: &str) -> anyhow::Result<()> {
+        self.kv.delete(id).await?;
+        Ok(())
+    }
+
+    /// The records that have not lapsed, in id order.
+    pub async fn live(&self) -> anyhow::Result<Vec<NodeRecord>> {
+        let mut keys = match self.kv.keys().await {
+            Ok(keys) => keys,
+            Err(e) => return Err(e).context("cannot list the cluster's nodes"),
+        };
+        let mut ids = Vec::new();
+        while let Some(key) = keys.next().await {
+            ids.push(key.context("cannot list the cluster's nodes")?);
+        }
+        let mut out = Vec::new();
+        for id in ids {
+            let Some(entry) = self.kv.entry(&id).await? else {
+                continue;
+            };
+            if entry.operation != kv::Operation::Put {
+                continue;
+            }
+            match serde_json::from_slice::<NodeRecord>(&entry.value) {
+                Ok(record) => out.push(record),
+                Err(e) => tracing::warn!(key = %id, error = %e, "unreadable node record"),
+            }
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+}

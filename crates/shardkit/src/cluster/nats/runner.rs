@@ -1,0 +1,385 @@
+//! A cluster node's background side (feature `nats`): it keeps its record alive, watches
+//! the slot map, and opens or closes the store of each group as the map gives it or
+//! takes it away.
+//!
+//! A group store is one counter store of the JetStream mode (issue 17), named
+//! `<cluster>-g<NNN>`, its local copy in `<data>/cluster/g<NNN>`: the group's owner
+//! stands for its lease and leads once it has it (catching up and fencing as every
+//! JetStream leader does); a replica follows its stream. A group the map moves away
+//! from this node is closed: it stops taking the group's writes, deletes its lease key
+//! (expecting its own revision, so never a newer holder's) and stops its tasks; the new
+//! owner takes the lease at its next try (every third of `counters.lease_ms`), catches
+//! up with the stream and leads, its first append fenced by the stream's last sequence,
+//! so no write acknowledged here is lost.
+
+use super::map_store::MapStore;
+use super::registry::{NodeRecord, Registry};
+use crate::cluster::live::Live;
+use crate::cluster::map::SlotMap;
+use crate::config::Settings;
+use crate::counter_access::Counters;
+use crate::counter_store::{CounterStore, StoreSpec};
+use crate::replication::jetstream::Replicator;
+use anyhow::Context;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How often the node reads the map without being told it changed (a KV watch wakes
+/// it at once on a change).
+const MAP_POLL: Duration = Duration::from_millis(200);
+
+/// One open group store and what runs it.
+struct Open {
+    /// Whether it was opened as the group's owner (standing for the lease).
+    owner: bool,
+    store: Arc<CounterStore>,
+    replicator: Replicator,
+    /// Stops the store's group-commit task.
+    stop_commit: watch::Sender<bool>,
+}
+
+/// What the runner needs of the settings, taken once.
+#[derive(Clone)]
+struct Ctx {
+    settings: Arc<Settings>,
+    record: NodeRecord,
+    live: Arc<Live>,
+    open: Arc<Mutex<BTreeMap<u16, Open>>>,
+}
+
+/// The running background side; [`Runner::stop`] ends it.
+pub struct Runner {
+    runtime: tokio::runtime::Runtime,
+    registry: Registry,
+    ctx: Ctx,
+    ids: (
+        Arc<crate::id_leases::IdLeases>,
+        async_nats::jetstream::kv::Store,
+    ),
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("node", &self.ctx.record.id)
+            .finish()
+    }
+}
+
+impl Runner {
+    /// Joins cluster `[cluster] name` on `[nats] url` as the node `live.me`: writes its
+    /// record, starts the heartbeat and the map watch, and takes this node's id shard
+    /// leases into `ids` (bucket `shardkit_ids_<cluster>`), so no two nodes of the
+    /// cluster issue the same id.
+    pub fn start(
+        settings: &Settings,
+        live: Arc<Live>,
+        ids: Arc<crate::id_leases::IdLeases>,
+    ) -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("shardkit-cluster")
+            .enable_all()
+            .build()
+            .context("cannot start the cluster runtime")?;
+        let announce = settings
+            .cluster
+            .announce
+            .clone()
+            .unwrap_or_else(|| settings.resp.to_string());
+        let record = NodeRecord {
+            id: live.me.clone(),
+            announce,
+            http: settings.http.to_string(),
+            started_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            following: Vec::new(),
+        };
+        let name = &settings.cluster.name;
+        let replicas = settings.counters.stream_replicas;
+        let lease_for = Duration::from_millis(settings.counters.lease_ms);
+        let (registry, maps, id_kv) = runtime.block_on(async {
+            let js = super::connect(&settings.nats.url, &format!("shardkit {}", record.announce))
+                .await?;
+            let registry = Registry::open(&js, name, replicas).await?;
+            let maps = MapStore::open(&js, name, replicas).await?;
+            let id_kv = crate::replication::jetstream::election::lease_bucket(
+                &js,
+                &crate::replication::jetstream::id_leases::bucket_name(name),
+                lease_for,
+                replicas,
+            )
+            .await
+            .context("cannot make the cluster's id shard lease bucket")?;
+            registry.announce(&record).await?;
+            anyhow::Ok((registry, maps, id_kv))
+        })?;
+        let ctx = Ctx {
+            settings: Arc::new(settings.clone()),
+            record: record.clone(),
+            live,
+            open: Default::default(),
+        };
+        let holder = serde_json::to_string(&crate::replication::LeaderAddr {
+            node: record.id.clone(),
+            resp: record.announce.clone(),
+            http: record.http.clone(),
+        })?;
+        runtime.spawn(crate::replication::jetstream::id_leases::run(
+            Arc::clone(&ids),
+            id_kv.clone(),
+            holder,
+            lease_for,
+        ));
+        let following = Arc::clone(&ctx.live);
+        runtime.spawn(
+            registry
+                .clone()
+                .run_with(record, move || following.open_groups()),
+        );
+        runtime.spawn(watch_map(ctx.clone(), maps, registry.clone()));
+        tracing::info!(node = %ctx.record.id, cluster = %name, "joined the cluster");
+        Ok(Self {
+            runtime,
+            registry,
+            ctx,
+            ids: (ids, id_kv),
+        })
+    }
+
+    /// Leaves: removes the node's record, stops every group store (their leases lapse)
+    /// and the runtime. Call it from a blocking thread.
+    pub fn stop(self) {
+        let (ids, id_kv) = &self.ids;
+        let leave = async {
+            let _ = self.registry.leave(&self.ctx.record.id).await;
+            crate::replication::jetstream::id_leases::leave(ids, id_kv).await;
+        };
+        let _ = self
+            .runtime
+            .block_on(tokio::time::timeout(Duration::from_secs(1), leave));
+        self.runtime.shutdown_timeout(Duration::from_secs(1));
+        let open = std::mem::take(&mut *self.ctx.open.lock());
+        for (group, open) in open {
+            self.ctx.live.set_store(group, None);
+            close(open);
+        }
+    }
+}
+
+/// Reads the map every [`MAP_POLL`]; on a newer one, takes it and opens and closes
+/// group stores to match. Every [`FAILOVER_EVERY`] polls, takes over the groups whose
+/// owner's record lapsed and of which this node is the first live replica.
+async fn watch_map(ctx: Ctx, maps: MapStore, registry: Registry) {
+    let mut polls = 0u32;
+    let mut changes = maps.changes().await.ok();
+    loop {
+        polls = polls.wrapping_add(1);
+        if polls.is_multiple_of(FAILOVER_EVERY) {
+            if let Err(e) = take_over_orphans(&ctx, &maps, &registry).await {
+                tracing::warn!(error = %e, "cannot check the cluster for dead owners");
+            }
+        }
+        match maps.load().await {
+            Ok(Some(map)) if map.version > ctx.live.map().version => {
+                if map.groups != ctx.live.map().groups {
+                    tracing::error!(
+                        theirs = map.groups,
+                        ours = ctx.settings.cluster.groups,
+                        "the cluster's map has another group count than [cluster] groups; \
+                         not serving it"
+                    );
+                } else {
+                    let map_for_stores = map.clone();
+                    ctx.live.set_map(map);
+                    let ctx = ctx.clone();
+                    // Opening a store reads a snapshot and starts its own runtime: not
+                    // on this one.
+                    let _ =
+                        tokio::task::spawn_blocking(move || reconcile(&ctx, &map_for_stores)).await;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot read the cluster's map"),
+        }
+        match changes.as_mut() {
+            Some(watch) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(MAP_POLL) => {}
+                    event = futures_util::StreamExt::next(watch) => {
+                        if !matches!(event, Some(Ok(_))) {
+                            changes = None;
+                        }
+                    }
+                }
+            }
+            None => tokio::time::sleep(MAP_POLL).await,
+        }
+    }
+}
+
+/// Map polls between two checks for groups whose owner is dead (about a second).
+const FAILOVER_EVERY: u32 = 5;
+
+/// Names this node owner of every group whose owner is not live (its record lapsed) and
+/// of which this node is the first live replica, in one compare-and-set of the map; the
+/// map watch then reopens those groups as owner. Two nodes deciding at once cannot both
+/// win (the map's version), and the dead owner's lease has lapsed by the time its
+/// record has, so the new owner takes it at once.
+async fn take_over_orphans(ctx: &Ctx, maps: &MapStore, registry: &Registry) -> anyhow::Result<()> {
+    let Some(map) = maps.load().await? else {
+        return Ok(());
+    };
+    let live: Vec<String> = registry.live().await?.into_iter().map(|r| r.id).collect();
+    let me = &ctx.record.id;
+    let is_live = |id: &String| live.contains(id);
+    let mut next = map.clone();
+    let mut taken = Vec::new();
+    for g in 0..usize::from(map.groups) {
+        let dead_owner = map.owner[g].as_ref().is_some_and(|o| !is_live(o));
+        let first_live_replica = map.replicas[g].iter().find(|r| is_live(r));
+        if dead_owner && first_live_replica == Some(me) {
+            next.owner[g] = Some(me.clone());
+            next.replicas[g].retain(|r| r != me);
+            taken.push(g);
+        }
+    }
+    if taken.is_empty() {
+        return Ok(());
+    }
+    let version = maps.store(&next, map.version).await?;
+    tracing::warn!(groups = ?taken, version, "took over the groups of a node that stopped");
+    Ok(())
+}
+
+/// What this node holds of group `g` under `map`: `Some(true)` owner, `Some(false)`
+/// replica, `None` nothing.
+fn part_in(map: &SlotMap, g: u16, me: &str) -> Option<bool> {
+    let g = usize::from(g);
+    if map.owner[g].as_deref() == Some(me) {
+        Some(true)
+    } else if map.replicas[g].iter().any(|r| r == me) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Opens, reopens (replica → owner and back) and closes group stores to match `map`.
+fn reconcile(ctx: &Ctx, map: &SlotMap) {
+    for g in 0..map.groups {
+        let want = part_in(map, g, &ctx.record.id);
+        let have = ctx.open.lock().get(&g).map(|o| o.owner);
+        if want == have {
+            continue;
+        }
+        if have == Some(false) && want == Some(true) {
+            // A follower made owner: it stands for the lease in place, already caught up
+            // (the old owner gives the lease back, or it lapses with a dead one).
+            if let Some(open) = ctx.open.lock().get_mut(&g) {
+                open.store
+                    .stands_for_lease
+                    .store(true, std::sync::atomic::Ordering::Release);
+                open.owner = true;
+            }
+            continue;
+        }
+        if have.is_some() {
+            ctx.live.set_store(g, None);
+            if let Some(open) = ctx.open.lock().remove(&g) {
+                close(open);
+            }
+        }
+        if let Some(owner) = want {
+            match open_group(ctx, g, owner) {
+                Ok(open) => {
+                    ctx.live.set_store(g, Some(Arc::clone(&open.store)));
+                    ctx.open.lock().insert(g, open);
+                }
+                Err(e) => tracing::error!(group = g, error = %e, "cannot open the group's store"),
+            }
+        }
+    }
+}
+
+/// The group's store name: `<cluster>-g<NNN>`.
+pub fn group_store_name(cluster: &str, group: u16) -> String {
+    format!("{cluster}-g{group:03}")
+}
+
+/// Where the node keeps its local copy of group `group`.
+fn group_dir(data: &Path, group: u16) -> PathBuf {
+    data.join("cluster").join(format!("g{group:03}"))
+}
+
+/// Opens group `g`'s store afresh from its newest snapshot and stream.
+fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
+    let settings = &ctx.settings;
+    let spec = StoreSpec {
+        name: group_store_name(&settings.cluster.name, g),
+        nats_url: settings.nats.url.clone(),
+        lease_ms: settings.counters.lease_ms,
+        stream_replicas: settings.counters.stream_replicas,
+        may_lead: owner,
+        snapshots_kept: settings.counters.snapshots_kept,
+        holds_clicks: false,
+    };
+    let dir = group_dir(&settings.data, g);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("cannot clear {}", dir.display()))?;
+    }
+    let restored_seq = crate::state::restore_snapshot(&spec, &dir)?;
+    let engine =
+        shardkit_counters::Engine::open(&dir, crate::state::engine_options(settings, true)?)?;
+    engine.set_read_only(true);
+    let counters = Arc::new(Counters {
+        engine,
+        auto_create: settings.counters.auto_create,
+        writes_wait_for_disk: true,
+        group_commit: Default::default(),
+    });
+    let me = crate::replication::LeaderAddr {
+        node: ctx.record.id.clone(),
+        resp: ctx.record.announce.clone(),
+        http: ctx.record.http.clone(),
+    };
+    let replication = Arc::new(crate::replication::Status::new(
+        crate::replication::Role::Replica { leader: None },
+        me,
+    ));
+    replication.set_progress(restored_seq, 0, 0);
+    let store = Arc::new(CounterStore {
+        counters: Arc::clone(&counters),
+        replication,
+        spec,
+        release: Default::default(),
+        stands_for_lease: std::sync::atomic::AtomicBool::new(owner),
+    });
+    let replicator = Replicator::start_group(Arc::clone(&store))?;
+    let (stop_commit, stopped) = watch::channel(false);
+    // The group commit's waiters are the RESP connections; its commits (JetStream
+    // publishes) run on a blocking thread whatever runtime it is on.
+    replicator.spawn(crate::group_commit::GroupCommit::run(
+        counters, true, stopped,
+    ));
+    Ok(Open {
+        owner,
+        store,
+        replicator,
+        stop_commit,
+    })
+}
+
+/// Gives the group's lease back (when held), stops its tasks and lets its engine go.
+fn close(open: Open) {
+    open.replicator
+        .release_lease(&open.store, Duration::from_secs(1));
+    let _ = open.stop_commit.send(true);
+    open.replicator.stop();
+    drop(open.store);
+}

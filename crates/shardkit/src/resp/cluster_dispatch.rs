@@ -1,0 +1,134 @@
+//! How a cluster node (`[cluster] enabled`) runs a command: by its keys' slot, on the
+//! store of the slot's group when this node leads it, else `-MOVED`, `-CROSSSLOT`,
+//! `-CLUSTERDOWN` or `-TRYAGAIN` in Redis's words (`cluster/route.rs` decides).
+//!
+//! Exists apart from `table.rs` so a lone node's hot path pays one check for it.
+//! Keyless commands run as on a lone node, except those that would see only this
+//! node's groups as if they were the whole keyspace: `DBSIZE` counts the rows of the
+//! groups led here (Redis Cluster's per-node meaning), and `SCAN`, `FLUSHDB`,
+//! `FLUSHALL` and the `COUNTER.*` schema commands are refused until they are built for
+//! a cluster (counters and columns are created on first write with `auto_create`), and
+//! `TICKET.NEXT` is served by the owner of its name's slot (`cluster_tickets.rs`).
+//! Ids are safe: a cluster node issues them only from the id shards it leases.
+
+use super::parse::Command;
+use super::reply;
+use super::session::Session;
+use super::table::{Call, CommandSpec};
+use crate::cluster::live::Live;
+use crate::cluster::route::{route, Route};
+use crate::replication::Role;
+use crate::state::AppState;
+use bytes::BytesMut;
+
+/// Keyless commands a cluster node does not run yet (see the module doc).
+const NOT_IN_CLUSTER: &[&str] = &[
+    "counter.addcol",
+    "counter.create",
+    "counter.info",
+    "flushall",
+    "flushdb",
+    "scan",
+];
+
+/// Runs `cmd` (its arity, authentication and role checked) on a cluster node.
+pub fn run(
+    spec: &'static CommandSpec,
+    cmd: &Command<'_>,
+    state: &AppState,
+    live: &Live,
+    session: &mut Session,
+    out: &mut BytesMut,
+) {
+    if spec.name == "ticket.next" {
+        return super::cluster_tickets::next(spec, cmd, state, live, session, out);
+    }
+    let args: Vec<&[u8]> = cmd.args().collect();
+    let map = live.map();
+    match route(spec, &args, &map, &live.me) {
+        Route::NoKeys if spec.name == "dbsize" => {
+            let rows: u64 = live
+                .led()
+                .iter()
+                .flat_map(|s| s.counters.engine.stats().counters)
+                .map(|c| c.rows)
+                .sum();
+            reply::integer(out, rows as i64);
+        }
+        Route::NoKeys if NOT_IN_CLUSTER.contains(&spec.name) => reply::error(
+            out,
+            &format!(
+                "ERR {} is not supported on a cluster node yet: it would see only this \
+                 node's slot groups",
+                spec.name.to_ascii_uppercase()
+            ),
+        ),
+        Route::NoKeys => (spec.run)(&mut Call {
+            cmd,
+            state,
+            counters: &state.counters,
+            session,
+            out,
+        }),
+        Route::Refuse(message) => reply::error(out, &message),
+        Route::Moved { slot, moved } => {
+            // After READONLY, a read of a group this node follows is served from its
+            // copy (as a Redis replica serves it: possibly a little behind).
+            let follower = (session.read_replicas && spec.has_flag("readonly"))
+                .then(|| live.store(map.group_of(slot)))
+                .flatten();
+            match follower {
+                Some(store) => (spec.run)(&mut Call {
+                    cmd,
+                    state,
+                    counters: &store.counters,
+                    session,
+                    out,
+                }),
+                None => reply::error(out, &moved),
+            }
+        }
+        Route::Here { slot } => {
+            let Some(store) = led_store(live, &map, slot, out) else {
+                return;
+            };
+            // The writes of this command wait on the group's log, not the node's own.
+            let before = std::mem::replace(&mut session.pending, shardkit_counters::Pending::NONE);
+            (spec.run)(&mut Call {
+                cmd,
+                state,
+                counters: &store.counters,
+                session,
+                out,
+            });
+            super::incr_run::flush(&store.counters, session, out);
+            let pending = std::mem::replace(&mut session.pending, before);
+            session.wait_for_store(&store.counters, pending);
+        }
+    }
+}
+
+/// The store of `slot`'s group when this node leads it; otherwise writes `-TRYAGAIN`
+/// (the map gives the group to this node, which is still taking it over) and answers
+/// `None`.
+pub fn led_store(
+    live: &Live,
+    map: &crate::cluster::map::SlotMap,
+    slot: u16,
+    out: &mut BytesMut,
+) -> Option<std::sync::Arc<crate::counter_store::CounterStore>> {
+    let group = map.group_of(slot);
+    let store = live
+        .store(group)
+        .filter(|s| matches!(s.replication.role(), Role::Leader));
+    if store.is_none() {
+        reply::error(
+            out,
+            &format!(
+                "TRYAGAIN slot {slot} (group {group}) is being taken over by this node; \
+                 retry shortly"
+            ),
+        );
+    }
+    store
+}

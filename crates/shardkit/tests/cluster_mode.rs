@@ -1,0 +1,668 @@
+//! Redis Cluster mode end to end: real `shardkit serve` nodes with `[cluster] enabled`
+//! on loopback against a private `nats-server -js`, placed by `shardkit cluster
+//! rebalance`, answering `MOVED`/`CROSSSLOT` as Redis Cluster does, and a real cluster
+//! client (redis-py's `RedisCluster`) counting through a rebalance.
+
+#![cfg(feature = "nats")]
+
+mod common;
+
+use common::nats::Nats;
+use common::Server;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Slot groups of the test clusters (few, so nodes open few stores).
+const GROUPS: u16 = 16;
+
+/// Starts a cluster node of cluster `name`.
+fn node(dir: &Path, nats: &Nats, name: &str) -> Server {
+    let config = dir.join("node.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[cluster]\nenabled = true\nname = \"{name}\"\ngroups = {GROUPS}\n\
+             [nats]\nurl = \"{}\"\n[counters]\nlease_ms = 1000\n",
+            nats.url
+        ),
+    )
+    .unwrap();
+    let data = dir.join("data");
+    Server::try_start(
+        &data,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--resp",
+            "127.0.0.1:0",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .unwrap_or_else(|log| panic!("the node did not start: {log}"))
+}
+
+fn cli(nats: &Nats, name: &str, args: &[&str]) -> serde_json::Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .arg("cluster")
+        .args(args)
+        .args(["--nats", &nats.url, "--cluster", name])
+        .args(["--groups", &GROUPS.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "shardkit cluster {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Starts a node of cluster `name` in each of `dirs`, places the groups on them
+/// (`shardkit cluster rebalance`) and waits until they all serve.
+fn placed_cluster(nats: &Nats, name: &str, dirs: &[tempfile::TempDir]) -> Vec<Server> {
+    let nodes: Vec<Server> = dirs.iter().map(|d| node(d.path(), nats, name)).collect();
+    let placed = cli(nats, name, &["rebalance"]);
+    until_serving(
+        &nodes.iter().collect::<Vec<_>>(),
+        placed["version"].as_u64().unwrap(),
+    );
+    nodes
+}
+
+/// Waits until every node says `cluster_state:ok` and holds map version `version` (or
+/// a newer one, the same on all).
+fn until_serving(nodes: &[&Server], version: u64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let infos: Vec<String> = nodes
+            .iter()
+            .map(|n| {
+                redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query::<String>(&mut n.redis())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let epochs: Vec<&str> = infos
+            .iter()
+            .filter_map(|i| i.lines().find(|l| l.starts_with("cluster_current_epoch:")))
+            .collect();
+        let at_least = |e: &&str| {
+            e.trim_start_matches("cluster_current_epoch:")
+                .trim()
+                .parse::<u64>()
+                .is_ok_and(|v| v >= version)
+        };
+        if infos.iter().all(|i| i.contains("cluster_state:ok"))
+            && epochs.len() == nodes.len()
+            && epochs.iter().all(at_least)
+            && epochs.windows(2).all(|w| w[0] == w[1])
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cluster never served: {infos:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// One `CLUSTER SLOTS` entry: first slot, last slot, the master's `host:port`.
+fn slot_range(range: redis::Value) -> (u16, u16, String) {
+    let redis::Value::Array(parts) = range else {
+        panic!("a range is an array")
+    };
+    let (redis::Value::Int(first), redis::Value::Int(last)) = (&parts[0], &parts[1]) else {
+        panic!("slot bounds are integers")
+    };
+    let redis::Value::Array(master) = &parts[2] else {
+        panic!("the master is an array")
+    };
+    let host = match &master[0] {
+        redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        other => panic!("host {other:?}"),
+    };
+    let redis::Value::Int(port) = master[1] else {
+        panic!("port")
+    };
+    (*first as u16, *last as u16, format!("{host}:{port}"))
+}
+
+/// The `host:port` that `CLUSTER SLOTS` (asked of `node`) names for `slot`.
+fn owner_of(node: &Server, slot: u16) -> String {
+    let ranges: Vec<redis::Value> = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query(&mut node.redis())
+        .unwrap();
+    ranges
+        .into_iter()
+        .map(slot_range)
+        .find(|(first, last, _)| (*first..=*last).contains(&slot))
+        .map(|(_, _, addr)| addr)
+        .unwrap_or_else(|| panic!("slot {slot} is not served"))
+}
+
+fn slot(key: &str) -> u16 {
+    shardkit::cluster::slot::key_slot(key.as_bytes())
+}
+
+#[test]
+fn three_nodes_serve_their_slots_and_send_the_rest_where_they_live() {
+    let nats = Nats::start();
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let nodes: Vec<Server> = dirs.iter().map(|d| node(d.path(), &nats, "c1")).collect();
+    // Before any map: nothing is served.
+    let err = redis::cmd("INCR")
+        .arg("weibo:1")
+        .query::<i64>(&mut nodes[0].redis())
+        .unwrap_err();
+    assert!(
+        err.to_string().to_uppercase().contains("CLUSTERDOWN"),
+        "{err}"
+    );
+
+    let placed = cli(&nats, "c1", &["rebalance"]);
+    assert_eq!(placed["moved_groups"], u64::from(GROUPS));
+    until_serving(
+        &nodes.iter().collect::<Vec<_>>(),
+        placed["version"].as_u64().unwrap(),
+    );
+
+    // Every node names the same owners; the owner counts, the others say MOVED to it.
+    let key = "weibo:{123}:likes";
+    let owner = owner_of(&nodes[0], slot(key));
+    for n in &nodes[1..] {
+        assert_eq!(owner_of(n, slot(key)), owner);
+    }
+    let (home, others): (Vec<&Server>, Vec<&Server>) =
+        nodes.iter().partition(|n| n.resp.to_string() == owner);
+    assert_eq!(home.len(), 1, "one node owns the slot");
+    for n in &others {
+        let err = redis::cmd("INCR")
+            .arg(key)
+            .query::<i64>(&mut n.redis())
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.to_uppercase().contains("MOVED")
+                && text.contains(&format!("{} {owner}", slot(key))),
+            "{text}"
+        );
+    }
+    let mut con = home[0].redis();
+    for _ in 0..5 {
+        let _: i64 = redis::cmd("INCR").arg(key).query(&mut con).unwrap();
+    }
+    let v: i64 = redis::cmd("HINCRBY")
+        .arg("weibo:{123}")
+        .arg("comments")
+        .arg(2)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(v, 2);
+    let both: Vec<Option<i64>> = redis::cmd("MGET")
+        .arg("weibo:{123}:likes")
+        .arg("weibo:{123}:comments")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(both, [Some(5), Some(2)]);
+    let err = redis::cmd("MGET")
+        .arg("weibo:1")
+        .arg("weibo:2")
+        .query::<Vec<Option<i64>>>(&mut con)
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("Keys in request don't hash to the same slot"),
+        "{err}"
+    );
+    let myid: String = redis::cmd("CLUSTER").arg("MYID").query(&mut con).unwrap();
+    assert_eq!(myid.len(), 40);
+    let keyslot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(keyslot, i64::from(slot(key)));
+
+    // After READONLY, the node that follows the slot's group (one replica per group)
+    // serves reads of it from its copy; the other still answers MOVED, and writes are
+    // MOVED on both.
+    let mut served_by_follower = 0;
+    for n in &others {
+        let mut con = n.redis();
+        let _: () = redis::cmd("READONLY").query(&mut con).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match redis::cmd("GET").arg(key).query::<Option<i64>>(&mut con) {
+                Ok(Some(5)) => {
+                    served_by_follower += 1;
+                    break;
+                }
+                Ok(other) => assert!(
+                    Instant::now() < deadline,
+                    "the follower never caught up: {other:?}"
+                ),
+                Err(e) => {
+                    assert!(e.to_string().to_uppercase().contains("MOVED"), "{e}");
+                    break;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let err = redis::cmd("INCR")
+            .arg(key)
+            .query::<i64>(&mut con)
+            .unwrap_err();
+        assert!(err.to_string().to_uppercase().contains("MOVED"), "{err}");
+    }
+    assert_eq!(served_by_follower, 1, "one replica per group");
+
+    // Ids: every node issues, from the id shards it leases in the cluster's bucket, so
+    // no id comes twice.
+    let mut seen = std::collections::HashSet::new();
+    for n in &nodes {
+        let mut pipe = redis::pipe();
+        for _ in 0..3_000 {
+            pipe.cmd("ID.NEXT");
+        }
+        let ids: Vec<String> = pipe.query(&mut n.redis()).unwrap();
+        for id in ids {
+            assert!(seen.insert(id.clone()), "id {id} issued twice");
+        }
+    }
+    // A ticket sequence lives in its name's slot: its owner serves it, the others MOVED.
+    let seq_owner = owner_of(&nodes[0], slot("orders"));
+    for n in &nodes {
+        let answer = redis::cmd("TICKET.NEXT")
+            .arg("orders")
+            .query::<i64>(&mut n.redis());
+        if n.resp.to_string() == seq_owner {
+            assert_eq!(answer.unwrap(), 1);
+        } else {
+            let err = answer.unwrap_err();
+            assert!(err.to_string().to_uppercase().contains("MOVED"), "{err}");
+        }
+    }
+    let owner_node = nodes
+        .iter()
+        .find(|n| n.resp.to_string() == seq_owner)
+        .unwrap();
+    let more: Vec<i64> = redis::cmd("TICKET.NEXT")
+        .arg("orders")
+        .arg(3)
+        .query(&mut owner_node.redis())
+        .unwrap();
+    assert_eq!(more, [2, 3, 4]);
+    // What a node cannot serve for the whole cluster is refused, not answered wrong.
+    let err = redis::cmd("SCAN")
+        .arg(0)
+        .query::<i64>(&mut con)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("not supported on a cluster node"),
+        "{err}"
+    );
+    let http = reqwest::blocking::get(home[0].url("/api/counters/weibo/123")).unwrap();
+    assert_eq!(http.status(), 421);
+    assert!(http.text().unwrap().contains("Redis Cluster"));
+}
+
+fn clients_dir() -> PathBuf {
+    std::env::var_os("SHARDKIT_CLIENTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/shardkit/clients")
+        })
+}
+
+/// Runs a cluster client scenario (`program args… PORT`, see tests/clients/cluster.*)
+/// against three nodes, adds a fourth and rebalances between its two rounds, and checks
+/// that it ends with "ok".
+fn client_through_a_rebalance(name: &str, program: &Path, args: &[&str], env: &[(&str, PathBuf)]) {
+    let nats = Nats::start();
+    let dirs: Vec<tempfile::TempDir> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut nodes = placed_cluster(&nats, name, &dirs[..3]);
+    let mut child = Command::new(program)
+        .args(args)
+        .arg(nodes[0].resp.port().to_string())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the clients (bash scripts/client-deps)");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().and_then(Result::ok).unwrap_or_default();
+    let first = next();
+    if !first.starts_with("counted ") {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!("{first}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    nodes.push(node(dirs[3].path(), &nats, name));
+    let added = cli(&nats, name, &["add-node", &nodes[3].resp.to_string()]);
+    assert_eq!(added["moved_groups"], u64::from(GROUPS / 4), "{added}");
+    until_serving(
+        &nodes.iter().collect::<Vec<_>>(),
+        added["version"].as_u64().unwrap(),
+    );
+    writeln!(stdin, "go").unwrap();
+    let last = next();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        last.starts_with("ok "),
+        "{last}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The new node serves a quarter of the groups, counted before it joined.
+    let dbsize: i64 = redis::cmd("DBSIZE").query(&mut nodes[3].redis()).unwrap();
+    assert!(dbsize > 0, "the fourth node holds rows now");
+}
+
+fn script(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn redis_py_cluster_counts_through_a_fourth_node_and_a_rebalance() {
+    let python = clients_dir().join("venv/bin/python");
+    client_through_a_rebalance("c2", &python, &[&script("cluster.py")], &[]);
+}
+
+/// A node client's scenario (`tests/clients/cluster.js`) as `kind`, on cluster `name`.
+fn node_client_through_a_rebalance(name: &str, kind: &str) {
+    let modules = clients_dir().join("node/node_modules");
+    let js = script("cluster.js");
+    client_through_a_rebalance(
+        name,
+        Path::new("node"),
+        &[&js, kind],
+        &[("NODE_PATH", modules)],
+    );
+}
+
+#[test]
+fn ioredis_cluster_counts_through_a_fourth_node_and_a_rebalance() {
+    node_client_through_a_rebalance("c4", "ioredis");
+}
+
+#[test]
+fn node_redis_create_cluster_counts_through_a_fourth_node_and_a_rebalance() {
+    node_client_through_a_rebalance("c5", "node-redis");
+}
+
+/// A minimal cluster client: the slot table from `CLUSTER SLOTS`, `-MOVED` followed,
+/// anything else (a dead node, `-TRYAGAIN`, `-CLUSTERDOWN`) retried after a pause with a
+/// fresh table, until `deadline`.
+struct Router {
+    seeds: Vec<String>,
+    owners: std::collections::HashMap<u16, String>,
+}
+
+impl Router {
+    fn refresh(&mut self) {
+        for seed in &self.seeds {
+            let Ok(client) = redis::Client::open(format!("redis://{seed}/")) else {
+                continue;
+            };
+            let Ok(mut con) = client.get_connection_with_timeout(Duration::from_millis(300)) else {
+                continue;
+            };
+            let Ok(ranges) = redis::cmd("CLUSTER")
+                .arg("SLOTS")
+                .query::<Vec<redis::Value>>(&mut con)
+            else {
+                continue;
+            };
+            self.owners.clear();
+            for range in ranges {
+                let (first, last, addr) = slot_range(range);
+                for s in first..=last {
+                    self.owners.insert(s, addr.clone());
+                }
+            }
+            return;
+        }
+    }
+
+    /// Runs `cmd` on the owner of `key`'s slot until it is answered or `deadline`.
+    fn run<T: redis::FromRedisValue>(
+        &mut self,
+        key: &str,
+        cmd: &redis::Cmd,
+        deadline: Instant,
+    ) -> T {
+        let s = slot(key);
+        loop {
+            assert!(Instant::now() < deadline, "{key} was never served");
+            let Some(addr) = self.owners.get(&s).cloned() else {
+                self.refresh();
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            };
+            let answer = redis::Client::open(format!("redis://{addr}/"))
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(300)))
+                .and_then(|mut con| {
+                    con.set_read_timeout(Some(Duration::from_secs(3)))?;
+                    cmd.query::<T>(&mut con)
+                });
+            match answer {
+                Ok(v) => return v,
+                Err(e) if e.code() == Some("MOVED") => {
+                    let to = e
+                        .detail()
+                        .unwrap_or_default()
+                        .split(' ')
+                        .nth(1)
+                        .unwrap_or_default();
+                    self.owners.insert(s, to.to_owned());
+                }
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                    self.refresh();
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_killed_nodes_groups_are_taken_by_their_replicas_and_nothing_acknowledged_is_lost() {
+    let nats = Nats::start();
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut nodes = placed_cluster(&nats, "c3", &dirs);
+    let mut router = Router {
+        seeds: nodes.iter().map(|n| n.resp.to_string()).collect(),
+        owners: Default::default(),
+    };
+    router.refresh();
+    let keys: Vec<String> = (0..120).map(|i| format!("weibo:{{{i}}}")).collect();
+    let victim = nodes[2].resp.to_string();
+    let killed_in_round = 1;
+    let on_victim = keys
+        .iter()
+        .filter(|k| router.owners.get(&slot(k)) == Some(&victim))
+        .count();
+    assert!(on_victim > 0, "the victim owns some of the keys");
+    let victim_seq = (0..1000)
+        .map(|i| format!("seq{i}"))
+        .find(|n| router.owners.get(&slot(n)) == Some(&victim))
+        .unwrap();
+    let mut tickets_before = 0;
+    for _ in 0..5 {
+        tickets_before = router.run(
+            &victim_seq,
+            redis::cmd("TICKET.NEXT").arg(&victim_seq),
+            Instant::now() + Duration::from_secs(30),
+        );
+    }
+    assert_eq!(tickets_before, 5);
+    // Each increment has its own txid and is retried with it until acknowledged: the
+    // total must be exact, whatever was retried where.
+    let rounds = 3;
+    let mut killed_at = None;
+    for round in 0..rounds {
+        if round == killed_in_round {
+            // SIGKILL.
+            nodes[2].child.kill().unwrap();
+            let _ = nodes[2].child.wait();
+            killed_at = Some(Instant::now());
+        }
+        for key in &keys {
+            let cmd = redis::cmd("COUNTER.INCRBY")
+                .arg(key)
+                .arg("likes")
+                .arg(1)
+                .arg(format!("{key}-{round}"))
+                .clone();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let _: i64 = router.run(key, &cmd, deadline);
+        }
+    }
+    router.seeds.retain(|s| *s != victim);
+    router.refresh();
+    // A ticket sequence of the killed node's slots goes on past what it handed out.
+    let after: i64 = router.run(
+        &victim_seq,
+        redis::cmd("TICKET.NEXT").arg(&victim_seq),
+        Instant::now() + Duration::from_secs(30),
+    );
+    assert_eq!(
+        after,
+        tickets_before + 1,
+        "no ticket lost or handed out twice"
+    );
+    assert!(
+        router.owners.values().all(|a| *a != victim),
+        "every slot is served by a live node"
+    );
+    for key in &keys {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let v: Option<i64> = router.run(key, redis::cmd("HGET").arg(key).arg("likes"), deadline);
+        assert_eq!(
+            v,
+            Some(rounds),
+            "{key}: every acknowledged increment, none twice"
+        );
+    }
+    let killed_at: Instant = killed_at.unwrap();
+    eprintln!(
+        "{on_victim} of {} keys on the killed node; all counted again within {:?} of the kill",
+        keys.len(),
+        killed_at.elapsed()
+    );
+}
+
+#[test]
+fn redis_benchmark_runs_incr_and_get_against_the_cluster() {
+    let nats = Nats::start();
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let nodes = placed_cluster(&nats, "c6", &dirs);
+    let port = nodes[1].resp.port().to_string();
+    let output = Command::new("redis-benchmark")
+        .args(["--cluster", "-h", "127.0.0.1", "-p", &port])
+        .args([
+            "-t", "incr,get", "-n", "3000", "-r", "100000", "-c", "10", "-e", "-q",
+        ])
+        .output()
+        .expect("redis-benchmark (apt-get install redis-tools)");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.matches("Master ").count() == 3,
+        "redis-benchmark found the three masters: {text}"
+    );
+    for test in ["INCR: ", "GET: "] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains(test) && l.contains("requests per second")),
+            "{test} ran: {text}"
+        );
+    }
+    assert!(!text.to_lowercase().contains("error"), "{text}");
+    // The increments landed on all three nodes' groups.
+    for n in &nodes {
+        let rows: i64 = redis::cmd("DBSIZE").query(&mut n.redis()).unwrap();
+        assert!(rows > 0, "node {} holds some of the keys", n.resp);
+    }
+}
+
+#[test]
+fn a_fourth_node_takes_a_quarter_of_the_groups_under_load_and_nothing_acknowledged_is_lost() {
+    let nats = Nats::start();
+    let dirs: Vec<tempfile::TempDir> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut nodes = placed_cluster(&nats, "c7", &dirs[..3]);
+    nodes.push(node(dirs[3].path(), &nats, "c7"));
+    let seeds: Vec<String> = nodes.iter().map(|n| n.resp.to_string()).collect();
+    // The load runs rounds until the move is done, then one more.
+    let round_now = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let moved = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let (round_now, moved) = (
+            std::sync::Arc::clone(&round_now),
+            std::sync::Arc::clone(&moved),
+        );
+        std::thread::spawn(move || {
+            let mut router = Router {
+                seeds,
+                owners: Default::default(),
+            };
+            router.refresh();
+            let keys: Vec<String> = (0..120).map(|i| format!("weibo:{{{i}}}")).collect();
+            let mut slowest = Duration::ZERO;
+            let mut round = 0;
+            let mut last = None;
+            while last.is_none_or(|l| round <= l) {
+                round_now.store(round, std::sync::atomic::Ordering::Release);
+                for key in &keys {
+                    let cmd = redis::cmd("COUNTER.INCRBY")
+                        .arg(key)
+                        .arg("likes")
+                        .arg(1)
+                        .arg(format!("{key}-{round}"))
+                        .clone();
+                    let asked = Instant::now();
+                    let _: i64 = router.run(key, &cmd, asked + Duration::from_secs(60));
+                    slowest = slowest.max(asked.elapsed());
+                }
+                if last.is_none() && moved.load(std::sync::atomic::Ordering::Acquire) {
+                    last = Some(round + 1);
+                }
+                round += 1;
+            }
+            (router, keys, slowest, round)
+        })
+    };
+    while round_now.load(std::sync::atomic::Ordering::Acquire) < 1 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let added = cli(&nats, "c7", &["add-node", &nodes[3].resp.to_string()]);
+    assert_eq!(added["moved_groups"], u64::from(GROUPS / 4), "{added}");
+    assert_eq!(added["prepared"]["followers_ready"], true, "{added}");
+    moved.store(true, std::sync::atomic::Ordering::Release);
+    let (mut router, keys, slowest, rounds) = load.join().unwrap();
+    router.refresh();
+    for key in &keys {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let v: Option<i64> = router.run(key, redis::cmd("HGET").arg(key).arg("likes"), deadline);
+        assert_eq!(
+            v,
+            Some(rounds as i64),
+            "{key}: every acknowledged increment, none twice"
+        );
+    }
+    eprintln!(
+        "{rounds} rounds; slowest increment through the move (retries included): {slowest:?}"
+    );
+}
