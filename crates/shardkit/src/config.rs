@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
@@ -52,6 +53,9 @@ pub struct Settings {
     pub access: AccessSettings,
     /// Redis Cluster mode (planned; refused when enabled until it exists).
     pub cluster: crate::cluster::settings::ClusterSettings,
+    /// Short links in several regions; absent: one region.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regions: Option<crate::regions::RegionSettings>,
 }
 
 /// `[nats]`: where the JetStream log of record is.
@@ -98,8 +102,10 @@ pub struct LinkSettings {
     /// How often clicks counted in memory are written to the counter engine, ms:
     /// the most clicks a SIGKILL can lose.
     pub click_flush_ms: u64,
-    /// Where links live: `redb` (embedded, `<data>/links.redb`) or `postgres` (the
-    /// logical shards of `servers`, made by `shardkit pg init`; needs feature `sql`).
+    /// Where links live: `redb` (embedded: records in `<data>/links.segments/`, their
+    /// indexes in `<data>/links.redb`) or `postgres` (the logical shards of `servers`,
+    /// made by `shardkit pg init`; needs feature `sql`). `redb-compact` and `redb-json`
+    /// are the two previous embedded formats, kept for side-by-side measurements.
     pub store: String,
     /// PostgreSQL server URLs of the cluster when `store` is `postgres`.
     pub servers: Vec<String>,
@@ -167,6 +173,51 @@ pub struct CounterSettings {
     /// stream is purged up to what the oldest of them covers, so a damaged newest one
     /// can fall back on the one before.
     pub snapshots_kept: usize,
+    /// The cold tier: when the engine's memory passes this size (`"2GiB"`), the least
+    /// recently written partitions go to disk. None: no limit, everything in RAM.
+    pub max_memory: Option<String>,
+    /// The cold tier: partitions not written for this long (`"10m"`, `"1h"`) go to
+    /// disk. None: never by age.
+    pub cold_after: Option<String>,
+    /// The cold tier's block cache (decoded blocks of cold rows), e.g. `"64MiB"`.
+    pub block_cache: String,
+}
+
+impl CounterSettings {
+    /// `max_memory` in bytes (None: no limit).
+    pub fn max_memory_bytes(&self) -> anyhow::Result<Option<u64>> {
+        let Some(text) = &self.max_memory else {
+            return Ok(None);
+        };
+        let n = crate::byte_size::parse_byte_size(text)
+            .map_err(|e| anyhow::anyhow!("counters.max_memory: {e}"))?;
+        if n < 1 << 20 {
+            anyhow::bail!("counters.max_memory must be at least 1MiB, got {text:?}");
+        }
+        Ok(Some(n))
+    }
+
+    /// `cold_after` as a duration (None: never by age).
+    pub fn cold_after_duration(&self) -> anyhow::Result<Option<Duration>> {
+        let Some(text) = &self.cold_after else {
+            return Ok(None);
+        };
+        let d = humantime::parse_duration(text.trim()).map_err(|e| {
+            anyhow::anyhow!(
+                "counters.cold_after: {text:?} is not a duration ({e}); write e.g. \"10m\", \"1h\" or \"30s\""
+            )
+        })?;
+        if d < Duration::from_secs(1) {
+            anyhow::bail!("counters.cold_after must be at least 1s, got {text:?}");
+        }
+        Ok(Some(d))
+    }
+
+    /// `block_cache` in bytes.
+    pub fn block_cache_bytes(&self) -> anyhow::Result<u64> {
+        crate::byte_size::parse_byte_size(&self.block_cache)
+            .map_err(|e| anyhow::anyhow!("counters.block_cache: {e}"))
+    }
 }
 
 /// The `[counters] log` modes.
@@ -186,6 +237,9 @@ impl Default for CounterSettings {
             role: "auto".into(),
             lease_ms: 3_000,
             snapshots_kept: 2,
+            max_memory: None,
+            cold_after: None,
+            block_cache: "64MiB".into(),
         }
     }
 }
@@ -245,6 +299,7 @@ impl Default for Settings {
             nats: NatsSettings::default(),
             access: AccessSettings::default(),
             cluster: Default::default(),
+            regions: None,
         }
     }
 }
@@ -405,7 +460,18 @@ impl Settings {
             );
         }
         self.check_counter_log()?;
+        self.check_cold_tier()?;
         self.cluster.check()?;
+        if self.cluster.enabled && self.counters.log == "jetstream" {
+            anyhow::bail!(
+                "cluster.enabled: a cluster node keeps the counters in its slot groups' logs \
+                 on JetStream already; leave counters.log at \"local\" (it then holds only the \
+                 node's own counters, such as link clicks)"
+            );
+        }
+        if let Some(regions) = &self.regions {
+            regions.check()?;
+        }
         if !matches!(self.ids.on_clock_backwards.as_str(), "refuse" | "wait") {
             anyhow::bail!(
                 "ids.on_clock_backwards must be \"refuse\" or \"wait\", got {:?}",
@@ -419,7 +485,7 @@ impl Settings {
             );
         }
         match self.links.store.as_str() {
-            "redb" | "redb-json" => {}
+            "redb" | "redb-compact" | "redb-json" => {}
             "postgres" if !cfg!(feature = "sql") => {
                 anyhow::bail!(
                     "links.store \"postgres\" needs a shardkit built with the cargo feature `sql`"
@@ -496,11 +562,29 @@ impl Settings {
         Ok(())
     }
 
+    /// The cold tier's settings: sizes and a duration that parse, and not with the
+    /// `jetstream` log (its snapshots, shipped to the object store, do not carry the cold
+    /// blocks they name).
+    fn check_cold_tier(&self) -> anyhow::Result<()> {
+        let c = &self.counters;
+        let tiered = c.max_memory_bytes()?.is_some() | c.cold_after_duration()?.is_some();
+        c.block_cache_bytes()?;
+        if tiered && c.log == "jetstream" {
+            anyhow::bail!(
+                "counters.max_memory and counters.cold_after are not available with counters.log \"jetstream\" yet: the snapshots shipped to the object store do not carry the cold blocks they name; unset them or use log \"local\""
+            );
+        }
+        Ok(())
+    }
+
     /// The settings as TOML with the API key hidden, for `--print-config`.
     pub fn to_toml_redacted(&self) -> anyhow::Result<String> {
         let mut shown = self.clone();
         if shown.api_key.is_some() {
             shown.api_key = Some("<redacted>".into());
+        }
+        if let Some(regions) = shown.regions.as_mut().filter(|r| r.peer_key.is_some()) {
+            regions.peer_key = Some("<redacted>".into());
         }
         shown.links.servers = shown
             .links
@@ -515,6 +599,47 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cold_tier_settings_parse_and_bad_ones_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("shardkit.toml");
+        let load = |text: &str| {
+            std::fs::write(&file, text).unwrap();
+            Settings::load(Some(&file), Overrides::default())
+        };
+        let s = load("[counters]\nmax_memory = \"2GiB\"\ncold_after = \"10m\"\n").unwrap();
+        assert_eq!(s.counters.max_memory_bytes().unwrap(), Some(2 << 30));
+        assert_eq!(
+            s.counters.cold_after_duration().unwrap(),
+            Some(Duration::from_secs(600))
+        );
+        assert_eq!(s.counters.block_cache_bytes().unwrap(), 64 << 20);
+        let s = load("").unwrap();
+        assert_eq!(s.counters.max_memory_bytes().unwrap(), None);
+        assert_eq!(s.counters.cold_after_duration().unwrap(), None);
+        for (text, says) in [
+            ("[counters]\nmax_memory = \"2\"\n", "counters.max_memory"),
+            ("[counters]\nmax_memory = \"12KiB\"\n", "at least 1MiB"),
+            (
+                "[counters]\ncold_after = \"ten minutes\"\n",
+                "counters.cold_after",
+            ),
+            ("[counters]\ncold_after = \"10ms\"\n", "at least 1s"),
+            (
+                "[counters]\nblock_cache = \"lots\"\n",
+                "counters.block_cache",
+            ),
+            ("[counters]\nmax_memorie = \"2GiB\"\n", "max_memorie"),
+            (
+                "[counters]\nlog = \"jetstream\"\ncold_after = \"10m\"\n",
+                "jetstream",
+            ),
+        ] {
+            let err = format!("{:#}", load(text).unwrap_err());
+            assert!(err.contains(says), "{text}: {err}");
+        }
+    }
 
     #[test]
     fn flags_override_the_file_which_overrides_the_defaults() {
@@ -570,6 +695,42 @@ mod tests {
         };
         let s = Settings::load(None, keyed).unwrap();
         assert!(s.to_toml_redacted().unwrap().contains("<redacted>"));
+    }
+
+    #[test]
+    fn regions_load_from_the_file_refuse_unknown_keys_and_hide_the_peer_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("shardkit.toml");
+        let regions =
+            "[regions]\nthis = \"us\"\ndefault = \"us\"\npeer_key = \"0123456789abcdef\"\n\
+                       [regions.peers]\ncn = \"http://10.0.0.2:8080\"\n\
+                       [regions.groups]\nus = \"0-U\"\ncn = \"V-z\"\n";
+        std::fs::write(&file, regions).unwrap();
+        let s = Settings::load(Some(&file), Overrides::default()).unwrap();
+        let r = s.regions.as_ref().unwrap();
+        assert_eq!((r.remote_ttl_ms, r.peer_timeout_ms), (30_000, 1_000));
+        let shown = s.to_toml_redacted().unwrap();
+        assert!(
+            !shown.contains("0123456789abcdef") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        std::fs::write(
+            &file,
+            regions.replacen("[regions]\n", "[regions]\nttl = 5\n", 1),
+        )
+        .unwrap();
+        let err = Settings::load(Some(&file), Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown field") && err.contains("ttl"),
+            "{err}"
+        );
+        assert!(Settings::default()
+            .to_toml_redacted()
+            .unwrap()
+            .find("regions")
+            .is_none());
     }
 
     #[test]

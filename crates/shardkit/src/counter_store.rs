@@ -19,6 +19,31 @@ pub struct CounterStore {
     pub replication: Arc<Status>,
     /// Its NATS names and timings.
     pub spec: StoreSpec,
+    /// Asks the lease holder to give the lease back (a cluster node closing a group
+    /// that moves away) rather than let it lapse.
+    pub release: LeaseRelease,
+    /// Whether this node stands for the lease now: `spec.may_lead` at the start; a
+    /// cluster node sets it when the map makes it the owner of a group it follows, so
+    /// the follower takes over in place, already caught up.
+    pub stands_for_lease: std::sync::atomic::AtomicBool,
+}
+
+/// The hand-back of a store's lease: [`LeaseRelease::ask`] wakes the task that renews
+/// the lease, which deletes it (only if it still holds it: the delete expects its
+/// revision), stops taking writes without leaving the process, and says it is done.
+#[derive(Debug, Default)]
+pub struct LeaseRelease {
+    /// Wakes the renewing task.
+    pub asked: tokio::sync::Notify,
+    /// Wakes the closer once the lease is given back.
+    pub done: tokio::sync::Notify,
+}
+
+impl LeaseRelease {
+    /// Asks for the lease back.
+    pub fn ask(&self) {
+        self.asked.notify_one();
+    }
 }
 
 /// Where a store's log lives and how its lease runs.

@@ -11,7 +11,7 @@
 //! covers one whole turn of the event loop, and on the one-thread RESP runtime
 //! ([`crate::resp_runtime`]) with the local log it fsyncs in place, as Redis does.
 
-use crate::state::AppState;
+use crate::counter_access::Counters;
 use shardkit_counters::Pending;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -53,10 +53,18 @@ impl std::fmt::Debug for GroupCommit {
 pub struct NotDurable;
 
 impl GroupCommit {
+    /// Asks for the writes behind `pending` to be made durable without waiting (so
+    /// several stores' commits can run side by side before each is awaited).
+    pub fn ask(&self, pending: Pending) {
+        if self.wanted.fetch_max(pending.position(), Ordering::AcqRel) < pending.position() {
+            self.wake.notify_one();
+        }
+    }
+
     /// Waits until the writes behind `pending` are fsynced. `Err` means they may be
     /// lost (the log failed, or the server stopped): the caller must not acknowledge them.
-    pub async fn wait(&self, state: &AppState, pending: Pending) -> Result<(), NotDurable> {
-        let engine = &state.counters.engine;
+    pub async fn wait(&self, counters: &Counters, pending: Pending) -> Result<(), NotDurable> {
+        let engine = &counters.engine;
         // Subscribe before asking, so an fsync finishing in between is not missed.
         let mut done = self.done.subscribe();
         self.wanted.fetch_max(pending.position(), Ordering::AcqRel);
@@ -72,20 +80,21 @@ impl GroupCommit {
         }
     }
 
-    /// The fsync task: runs until `stop` fires and nobody waits any more.
-    pub async fn run(state: Arc<AppState>, mut stop: watch::Receiver<bool>) {
-        let this = &state.counters.group_commit;
+    /// The fsync task of store `counters` (whose log is on JetStream when `jetstream`):
+    /// runs until `stop` fires and nobody waits any more.
+    pub async fn run(counters: Arc<Counters>, jetstream: bool, mut stop: watch::Receiver<bool>) {
+        let this = &counters.group_commit;
         // On the one-thread RESP runtime with the local log, the fsync runs right here,
         // between two turns of the event loop, as Redis's does: no handoff to another
         // thread and back. A JetStream publish waits on the network, and a multi-thread
         // runtime has other workers to keep busy: those commit on a blocking thread.
-        let inline = state.settings.counters.log != "jetstream"
+        let inline = !jetstream
             && tokio::runtime::Handle::current().runtime_flavor()
                 == tokio::runtime::RuntimeFlavor::CurrentThread;
         loop {
             let wanted = this.wanted.load(Ordering::Acquire);
             let target = Pending::at(wanted);
-            if wanted > 0 && !state.counters.engine.is_durable(target) {
+            if wanted > 0 && !counters.engine.is_durable(target) {
                 // Let every connection the runtime already has ready apply its batch
                 // first, so one commit covers them all (Redis fsyncs once per turn of its
                 // event loop for the same reason): `yield_now` runs this task again only
@@ -94,10 +103,10 @@ impl GroupCommit {
                 let wanted = this.wanted.load(Ordering::Acquire);
                 let target = Pending::at(wanted);
                 let result = if inline {
-                    Ok(state.counters.engine.commit(target))
+                    Ok(counters.engine.commit(target))
                 } else {
-                    let worker = Arc::clone(&state);
-                    tokio::task::spawn_blocking(move || worker.counters.engine.commit(target)).await
+                    let worker = Arc::clone(&counters);
+                    tokio::task::spawn_blocking(move || worker.engine.commit(target)).await
                 };
                 if !matches!(result, Ok(Ok(()))) {
                     tracing::error!("counter log fsync failed; writes are refused from now on");

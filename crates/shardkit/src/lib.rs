@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod byte_size;
 pub mod cluster;
 pub mod config;
 pub mod config_error;
@@ -17,6 +18,7 @@ pub mod http;
 pub mod id_leases;
 pub mod links;
 pub mod plural;
+pub mod regions;
 pub mod replication;
 pub mod resp;
 pub mod resp_runtime;

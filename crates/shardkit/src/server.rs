@@ -41,6 +41,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
         let state = Arc::clone(&state);
         tokio::task::spawn_blocking(move || crate::replication::Running::start(&state)).await??
     };
+    let cluster = join_cluster(&state).await?;
     tracing::info!(
         http = %http_listener.local_addr()?,
         resp = %resp_listener.local_addr()?,
@@ -69,7 +70,8 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
         .context("cannot start the RESP runtime")?;
     let (stop_fsync, fsync_stopped) = watch::channel(false);
     let group_commit = resp_runtime.spawn(crate::group_commit::GroupCommit::run(
-        Arc::clone(&state),
+        Arc::clone(&state.counters),
+        state.settings.counters.log == "jetstream",
         fsync_stopped,
     ));
     let clicks = tokio::spawn(flush_clicks(Arc::clone(&state), stopped.clone()));
@@ -107,6 +109,12 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
     if let Some(replication) = replication {
         let _ = tokio::task::spawn_blocking(move || replication.stop()).await;
     }
+    #[cfg(feature = "nats")]
+    if let Some(cluster) = cluster {
+        let _ = tokio::task::spawn_blocking(move || cluster.stop()).await;
+    }
+    #[cfg(not(feature = "nats"))]
+    let () = cluster;
     match Arc::try_unwrap(state) {
         Ok(state) => tokio::task::spawn_blocking(move || state.close()).await??,
         Err(_) => tracing::warn!(
@@ -193,4 +201,38 @@ async fn wait_for_signal() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
+}
+
+/// With `[cluster] enabled`: the node's id, its view of the cluster in the state, and the
+/// runner that keeps both current (blocks while connecting, on a blocking thread).
+#[cfg(feature = "nats")]
+async fn join_cluster(
+    state: &Arc<AppState>,
+) -> anyhow::Result<Option<crate::cluster::nats::runner::Runner>> {
+    if !state.settings.cluster.enabled {
+        return Ok(None);
+    }
+    let state = Arc::clone(state);
+    let runner = tokio::task::spawn_blocking(move || {
+        let me = crate::cluster::nats::node_id::load_or_create(&state.settings.data)?;
+        let live = Arc::new(crate::cluster::live::Live::new(
+            me,
+            state.settings.cluster.groups,
+        ));
+        let runner = crate::cluster::nats::runner::Runner::start(
+            &state.settings,
+            Arc::clone(&live),
+            Arc::clone(&state.id_leases),
+        )?;
+        let _ = state.cluster.set(live);
+        anyhow::Ok(runner)
+    })
+    .await??;
+    Ok(Some(runner))
+}
+
+/// Without the `nats` feature a node cannot join a cluster (the settings refuse it).
+#[cfg(not(feature = "nats"))]
+async fn join_cluster(_: &Arc<AppState>) -> anyhow::Result<()> {
+    Ok(())
 }

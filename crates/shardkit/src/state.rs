@@ -13,7 +13,7 @@ use shardkit_ids::{
 };
 use shardkit_links::{
     load_or_create_key, CompactLinkStore, GroupSequences, LinkStore, Minter, RedbLinkStore,
-    TicketSequences,
+    SegmentLinkStore, TicketSequences,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,12 +28,12 @@ pub type Allocator = Arc<SegmentAllocator<Arc<EmbeddedTicketStore>>>;
 /// Seeds the empty JetStream-mode engine directory `dir` with the newest snapshot of the
 /// store's object store; returns the last stream sequence it covers (0: none, replay
 /// the stream from its start).
-fn restore_snapshot(settings: &Settings, dir: &std::path::Path) -> anyhow::Result<u64> {
+pub(crate) fn restore_snapshot(
+    spec: &crate::counter_store::StoreSpec,
+    dir: &std::path::Path,
+) -> anyhow::Result<u64> {
     #[cfg(feature = "nats")]
-    if let Some(restored) = crate::replication::jetstream::snapshots::restore_newest(
-        &crate::counter_store::StoreSpec::from_settings(settings),
-        dir,
-    )? {
+    if let Some(restored) = crate::replication::jetstream::snapshots::restore_newest(spec, dir)? {
         tracing::info!(
             snapshot = %restored.snapshot.name,
             ms = restored.took.as_millis() as u64,
@@ -41,8 +41,44 @@ fn restore_snapshot(settings: &Settings, dir: &std::path::Path) -> anyhow::Resul
         );
         return Ok(restored.snapshot.from_seq.saturating_sub(1));
     }
-    let _ = (settings, dir);
+    let _ = (spec, dir);
     Ok(0)
+}
+
+/// The counter engine's options from `[counters]`; `jetstream`: the engine is the local
+/// copy of a store whose log of record is on JetStream (its rows all stay in RAM: the
+/// cold tier's blocks are not shipped with its snapshots).
+pub(crate) fn engine_options(
+    settings: &Settings,
+    jetstream: bool,
+) -> anyhow::Result<shardkit_counters::Options> {
+    let tiering = !jetstream;
+    Ok(shardkit_counters::Options {
+        // With the JetStream log the stream is what makes a write durable; the local
+        // copy is rebuilt from it at start, so fsyncing it would buy nothing.
+        fsync: match settings.counters.fsync.as_str() {
+            _ if jetstream => FsyncPolicy::No,
+            "everysec" => FsyncPolicy::EverySec,
+            "no" => FsyncPolicy::No,
+            _ => FsyncPolicy::Always,
+        },
+        txid_window: Duration::from_secs(settings.counters.txid_window_secs),
+        snapshot_log_bytes: Some(settings.counters.snapshot_log_mib.max(1) << 20),
+        snapshot_interval: (settings.counters.snapshot_seconds > 0)
+            .then(|| Duration::from_secs(settings.counters.snapshot_seconds)),
+        cold_after: if tiering {
+            settings.counters.cold_after_duration()?
+        } else {
+            None
+        },
+        max_memory: if tiering {
+            settings.counters.max_memory_bytes()?
+        } else {
+            None
+        },
+        block_cache_bytes: settings.counters.block_cache_bytes()?,
+        ..shardkit_counters::Options::default()
+    })
 }
 
 /// Shared server state.
@@ -65,6 +101,8 @@ pub struct AppState {
     pub store: Arc<crate::counter_store::CounterStore>,
     /// Short links (`<data>/links.redb`, code key `<data>/links.key`).
     pub links: Links,
+    /// `[regions]`: where links live, the calls to other regions, their links' cache.
+    pub regions: Option<crate::regions::Regions>,
     /// This node's replication role (standalone with the `local` log).
     pub replication: Arc<crate::replication::Status>,
     /// The open RESP connections (`CLIENT LIST`, `CLIENT KILL`, `INFO clients`).
@@ -73,6 +111,9 @@ pub struct AppState {
     pub started: std::time::Instant,
     /// Password attempts on protected links, per client address.
     pub password_attempts: Arc<crate::http::redirect::PasswordAttempts>,
+    /// This node's view of its Redis Cluster (`[cluster] enabled`): set once the node
+    /// has joined; unset on a node outside a cluster.
+    pub cluster: std::sync::OnceLock<Arc<crate::cluster::live::Live>>,
     tickets: TicketBook,
 }
 
@@ -111,21 +152,7 @@ impl AppState {
             sequences: Mutex::new(HashMap::new()),
         };
         let jetstream = settings.counters.log == "jetstream";
-        let engine_options = shardkit_counters::Options {
-            // With the JetStream log the stream is what makes a write durable; the local
-            // copy is rebuilt from it at start, so fsyncing it would buy nothing.
-            fsync: match settings.counters.fsync.as_str() {
-                _ if jetstream => FsyncPolicy::No,
-                "everysec" => FsyncPolicy::EverySec,
-                "no" => FsyncPolicy::No,
-                _ => FsyncPolicy::Always,
-            },
-            txid_window: Duration::from_secs(settings.counters.txid_window_secs),
-            snapshot_log_bytes: Some(settings.counters.snapshot_log_mib.max(1) << 20),
-            snapshot_interval: (settings.counters.snapshot_seconds > 0)
-                .then(|| Duration::from_secs(settings.counters.snapshot_seconds)),
-            ..shardkit_counters::Options::default()
-        };
+        let engine_options = engine_options(&settings, jetstream)?;
         // With the JetStream log: the stream sequence the start's snapshot covers.
         let mut restored_seq = 0;
         let engine = if jetstream {
@@ -140,7 +167,10 @@ impl AppState {
                 std::fs::remove_dir_all(&dir)
                     .with_context(|| format!("cannot clear {}", dir.display()))?;
             }
-            restored_seq = restore_snapshot(&settings, &dir)?;
+            restored_seq = restore_snapshot(
+                &crate::counter_store::StoreSpec::from_settings(&settings),
+                &dir,
+            )?;
             let engine = Engine::open(dir, engine_options)?;
             engine.set_read_only(true);
             engine
@@ -190,8 +220,18 @@ impl AppState {
                     Arc::new(RedbLinkStore::open(settings.data.join("links.redb"))?),
                     Box::new(embedded_sequences),
                 ),
-                _ => (
+                // The previous embedded store (records in redb), for side-by-side
+                // measurements only.
+                "redb-compact" => (
                     Arc::new(CompactLinkStore::open(
+                        settings.data.join("links.redb"),
+                        Links::codec(settings.links.sequential_codes, key),
+                        settings.links.store_cache_bytes(),
+                    )?),
+                    Box::new(embedded_sequences),
+                ),
+                _ => (
+                    Arc::new(SegmentLinkStore::open(
                         settings.data.join("links.redb"),
                         Links::codec(settings.links.sequential_codes, key),
                         settings.links.store_cache_bytes(),
@@ -213,19 +253,43 @@ impl AppState {
             None => None,
         };
         let analytics = crate::links::analytics::Analytics::open(&counters.engine, geo)?;
+        let regions = match &settings.regions {
+            None => {
+                crate::regions::claim::forget(&settings.data)?;
+                None
+            }
+            Some(region_settings) => {
+                // Ids are made in the shard of the code's group (`Links::draft`): with the
+                // groups split between regions and a shard per group, no two regions make
+                // one id, so a link's clicks keep one key in every region.
+                if layout.shards() < u64::from(shardkit_links::GROUPS) {
+                    anyhow::bail!(
+                        "[regions] needs an id layout with at least 62 shards (one per code group), \
+                         so regions never make the same link id; ids.layout {:?} has {}",
+                        settings.ids.layout,
+                        layout.shards()
+                    );
+                }
+                let regions = crate::regions::Regions::new(region_settings)?;
+                crate::regions::claim::check(&settings.data, &regions.map, store.as_ref())?;
+                Some(regions)
+            }
+        };
         let links = Links::new(
             store,
             minter,
             base_url,
             settings.links.cache_entries,
             analytics,
-        )?;
+        )?
+        .with_regions(regions.as_ref().map(|r| std::sync::Arc::clone(&r.map)));
         let access = match remote_keys {
             // With the links in the cluster, so are the keys: every server takes the same.
             Some(keys) => crate::access::Access::open_remote(keys, settings.api_key.clone())?,
             None => crate::access::Access::open(&settings.data, settings.api_key.clone())?,
         };
-        let id_leases = Arc::new(if jetstream {
+        // Nodes that share a store, or a cluster, lease the shards they issue ids from.
+        let id_leases = Arc::new(if jetstream || settings.cluster.enabled {
             crate::id_leases::IdLeases::leased(layout.shards())
         } else {
             crate::id_leases::IdLeases::unleased(layout.shards())
@@ -234,6 +298,8 @@ impl AppState {
             counters: Arc::clone(&counters),
             replication: Arc::clone(&replication),
             spec: crate::counter_store::StoreSpec::from_settings(&settings),
+            release: Default::default(),
+            stands_for_lease: std::sync::atomic::AtomicBool::new(settings.counters.role == "auto"),
         });
         Ok(Self {
             settings,
@@ -244,10 +310,12 @@ impl AppState {
             counters,
             store,
             links,
+            regions,
             replication,
             clients: Default::default(),
             started: std::time::Instant::now(),
             password_attempts: crate::http::redirect::password_attempts(),
+            cluster: Default::default(),
             tickets,
         })
     }
@@ -272,6 +340,11 @@ impl AppState {
             Err(_) => tracing::warn!("the counter engine is still in use; not closed"),
         }
         Ok(())
+    }
+
+    /// The increment and offset of every ticket sequence (`[tickets]`).
+    pub fn ticket_spec(&self) -> SequenceSpec {
+        self.tickets.spec
     }
 
     /// The allocator of ticket sequence `name`, created on first use.

@@ -123,6 +123,57 @@ pub fn render(state: &crate::state::AppState) -> String {
             c.bytes_per_row
         );
     }
+    // The cold tier's figures per counter (issue 19).
+    type Field = fn(&shardkit_counters::CounterStats) -> u64;
+    let cold: [(&str, &str, &str, Field); 6] = [
+        (
+            "shardkit_counter_hot_rows",
+            "gauge",
+            "Rows held in RAM.",
+            |c| c.hot_rows,
+        ),
+        (
+            "shardkit_counter_cold_rows",
+            "gauge",
+            "Rows held in the cold tier (disk).",
+            |c| c.cold_rows,
+        ),
+        (
+            "shardkit_counter_bytes_ram",
+            "gauge",
+            "Memory of the counter's tables and cold index.",
+            |c| c.bytes,
+        ),
+        (
+            "shardkit_counter_bytes_disk",
+            "gauge",
+            "Bytes of the counter's cold blocks on disk.",
+            |c| c.bytes_disk,
+        ),
+        (
+            "shardkit_counter_block_cache_hits_total",
+            "counter",
+            "Cold blocks served from the block cache.",
+            |c| c.block_cache_hits,
+        ),
+        (
+            "shardkit_counter_cold_reads_total",
+            "counter",
+            "Cold blocks read from disk.",
+            |c| c.cold_reads,
+        ),
+    ];
+    for (name, kind, help, field) in cold {
+        let _ = write!(text, "# HELP {name} {help}\n# TYPE {name} {kind}\n");
+        for c in &stats.counters {
+            let _ = writeln!(
+                text,
+                "{name}{{counter=\"{}\"}} {}",
+                escape(&c.name),
+                field(c)
+            );
+        }
+    }
     let _ = write!(
         text,
         "# HELP shardkit_counter_log_records_total Mutations written to the counter log.\n# TYPE shardkit_counter_log_records_total counter\nshardkit_counter_log_records_total {}\n",

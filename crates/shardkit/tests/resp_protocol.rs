@@ -93,7 +93,7 @@ fn hello_3_switches_to_resp3_and_hello_2_back() {
     let counter = wire.send(&["COUNTER.INFO", "w"], |s| {
         s.contains("default") && s.ends_with("\r\n")
     });
-    assert!(counter.starts_with("%6\r\n"), "{counter}");
+    assert!(counter.starts_with("%12\r\n"), "{counter}");
     assert!(counter.contains("$13\r\nbytes_per_row\r\n,"), "{counter}");
     // Back to RESP2.
     assert!(wire.lines(&["HELLO", "2"], 26).starts_with("*14\r\n"));

@@ -184,7 +184,7 @@ fn redis_string_and_hash_commands_on_counters() {
         .arg("posts")
         .query(&mut con)
         .unwrap();
-    assert_eq!(info.len(), 12);
+    assert_eq!(info.len(), 24);
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Command-line interface: the argument types and the dispatch to each subcommand.
 
 mod busy_wait;
+#[cfg(feature = "nats")]
+mod cluster;
 mod data_dir;
 mod id;
 mod keys;
@@ -48,6 +50,11 @@ pub enum Command {
     /// Named API keys with roles (kept hashed in the data directory).
     #[command(subcommand)]
     Keys(keys::KeysCommand),
+    /// A Redis Cluster of shardkit nodes: its nodes, its slot map, and rebalancing
+    /// (built with the cargo feature `nats`).
+    #[cfg(feature = "nats")]
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
 }
 
 /// Runs the parsed command line.
@@ -63,6 +70,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Pg(cmd) => pg::run(cmd, &mut out),
         Command::Links(cmd) => links::run(cmd, &mut out),
         Command::Keys(cmd) => keys::run(cmd, &mut out),
+        #[cfg(feature = "nats")]
+        Command::Cluster(cmd) => cluster::run(cmd, &mut out),
     };
     result.and_then(|()| out.flush().map_err(Into::into))
 }

@@ -132,13 +132,28 @@ pub async fn check(
     mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    if !auth.app.access.enforced() {
-        return Ok(next.run(request).await);
-    }
     let pattern = request
         .extensions()
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_string());
+    // The peer routes of `[regions]` take the regions' shared `peer_key` (when one is
+    // set, only it); without one they need the admin key like any unlisted route.
+    if pattern
+        .as_deref()
+        .is_some_and(|p| p.starts_with("/api/regions/"))
+    {
+        match super::regions::peer_key_shown(&auth.app, bearer(&request)) {
+            Some(true) => return Ok(next.run(request).await),
+            Some(false) => {
+                metrics::counter!("shardkit_auth_failures_total").increment(1);
+                return Err(ApiError::unauthorized());
+            }
+            None => {}
+        }
+    }
+    if !auth.app.access.enforced() {
+        return Ok(next.run(request).await);
+    }
     let needed = match &pattern {
         Some(p) => need(request.method(), p, &auth.public),
         // No route matched: the 404/405 fallback tells nothing about the data.

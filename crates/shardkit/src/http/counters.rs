@@ -83,6 +83,7 @@ pub async fn get(
     State(state): State<Arc<AppState>>,
     Path((counter, key)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    not_on_cluster_node(&state)?;
     let values = row_json(&state, &counter, &key)?;
     Ok(Json(json!({ "key": key, "values": values })))
 }
@@ -104,6 +105,7 @@ pub async fn incr(
     Path((counter, key)): Path<(String, String)>,
     parsed: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    not_on_cluster_node(&state)?;
     if let Some(leader) = crate::replication::gate::http_leader(&state.replication) {
         return Err(ApiError::misdirected(leader));
     }
@@ -145,6 +147,7 @@ pub async fn mget(
     Path(counter): Path<String>,
     parsed: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    not_on_cluster_node(&state)?;
     let request: MgetBody = super::json_body::read(parsed)?;
     if request.keys.len() > MAX_MGET_KEYS {
         return Err(ApiError::bad_request(format!(
@@ -173,4 +176,12 @@ pub async fn mget(
         })
         .collect();
     Ok(Json(json!({ "rows": rows })))
+}
+
+/// Refuses counter routes on a Redis Cluster node (see [`ApiError::not_on_cluster_node`]).
+fn not_on_cluster_node(state: &AppState) -> Result<(), ApiError> {
+    match state.cluster.get() {
+        Some(_) => Err(ApiError::not_on_cluster_node("counters")),
+        None => Ok(()),
+    }
 }

@@ -86,9 +86,27 @@ impl ApiError {
             ..Self::new(StatusCode::MISDIRECTED_REQUEST, message)
         }
     }
+    /// 421: a Redis Cluster node (`[cluster] enabled`) does not serve `what` over HTTP
+    /// yet: its counters live in slot groups spread over the nodes, which cluster
+    /// clients reach by the Redis protocol.
+    pub fn not_on_cluster_node(what: &str) -> Self {
+        Self::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            format!(
+                "this node is one of a Redis Cluster: {what} are served over the Redis protocol \
+                 (a cluster client routes by slot), not over HTTP yet"
+            ),
+        )
+    }
     /// 403: a valid key whose roles do not cover the request.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(StatusCode::FORBIDDEN, message)
+    }
+    /// The same answer with one more field beside `error` (`region` of a link homed
+    /// elsewhere or of a region that did not answer).
+    pub fn with(mut self, field: &'static str, value: impl Into<String>) -> Self {
+        self.extra = Some((field, value.into()));
+        self
     }
     /// 503: the server cannot do it now (clock behind, storage failing); retry later.
     pub fn unavailable(message: impl Into<String>) -> Self {

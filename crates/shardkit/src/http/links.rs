@@ -3,13 +3,14 @@
 //! is an fsynced transaction), except a plain create on the embedded store, which
 //! awaits its group commit without a thread.
 
-use super::ApiError;
+use super::{regions, ApiError};
 use crate::access::Grant;
 use crate::links::{LinkOpError, LinkPatch, NewLink};
 use crate::state::AppState;
+use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
@@ -33,6 +34,14 @@ pub fn op_error(e: LinkOpError) -> ApiError {
         }
         LinkOpError::NotFound(_) => ApiError::not_found(e.to_string()),
         LinkOpError::Unavailable(m) => ApiError::unavailable(m),
+        LinkOpError::NoSuchRegion { ref region, .. } => {
+            let region = region.clone();
+            ApiError::new(StatusCode::MISDIRECTED_REQUEST, e.to_string()).with("region", region)
+        }
+        LinkOpError::OtherRegion { ref region, .. } => {
+            let region = region.clone();
+            ApiError::new(StatusCode::MISDIRECTED_REQUEST, e.to_string()).with("region", region)
+        }
     }
 }
 
@@ -54,14 +63,38 @@ pub async fn blocking<T: Send + 'static>(
         (status = 400, description = "Bad URL, alias, expiry, limit or redirect", body = super::openapi::ErrorBody),
         (status = 401, description = "API key missing or wrong", body = super::openapi::ErrorBody),
         (status = 409, description = "Alias taken: `code` names the owner", body = super::openapi::ErrorBody),
+        (status = 421, description = "With `[regions]`: `region` names no region of the deployment (a server without `[regions]` has none); `region` names it", body = super::openapi::ErrorBody),
         (status = 429, description = "Too many creations from this client", body = super::openapi::ErrorBody),
+        (status = 503, description = "Storage failing, or (`[regions]`) the link's home region cannot be reached: `region` names it", body = super::openapi::ErrorBody),
     ))]
 pub async fn create(
     State(state): State<Arc<AppState>>,
     grant: Option<Extension<Grant>>,
+    headers: HeaderMap,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let request: NewLink = super::json_body::read(body)?;
+    let mut request: NewLink = super::json_body::read(body)?;
+    // One region of several: a link homed elsewhere is made there (the caller's key
+    // goes along), with its home named so the other region needs to work nothing out.
+    if let (Some(regions), Some(home)) = (
+        &state.regions,
+        state.links.home_of(&request).map_err(op_error)?,
+    ) {
+        if home != regions.map.this() {
+            request.region = Some(home.clone());
+            let body =
+                serde_json::to_vec(&request).map_err(|e| ApiError::bad_request(e.to_string()))?;
+            return regions::forward(
+                &state,
+                &home,
+                Method::POST,
+                "/api/links",
+                &headers,
+                body.into(),
+            )
+            .await;
+        }
+    }
     let author = grant.map(|Extension(g)| g.name);
     // On the embedded store a create only waits for its (shared) commit: no thread of
     // its own. Otherwise (PostgreSQL round trips, a password to hash) a blocking thread.
@@ -103,12 +136,17 @@ pub async fn create(
     responses(
         (status = 200, description = "The link with `clicks` (total) and `daily` ([{day, clicks}], last 30 days)"),
         (status = 404, description = "No such link", body = super::openapi::ErrorBody),
+        (status = 503, description = "Storage failing, or (`[regions]`) the link's home region cannot be reached: `region` names it", body = super::openapi::ErrorBody),
     ))]
 pub async fn get(
     State(state): State<Arc<AppState>>,
     grant: Option<Extension<Grant>>,
+    headers: HeaderMap,
     Path(code): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
+    if let Some(answer) = elsewhere(&state, Method::GET, &code, &headers, Bytes::new()).await {
+        return answer;
+    }
     let link = state
         .links
         .lookup(&code)
@@ -116,9 +154,44 @@ pub async fn get(
         // An author-only key is told nothing of others' links.
         .filter(|l| grant.as_ref().is_none_or(|Extension(g)| g.may_see(l)));
     let link = link.ok_or_else(|| op_error(LinkOpError::NotFound(code)))?;
-    Ok(Json(
-        state.links.view_with_clicks(&state.counters.engine, &link),
-    ))
+    Ok(Json(regions::view_summed(&state, &link).await).into_response())
+}
+
+/// With `[regions]`, the answer for a request about a link homed in another region
+/// (forwarded there whole) or in a code group no region owns (404); `None`: the link
+/// is homed here.
+pub(super) async fn elsewhere(
+    state: &AppState,
+    method: Method,
+    code: &str,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Option<Result<Response, ApiError>> {
+    let path = format!("/api/links/{code}");
+    elsewhere_at(state, method, code, &path, headers, body).await
+}
+
+/// [`elsewhere`] for a request to `path_and_query` (a sub-route of the link's).
+pub(super) async fn elsewhere_at(
+    state: &AppState,
+    method: Method,
+    code: &str,
+    path_and_query: &str,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Option<Result<Response, ApiError>> {
+    match regions::home_of_path(state.regions.as_ref(), code) {
+        regions::Home::Here => None,
+        regions::Home::Nowhere => Some(Err(op_error(LinkOpError::NotFound(code.to_string())))),
+        regions::Home::There(home) => {
+            let answer = regions::forward(state, home, method, path_and_query, headers, body).await;
+            if let Some(regions) = &state.regions {
+                // A change made through this region is seen here at once.
+                regions.remote.forget(code);
+            }
+            Some(answer)
+        }
+    }
 }
 
 /// Changes the target, expiry, limit, redirect or tags (PATCH and PUT alike).
@@ -128,40 +201,56 @@ pub async fn get(
         (status = 200, description = "The link as changed"),
         (status = 400, description = "Bad field", body = super::openapi::ErrorBody),
         (status = 404, description = "No such link", body = super::openapi::ErrorBody),
+        (status = 503, description = "Storage failing, or (`[regions]`) the link's home region cannot be reached: `region` names it", body = super::openapi::ErrorBody),
     ))]
 pub async fn update(
     State(state): State<Arc<AppState>>,
+    method: Method,
+    headers: HeaderMap,
     Path(code): Path<String>,
     body: Result<Json<Value>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let patch: LinkPatch = super::json_body::read(body)?;
+) -> Result<Response, ApiError> {
+    let Json(raw) = body.map_err(|e| ApiError::body_rejected(e.status(), e.body_text()))?;
+    let bytes = Bytes::from(serde_json::to_vec(&raw).unwrap_or_default());
+    let patch: LinkPatch = super::json_body::read(Ok(Json(raw)))?;
+    if let Some(answer) = elsewhere(&state, method, &code, &headers, bytes).await {
+        return answer;
+    }
     let worker = Arc::clone(&state);
     let link = blocking(move || worker.links.update(&code, &patch)).await?;
-    Ok(Json(state.links.view(&link)))
+    Ok(Json(state.links.view(&link)).into_response())
 }
 
 /// `PUT /api/links/{code}`: the same as PATCH.
 #[utoipa::path(put, path = "/api/links/{code}", tag = "links", request_body = LinkPatch,
     params(("code" = String, Path, description = "Code or alias")),
-    responses((status = 200, description = "The link as changed"), (status = 404, description = "No such link", body = super::openapi::ErrorBody)))]
+    responses((status = 200, description = "The link as changed"), (status = 404, description = "No such link", body = super::openapi::ErrorBody),
+        (status = 503, description = "Storage failing, or (`[regions]`) the link's home region cannot be reached", body = super::openapi::ErrorBody)))]
 pub async fn replace(
     state: State<Arc<AppState>>,
+    method: Method,
+    headers: HeaderMap,
     code: Path<String>,
     body: Result<Json<Value>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
-    update(state, code, body).await
+) -> Result<Response, ApiError> {
+    update(state, method, headers, code, body).await
 }
 
 /// Deletes a link; its code and alias then answer 404.
 #[utoipa::path(delete, path = "/api/links/{code}", tag = "links",
     params(("code" = String, Path, description = "Code or alias")),
-    responses((status = 204, description = "Deleted"), (status = 404, description = "No such link", body = super::openapi::ErrorBody)))]
+    responses((status = 204, description = "Deleted"), (status = 404, description = "No such link", body = super::openapi::ErrorBody),
+        (status = 503, description = "Storage failing, or (`[regions]`) the link's home region cannot be reached", body = super::openapi::ErrorBody)))]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
     Path(code): Path<String>,
-) -> Result<StatusCode, ApiError> {
+) -> Result<Response, ApiError> {
+    if let Some(answer) = elsewhere(&state, Method::DELETE, &code, &headers, Bytes::new()).await {
+        return answer;
+    }
     blocking(move || state.links.delete(&code, &state.counters.engine)).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// Query of the list.

@@ -16,6 +16,7 @@ mod openapi_rules;
 mod pages;
 mod rate_limit;
 pub mod redirect;
+pub mod regions;
 mod stats;
 mod tickets;
 mod ui;
@@ -45,7 +46,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         public: Arc::new(auth::parse_public(&state.settings.access.public).unwrap_or_default()),
         failures: auth::failure_limiter(),
     };
-    Router::new()
+    let routes = Router::new()
         .route("/", get(ui::index))
         .route("/ui/links/{code}", get(ui::link_page))
         .route("/ui/links/{code}/qr.svg", get(ui::qr))
@@ -77,7 +78,17 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/tickets/{name}", post(tickets::create))
         .route("/api/counters/{counter}/mget", post(counters::mget))
         .route("/api/counters/{counter}/{key}", get(counters::get))
-        .route("/api/counters/{counter}/{key}/incr", post(counters::incr))
+        .route("/api/counters/{counter}/{key}/incr", post(counters::incr));
+    // The peer routes other regions call, only in a server of several regions.
+    let routes = if state.regions.is_some() {
+        routes
+            .route("/api/regions/links/{path}", get(regions::link))
+            .route("/api/regions/clicks/{id}", get(regions::clicks))
+            .route("/api/regions/hit/{path}", post(regions::hit))
+    } else {
+        routes
+    };
+    routes
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(middleware::from_fn_with_state(auth_state, auth::check))

@@ -39,10 +39,12 @@ pub async fn follow(
     Path(code): Path<String>,
     request: Request,
 ) -> Response {
-    let html = || pages::wants_html(request.headers());
+    // A `&HeaderMap` (unlike a `&Request`) may be held across the remote fetch's await.
+    let headers = request.headers();
+    let html = || pages::wants_html(headers);
     let now = now_ms();
-    let link = match live_link(&state, &code, now, html) {
-        Ok(link) => link,
+    let (link, home) = match find_link(&state, &code, now, html).await {
+        Ok(found) => found,
         Err(answer) => return *answer,
     };
     if link.password_hash.is_some() {
@@ -58,7 +60,83 @@ pub async fn follow(
     }
     let status = StatusCode::from_u16(link.redirect.status()).unwrap_or(StatusCode::FOUND);
     let visitor = Visitor::of(&request);
-    click_and_redirect(&state, &link, &code, now, status, html(), visitor)
+    let counted = match count_at_home(&state, &link, &code, home, html()).await {
+        Ok(counted) => counted,
+        Err(answer) => return *answer,
+    };
+    click_and_redirect(&state, &link, &code, now, status, html(), visitor, counted)
+}
+
+/// The link at `/{code}` and, for one homed in another region, that region: from the
+/// local store, or (`[regions]`) from the remote cache, fetched from its home on a
+/// miss; expired links answer 410, and an uncached link of a region that cannot be
+/// reached 503 naming it.
+async fn find_link<'a>(
+    state: &'a AppState,
+    code: &str,
+    now: u64,
+    html: impl Fn() -> bool,
+) -> Result<(Arc<shardkit_links::Link>, Option<&'a str>), Box<Response>> {
+    let home = match super::regions::home_of_path(state.regions.as_ref(), code) {
+        super::regions::Home::Here => return live_link(state, code, now, html).map(|l| (l, None)),
+        super::regions::Home::Nowhere => return Err(Box::new(pages::not_found(html(), code))),
+        super::regions::Home::There(home) => home,
+    };
+    if code.is_empty() || code.len() > MAX_ALIAS_LEN {
+        return Err(Box::new(pages::not_found(html(), code)));
+    }
+    let Some(regions) = &state.regions else {
+        return Err(Box::new(pages::not_found(html(), code)));
+    };
+    let (answer, _) = regions
+        .remote
+        .get(code, || regions.peers.fetch_link(home, code))
+        .await;
+    let link = match answer {
+        Ok(Some(link)) => link,
+        Ok(None) => return Err(Box::new(pages::not_found(html(), code))),
+        Err(reason) => return Err(Box::new(region_down(home, &reason))),
+    };
+    if link.expired_at(now) {
+        return Err(Box::new(pages::gone(html(), code, "it has expired")));
+    }
+    Ok((link, Some(home)))
+}
+
+/// 503 for a link whose home region cannot be reached (and is not cached here).
+fn region_down(home: &str, reason: &str) -> Response {
+    let mut answer = pages::message(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Region unreachable",
+        &format!("This link lives in region {home}, which cannot be reached now ({reason}). Try again later."),
+    );
+    if let Ok(value) = HeaderValue::from_str(home) {
+        answer.headers_mut().insert("x-shardkit-region", value);
+    }
+    answer
+}
+
+/// A click of a remote link with a visit limit is counted by its home (so the limit
+/// holds across regions): `Ok(true)` counted there, `Ok(false)` to count here.
+async fn count_at_home(
+    state: &AppState,
+    link: &shardkit_links::Link,
+    code: &str,
+    home: Option<&str>,
+    html: bool,
+) -> Result<bool, Box<Response>> {
+    let (Some(home), Some(regions), Some(_)) = (home, &state.regions, link.max_visits) else {
+        return Ok(false);
+    };
+    match regions.peers.hit(home, code).await {
+        Ok(true) => Ok(true),
+        Ok(false) => Err(Box::new(pages::gone(
+            html,
+            code,
+            "it has reached its visit limit",
+        ))),
+        Err(e) => Err(Box::new(region_down(home, &e.to_string()))),
+    }
 }
 
 /// The link at `/{code}` if it exists and has not expired, else the page (or
@@ -122,8 +200,10 @@ fn client_ip(request: &Request) -> IpAddr {
         .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
 }
 
-/// Counts one click (410 once the visit limit is reached), queues it for the
-/// analytics, and answers `status` with the link's target as `Location`.
+/// Counts one click (410 once the visit limit is reached) unless its home region
+/// counted it already (`counted`), queues it for the analytics, and answers `status`
+/// with the link's target as `Location`.
+#[allow(clippy::too_many_arguments)]
 fn click_and_redirect(
     state: &AppState,
     link: &shardkit_links::Link,
@@ -132,17 +212,19 @@ fn click_and_redirect(
     status: StatusCode,
     html: bool,
     visitor: Visitor,
+    counted: bool,
 ) -> Response {
-    if state
-        .links
-        .clicks
-        .hit(
-            &state.counters.engine,
-            link.id,
-            day_of(now),
-            link.max_visits,
-        )
-        .is_none()
+    if !counted
+        && state
+            .links
+            .clicks
+            .hit(
+                &state.counters.engine,
+                link.id,
+                day_of(now),
+                link.max_visits,
+            )
+            .is_none()
     {
         return pages::gone(html, code, "it has reached its visit limit");
     }
@@ -237,8 +319,8 @@ pub async fn unlock(
         );
     }
     let now = now_ms();
-    let link = match live_link(&state, &code, now, || html) {
-        Ok(link) => link,
+    let (link, home) = match find_link(&state, &code, now, || html).await {
+        Ok(found) => found,
         Err(answer) => return *answer,
     };
     if let Some(hash) = link.password_hash.clone() {
@@ -267,6 +349,10 @@ pub async fn unlock(
             return pages::password_form(StatusCode::UNAUTHORIZED, &code, Some("Wrong password."));
         }
     }
+    let counted = match count_at_home(&state, &link, &code, home, html).await {
+        Ok(counted) => counted,
+        Err(answer) => return *answer,
+    };
     click_and_redirect(
         &state,
         &link,
@@ -275,5 +361,6 @@ pub async fn unlock(
         StatusCode::SEE_OTHER,
         html,
         visitor,
+        counted,
     )
 }

@@ -12,6 +12,7 @@ use crate::links::LinkOpError;
 use crate::state::AppState;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
+use axum::response::IntoResponse;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use shardkit_links::{day_of, format_day, now_ms, parse_day};
@@ -133,15 +134,26 @@ fn unavailable(e: impl std::fmt::Display) -> ApiError {
         (status = 200, description = "People's clicks per value, most first (`by=day`: each day, with `bots`)", body = StatsAnswer),
         (status = 400, description = "Bad day or dimension", body = super::openapi::ErrorBody),
         (status = 404, description = "No such link", body = super::openapi::ErrorBody),
-        (status = 503, description = "The counters cannot be read now", body = super::openapi::ErrorBody),
+        (status = 503, description = "The counters cannot be read now, or (`[regions]`) the link's home region cannot be reached", body = super::openapi::ErrorBody),
     ))]
 pub async fn link(
     State(state): State<Arc<AppState>>,
     grant: Option<Extension<Grant>>,
+    headers: axum::http::HeaderMap,
+    uri: axum::http::Uri,
     Path(code): Path<String>,
     query: Result<Query<LinkStatsQuery>, QueryRejection>,
-) -> Result<Json<StatsAnswer>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    // With `[regions]`: a link homed elsewhere has its analytics there.
+    let path = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
+    let method = axum::http::Method::GET;
+    let body = axum::body::Bytes::new();
+    if let Some(answer) =
+        super::links::elsewhere_at(&state, method, &code, path, &headers, body).await
+    {
+        return answer;
+    }
     let by = query.by.as_deref().unwrap_or("day");
     let dim = match by {
         "day" => None,
@@ -194,7 +206,8 @@ pub async fn link(
         clicks: Some(per_day.iter().map(|d| d.1).sum()),
         bots: Some(per_day.iter().map(|d| d.2).sum()),
         values,
-    }))
+    })
+    .into_response())
 }
 
 /// `from` and `to` as answered: the span counted, or as asked when it is empty.

@@ -31,6 +31,10 @@ pub async fn create(
     Path(name): Path<String>,
     query: Result<Query<TicketQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<axum::response::Response, ApiError> {
+    // A cluster node's sequences are its own: two nodes would hand out the same numbers.
+    if state.cluster.get().is_some() {
+        return Err(ApiError::not_on_cluster_node("ticket sequences"));
+    }
     // Ids and tickets come from the leader only (a replica holds no lease on them yet).
     if let Some(leader) = crate::replication::gate::http_leader(&state.replication) {
         return Err(ApiError::misdirected(leader));

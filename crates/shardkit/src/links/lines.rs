@@ -185,6 +185,7 @@ impl TryFrom<LinkLine> for BulkItem {
                 tags: line.tags,
                 reuse: line.reuse,
                 password: line.password,
+                region: None,
             },
             restore,
             author: None,

@@ -15,9 +15,9 @@ use serde_json::{json, Value};
 use shardkit_counters::Engine;
 use shardkit_ids::ShardedGenerator;
 use shardkit_links::{
-    day_of, format_day, format_time, group_of, normalize_url, now_ms, parse_time, validate_alias,
-    validate_tags, Codec, Feistel, GroupCommit, GroupStats, InsertOutcome, Link, LinkError,
-    LinkStore, Minter, OwnOrigin, Redirect, StoreError,
+    day_of, format_day, format_time, group_of, group_within, normalize_url, now_ms, parse_time,
+    validate_alias, validate_tags, Codec, Feistel, GroupCommit, GroupStats, InsertOutcome, Link,
+    LinkError, LinkStore, Minter, OwnOrigin, Redirect, StoreError,
 };
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -55,6 +55,10 @@ pub struct NewLink {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(min_length = 1, max_length = 128)]
     pub password: Option<String>,
+    /// With `[regions]`: the region to home the link in, instead of the one its URL's
+    /// host names (an aliased link lives in the default region).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
 }
 
 /// A change to a link (`PATCH`/`PUT /api/links/{code}`): fields present are replaced.
@@ -99,6 +103,23 @@ pub enum LinkOpError {
     /// Storage, the id clock or a sequence failed: 503.
     #[error("{0}")]
     Unavailable(String),
+    /// `region` names no region this server knows: 421 (the deployment's regions are
+    /// its settings', which the API document cannot list).
+    #[error("region {region:?}: {reason}")]
+    NoSuchRegion {
+        /// The region asked for.
+        region: String,
+        /// Why it is not one.
+        reason: String,
+    },
+    /// With `[regions]`: the link is homed in another region, which must make it.
+    #[error("the link is homed in region {region}: make it there ({peer})")]
+    OtherRegion {
+        /// Its home.
+        region: String,
+        /// That region's API.
+        peer: String,
+    },
 }
 
 impl From<LinkError> for LinkOpError {
@@ -142,6 +163,8 @@ pub struct Links {
     pub analytics: analytics::Analytics,
     own: Vec<OwnOrigin>,
     base_url: String,
+    /// With `[regions]`: where links live (this region mints in its own groups only).
+    regions: Option<Arc<crate::regions::RegionMap>>,
 }
 
 impl std::fmt::Debug for Links {
@@ -197,6 +220,73 @@ impl Links {
             analytics,
             own,
             base_url,
+            regions: None,
+        })
+    }
+
+    /// The service as one region of several: codes minted in this region's groups
+    /// only, links homed elsewhere refused (the HTTP layer forwards them first).
+    pub fn with_regions(mut self, regions: Option<Arc<crate::regions::RegionMap>>) -> Self {
+        self.regions = regions;
+        self
+    }
+
+    /// The region a new link is homed in (`None` without `[regions]`): the request's
+    /// `region`, the default region for an alias, else the region of its URL's host.
+    pub fn home_of(&self, request: &NewLink) -> Result<Option<String>, LinkOpError> {
+        let Some(map) = &self.regions else {
+            return match &request.region {
+                Some(region) => Err(LinkOpError::NoSuchRegion {
+                    region: region.clone(),
+                    reason: "this server runs one region (no [regions] in its settings)".into(),
+                }),
+                None => Ok(None),
+            };
+        };
+        if let Some(region) = &request.region {
+            if !map.knows(region) {
+                return Err(LinkOpError::NoSuchRegion {
+                    region: region.clone(),
+                    reason: "it is not one of this deployment's regions".into(),
+                });
+            }
+            if request.alias.is_some() && region != map.default_region() {
+                return Err(LinkOpError::Invalid(format!(
+                    "an aliased link lives in the region of record of aliases, {}; region {region:?} cannot go with alias",
+                    map.default_region()
+                )));
+            }
+            return Ok(Some(region.clone()));
+        }
+        if request.alias.is_some() {
+            return Ok(Some(map.default_region().to_string()));
+        }
+        let url = normalize_url(&request.url, &self.own).map_err(LinkError::from)?;
+        let host = url::Url::parse(&url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+            .unwrap_or_default();
+        Ok(Some(map.home_of_host(&host).to_string()))
+    }
+
+    /// The region a stored link lives in (`None` without `[regions]`).
+    pub fn region_of(&self, link: &Link) -> Option<&str> {
+        let map = self.regions.as_ref()?;
+        map.owner(Codec::group_of_code(&link.code)?)
+    }
+
+    /// Refuses a new link homed in another region (a bulk line; single creates are
+    /// forwarded before they get here).
+    fn check_home(&self, request: &NewLink) -> Result<(), LinkOpError> {
+        let (Some(map), Some(home)) = (&self.regions, self.home_of(request)?) else {
+            return Ok(());
+        };
+        if home == map.this() {
+            return Ok(());
+        }
+        Err(LinkOpError::OtherRegion {
+            peer: map.peer_url(&home).unwrap_or_default().to_string(),
+            region: home,
         })
     }
 
@@ -237,6 +327,9 @@ impl Links {
     ) -> Result<Link, LinkOpError> {
         let request = &item.request;
         let restore = item.restore.as_ref();
+        if restore.is_none() {
+            self.check_home(request)?;
+        }
         let url = normalize_url(&request.url, &self.own).map_err(LinkError::from)?;
         if let Some(alias) = &request.alias {
             validate_alias(alias).map_err(LinkError::from)?;
@@ -297,9 +390,17 @@ impl Links {
         taken: &HashSet<String>,
     ) -> Result<(u8, String), LinkOpError> {
         loop {
-            let (group, code) = match alias {
-                Some(alias) => self.minter.mint_in(group_of(alias))?,
-                None => self.minter.mint(url)?,
+            let (group, code) = match (alias, &self.regions) {
+                // One region of several: a group of its own, by the same hash.
+                (_, Some(map)) => {
+                    let group =
+                        group_within(alias.unwrap_or(url), map.mine()).ok_or_else(|| {
+                            LinkOpError::Unavailable("this region owns no code group".into())
+                        })?;
+                    self.minter.mint_in(group)?
+                }
+                (Some(alias), None) => self.minter.mint_in(group_of(alias))?,
+                (None, None) => self.minter.mint(url)?,
             };
             if !taken.contains(&code) && self.store.resolve(&code)?.is_none() {
                 return Ok((group, code));
@@ -311,7 +412,18 @@ impl Links {
     fn restorable_code(&self, restore: &Restore) -> Result<u8, LinkOpError> {
         let code = &restore.code;
         match self.minter.codec().decode(code) {
-            Some((group, _)) if !shardkit_links::is_reserved(code) => Ok(group),
+            Some((group, _)) if !shardkit_links::is_reserved(code) => match &self.regions {
+                Some(map) if !map.owns(group) => match map.owner(group) {
+                    Some(home) => Err(LinkOpError::OtherRegion {
+                        peer: map.peer_url(home).unwrap_or_default().to_string(),
+                        region: home.to_string(),
+                    }),
+                    None => Err(LinkOpError::Invalid(format!(
+                        "code {code:?} is in a code group no region owns (regions.groups)"
+                    ))),
+                },
+                _ => Ok(group),
+            },
             _ => Err(LinkOpError::Invalid(format!(
                 "code {code:?} is not a short code: 7 to 11 characters of A-Z a-z 0-9 \
                  (not a path of the server)"
@@ -632,6 +744,9 @@ impl Links {
                 object.insert("password".into(), json!(true));
             }
             object.insert("short_url".into(), json!(self.short_url(link)));
+            if let Some(region) = self.region_of(link) {
+                object.insert("region".into(), json!(region));
+            }
         }
         value
     }
@@ -639,10 +754,7 @@ impl Links {
     /// The last [`SERIES_DAYS`] days (from the link's creation day at the earliest) with
     /// their clicks, oldest first: `[("2026-11-22", 3), …]`.
     pub fn daily(&self, engine: &Engine, link: &Link) -> Vec<(String, u64)> {
-        let today = day_of(now_ms());
-        let first = day_of(link.created_at)
-            .max(today.saturating_sub(SERIES_DAYS - 1))
-            .min(today);
+        let (first, today) = series_days(link);
         let days: Vec<u64> = (first..=today).collect();
         let counts = self.clicks.daily(engine, link.id, &days);
         days.iter().map(|&d| format_day(d)).zip(counts).collect()
@@ -662,6 +774,16 @@ impl Links {
         }
         value
     }
+}
+
+/// The first and last day (UTC day numbers) of a link's daily series: the last
+/// [`SERIES_DAYS`] days, from its creation day at the earliest.
+pub fn series_days(link: &Link) -> (u64, u64) {
+    let today = day_of(now_ms());
+    let first = day_of(link.created_at)
+        .max(today.saturating_sub(SERIES_DAYS - 1))
+        .min(today);
+    (first, today)
 }
 
 /// The batch of one `POST /api/links` request.

@@ -67,7 +67,7 @@ pub async fn serve(
                 Ok(Parsed::Skip(used)) => used,
                 Ok(Parsed::Incomplete) => break,
                 Err(e) => {
-                    super::incr_run::flush(&state, &mut session, &mut output);
+                    super::incr_run::flush(&state.counters, &mut session, &mut output);
                     reply::error(&mut output, &format!("ERR {}", e.message));
                     match e.skip {
                         Some(used) => used,
@@ -84,7 +84,7 @@ pub async fn serve(
             }
         }
         // The batch's last increments, before its commit.
-        super::incr_run::flush(&state, &mut session, &mut output);
+        super::incr_run::flush(&state.counters, &mut session, &mut output);
         if !close && input.len() > limits.max_buffer {
             reply::error(
                 &mut output,
@@ -96,11 +96,22 @@ pub async fn serve(
         // be made durable, none does and the connection closes (the client must not take
         // an unacknowledged write for done).
         if !session.pending.is_none()
-            && commit(&state, std::mem::take(&mut session.pending))
+            && commit(&state.counters, std::mem::take(&mut session.pending))
                 .await
                 .is_err()
         {
             return;
+        }
+        // A cluster node's slot groups: every group's commit asked for first, so they
+        // run side by side, then each awaited.
+        let groups = std::mem::take(&mut session.group_pending);
+        for (counters, pending) in &groups {
+            counters.group_commit.ask(*pending);
+        }
+        for (counters, pending) in groups {
+            if commit(&counters, pending).await.is_err() {
+                return;
+            }
         }
         crate::telemetry::add(&crate::telemetry::RESP_COMMANDS, commands_run);
         if commands_run > 0 {
@@ -121,16 +132,18 @@ pub async fn serve(
 /// Waits once for every write of a batch. Under fsync `always` that is an fsync shared
 /// with the other connections' batches ([`crate::group_commit`]); under `everysec` and
 /// `no` the records are already where the policy wants them.
-async fn commit(state: &AppState, pending: shardkit_counters::Pending) -> Result<(), ()> {
-    if state.counters.writes_wait_for_disk {
-        state
-            .counters
+async fn commit(
+    counters: &crate::counter_access::Counters,
+    pending: shardkit_counters::Pending,
+) -> Result<(), ()> {
+    if counters.writes_wait_for_disk {
+        counters
             .group_commit
-            .wait(state, pending)
+            .wait(counters, pending)
             .await
             .map_err(|_| ())
     } else {
-        state.counters.engine.commit(pending).map_err(|_| ())
+        counters.engine.commit(pending).map_err(|_| ())
     }
 }
 

@@ -147,13 +147,24 @@ fn info(call: &mut Call<'_, '_>) {
             ),
         );
     };
-    reply::map_header(out, 6, resp3);
+    reply::map_header(out, 12, resp3);
     reply::bulk(out, b"name");
     reply::bulk(out, name.as_bytes());
-    reply::bulk(out, b"rows");
-    reply::integer(out, counter.rows as i64);
-    reply::bulk(out, b"bytes");
-    reply::integer(out, counter.bytes as i64);
+    // Rows in RAM and in the cold tier (disk); `bytes` and `bytes_ram` are the same
+    // figure (`bytes` kept for scripts written before the cold tier).
+    for (field, value) in [
+        (&b"rows"[..], counter.rows),
+        (b"hot_rows", counter.hot_rows),
+        (b"cold_rows", counter.cold_rows),
+        (b"bytes", counter.bytes),
+        (b"bytes_ram", counter.bytes),
+        (b"bytes_disk", counter.bytes_disk),
+        (b"block_cache_hits", counter.block_cache_hits),
+        (b"cold_reads", counter.cold_reads),
+    ] {
+        reply::bulk(out, field);
+        reply::integer(out, value as i64);
+    }
     reply::bulk(out, b"bytes_per_row");
     reply::double(out, counter.bytes_per_row, resp3);
     reply::bulk(out, b"overflow_entries");

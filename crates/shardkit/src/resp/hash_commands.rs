@@ -193,7 +193,7 @@ fn hincrby(call: &mut Call<'_, '_>) {
     let Some(delta) = call.cmd.arg(3).and_then(strict_i64) else {
         return super::incr_run::refuse(call, NOT_INTEGER);
     };
-    super::incr_run::queue(call.state, call.session, call.out, &key, column, delta);
+    super::incr_run::queue(call.counters, call.session, call.out, &key, column, delta);
 }
 
 fn hget(call: &mut Call<'_, '_>) {
@@ -203,7 +203,7 @@ fn hget(call: &mut Call<'_, '_>) {
     };
     reply_cell(
         call.out,
-        read_cell(call.state, &key, column),
+        read_cell(call.counters, &key, column),
         call.session.resp3,
     );
 }
@@ -215,7 +215,7 @@ fn hmget(call: &mut Call<'_, '_>) {
         match std::str::from_utf8(raw) {
             Ok(column) => reply_cell(
                 call.out,
-                read_cell(call.state, &key, column),
+                read_cell(call.counters, &key, column),
                 call.session.resp3,
             ),
             Err(_) => reply::null(call.out, call.session.resp3),
@@ -226,7 +226,7 @@ fn hmget(call: &mut Call<'_, '_>) {
 /// The fields of the row that hold a value, or the error reply.
 fn fields(call: &mut Call<'_, '_>) -> Option<Vec<(String, u64)>> {
     let key = row_arg(call)?;
-    match stored_fields(call.state, &key) {
+    match stored_fields(call.counters, &key) {
         Ok(fields) => Some(fields),
         Err(e) => {
             engine_error(call.out, &e);
@@ -323,7 +323,7 @@ fn set_fields(call: &mut Call<'_, '_>, name: &str) -> Option<i64> {
             }
         }
     }
-    let before = match stored_fields(call.state, &key) {
+    let before = match stored_fields(call.counters, &key) {
         Ok(fields) => fields,
         Err(e) => {
             engine_error(call.out, &e);
@@ -365,7 +365,7 @@ fn hsetnx(call: &mut Call<'_, '_>) {
         Ok(v) => v,
         Err(msg) => return reply::error(call.out, msg),
     };
-    match holds_value(call.state, &key, column) {
+    match holds_value(call.counters, &key, column) {
         Ok(true) => reply::integer(call.out, 0),
         Ok(false) => match set_cell(call, &key, column, value) {
             Ok(()) => reply::integer(call.out, 1),

@@ -16,7 +16,7 @@ use super::reply;
 use super::session::Session;
 use super::values::engine_error;
 use crate::counter_access::CounterKey;
-use crate::state::AppState;
+use crate::counter_access::Counters;
 use bytes::BytesMut;
 use shardkit_counters::{Error, Key};
 
@@ -71,7 +71,7 @@ pub fn joins_runs(name: &str) -> bool {
 /// Adds `delta` to a cell, now or with the rest of the run; the reply is written when
 /// the run is flushed.
 pub fn queue(
-    state: &AppState,
+    counters: &Counters,
     session: &mut Session,
     out: &mut BytesMut,
     key: &CounterKey<'_>,
@@ -79,19 +79,19 @@ pub fn queue(
     delta: i64,
 ) {
     if !session.incrs.joins(key.counter, column) {
-        flush(state, session, out);
+        flush(counters, session, out);
     }
     session.incrs.push(key, column, delta);
 }
 
 /// Writes error reply `msg` for the current command, after the run's replies.
 pub fn refuse(call: &mut super::table::Call<'_, '_>, msg: &str) {
-    flush(call.state, call.session, call.out);
+    flush(call.counters, call.session, call.out);
     reply::error(call.out, msg);
 }
 
 /// Applies the waiting increments and writes their replies, in order.
-pub fn flush(state: &AppState, session: &mut Session, out: &mut BytesMut) {
+pub fn flush(counters: &Counters, session: &mut Session, out: &mut BytesMut) {
     let run = &mut session.incrs;
     if run.items.is_empty() {
         return;
@@ -102,7 +102,7 @@ pub fn flush(state: &AppState, session: &mut Session, out: &mut BytesMut) {
         .map(|&(start, end, delta)| (Key::parse(&run.rows[start..end]), delta))
         .collect();
     let (counter, column, results) = (&run.counter, &run.column, &mut run.results);
-    let applied = state.counters.write(counter, column, |e| {
+    let applied = counters.write(counter, column, |e| {
         e.incr_run(counter, column, &keys, results)
     });
     match applied {

@@ -23,8 +23,7 @@ use super::glob;
 use super::reply;
 use super::table::{Call, CommandSpec};
 use super::values::{holds_value, strict_i64};
-use crate::counter_access::{CounterKey, DEFAULT_COLUMN};
-use crate::state::AppState;
+use crate::counter_access::{CounterKey, Counters, DEFAULT_COLUMN};
 use shardkit_counters::{OwnedKey, STRIPES};
 
 const KEYSPACE_READ: &[&str] = &["@keyspace", "@read", "@fast"];
@@ -82,44 +81,43 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 /// The type word of a key, per the module's rules.
-fn key_type(state: &AppState, raw: &[u8]) -> Result<&'static str, shardkit_counters::Error> {
+fn key_type(counters: &Counters, raw: &[u8]) -> Result<&'static str, shardkit_counters::Error> {
     let Ok(key) = CounterKey::parse(raw) else {
         return Ok("none");
     };
     if let Some(column) = key.column {
-        return Ok(if holds_value(state, &key, column)? {
+        return Ok(if holds_value(counters, &key, column)? {
             "string"
         } else {
             "none"
         });
     }
-    let stored = state
-        .counters
+    let stored = counters
         .read(|e| e.exists(key.counter, key.key()))?
         .unwrap_or(false);
     if !stored {
         return Ok("none");
     }
-    Ok(row_type(state, key.counter))
+    Ok(row_type(counters, key.counter))
 }
 
 /// `string` for a counter whose only column is `value`, else `hash`.
-fn row_type(state: &AppState, counter: &str) -> &'static str {
-    match state.counters.engine.columns(counter) {
+fn row_type(counters: &Counters, counter: &str) -> &'static str {
+    match counters.engine.columns(counter) {
         Ok(cols) if cols.len() == 1 && cols[0].name == DEFAULT_COLUMN => "string",
         _ => "hash",
     }
 }
 
 fn type_of(call: &mut Call<'_, '_>) {
-    match key_type(call.state, call.cmd.arg(1).unwrap_or_default()) {
+    match key_type(call.counters, call.cmd.arg(1).unwrap_or_default()) {
         Ok(t) => reply::simple(call.out, t),
         Err(e) => super::values::engine_error(call.out, &e),
     }
 }
 
 fn ttl(call: &mut Call<'_, '_>) {
-    match key_type(call.state, call.cmd.arg(1).unwrap_or_default()) {
+    match key_type(call.counters, call.cmd.arg(1).unwrap_or_default()) {
         Ok("none") => reply::integer(call.out, -2),
         Ok(_) => reply::integer(call.out, -1),
         Err(e) => super::values::engine_error(call.out, &e),
@@ -208,7 +206,7 @@ fn scan(call: &mut Call<'_, '_>) {
         if !name_can_match(name.as_bytes(), prefix)
             || kind
                 .as_deref()
-                .is_some_and(|k| k != row_type(call.state, name).as_bytes())
+                .is_some_and(|k| k != row_type(&call.state.counters, name).as_bytes())
         {
             continue;
         }

@@ -117,8 +117,9 @@ pub fn info_text(state: &AppState, wanted: &[String]) -> String {
                 for c in &stats.counters {
                     let _ = write!(
                         text,
-                        "counter_{}:rows={},columns={},bytes={},bytes_per_row={:.2},overflow={}\r\n",
-                        c.name, c.rows, c.columns, c.bytes, c.bytes_per_row, c.overflow_entries
+                        "counter_{}:rows={},columns={},bytes={},bytes_per_row={:.2},overflow={},hot_rows={},cold_rows={},bytes_ram={},bytes_disk={},block_cache_hits={},cold_reads={}\r\n",
+                        c.name, c.rows, c.columns, c.bytes, c.bytes_per_row, c.overflow_entries,
+                        c.hot_rows, c.cold_rows, c.bytes, c.bytes_disk, c.block_cache_hits, c.cold_reads
                     );
                 }
             }

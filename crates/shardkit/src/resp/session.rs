@@ -33,6 +33,15 @@ pub struct Session {
     pub incrs: super::incr_run::IncrRun,
     /// The command this connection ran last, checked before the table's look-up.
     pub last_spec: Option<&'static super::table::CommandSpec>,
+    /// After `READONLY` on a cluster node: reads of slots this node follows (but does
+    /// not own) are served from its follower copy instead of `-MOVED`.
+    pub read_replicas: bool,
+    /// On a cluster node: the log positions the batch's replies wait for in the stores
+    /// of slot groups (one entry per store), besides `pending` of the node's own.
+    pub group_pending: Vec<(
+        std::sync::Arc<crate::counter_access::Counters>,
+        shardkit_counters::Pending,
+    )>,
 }
 
 impl Session {
@@ -49,6 +58,8 @@ impl Session {
             closing: false,
             incrs: Default::default(),
             last_spec: None,
+            group_pending: Vec::new(),
+            read_replicas: false,
         }
     }
 
@@ -62,6 +73,27 @@ impl Session {
     /// A fresh connection id, unique for the life of the process.
     pub fn next_id() -> u64 {
         NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Waits for `p` of group store `counters` too before the batch's replies go out.
+    pub fn wait_for_store(
+        &mut self,
+        counters: &std::sync::Arc<crate::counter_access::Counters>,
+        p: shardkit_counters::Pending,
+    ) {
+        if p.is_none() {
+            return;
+        }
+        match self
+            .group_pending
+            .iter_mut()
+            .find(|(c, _)| std::sync::Arc::ptr_eq(c, counters))
+        {
+            Some((_, held)) => *held = (*held).max(p),
+            None => self
+                .group_pending
+                .push((std::sync::Arc::clone(counters), p)),
+        }
     }
 
     /// Waits for `p` too before the batch's replies go out.

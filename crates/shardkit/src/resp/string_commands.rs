@@ -190,7 +190,7 @@ fn get(call: &mut Call<'_, '_>) {
     let Some(key) = key_arg(call, 1) else { return };
     reply_cell(
         call.out,
-        read_cell(call.state, &key, key.column_or_default()),
+        read_cell(call.counters, &key, key.column_or_default()),
         call.session.resp3,
     );
 }
@@ -226,7 +226,7 @@ fn by(call: &mut Call<'_, '_>, fixed: Option<i64>) {
         return refuse(call, NOT_INTEGER);
     };
     incr_run::queue(
-        call.state,
+        call.counters,
         call.session,
         call.out,
         &key,
@@ -259,7 +259,7 @@ fn set(call: &mut Call<'_, '_>) {
         Err(msg) => return reply::error(call.out, msg),
     };
     let column = key.column_or_default();
-    let old = match read_cell(call.state, &key, column) {
+    let old = match read_cell(call.counters, &key, column) {
         Ok(old) => old,
         Err(e) => return engine_error(call.out, &e),
     };
@@ -280,7 +280,7 @@ fn set(call: &mut Call<'_, '_>) {
 fn getdel(call: &mut Call<'_, '_>) {
     let Some(key) = key_arg(call, 1) else { return };
     let column = key.column_or_default();
-    let old = match read_cell(call.state, &key, column) {
+    let old = match read_cell(call.counters, &key, column) {
         Ok(old) => old,
         Err(e) => return engine_error(call.out, &e),
     };
@@ -296,7 +296,7 @@ fn mget(call: &mut Call<'_, '_>) {
         match CounterKey::parse(raw) {
             Ok(key) => reply_cell(
                 call.out,
-                read_cell(call.state, &key, key.column_or_default()),
+                read_cell(call.counters, &key, key.column_or_default()),
                 call.session.resp3,
             ),
             // Redis answers nil for a key of the wrong kind in MGET; so do we.
@@ -355,7 +355,7 @@ fn mset(call: &mut Call<'_, '_>) {
 fn msetnx(call: &mut Call<'_, '_>) {
     let Some(pairs) = pairs(call) else { return };
     for (key, _) in &pairs {
-        match read_cell(call.state, key, key.column_or_default()) {
+        match read_cell(call.counters, key, key.column_or_default()) {
             Ok(Some(v)) if v != 0 => return reply::integer(call.out, 0),
             Ok(_) => {}
             Err(e) => return engine_error(call.out, &e),
@@ -392,7 +392,7 @@ fn exists(call: &mut Call<'_, '_>) {
             continue;
         };
         let present = match key.column {
-            Some(column) => holds_value(call.state, &key, column),
+            Some(column) => holds_value(call.counters, &key, column),
             None => call
                 .state
                 .counters

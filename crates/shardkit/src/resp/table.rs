@@ -19,6 +19,9 @@ pub struct Call<'c, 'a> {
     pub cmd: &'c Command<'a>,
     /// The shared server state.
     pub state: &'c AppState,
+    /// The counter store the command's keys live in (the server's one store today; a
+    /// cluster node's store of the keys' slot group, docs/cluster.md).
+    pub counters: &'c crate::counter_access::Counters,
     /// The connection's state (authentication, pending writes, id).
     pub session: &'c mut Session,
     /// Where the reply goes.
@@ -150,17 +153,17 @@ pub fn execute(
     // Increments waiting for the engine go before anything that is not one of them
     // (replies stay in order, reads see them).
     if !session.incrs.is_empty() && !spec.is_some_and(|s| super::incr_run::joins_runs(s.name)) {
-        super::incr_run::flush(state, session, out);
+        super::incr_run::flush(&state.counters, session, out);
     }
     let Some(spec) = spec else {
         unknown(cmd, out);
         return None;
     };
     if !spec.arity_ok(cmd.len()) {
-        super::incr_run::flush(state, session, out);
+        super::incr_run::flush(&state.counters, session, out);
         wrong_arity(out, spec.name);
     } else if !session.authenticated && !spec.has_flag("no_auth") {
-        super::incr_run::flush(state, session, out);
+        super::incr_run::flush(&state.counters, session, out);
         reply::error(out, "NOAUTH Authentication required.");
     } else if !session.unrestricted
         && !spec.has_flag("no_auth")
@@ -169,19 +172,22 @@ pub fn execute(
             .as_ref()
             .is_some_and(|g| g.allows(super::permissions::need_of(spec)))
     {
-        super::incr_run::flush(state, session, out);
+        super::incr_run::flush(&state.counters, session, out);
         let user = session
             .grant
             .as_ref()
             .map_or("default", |g| g.name.as_str());
         reply::error(out, &super::permissions::refusal(user, spec.name));
     } else if let Some(refusal) = crate::replication::gate::refuse(&state.replication, name) {
-        super::incr_run::flush(state, session, out);
+        super::incr_run::flush(&state.counters, session, out);
         reply::error(out, refusal);
+    } else if let Some(live) = state.cluster.get() {
+        super::cluster_dispatch::run(spec, cmd, state, live, session, out);
     } else {
         (spec.run)(&mut Call {
             cmd,
             state,
+            counters: &state.counters,
             session,
             out,
         });

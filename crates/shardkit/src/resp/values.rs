@@ -11,7 +11,7 @@
 use super::reply;
 use super::table::Call;
 use crate::counter_access::CounterKey;
-use crate::state::AppState;
+use crate::counter_access::Counters;
 use bytes::BytesMut;
 use shardkit_counters::{Error, MAX_VALUE};
 
@@ -99,13 +99,11 @@ pub fn column_name<'a>(raw: &'a [u8], out: &mut BytesMut) -> Option<&'a str> {
 /// A cell's value under the zero-and-absence rule: `None` only when the counter or
 /// the column does not exist.
 pub fn read_cell(
-    state: &AppState,
+    counters: &Counters,
     key: &CounterKey<'_>,
     column: &str,
 ) -> Result<Option<u64>, Error> {
-    state
-        .counters
-        .read(|e| e.get(key.counter, key.key(), column))
+    counters.read(|e| e.get(key.counter, key.key(), column))
 }
 
 /// Writes a cell read as a bulk string, nil for no such counter or column.
@@ -118,17 +116,18 @@ pub fn reply_cell(out: &mut BytesMut, cell: Result<Option<u64>, Error>, resp3: b
 }
 
 /// The columns of a row that hold a value (away from their defaults), in column order.
-pub fn stored_fields(state: &AppState, key: &CounterKey<'_>) -> Result<Vec<(String, u64)>, Error> {
-    if !state
-        .counters
+pub fn stored_fields(
+    counters: &Counters,
+    key: &CounterKey<'_>,
+) -> Result<Vec<(String, u64)>, Error> {
+    if !counters
         .read(|e| e.exists(key.counter, key.key()))?
         .unwrap_or(false)
     {
         return Ok(Vec::new());
     }
-    let columns = state.counters.engine.columns(key.counter)?;
-    let row = state
-        .counters
+    let columns = counters.engine.columns(key.counter)?;
+    let row = counters
         .read(|e| e.get_row(key.counter, key.key()))?
         .unwrap_or_default();
     Ok(row
@@ -140,8 +139,10 @@ pub fn stored_fields(state: &AppState, key: &CounterKey<'_>) -> Result<Vec<(Stri
 }
 
 /// Whether a cell holds a value (is away from its default).
-pub fn holds_value(state: &AppState, key: &CounterKey<'_>, column: &str) -> Result<bool, Error> {
-    Ok(stored_fields(state, key)?.iter().any(|(c, _)| c == column))
+pub fn holds_value(counters: &Counters, key: &CounterKey<'_>, column: &str) -> Result<bool, Error> {
+    Ok(stored_fields(counters, key)?
+        .iter()
+        .any(|(c, _)| c == column))
 }
 
 /// Adds `delta` to a cell and answers the new value (Redis's integer reply).
@@ -152,7 +153,7 @@ pub fn add_delta(
     delta: i64,
     txid: Option<&str>,
 ) {
-    let result = call.state.counters.write(key.counter, column, |e| {
+    let result = call.counters.write(key.counter, column, |e| {
         e.incr_deferred(key.counter, key.key(), column, delta, txid)
     });
     match result {
@@ -171,7 +172,7 @@ pub fn set_cell(
     column: &str,
     value: u64,
 ) -> Result<(), Error> {
-    let p = call.state.counters.write(key.counter, column, |e| {
+    let p = call.counters.write(key.counter, column, |e| {
         e.set_deferred(key.counter, key.key(), column, value)
     })?;
     call.session.wait_for(p);
@@ -186,21 +187,18 @@ pub fn reset_cell(
     column: &str,
 ) -> Result<bool, Error> {
     let Some(spec) = call
-        .state
         .counters
         .read(|e| e.columns(key.counter))?
         .and_then(|cols| cols.into_iter().find(|c| c.name == column))
     else {
         return Ok(false);
     };
-    match read_cell(call.state, key, column)? {
+    match read_cell(call.counters, key, column)? {
         Some(v) if v != spec.default => {
-            let p = call.state.counters.engine.set_deferred(
-                key.counter,
-                key.key(),
-                column,
-                spec.default,
-            )?;
+            let p =
+                call.counters
+                    .engine
+                    .set_deferred(key.counter, key.key(), column, spec.default)?;
             call.session.wait_for(p);
             Ok(true)
         }
@@ -211,7 +209,6 @@ pub fn reset_cell(
 /// Deletes a whole row; true if it was stored.
 pub fn delete_row(call: &mut Call<'_, '_>, key: &CounterKey<'_>) -> Result<bool, Error> {
     match call
-        .state
         .counters
         .read(|e| e.delete_deferred(key.counter, key.key()))?
     {

@@ -4,11 +4,13 @@
 
 #![allow(dead_code)]
 
+pub mod delay_proxy;
 pub mod mmdb;
 #[cfg(feature = "nats")]
 pub mod nats;
 #[cfg(feature = "nats")]
 pub mod nats_cluster;
+pub mod netns;
 #[cfg(feature = "sql")]
 pub mod pg_db;
 pub mod raw_resp;
@@ -61,10 +63,28 @@ impl Server {
     }
 
     /// Starts a server with the given flags; `Err(stderr)` if it exits instead.
+    pub fn try_start(data: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Server, String> {
+        Self::try_start_in(&[], data, args, env)
+    }
+
+    /// Starts a server as [`Server::try_start`] does, through `wrapper` (e.g. `ip netns
+    /// exec NAME`, which execs the binary in place: the child is the server).
     // The child is waited for in `Drop` (or right here on failure).
     #[allow(clippy::zombie_processes)]
-    pub fn try_start(data: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Server, String> {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_shardkit"));
+    pub fn try_start_in(
+        wrapper: &[&str],
+        data: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Server, String> {
+        let mut cmd = match wrapper.split_first() {
+            None => Command::new(env!("CARGO_BIN_EXE_shardkit")),
+            Some((program, rest)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(rest).arg(env!("CARGO_BIN_EXE_shardkit"));
+                cmd
+            }
+        };
         cmd.arg("serve")
             .arg("--data")
             .arg(data)

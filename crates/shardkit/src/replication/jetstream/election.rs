@@ -28,7 +28,6 @@ pub struct Store {
     snapshots: jetstream::object_store::ObjectStore,
     names: Names,
     lease_for: Duration,
-    may_lead: bool,
 }
 
 impl Store {
@@ -61,28 +60,43 @@ impl Store {
             snapshots,
             names,
             lease_for,
-            may_lead: spec.may_lead,
         })
     }
 }
 
-/// The lease bucket, made if missing. Its stream is made here with the KV conventions
-/// (`KV_<bucket>`, subjects `$KV.<bucket>.>`, one value per key, rollups, direct gets)
-/// rather than by `create_key_value`, whose reply from a 2.9 server async-nats 0.51
-/// cannot parse; `get_key_value` then binds it as usual. Values live `lease_for`; the
-/// membership bucket is made the same way with a longer life.
-pub(super) async fn lease_bucket(
+/// The lease bucket, made if missing: a [`kv_bucket`] of one value per key whose
+/// values live `lease_for`; the membership bucket is made the same way with a longer life.
+pub(crate) async fn lease_bucket(
     js: &jetstream::Context,
     bucket: &str,
     lease_for: Duration,
     replicas: usize,
 ) -> anyhow::Result<kv::Store> {
+    kv_bucket(js, bucket, lease_for, 1, replicas).await
+}
+
+/// A KV bucket, made if missing. Its stream is made here with the KV conventions
+/// (`KV_<bucket>`, subjects `$KV.<bucket>.>`, `history` values per key, rollups, direct
+/// gets) rather than by `create_key_value`, whose reply from a 2.9 server async-nats
+/// 0.51 cannot parse; `get_key_value` then binds it as usual. Values live `max_age`
+/// (zero: for good).
+pub(crate) async fn kv_bucket(
+    js: &jetstream::Context,
+    bucket: &str,
+    max_age: Duration,
+    history: i64,
+    replicas: usize,
+) -> anyhow::Result<kv::Store> {
     js.get_or_create_stream(stream::Config {
         name: format!("KV_{bucket}"),
         subjects: vec![format!("$KV.{bucket}.>")],
-        max_messages_per_subject: 1,
-        max_age: lease_for,
-        duplicate_window: lease_for,
+        max_messages_per_subject: history,
+        max_age,
+        duplicate_window: if max_age.is_zero() {
+            Duration::from_secs(120)
+        } else {
+            max_age
+        },
         discard: stream::DiscardPolicy::New,
         allow_rollup: true,
         deny_delete: true,
@@ -95,8 +109,9 @@ pub(super) async fn lease_bucket(
     Ok(js.get_key_value(bucket).await?)
 }
 
-/// Follows the stream; stands for the lease every third of it (role `auto`); leads
-/// once it has it; exits the process with [`EXIT_DEPOSED`] when it loses it.
+/// Follows the stream; stands for the lease every third of it (role `auto`), and at
+/// once when the lease key changes (a holder giving it back); leads once it has it;
+/// exits the process with [`EXIT_DEPOSED`] when it loses it.
 pub async fn run(state: Arc<CounterStore>, store: Store) {
     let me = state.replication.me.clone();
     let me_json = serde_json::to_string(&me).unwrap_or_default();
@@ -108,8 +123,23 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
         state.replication.progress().0 + 1,
     ));
     let tick = store.lease_for / 3;
+    // Changes of the lease key (renewals, a hand-back) wake the loop early; without a
+    // watch (NATS trouble) it still runs every tick.
+    let mut changes = store.lease.watch(LEASE_KEY).await.ok();
     loop {
-        tokio::time::sleep(tick).await;
+        match changes.as_mut() {
+            Some(watch) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(tick) => {}
+                    event = futures_util::StreamExt::next(watch) => {
+                        if !matches!(event, Some(Ok(_))) {
+                            changes = None;
+                        }
+                    }
+                }
+            }
+            None => tokio::time::sleep(tick).await,
+        }
         if follower.is_finished() {
             match (&mut follower).await {
                 Ok(Err(e)) if e.is::<super::follower::Behind>() => {
@@ -148,7 +178,10 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
                 continue;
             }
         }
-        if !store.may_lead {
+        if !state
+            .stands_for_lease
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
             continue;
         }
         let asked = Instant::now();
@@ -325,7 +358,21 @@ async fn renew(
     valid_until: Arc<parking_lot::Mutex<Instant>>,
 ) {
     loop {
-        tokio::time::sleep(lease_for / 3).await;
+        tokio::select! {
+            _ = tokio::time::sleep(lease_for / 3) => {}
+            _ = state.release.asked.notified() => {
+                // A cluster group moving away: stop writing, give the lease back so the
+                // new owner need not wait for it to lapse, and stay up.
+                fenced.store(true, Ordering::Release);
+                state.counters.engine.set_read_only(true);
+                state.replication.set_role(Role::Replica { leader: None });
+                if let Err(e) = lease.delete_expect_revision(LEASE_KEY, Some(revision)).await {
+                    tracing::warn!(error = %e, "cannot give the lease back; it lapses instead");
+                }
+                state.release.done.notify_one();
+                return;
+            }
+        }
         if fenced.load(Ordering::Acquire) {
             // A publish failed (refused, or its ack lost with a NATS server): this
             // leader's idea of the stream's end may be wrong, so it cannot go on.

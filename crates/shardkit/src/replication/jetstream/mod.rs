@@ -48,11 +48,13 @@ pub const EXIT_BEHIND: i32 = 76;
 /// The running replication: its runtime, stopped with [`Replicator::stop`].
 pub struct Replicator {
     runtime: tokio::runtime::Runtime,
-    membership: membership::Membership,
-    ids: (
+    /// The server's own store announces itself (Sentinel) and leases id shards; a
+    /// cluster node's group stores do neither.
+    server: Option<(
+        membership::Membership,
         Arc<crate::id_leases::IdLeases>,
         async_nats::jetstream::kv::Store,
-    ),
+    )>,
 }
 
 impl std::fmt::Debug for Replicator {
@@ -70,6 +72,19 @@ impl Replicator {
         state: Arc<CounterStore>,
         ids: Arc<crate::id_leases::IdLeases>,
     ) -> anyhow::Result<Self> {
+        Self::run(state, Some(ids))
+    }
+
+    /// Follows the stream of a cluster node's group store and, when its spec may lead,
+    /// stands for its lease: [`Replicator::start`] without the members and id leases.
+    pub fn start_group(state: Arc<CounterStore>) -> anyhow::Result<Self> {
+        Self::run(state, None)
+    }
+
+    fn run(
+        state: Arc<CounterStore>,
+        ids: Option<Arc<crate::id_leases::IdLeases>>,
+    ) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("shardkit-nats")
@@ -84,45 +99,68 @@ impl Replicator {
                 state.spec.nats_url
             )
         })?;
-        let membership = runtime
-            .block_on(membership::Membership::open(
-                &store.js,
-                &state.spec,
-                &state.replication.me.node,
-            ))
-            .context("cannot make the counters' members bucket")?;
-        let id_kv = runtime
-            .block_on(id_leases::open(&store.js, &state.spec))
-            .context("cannot make the id shard lease bucket")?;
-        let me = serde_json::to_string(&state.replication.me)?;
-        let lease_for = Duration::from_millis(state.spec.lease_ms);
-        runtime.spawn(id_leases::run(
-            Arc::clone(&ids),
-            id_kv.clone(),
-            me,
-            lease_for,
-        ));
-        runtime.spawn(membership::run(Arc::clone(&state), membership.clone()));
+        let server = match ids {
+            Some(ids) => {
+                let membership = runtime
+                    .block_on(membership::Membership::open(
+                        &store.js,
+                        &state.spec,
+                        &state.replication.me.node,
+                    ))
+                    .context("cannot make the counters' members bucket")?;
+                let id_kv = runtime
+                    .block_on(id_leases::open(&store.js, &state.spec))
+                    .context("cannot make the id shard lease bucket")?;
+                let me = serde_json::to_string(&state.replication.me)?;
+                let lease_for = Duration::from_millis(state.spec.lease_ms);
+                runtime.spawn(id_leases::run(
+                    Arc::clone(&ids),
+                    id_kv.clone(),
+                    me,
+                    lease_for,
+                ));
+                runtime.spawn(membership::run(Arc::clone(&state), membership.clone()));
+                Some((membership, ids, id_kv))
+            }
+            None => None,
+        };
         runtime.spawn(election::run(state, store));
-        Ok(Self {
-            runtime,
-            membership,
-            ids: (ids, id_kv),
-        })
+        Ok(Self { runtime, server })
+    }
+
+    /// Has the store's lease given back if this node leads it (see
+    /// [`crate::counter_store::LeaseRelease`]), waiting up to `within`.
+    pub fn release_lease(&self, store: &CounterStore, within: Duration) {
+        if !matches!(store.replication.role(), crate::replication::Role::Leader) {
+            return;
+        }
+        store.release.ask();
+        let _ = self
+            .runtime
+            .block_on(tokio::time::timeout(within, store.release.done.notified()));
+    }
+
+    /// Runs `task` on the replication's runtime (it stops with it).
+    pub fn spawn<F>(&self, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.runtime.spawn(task);
     }
 
     /// Removes this node from the members, then stops every NATS task, waiting up to a
     /// second for them to end (so the state they hold is released). Call it from a
     /// blocking thread.
     pub fn stop(self) {
-        let (ids, id_kv) = &self.ids;
-        let leave = async {
-            self.membership.leave().await;
-            id_leases::leave(ids, id_kv).await;
-        };
-        let _ = self
-            .runtime
-            .block_on(tokio::time::timeout(Duration::from_secs(1), leave));
+        if let Some((membership, ids, id_kv)) = &self.server {
+            let leave = async {
+                membership.leave().await;
+                id_leases::leave(ids, id_kv).await;
+            };
+            let _ = self
+                .runtime
+                .block_on(tokio::time::timeout(Duration::from_secs(1), leave));
+        }
         self.runtime.shutdown_timeout(Duration::from_secs(1));
     }
 }

@@ -1,0 +1,169 @@
+//! The counters' cold tier through the real server (issue 19): `[counters] cold_after`
+//! moves idle partitions to disk, RESP reads and writes them, `COUNTER.INFO`, `INFO` and
+//! `/metrics` show them, a restart keeps them; bad settings stop the start with a clear
+//! message.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use common::Server;
+
+/// 400 ids sharing their high 32 bits (one dense partition), plus 400 of another.
+fn ids() -> Vec<u64> {
+    let mut v = Vec::new();
+    for high in [0x0100_0001u64, 0x0100_0002] {
+        v.extend((0..400u64).map(|i| (high << 32) | (i * 7)));
+    }
+    v
+}
+
+fn info_field(info: &[redis::Value], field: &str) -> i64 {
+    let mut it = info.iter();
+    while let Some(k) = it.next() {
+        let v = it.next().unwrap();
+        if let redis::Value::BulkString(k) = k {
+            if k == field.as_bytes() {
+                if let redis::Value::Int(n) = v {
+                    return *n;
+                }
+            }
+        }
+    }
+    panic!("COUNTER.INFO has no integer {field}: {info:?}")
+}
+
+fn counter_info(con: &mut redis::Connection) -> Vec<redis::Value> {
+    redis::cmd("COUNTER.INFO").arg("cold").query(con).unwrap()
+}
+
+#[test]
+fn idle_partitions_go_cold_and_are_read_written_and_kept_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("shardkit.toml");
+    std::fs::write(
+        &config,
+        "[counters]\ncold_after = \"1s\"\nblock_cache = \"8MiB\"\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let args = [
+        "--http",
+        "127.0.0.1:0",
+        "--resp",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    let server = Server::try_start(&data, &args, &[]).unwrap();
+    let mut con = server.redis();
+    let mut want = HashMap::new();
+    let mut pipe = redis::pipe();
+    for (n, id) in ids().into_iter().enumerate() {
+        let by = (n % 300 + 1) as i64 * 3; // some past 255, none past 16 bits
+        pipe.cmd("INCRBY")
+            .arg(format!("cold:{id}"))
+            .arg(by)
+            .ignore();
+        want.insert(id, by);
+    }
+    pipe.query::<()>(&mut con).unwrap();
+
+    // The eviction pass runs every 250 ms with cold_after = 1s: wait (bounded) for it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while info_field(&counter_info(&mut con), "cold_rows") < 800 {
+        assert!(Instant::now() < deadline, "{:?}", counter_info(&mut con));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let info = counter_info(&mut con);
+    assert_eq!(info_field(&info, "rows"), 800);
+    assert_eq!(info_field(&info, "hot_rows"), 0);
+    assert!(info_field(&info, "bytes_disk") > 0);
+    assert_eq!(info_field(&info, "bytes_ram"), info_field(&info, "bytes"));
+
+    for (id, by) in want.iter().take(50) {
+        let v: i64 = redis::cmd("GET")
+            .arg(format!("cold:{id}"))
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(v, *by, "id {id}");
+    }
+    // An absent row of an existing counter reads 0 (README, "Zero and absence").
+    let absent: Option<i64> = redis::cmd("GET")
+        .arg(format!("cold:{}", (0x0100_0001u64 << 32) | 1))
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(absent, Some(0));
+    let info = counter_info(&mut con);
+    assert!(info_field(&info, "cold_reads") > 0);
+    assert!(info_field(&info, "block_cache_hits") > 0);
+
+    // A write to a cold row brings its partition back.
+    let id = (0x0100_0002u64 << 32) | 7;
+    let v: i64 = redis::cmd("INCRBY")
+        .arg(format!("cold:{id}"))
+        .arg(10)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(v, want[&id] + 10);
+    *want.get_mut(&id).unwrap() += 10;
+    assert!(info_field(&counter_info(&mut con), "hot_rows") >= 400);
+
+    let text: String = redis::cmd("INFO").arg("counters").query(&mut con).unwrap();
+    assert!(text.contains("counter_cold:rows=800,"), "{text}");
+    assert!(text.contains(",cold_rows="), "{text}");
+    let metrics = reqwest::blocking::get(server.url("/metrics"))
+        .unwrap()
+        .text()
+        .unwrap();
+    for name in [
+        "shardkit_counter_hot_rows{counter=\"cold\"}",
+        "shardkit_counter_cold_rows{counter=\"cold\"}",
+        "shardkit_counter_bytes_ram{counter=\"cold\"}",
+        "shardkit_counter_bytes_disk{counter=\"cold\"}",
+        "shardkit_counter_block_cache_hits_total{counter=\"cold\"}",
+        "shardkit_counter_cold_reads_total{counter=\"cold\"}",
+    ] {
+        assert!(metrics.contains(name), "{name} missing from /metrics");
+    }
+
+    assert!(server.terminate().success());
+    let server = Server::try_start(&data, &args, &[]).unwrap();
+    let mut con = server.redis();
+    for (id, by) in &want {
+        let v: i64 = redis::cmd("GET")
+            .arg(format!("cold:{id}"))
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(v, *by, "id {id} after the restart");
+    }
+    assert_eq!(info_field(&counter_info(&mut con), "rows"), 800);
+}
+
+#[test]
+fn bad_cold_tier_settings_stop_the_start_with_their_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, says) in [
+        ("[counters]\nmax_memory = \"2\"\n", "counters.max_memory"),
+        ("[counters]\ncold_after = \"soon\"\n", "counters.cold_after"),
+    ] {
+        let config = dir.path().join("bad.toml");
+        std::fs::write(&config, text).unwrap();
+        let err = Server::try_start(
+            &dir.path().join("data"),
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--resp",
+                "127.0.0.1:0",
+                "--config",
+                config.to_str().unwrap(),
+            ],
+            &[],
+        )
+        .err()
+        .expect("the server must refuse the setting");
+        assert!(err.contains(says), "{text}: {err}");
+    }
+}
