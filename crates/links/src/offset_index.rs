@@ -145,6 +145,22 @@ impl OffsetIndex {
         Ok(())
     }
 
+    /// The groups among `groups` (one bit per group) whose slot file is not on disk:
+    /// files the store wrote that are gone (deleted or lost), so the index must be
+    /// rebuilt from the segments rather than trusted.
+    pub(crate) fn missing(&self, groups: u64) -> u64 {
+        (0..64)
+            .filter(|&g| groups >> g & 1 == 1 && !self.path(g).exists())
+            .fold(0, |bits, g| bits | 1 << g)
+    }
+
+    /// The groups (one bit each) whose slot file is on disk.
+    pub(crate) fn present(&self) -> u64 {
+        (0..64)
+            .filter(|&g| self.path(g).exists())
+            .fold(0, |bits, g| bits | 1 << g)
+    }
+
     /// Removes every slot file (the index is being rebuilt from the segments).
     pub(crate) fn clear(dir: &Path) -> Result<(), StoreError> {
         for group in 0..64 {

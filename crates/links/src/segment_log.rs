@@ -189,6 +189,12 @@ impl SegmentLog {
         })
     }
 
+    /// The location of the first frame the segments can hold (after the first
+    /// segment's magic): a replay from here sees every frame.
+    pub(crate) fn first_frame() -> u64 {
+        location(0, MAGIC.len() as u64)
+    }
+
     /// The location of the last segment's first frame (where a new store's records start).
     pub(crate) fn fresh_end(&self) -> u64 {
         let files = self.files.read().unwrap_or_else(|p| p.into_inner());

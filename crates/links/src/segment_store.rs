@@ -7,8 +7,10 @@
 //!   reuse index), `link_tags`, `link_wide_codes` (as in [`crate::CompactLinkStore`],
 //!   whose keys are the same), `link_far` (record key -> location for the rare keys
 //!   past the dense index), and `link_meta`: `format` (3), `locator`, `wide_next`,
-//!   `end` (the segments' committed high-water mark) and `indexed` (how far the offset
-//!   index is known durable).
+//!   `end` (the segments' committed high-water mark), `indexed` (how far the offset
+//!   index is known durable) and `index_groups` (a bit per group whose slot file the
+//!   store has made: one of them gone from disk makes the open rebuild the whole index
+//!   from the segments instead of trusting what is left).
 //! - `links.segments/seg-NNNNNN`: every version of every record ([`crate::segment_log`]);
 //!   `links.segments/index-gNN`: the dense offset index ([`crate::offset_index`]).
 //!
@@ -54,6 +56,8 @@ pub struct SegmentLinkStore {
     log: SegmentLog,
     index: OffsetIndex,
     writer: Mutex<WriterState>,
+    /// Groups whose slot files were missing at open (the index was rebuilt).
+    rebuilt: u64,
 }
 
 /// What the one writer at a time knows.
@@ -65,6 +69,8 @@ struct WriterState {
     /// Set when slots could not be written after a commit: the index is behind the
     /// segments until a restart replays them, so writes are refused.
     failed: Option<String>,
+    /// The groups (a bit each) recorded in `index_groups`.
+    groups: u64,
 }
 
 impl std::fmt::Debug for SegmentLinkStore {
@@ -157,13 +163,28 @@ impl SegmentLinkStore {
         txn.open_table(URLS).map_err(backend)?;
         txn.open_multimap_table(TAGS).map_err(backend)?;
         let end = meta_u64(&txn, "end")?;
+        let groups;
+        let mut rebuilt = 0u64;
         let (log, index, end) = match (format.as_deref(), end) {
             (Some([FORMAT]), Some(end)) => {
                 let log = SegmentLog::open(&dir, Some(end))?;
                 let index = OffsetIndex::open(&dir);
-                let indexed = meta_u64(&txn, "indexed")?.unwrap_or(end);
-                replay(&log, &index, indexed, end)?;
+                let mut indexed = meta_u64(&txn, "indexed")?.unwrap_or(end);
+                // Unknown (a store from before the record) counts as all missing.
+                let recorded = meta_u64(&txn, "index_groups")?;
+                rebuilt = recorded.map_or(u64::MAX, |bits| index.missing(bits));
+                if rebuilt != 0 {
+                    OffsetIndex::clear(&dir)?;
+                    indexed = SegmentLog::first_frame();
+                }
+                let seen = replay(&log, &index, indexed, end)?;
+                groups = if rebuilt != 0 {
+                    seen
+                } else {
+                    recorded.unwrap_or(0) | seen
+                };
                 set_meta_u64(&txn, "indexed", end)?;
+                set_meta_u64(&txn, "index_groups", groups)?;
                 (log, index, end)
             }
             (Some([FORMAT]), None) => {
@@ -190,6 +211,8 @@ impl SegmentLinkStore {
                     .map_err(backend)?;
                 set_meta_u64(&txn, "end", end)?;
                 set_meta_u64(&txn, "indexed", end)?;
+                groups = index.present();
+                set_meta_u64(&txn, "index_groups", groups)?;
                 (log, index, end)
             }
         };
@@ -203,8 +226,19 @@ impl SegmentLinkStore {
                 end,
                 unsynced: 0,
                 failed: None,
+                groups,
             }),
+            rebuilt,
         })
+    }
+
+    /// The groups (a bit each, group `g` is bit `g`) whose offset-index file was
+    /// missing at open although the store had made it, so that the whole index was
+    /// rebuilt from the segments (all bits for a store that did not record them yet):
+    /// 0 on a normal open. The server logs it, as a file gone from the data
+    /// directory is worth an operator's look.
+    pub fn index_rebuilt(&self) -> u64 {
+        self.rebuilt
     }
 
     /// `writes` in one commit (see the module doc). `Err` if any write failed
@@ -255,6 +289,14 @@ impl SegmentLinkStore {
             ..
         } = batch;
         let end = start + frames.len() as u64;
+        let groups = dense
+            .iter()
+            .fold(w.groups, |bits, &(key, _)| bits | 1 << (key & 63));
+        if groups != w.groups {
+            // Recorded before the slot files are made: a crash between leaves a group
+            // recorded and no file, which the next open rebuilds.
+            set_meta_u64(&txn, "index_groups", groups)?;
+        }
         if !frames.is_empty() {
             if let Err(e) = self.log.append(start, &frames) {
                 let _ = self.log.cut(start);
@@ -270,6 +312,7 @@ impl SegmentLinkStore {
             return Err(backend(e));
         }
         w.end = end;
+        w.groups = groups;
         if checkpoint {
             w.unsynced = 0;
         }
@@ -330,17 +373,21 @@ impl SegmentLinkStore {
     }
 }
 
-/// Sets the slots of the frames from `from` to `end` (what the index may have lost).
-fn replay(log: &SegmentLog, index: &OffsetIndex, from: u64, end: u64) -> Result<(), StoreError> {
+/// Sets the slots of the frames from `from` to `end` (what the index may have lost);
+/// answers the groups (a bit each) those frames fell in.
+fn replay(log: &SegmentLog, index: &OffsetIndex, from: u64, end: u64) -> Result<u64, StoreError> {
     let mut slots = Vec::new();
+    let mut groups = 0u64;
     log.scan(from, end, |loc, frame| {
         if is_dense(frame.key) {
+            groups |= 1 << (frame.key & 63);
             slots.push((frame.key, if frame.payload.is_empty() { 0 } else { loc }));
         }
         Ok(())
     })?;
     index.set(&slots)?;
-    index.sync()
+    index.sync()?;
+    Ok(groups)
 }
 
 impl Drop for SegmentLinkStore {

@@ -149,6 +149,59 @@ fn links_survive_a_reopen_and_the_index_is_rebuilt_from_the_segments() {
 }
 
 #[test]
+fn an_index_file_gone_after_a_clean_close_is_rebuilt_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("links.redb");
+    let kept = {
+        let store = SegmentLinkStore::open(&path, codec(), 1 << 20).unwrap();
+        assert_eq!(store.index_rebuilt(), 0);
+        store.insert_batch(&links()).unwrap();
+        change(&store, links())
+    };
+    // One group's slot file deleted (an operator's mistake, a bad restore): the rest
+    // of the index is durable and says nothing is missing.
+    let gone = segments_dir(&path).join("index-g05");
+    std::fs::remove_file(&gone).unwrap();
+    let store = SegmentLinkStore::open(&path, codec(), 1 << 20).unwrap();
+    assert_eq!(store.index_rebuilt(), 1 << 5);
+    check(&store, &kept);
+    drop(store);
+    assert!(gone.exists());
+    let store = SegmentLinkStore::open(&path, codec(), 1 << 20).unwrap();
+    assert_eq!(store.index_rebuilt(), 0, "a normal open rebuilds nothing");
+    check(&store, &kept);
+}
+
+#[test]
+fn a_group_first_written_after_an_open_is_recorded_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("links.redb");
+    let link = |id: u64, group: u8| {
+        sample_link(
+            id,
+            &codec().encode(group, 40).unwrap(),
+            &format!("https://g{group}.example/"),
+        )
+    };
+    let (first, later) = (link(1, 3), link(2, 9));
+    drop({
+        let store = SegmentLinkStore::open(&path, codec(), 1 << 20).unwrap();
+        store.insert_batch(std::slice::from_ref(&first)).unwrap();
+        store
+    });
+    drop({
+        let store = SegmentLinkStore::open(&path, codec(), 1 << 20).unwrap();
+        store.insert_batch(std::slice::from_ref(&later)).unwrap();
+        store
+    });
+    std::fs::remove_file(segments_dir(&path).join("index-g09")).unwrap();
+    let store = SegmentLinkStore::open(&path, codec(), 1 << 20).unwrap();
+    assert_eq!(store.index_rebuilt(), 1 << 9);
+    assert_eq!(store.resolve(&first.code).unwrap(), Some(first));
+    assert_eq!(store.resolve(&later.code).unwrap(), Some(later));
+}
+
+#[test]
 fn both_older_formats_are_converted_on_open() {
     for older in ["json", "compact"] {
         let dir = tempfile::tempdir().unwrap();

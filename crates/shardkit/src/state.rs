@@ -230,14 +230,21 @@ impl AppState {
                     )?),
                     Box::new(embedded_sequences),
                 ),
-                _ => (
-                    Arc::new(SegmentLinkStore::open(
+                _ => {
+                    let store = SegmentLinkStore::open(
                         settings.data.join("links.redb"),
                         Links::codec(settings.links.sequential_codes, key),
                         settings.links.store_cache_bytes(),
-                    )?),
-                    Box::new(embedded_sequences),
-                ),
+                    )?;
+                    if store.index_rebuilt() != 0 {
+                        tracing::warn!(
+                            groups = format!("{:#x}", store.index_rebuilt()),
+                            "offset-index files of the links were missing; the index was \
+                             rebuilt from the segments (links.segments/index-gNN)"
+                        );
+                    }
+                    (Arc::new(store), Box::new(embedded_sequences))
+                }
             };
         let minter = Minter::new(
             Links::codec(settings.links.sequential_codes, key),
