@@ -2,13 +2,13 @@
 # Issue 18's benchmark: what the Redis Cluster mode costs per request, against one
 # node with the same log (JetStream), in one run.
 #
-#   bash bench/cluster.sh                 # ROUNDS=2 N=200000 C=50 P=16 GROUPS=64
+#   bash bench/cluster.sh                 # ROUNDS=2 N=200000 C=50 P=16 CLUSTER_GROUPS=64
 #   ROUNDS=3 N=500000 P=1 bash bench/cluster.sh
 #
 # Setups, each on its own private `nats-server -js` (loopback, file store):
 #   lone      one shardkit node, `[counters] log = "jetstream"` (one store, one leader):
 #             the single-node reference with the same durability as a cluster group
-#   cluster1  one node with `[cluster] enabled`, GROUPS groups, all placed on it by
+#   cluster1  one node with `[cluster] enabled`, CLUSTER_GROUPS groups, all placed on it by
 #             `shardkit cluster rebalance --replicas 0`
 #   cluster3  three such nodes, the groups spread over them (replicas 0)
 # Load: redis-benchmark -t incr,get -n N -c C -P P -r 100000 (`--cluster` for the
@@ -24,7 +24,7 @@ ROUNDS=${ROUNDS:-2}
 N=${N:-200000}
 C=${C:-50}
 P=${P:-16}
-GROUPS=${GROUPS:-64}
+CLUSTER_GROUPS=${CLUSTER_GROUPS:-64}  # not GROUPS: bash keeps that name for the user's group ids
 . bench/common.sh
 need redis-benchmark "apt-get install -y redis-tools"
 need nats-server "apt-get install -y nats-server"
@@ -87,7 +87,7 @@ url = \"$NATS_URL\""
         start_node "[cluster]
 enabled = true
 name = \"bench\"
-groups = $GROUPS
+groups = $CLUSTER_GROUPS
 [counters]
 lease_ms = 1000
 [nats]
@@ -95,7 +95,7 @@ url = \"$NATS_URL\""
         SERVER_PIDS+=("$NODE_PID"); ports+=("$NODE_PORT")
       done
       sleep 1
-      "$BIN" cluster rebalance --nats "$NATS_URL" --cluster bench --groups "$GROUPS" --replicas 0 > /dev/null
+      "$BIN" cluster rebalance --nats "$NATS_URL" --cluster bench --groups "$CLUSTER_GROUPS" --replicas 0 > /dev/null
       until_ok "${ports[@]}"
       PORT=${ports[0]}; CLUSTER_FLAG="--cluster"
       ;;
