@@ -3,7 +3,8 @@
 //! takes it away.
 //!
 //! A group store is one counter store of the JetStream mode (issue 17), named
-//! `<cluster>-g<NNN>`, its local copy in `<data>/cluster/g<NNN>`: the group's owner
+//! `<cluster>-g<NNN>`, its local copy in `<data>/cluster/g<NNN>`, run on a runtime of
+//! its own over the node's one NATS connection (shared by all its groups): the group's owner
 //! stands for its lease and leads once it has it (catching up and fencing as every
 //! JetStream leader does); a replica follows its stream. A group the map moves away
 //! from this node is closed: it stops taking the group's writes, deletes its lease key
@@ -49,6 +50,9 @@ struct Ctx {
     record: NodeRecord,
     live: Arc<Live>,
     open: Arc<Mutex<BTreeMap<u16, Open>>>,
+    /// The node's NATS connection, which every group store uses (one per node, not
+    /// one per group: publishes of groups committing together share its writes).
+    nats: async_nats::Client,
 }
 
 /// The running background side; [`Runner::stop`] ends it.
@@ -103,7 +107,7 @@ impl Runner {
         let name = &settings.cluster.name;
         let replicas = settings.counters.stream_replicas;
         let lease_for = Duration::from_millis(settings.counters.lease_ms);
-        let (registry, maps, id_kv) = runtime.block_on(async {
+        let (registry, maps, id_kv, nats) = runtime.block_on(async {
             let js = super::connect(&settings.nats.url, &format!("shardkit {}", record.announce))
                 .await?;
             let registry = Registry::open(&js, name, replicas).await?;
@@ -117,13 +121,14 @@ impl Runner {
             .await
             .context("cannot make the cluster's id shard lease bucket")?;
             registry.announce(&record).await?;
-            anyhow::Ok((registry, maps, id_kv))
+            anyhow::Ok((registry, maps, id_kv, js.client()))
         })?;
         let ctx = Ctx {
             settings: Arc::new(settings.clone()),
             record: record.clone(),
             live,
             open: Default::default(),
+            nats,
         };
         let holder = serde_json::to_string(&crate::replication::LeaderAddr {
             node: record.id.clone(),
@@ -360,7 +365,7 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
         release: Default::default(),
         stands_for_lease: std::sync::atomic::AtomicBool::new(owner),
     });
-    let replicator = Replicator::start_group(Arc::clone(&store))?;
+    let replicator = Replicator::start_group(Arc::clone(&store), ctx.nats.clone())?;
     let (stop_commit, stopped) = watch::channel(false);
     // The group commit's waiters are the RESP connections; its commits (JetStream
     // publishes) run on a blocking thread whatever runtime it is on.

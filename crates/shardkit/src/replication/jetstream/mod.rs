@@ -72,18 +72,23 @@ impl Replicator {
         state: Arc<CounterStore>,
         ids: Arc<crate::id_leases::IdLeases>,
     ) -> anyhow::Result<Self> {
-        Self::run(state, Some(ids))
+        Self::run(state, Some(ids), None)
     }
 
     /// Follows the stream of a cluster node's group store and, when its spec may lead,
-    /// stands for its lease: [`Replicator::start`] without the members and id leases.
-    pub fn start_group(state: Arc<CounterStore>) -> anyhow::Result<Self> {
-        Self::run(state, None)
+    /// stands for its lease: [`Replicator::start`] without the members and id leases,
+    /// over `client`, the node's one NATS connection for all its groups.
+    pub fn start_group(
+        state: Arc<CounterStore>,
+        client: async_nats::Client,
+    ) -> anyhow::Result<Self> {
+        Self::run(state, None, Some(client))
     }
 
     fn run(
         state: Arc<CounterStore>,
         ids: Option<Arc<crate::id_leases::IdLeases>>,
+        client: Option<async_nats::Client>,
     ) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -92,7 +97,12 @@ impl Replicator {
             .build()
             .context("cannot start the NATS runtime")?;
         let client_name = format!("shardkit {}", state.replication.me.resp);
-        let setup = runtime.block_on(election::Store::connect(&state.spec, &client_name));
+        let setup = runtime.block_on(async {
+            match client {
+                Some(client) => election::Store::on(&state.spec, client).await,
+                None => election::Store::connect(&state.spec, &client_name).await,
+            }
+        });
         let store = setup.with_context(|| {
             format!(
                 "cannot reach JetStream at {} for the counters' log",
