@@ -53,6 +53,9 @@ struct Ctx {
     /// The node's NATS connection, which every group store uses (one per node, not
     /// one per group: publishes of groups committing together share its writes).
     nats: async_nats::Client,
+    /// The node's runtime (the one `nats` runs on): every group's commit task and
+    /// publisher task run here, so commits of many groups wake one thread.
+    shared: tokio::runtime::Handle,
 }
 
 /// The running background side; [`Runner::stop`] ends it.
@@ -129,6 +132,7 @@ impl Runner {
             live,
             open: Default::default(),
             nats,
+            shared: runtime.handle().clone(),
         };
         let holder = serde_json::to_string(&crate::replication::LeaderAddr {
             node: record.id.clone(),
@@ -365,11 +369,13 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
         release: Default::default(),
         stands_for_lease: std::sync::atomic::AtomicBool::new(owner),
     });
-    let replicator = Replicator::start_group(Arc::clone(&store), ctx.nats.clone())?;
+    let replicator =
+        Replicator::start_group(Arc::clone(&store), ctx.nats.clone(), ctx.shared.clone())?;
     let (stop_commit, stopped) = watch::channel(false);
     // The group commit's waiters are the RESP connections; its commits (JetStream
-    // publishes) run on a blocking thread whatever runtime it is on.
-    replicator.spawn(crate::group_commit::GroupCommit::run(
+    // publishes) run on a blocking thread of the node's runtime. It ends on
+    // `stop_commit` (the group closed).
+    ctx.shared.spawn(crate::group_commit::GroupCommit::run(
         counters, true, stopped,
     ));
     Ok(Open {

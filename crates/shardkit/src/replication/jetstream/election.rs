@@ -28,6 +28,10 @@ pub struct Store {
     snapshots: jetstream::object_store::ObjectStore,
     names: Names,
     lease_for: Duration,
+    /// Where the leader's publisher task runs: this store's runtime, or for a cluster
+    /// node's groups the node's shared one (beside its NATS connection), so the commits
+    /// of many groups wake one thread.
+    pub(super) publish_on: tokio::runtime::Handle,
 }
 
 impl Store {
@@ -68,6 +72,7 @@ impl Store {
             snapshots,
             names,
             lease_for,
+            publish_on: tokio::runtime::Handle::current(),
         })
     }
 }
@@ -303,6 +308,7 @@ async fn lead(
     // The status, not the state: the engine holds this log, and the state the engine.
     let status = Arc::clone(&state.replication);
     let log = JetStreamLog::start(
+        &store.publish_on,
         store.js.clone(),
         &store.names,
         marker,

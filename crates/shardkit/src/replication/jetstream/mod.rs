@@ -77,18 +77,20 @@ impl Replicator {
 
     /// Follows the stream of a cluster node's group store and, when its spec may lead,
     /// stands for its lease: [`Replicator::start`] without the members and id leases,
-    /// over `client`, the node's one NATS connection for all its groups.
+    /// over `client`, the node's one NATS connection for all its groups, with the
+    /// leader's publisher task on `shared`, the runtime that connection runs on.
     pub fn start_group(
         state: Arc<CounterStore>,
         client: async_nats::Client,
+        shared: tokio::runtime::Handle,
     ) -> anyhow::Result<Self> {
-        Self::run(state, None, Some(client))
+        Self::run(state, None, Some((client, shared)))
     }
 
     fn run(
         state: Arc<CounterStore>,
         ids: Option<Arc<crate::id_leases::IdLeases>>,
-        client: Option<async_nats::Client>,
+        client: Option<(async_nats::Client, tokio::runtime::Handle)>,
     ) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -99,7 +101,11 @@ impl Replicator {
         let client_name = format!("shardkit {}", state.replication.me.resp);
         let setup = runtime.block_on(async {
             match client {
-                Some(client) => election::Store::on(&state.spec, client).await,
+                Some((client, shared)) => {
+                    let mut store = election::Store::on(&state.spec, client).await?;
+                    store.publish_on = shared;
+                    anyhow::Ok(store)
+                }
                 None => election::Store::connect(&state.spec, &client_name).await,
             }
         });

@@ -32,9 +32,11 @@ pub struct JetStreamLog {
 }
 
 impl JetStreamLog {
-    /// Starts the publishing task on the current runtime. `last_seq` is the stream's
-    /// last sequence as this leader left it (its own leader marker).
+    /// Starts the publishing task on `runtime`. `last_seq` is the stream's last
+    /// sequence as this leader left it (its own leader marker). The task ends when the
+    /// log is dropped.
     pub fn start(
+        runtime: &tokio::runtime::Handle,
         js: jetstream::Context,
         names: &Names,
         last_seq: u64,
@@ -44,7 +46,7 @@ impl JetStreamLog {
         let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
         let subject = names.subject.clone();
         let task_fenced = Arc::clone(&fenced);
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             let mut last = last_seq;
             while let Some(job) = queue.recv().await {
                 let result = if task_fenced.load(Ordering::Acquire) {
