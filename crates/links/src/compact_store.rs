@@ -291,41 +291,10 @@ impl LinkStore for CompactLinkStore {
         limit: usize,
     ) -> Result<Vec<Link>, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
-        let ids = txn.open_table(IDS).map_err(backend)?;
         let records = txn.open_table(RECORDS).map_err(backend)?;
-        let start = match after {
-            Some(u64::MAX) => return Ok(Vec::new()),
-            Some(a) => a + 1,
-            None => 0,
-        };
-        let mut out = Vec::with_capacity(limit.min(1024));
-        match tag {
-            None => {
-                for entry in ids.range(start..).map_err(backend)? {
-                    if out.len() >= limit {
-                        break;
-                    }
-                    let (_, key) = entry.map_err(backend)?;
-                    out.extend(read_at(&records, &self.locator, key.value())?);
-                }
-            }
-            Some(tag) => {
-                let tags = txn.open_multimap_table(TAGS).map_err(backend)?;
-                for id in tags.get(tag.as_bytes()).map_err(backend)? {
-                    if out.len() >= limit {
-                        break;
-                    }
-                    let id = id.map_err(backend)?.value();
-                    if id < start {
-                        continue;
-                    }
-                    if let Some(key) = ids.get(id).map_err(backend)? {
-                        out.extend(read_at(&records, &self.locator, key.value())?);
-                    }
-                }
-            }
-        }
-        Ok(out)
+        list_keys(&txn, tag, after, limit, |key| {
+            read_at(&records, &self.locator, key)
+        })
     }
 
     fn count(&self) -> Result<u64, StoreError> {
@@ -512,6 +481,52 @@ fn delete_in(
         tags.remove(tag.as_bytes(), id).map_err(backend)?;
     }
     Ok(Some(old))
+}
+
+/// The links of a listing page (ids above `after`, with `tag` if given, at most
+/// `limit`), found through `link_ids` (and `link_tags`) and read by record key with
+/// `read`: shared by the stores whose `link_ids` maps an id to a record key.
+pub(crate) fn list_keys(
+    txn: &redb::ReadTransaction,
+    tag: Option<&str>,
+    after: Option<u64>,
+    limit: usize,
+    mut read: impl FnMut(u64) -> Result<Option<Link>, StoreError>,
+) -> Result<Vec<Link>, StoreError> {
+    let ids = txn.open_table(IDS).map_err(backend)?;
+    let start = match after {
+        Some(u64::MAX) => return Ok(Vec::new()),
+        Some(a) => a + 1,
+        None => 0,
+    };
+    let mut out = Vec::with_capacity(limit.min(1024));
+    match tag {
+        None => {
+            for entry in ids.range(start..).map_err(backend)? {
+                if out.len() >= limit {
+                    break;
+                }
+                let (_, key) = entry.map_err(backend)?;
+                out.extend(read(key.value())?);
+            }
+        }
+        Some(tag) => {
+            let tags = txn.open_multimap_table(TAGS).map_err(backend)?;
+            for id in tags.get(tag.as_bytes()).map_err(backend)? {
+                if out.len() >= limit {
+                    break;
+                }
+                let id = id.map_err(backend)?.value();
+                if id < start {
+                    continue;
+                }
+                if let Some(key) = ids.get(id).map_err(backend)? {
+                    out.extend(read(key.value())?);
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

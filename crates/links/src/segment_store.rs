@@ -513,40 +513,7 @@ impl LinkStore for SegmentLinkStore {
         limit: usize,
     ) -> Result<Vec<Link>, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
-        let ids = txn.open_table(IDS).map_err(backend)?;
-        let start = match after {
-            Some(u64::MAX) => return Ok(Vec::new()),
-            Some(a) => a + 1,
-            None => 0,
-        };
-        let mut out = Vec::with_capacity(limit.min(1024));
-        match tag {
-            None => {
-                for entry in ids.range(start..).map_err(backend)? {
-                    if out.len() >= limit {
-                        break;
-                    }
-                    let (_, key) = entry.map_err(backend)?;
-                    out.extend(self.read(Some(&txn), key.value())?);
-                }
-            }
-            Some(tag) => {
-                let tags = txn.open_multimap_table(TAGS).map_err(backend)?;
-                for id in tags.get(tag.as_bytes()).map_err(backend)? {
-                    if out.len() >= limit {
-                        break;
-                    }
-                    let id = id.map_err(backend)?.value();
-                    if id < start {
-                        continue;
-                    }
-                    if let Some(key) = ids.get(id).map_err(backend)? {
-                        out.extend(self.read(Some(&txn), key.value())?);
-                    }
-                }
-            }
-        }
-        Ok(out)
+        crate::compact_store::list_keys(&txn, tag, after, limit, |key| self.read(Some(&txn), key))
     }
 
     fn count(&self) -> Result<u64, StoreError> {
