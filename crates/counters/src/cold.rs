@@ -38,21 +38,7 @@ pub(crate) fn cold_name(seq: u64) -> String {
 
 /// The cold files in `dir` as (seq, path).
 pub(crate) fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
-        let entry = entry.map_err(io_err(dir))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if let Some(seq) = name
-            .strip_prefix("cold-")
-            .and_then(|n| n.strip_suffix(".blk"))
-            .and_then(|n| n.parse::<u64>().ok())
-        {
-            out.push((seq, entry.path()));
-        }
-    }
-    out.sort();
-    Ok(out)
+    crate::numbered::numbered_files(dir, "cold-", ".blk")
 }
 
 /// Decoded blocks weigh their ids and values.

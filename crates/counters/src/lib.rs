@@ -22,6 +22,7 @@ mod key;
 mod log;
 mod logread;
 mod names;
+mod numbered;
 mod of_record;
 mod partition;
 mod record;

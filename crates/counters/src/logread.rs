@@ -22,26 +22,10 @@ pub(crate) struct SegmentFile {
 
 /// Lists `log-*.log` segments, oldest first.
 pub(crate) fn list_segments(dir: &Path) -> Result<Vec<SegmentFile>> {
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
-        let entry = entry.map_err(io_err(dir))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some(num) = name
-            .strip_prefix("log-")
-            .and_then(|n| n.strip_suffix(".log"))
-        else {
-            continue;
-        };
-        if let Ok(first_lsn) = num.parse::<u64>() {
-            out.push(SegmentFile {
-                first_lsn,
-                path: entry.path(),
-            });
-        }
-    }
-    out.sort_by_key(|s| s.first_lsn);
-    Ok(out)
+    Ok(crate::numbered::numbered_files(dir, "log-", ".log")?
+        .into_iter()
+        .map(|(first_lsn, path)| SegmentFile { first_lsn, path })
+        .collect())
 }
 
 /// The outcome of reading the whole log.

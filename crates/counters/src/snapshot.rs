@@ -43,20 +43,8 @@ pub(crate) fn snapshot_name(x: u64) -> String {
 
 /// Lists finished snapshots as (X, path), newest first.
 pub(crate) fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
-        let entry = entry.map_err(io_err(dir))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if let Some(x) = name
-            .strip_prefix("snap-")
-            .and_then(|n| n.strip_suffix(".snap"))
-            .and_then(|n| n.parse::<u64>().ok())
-        {
-            out.push((x, entry.path()));
-        }
-    }
-    out.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let mut out = crate::numbered::numbered_files(dir, "snap-", ".snap")?;
+    out.reverse();
     Ok(out)
 }
 
