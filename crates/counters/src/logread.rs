@@ -30,8 +30,6 @@ pub(crate) fn list_segments(dir: &Path) -> Result<Vec<SegmentFile>> {
 
 /// The outcome of reading the whole log.
 pub(crate) struct LogScan {
-    /// Good records, in lsn order.
-    pub records: Vec<Record>,
     /// The lsn the next record should get.
     pub next_lsn: u64,
     /// The segment to keep appending to.
@@ -40,11 +38,13 @@ pub(crate) struct LogScan {
     pub dropped: Vec<Dropped>,
 }
 
-/// Reads every segment, skipping records below `from_lsn` (covered by the snapshot), and
-/// repairs the tail as described in the module doc.
-pub(crate) fn scan(dir: &Path, from_lsn: u64) -> Result<LogScan> {
+/// Reads every segment, hands `apply` each good record at or above `from_lsn` (below it
+/// the snapshot covers them) in lsn order as it is read, and repairs the tail as described
+/// in the module doc. Records are applied one at a time, never gathered: a log of 20 M
+/// increments decoded whole took 4x its own size in memory at open. A segment's bytes are
+/// read whole (segments rotate at each snapshot, so they stay near `snapshot_log_bytes`).
+pub(crate) fn scan(dir: &Path, from_lsn: u64, mut apply: impl FnMut(Record)) -> Result<LogScan> {
     let segs = list_segments(dir)?;
-    let mut records = Vec::new();
     let mut dropped = Vec::new();
     let mut expect: Option<u64> = None;
     let mut active = None;
@@ -113,7 +113,7 @@ pub(crate) fn scan(dir: &Path, from_lsn: u64) -> Result<LogScan> {
                         want += 1;
                         good = r.pos();
                         if rec.lsn >= from_lsn {
-                            records.push(rec);
+                            apply(rec);
                         }
                     }
                 },
@@ -144,7 +144,6 @@ pub(crate) fn scan(dir: &Path, from_lsn: u64) -> Result<LogScan> {
         active = None;
     }
     Ok(LogScan {
-        records,
         next_lsn,
         active,
         dropped,

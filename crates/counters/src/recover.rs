@@ -86,11 +86,10 @@ pub(crate) fn recover(dir: &Path, cutoff_ms: u64, cold: &Arc<ColdShared>) -> Res
         report.snapshot = Some(path);
     }
 
-    let scan = logread::scan(dir, from_lsn)?;
+    let scan = logread::scan(dir, from_lsn, |rec| {
+        replay(rec, cutoff_ms, &mut counters, &marks, &mut report)
+    })?;
     report.dropped.extend(scan.dropped);
-    for rec in scan.records {
-        replay(rec, cutoff_ms, &mut counters, &marks, &mut report);
-    }
     Ok(Recovered {
         counters,
         next_lsn: scan.next_lsn,
