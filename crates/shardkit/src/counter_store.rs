@@ -26,6 +26,49 @@ pub struct CounterStore {
     /// cluster node sets it when the map makes it the owner of a group it follows, so
     /// the follower takes over in place, already caught up.
     pub stands_for_lease: std::sync::atomic::AtomicBool,
+    /// What happens when the store must start over (a leader that lost its lease, a
+    /// replica that fell behind the stream's purge point).
+    pub on_restart: OnRestart,
+}
+
+/// How a store starts over when its state can no longer be trusted: a deposed leader
+/// (its memory may hold writes the stream refused) or a replica behind the purge point.
+/// Either way the local copy is dropped and rebuilt from the newest snapshot and the
+/// stream; what differs is who does it.
+#[derive(Debug, Default)]
+pub enum OnRestart {
+    /// The server's one store: the process exits (75 deposed, 76 behind) and its
+    /// supervisor restarts it, so the whole node starts over.
+    #[default]
+    ExitProcess,
+    /// A cluster node's group store: its group number goes to the node's runner,
+    /// which closes the store and opens it again from the snapshot and the stream; the
+    /// node and its other groups go on serving.
+    Reopen {
+        /// The group.
+        group: u16,
+        /// The runner's queue of groups to reopen.
+        queue: tokio::sync::mpsc::UnboundedSender<u16>,
+    },
+}
+
+impl OnRestart {
+    /// Starts the store over: exits with `code` after a moment (so refusals already
+    /// written reach their clients), or asks the runner to reopen the group.
+    pub fn restart(&self, code: i32) {
+        match self {
+            OnRestart::ExitProcess => {
+                std::thread::spawn(move || {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    std::process::exit(code);
+                });
+            }
+            OnRestart::Reopen { group, queue } => {
+                // The runner is gone only when the node is stopping: nothing to reopen.
+                let _ = queue.send(*group);
+            }
+        }
+    }
 }
 
 /// The hand-back of a store's lease: [`LeaseRelease::ask`] wakes the task that renews

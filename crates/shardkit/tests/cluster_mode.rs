@@ -564,6 +564,62 @@ fn a_killed_nodes_groups_are_taken_by_their_replicas_and_nothing_acknowledged_is
     );
 }
 
+/// A node paused past its group leases (SIGSTOP for 2.5 s against a 1 s lease) has lost
+/// every one of them when it wakes. A lone JetStream store exits then (75) for its
+/// supervisor to restart it; a cluster node reopens just those groups from their
+/// snapshot and stream and leads them again, so the process lives on and every
+/// acknowledged increment is there, none twice.
+#[test]
+fn a_node_paused_past_its_leases_reopens_its_groups_and_keeps_serving() {
+    let nats = Nats::start();
+    let dirs = vec![tempfile::tempdir().unwrap()];
+    let mut nodes = placed_cluster(&nats, "p1", &dirs);
+    let mut router = Router {
+        seeds: vec![nodes[0].resp.to_string()],
+        owners: Default::default(),
+    };
+    router.refresh();
+    let keys: Vec<String> = (0..48).map(|i| format!("weibo:{{{i}}}")).collect();
+    let rounds = 3;
+    for round in 0..rounds {
+        if round == 1 {
+            common::replication::signal(&nodes[0], "-STOP");
+            std::thread::sleep(Duration::from_millis(2500));
+            common::replication::signal(&nodes[0], "-CONT");
+        }
+        for key in &keys {
+            let cmd = redis::cmd("COUNTER.INCRBY")
+                .arg(key)
+                .arg("likes")
+                .arg(1)
+                .arg(format!("{key}-{round}"))
+                .clone();
+            let _: i64 = router.run(key, &cmd, Instant::now() + Duration::from_secs(60));
+        }
+    }
+    assert!(
+        nodes[0].child.try_wait().unwrap().is_none(),
+        "the node is still running"
+    );
+    for key in &keys {
+        let v: Option<i64> = router.run(
+            key,
+            redis::cmd("HGET").arg(key).arg("likes"),
+            Instant::now() + Duration::from_secs(30),
+        );
+        assert_eq!(
+            v,
+            Some(rounds),
+            "{key}: every acknowledged increment, none twice"
+        );
+    }
+    let log = nodes[0].log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("reopening the group"),
+        "the node lost its leases and reopened its groups: {log}"
+    );
+}
+
 #[test]
 fn redis_benchmark_runs_incr_and_get_against_the_cluster() {
     let nats = Nats::start();

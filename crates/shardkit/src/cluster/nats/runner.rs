@@ -56,6 +56,9 @@ struct Ctx {
     /// The node's runtime (the one `nats` runs on): every group's commit task and
     /// publisher task run here, so commits of many groups wake one thread.
     shared: tokio::runtime::Handle,
+    /// Groups whose store must start over (a lease lost other than by a hand-over, or a
+    /// follower behind the purge point): the map watch closes and reopens them.
+    reopen: tokio::sync::mpsc::UnboundedSender<u16>,
 }
 
 /// The running background side; [`Runner::stop`] ends it.
@@ -126,6 +129,7 @@ impl Runner {
             registry.announce(&record).await?;
             anyhow::Ok((registry, maps, id_kv, js.client()))
         })?;
+        let (reopen, reopen_queue) = tokio::sync::mpsc::unbounded_channel();
         let ctx = Ctx {
             settings: Arc::new(settings.clone()),
             record: record.clone(),
@@ -133,6 +137,7 @@ impl Runner {
             open: Default::default(),
             nats,
             shared: runtime.handle().clone(),
+            reopen,
         };
         let holder = serde_json::to_string(&crate::replication::LeaderAddr {
             node: record.id.clone(),
@@ -151,7 +156,7 @@ impl Runner {
                 .clone()
                 .run_with(record, move || following.open_groups()),
         );
-        runtime.spawn(watch_map(ctx.clone(), maps, registry.clone()));
+        runtime.spawn(watch_map(ctx.clone(), maps, registry.clone(), reopen_queue));
         tracing::info!(node = %ctx.record.id, cluster = %name, "joined the cluster");
         Ok(Self {
             runtime,
@@ -183,11 +188,26 @@ impl Runner {
 
 /// Reads the map every [`MAP_POLL`]; on a newer one, takes it and opens and closes
 /// group stores to match. Every [`FAILOVER_EVERY`] polls, takes over the groups whose
-/// owner's record lapsed and of which this node is the first live replica.
-async fn watch_map(ctx: Ctx, maps: MapStore, registry: Registry) {
+/// owner's record lapsed and of which this node is the first live replica. A group on
+/// `reopen` is closed and opened again (as the map says) from its snapshot and stream.
+async fn watch_map(
+    ctx: Ctx,
+    maps: MapStore,
+    registry: Registry,
+    mut reopen: tokio::sync::mpsc::UnboundedReceiver<u16>,
+) {
     let mut polls = 0u32;
     let mut changes = maps.changes().await.ok();
+    let mut restarted = Vec::new();
     loop {
+        while let Ok(g) = reopen.try_recv() {
+            restarted.push(g);
+        }
+        if !restarted.is_empty() {
+            let groups = std::mem::take(&mut restarted);
+            let ctx = ctx.clone();
+            let _ = tokio::task::spawn_blocking(move || reopen_groups(&ctx, &groups)).await;
+        }
         polls = polls.wrapping_add(1);
         if polls.is_multiple_of(FAILOVER_EVERY) {
             if let Err(e) = take_over_orphans(&ctx, &maps, &registry).await {
@@ -220,6 +240,7 @@ async fn watch_map(ctx: Ctx, maps: MapStore, registry: Registry) {
             Some(watch) => {
                 tokio::select! {
                     _ = tokio::time::sleep(MAP_POLL) => {}
+                    Some(g) = reopen.recv() => restarted.push(g),
                     event = futures_util::StreamExt::next(watch) => {
                         if !matches!(event, Some(Ok(_))) {
                             changes = None;
@@ -227,7 +248,10 @@ async fn watch_map(ctx: Ctx, maps: MapStore, registry: Registry) {
                     }
                 }
             }
-            None => tokio::time::sleep(MAP_POLL).await,
+            None => tokio::select! {
+                _ = tokio::time::sleep(MAP_POLL) => {}
+                Some(g) = reopen.recv() => restarted.push(g),
+            },
         }
     }
 }
@@ -316,6 +340,20 @@ fn reconcile(ctx: &Ctx, map: &SlotMap) {
     }
 }
 
+/// Closes each of `groups` and opens it again as the current map says (owner: it
+/// stands for the lease again; replica: it follows), its local copy rebuilt from the
+/// newest snapshot and the stream, as at a node's start. The node's other groups go on.
+fn reopen_groups(ctx: &Ctx, groups: &[u16]) {
+    for &g in groups {
+        ctx.live.set_store(g, None);
+        if let Some(open) = ctx.open.lock().remove(&g) {
+            tracing::warn!(group = g, "reopening the group's store");
+            close(open);
+        }
+    }
+    reconcile(ctx, &ctx.live.map());
+}
+
 /// The group's store name: `<cluster>-g<NNN>`.
 pub fn group_store_name(cluster: &str, group: u16) -> String {
     format!("{cluster}-g{group:03}")
@@ -368,6 +406,10 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
         spec,
         release: Default::default(),
         stands_for_lease: std::sync::atomic::AtomicBool::new(owner),
+        on_restart: crate::counter_store::OnRestart::Reopen {
+            group: g,
+            queue: ctx.reopen.clone(),
+        },
     });
     let replicator =
         Replicator::start_group(Arc::clone(&store), ctx.nats.clone(), ctx.shared.clone())?;

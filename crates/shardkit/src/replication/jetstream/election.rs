@@ -124,7 +124,8 @@ pub(crate) async fn kv_bucket(
 
 /// Follows the stream; stands for the lease every third of it (role `auto`), and at
 /// once when the lease key changes (a holder giving it back); leads once it has it;
-/// exits the process with [`EXIT_DEPOSED`] when it loses it.
+/// starts the store over when it loses it (the server's store exits the process with
+/// [`EXIT_DEPOSED`]; a cluster group is reopened by its node).
 pub async fn run(state: Arc<CounterStore>, store: Store) {
     let me = state.replication.me.clone();
     let me_json = serde_json::to_string(&me).unwrap_or_default();
@@ -419,17 +420,21 @@ async fn renew(
     step_down(&state);
 }
 
-/// Stops taking writes and exits so a supervisor restarts this node as a replica.
+/// Stops taking writes and starts the store over ([`crate::counter_store::OnRestart`]):
+/// the server's store exits so a supervisor restarts the node as a replica; a cluster
+/// group is reopened by its node, which goes on serving its other groups.
 fn step_down(state: &CounterStore) {
     state.counters.engine.set_read_only(true);
     state.replication.set_role(Role::Deposed);
-    tracing::error!(
-        code = EXIT_DEPOSED,
-        "this node is no longer the counters' leader; exiting so it restarts as a replica"
-    );
-    // Give replies already refused a moment to reach their clients.
-    std::thread::spawn(|| {
-        std::thread::sleep(Duration::from_millis(200));
-        std::process::exit(EXIT_DEPOSED);
-    });
+    match &state.on_restart {
+        crate::counter_store::OnRestart::ExitProcess => tracing::error!(
+            code = EXIT_DEPOSED,
+            "this node is no longer the counters' leader; exiting so it restarts as a replica"
+        ),
+        crate::counter_store::OnRestart::Reopen { group, .. } => tracing::error!(
+            group,
+            "this node is no longer the group's leader; reopening the group from its snapshot and stream"
+        ),
+    }
+    state.on_restart.restart(EXIT_DEPOSED);
 }

@@ -29,16 +29,21 @@ pub struct Behind {
     pub first: u64,
 }
 
-/// Leaves after a [`Behind`]: the node exits with [`super::EXIT_BEHIND`] so that its
-/// supervisor restarts it, and a start clears the local copy and restores the newest
-/// snapshot of the object store, then follows the stream from there.
+/// Leaves after a [`Behind`]: the server's store exits with [`super::EXIT_BEHIND`] so that
+/// its supervisor restarts it, and a start clears the local copy and restores the newest
+/// snapshot of the object store, then follows the stream from there; a cluster group is
+/// reopened the same way by its node ([`crate::counter_store::OnRestart`]).
 pub fn start_over(state: &CounterStore, why: &anyhow::Error) {
     state.counters.engine.set_read_only(true);
-    tracing::error!(code = super::EXIT_BEHIND, error = %why, "exiting so this replica restarts from the newest snapshot");
-    std::thread::spawn(|| {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        std::process::exit(super::EXIT_BEHIND);
-    });
+    match &state.on_restart {
+        crate::counter_store::OnRestart::ExitProcess => {
+            tracing::error!(code = super::EXIT_BEHIND, error = %why, "exiting so this replica restarts from the newest snapshot")
+        }
+        crate::counter_store::OnRestart::Reopen { group, .. } => {
+            tracing::error!(group, error = %why, "reopening the group from the newest snapshot")
+        }
+    }
+    state.on_restart.restart(super::EXIT_BEHIND);
 }
 
 /// A [`Behind`] if this node's next message was purged from `stream` (checked on every
