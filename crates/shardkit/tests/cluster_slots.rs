@@ -131,6 +131,7 @@ fn cluster_replies_are_redis_7s_byte_for_byte() {
         id: id.clone(),
         host: "127.0.0.1".into(),
         port: redis.addr.port(),
+        http: String::new(),
     };
     let map = SlotMap {
         version: 0,

@@ -15,6 +15,10 @@ pub struct NodeInfo {
     pub host: String,
     /// Its RESP port.
     pub port: u16,
+    /// Its HTTP address (`host:port`), where the counter routes of the slots it owns
+    /// are served; empty in a map written before nodes said it.
+    #[serde(default)]
+    pub http: String,
 }
 
 /// Slot groups, their owners and replicas, and the nodes, at one version.
@@ -134,6 +138,7 @@ mod tests {
             id: format!("{:040x}", i),
             host: "127.0.0.1".into(),
             port: 7000 + u16::from(i),
+            http: String::new(),
         }
     }
 

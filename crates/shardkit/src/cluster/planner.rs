@@ -200,6 +200,7 @@ mod tests {
             id: format!("{i:040x}"),
             host: "127.0.0.1".into(),
             port: 7000 + u16::from(i),
+            http: String::new(),
         }
     }
 

@@ -88,6 +88,7 @@ mod tests {
             id: format!("{i:040}"),
             host: "127.0.0.1".into(),
             port: 7000 + u16::from(i),
+            http: String::new(),
         };
         SlotMap::place(3, 64, &[node(1), node(2)], 1)
     }

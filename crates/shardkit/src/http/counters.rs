@@ -1,8 +1,14 @@
 //! `GET /api/counters/{counter}/{key}`, `POST /api/counters/{counter}/{key}/incr`,
 //! `POST /api/counters/{counter}/mget`.
+//!
+//! On a Redis Cluster node (`[cluster] enabled`) a row is served by the node that owns
+//! its slot, the slot of the RESP key `<counter>:{<key>}` (the id as a hash tag): here
+//! from the row's group store when this node leads it; `421` with `owner` (that node's
+//! HTTP address) when another node owns it, as `-MOVED` names its RESP address; `503`
+//! while this node is still taking the group over or no node serves it.
 
 use super::ApiError;
-use crate::counter_access::{row_key, DEFAULT_COLUMN};
+use crate::counter_access::{row_key, Counters, DEFAULT_COLUMN};
 use crate::state::AppState;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
@@ -58,9 +64,8 @@ fn engine_error(e: Error) -> ApiError {
 }
 
 /// A row as JSON: `{"comments":3,…}`; every column, defaults included.
-fn row_json(state: &AppState, counter: &str, key: &str) -> Result<Map<String, Value>, ApiError> {
-    let row = state
-        .counters
+fn row_json(counters: &Counters, counter: &str, key: &str) -> Result<Map<String, Value>, ApiError> {
+    let row = counters
         .read(|e| e.get_row(counter, row_key(key)))
         .map_err(engine_error)?;
     let row =
@@ -78,13 +83,15 @@ fn row_json(state: &AppState, counter: &str, key: &str) -> Result<Map<String, Va
         (status = 200, description = "Every column of the row (defaults for an absent row)", body = super::openapi::CounterRowBody),
         (status = 400, description = "Bad counter name or key", body = super::openapi::ErrorBody),
         (status = 404, description = "No such counter", body = super::openapi::ErrorBody),
+        (status = 421, description = "A Redis Cluster node: another node owns the row's slot; `owner` is its HTTP address", body = super::openapi::ErrorBody),
+        (status = 503, description = "A Redis Cluster node still taking the row's group over, or a group no node serves; retry shortly", body = super::openapi::ErrorBody),
     ))]
 pub async fn get(
     State(state): State<Arc<AppState>>,
     Path((counter, key)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    not_on_cluster_node(&state)?;
-    let values = row_json(&state, &counter, &key)?;
+    let counters = row_counters(&state, &counter, &key)?;
+    let values = row_json(&counters, &counter, &key)?;
     Ok(Json(json!({ "key": key, "values": values })))
 }
 
@@ -97,17 +104,19 @@ pub async fn get(
         (status = 400, description = "Bad body, a count that would go negative or past its max", body = super::openapi::ErrorBody),
         (status = 401, description = "API key missing or wrong", body = super::openapi::ErrorBody),
         (status = 404, description = "No such counter or column (auto_create off)", body = super::openapi::ErrorBody),
-        (status = 421, description = "A read-only replica: `leader` is the HTTP address to write to", body = super::openapi::ErrorBody),
-        (status = 503, description = "The log cannot be written", body = super::openapi::ErrorBody),
+        (status = 421, description = "A read-only replica: `leader` is the HTTP address to write to; or a Redis Cluster node that does not own the row's slot: `owner` is the HTTP address of the node that does", body = super::openapi::ErrorBody),
+        (status = 503, description = "The log cannot be written; or a Redis Cluster node still taking the row's group over", body = super::openapi::ErrorBody),
     ))]
 pub async fn incr(
     State(state): State<Arc<AppState>>,
     Path((counter, key)): Path<(String, String)>,
     parsed: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    not_on_cluster_node(&state)?;
-    if let Some(leader) = crate::replication::gate::http_leader(&state.replication) {
-        return Err(ApiError::misdirected(leader));
+    let counters = row_counters(&state, &counter, &key)?;
+    if state.cluster.get().is_none() {
+        if let Some(leader) = crate::replication::gate::http_leader(&state.replication) {
+            return Err(ApiError::misdirected(leader));
+        }
     }
     let request: IncrBody = super::json_body::read(parsed)?;
     let column = request.column.unwrap_or_else(|| DEFAULT_COLUMN.to_string());
@@ -115,7 +124,7 @@ pub async fn incr(
     let (counter2, key2, column2) = (counter.clone(), key.clone(), column.clone());
     // The write waits for the log's fsync: keep it off the async workers.
     let value = tokio::task::spawn_blocking(move || {
-        state.counters.write(&counter2, &column2, |e| {
+        counters.write(&counter2, &column2, |e| {
             e.incr(
                 &counter2,
                 row_key(&key2),
@@ -141,13 +150,13 @@ pub async fn incr(
         (status = 200, description = "One row per key, in order", body = super::openapi::MgetAnswer),
         (status = 400, description = "Bad body or more than 10000 keys", body = super::openapi::ErrorBody),
         (status = 404, description = "No such counter", body = super::openapi::ErrorBody),
+        (status = 421, description = "A Redis Cluster node that does not own the slot of every key: `owner` is the HTTP address of the first one's owner", body = super::openapi::ErrorBody),
     ))]
 pub async fn mget(
     State(state): State<Arc<AppState>>,
     Path(counter): Path<String>,
     parsed: Result<Json<Value>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    not_on_cluster_node(&state)?;
     let request: MgetBody = super::json_body::read(parsed)?;
     if request.keys.len() > MAX_MGET_KEYS {
         return Err(ApiError::bad_request(format!(
@@ -155,33 +164,86 @@ pub async fn mget(
             request.keys.len()
         )));
     }
-    let keys: Vec<Key<'_>> = request.keys.iter().map(|k| row_key(k)).collect();
-    let found = state
-        .counters
-        .read(|e| e.mget_rows(&counter, &keys))
-        .map_err(engine_error)?;
-    let (columns, rows) =
-        found.ok_or_else(|| ApiError::not_found(format!("counter `{counter}` does not exist")))?;
-    let rows: Vec<Value> = request
-        .keys
-        .iter()
-        .zip(rows)
-        .map(|(key, values)| {
+    // Keys by the store that holds them: one on a lone node; on a cluster node, each
+    // group led here (a key owned elsewhere answers 421 for the whole request).
+    let mut stores: Vec<(Arc<Counters>, Vec<usize>)> = Vec::new();
+    for (i, key) in request.keys.iter().enumerate() {
+        let counters = row_counters(&state, &counter, key)?;
+        match stores.iter_mut().find(|(c, _)| Arc::ptr_eq(c, &counters)) {
+            Some((_, at)) => at.push(i),
+            None => stores.push((counters, vec![i])),
+        }
+    }
+    let mut rows: Vec<Value> = vec![Value::Null; request.keys.len()];
+    let mut any_counter = stores.is_empty();
+    for (counters, at) in &stores {
+        let keys: Vec<Key<'_>> = at.iter().map(|&i| row_key(&request.keys[i])).collect();
+        let Some((columns, values)) = counters
+            .read(|e| e.mget_rows(&counter, &keys))
+            .map_err(engine_error)?
+        else {
+            continue;
+        };
+        any_counter = true;
+        for (&i, values) in at.iter().zip(values) {
             let values: Map<String, Value> = columns
                 .iter()
                 .cloned()
                 .zip(values.into_iter().map(|v| json!(v)))
                 .collect();
-            json!({ "key": key, "values": values })
-        })
-        .collect();
+            rows[i] = json!({ "key": request.keys[i], "values": values });
+        }
+    }
+    if !any_counter {
+        return Err(ApiError::not_found(format!(
+            "counter `{counter}` does not exist"
+        )));
+    }
+    // A group that has no such counter yet (cluster: counters are made per group on
+    // first write) holds its keys' rows at their defaults: none.
+    for (i, row) in rows.iter_mut().enumerate() {
+        if row.is_null() {
+            *row = json!({ "key": request.keys[i], "values": {} });
+        }
+    }
     Ok(Json(json!({ "rows": rows })))
 }
 
-/// Refuses counter routes on a Redis Cluster node (see [`ApiError::not_on_cluster_node`]).
-fn not_on_cluster_node(state: &AppState) -> Result<(), ApiError> {
-    match state.cluster.get() {
-        Some(_) => Err(ApiError::not_on_cluster_node("counters")),
-        None => Ok(()),
+/// The counters that hold row `key` of `counter` on this node: the node's own, or on a
+/// cluster node the store of the row's slot group when this node leads it (see the
+/// module doc for the answers otherwise).
+fn row_counters(state: &AppState, counter: &str, key: &str) -> Result<Arc<Counters>, ApiError> {
+    let Some(live) = state.cluster.get() else {
+        return Ok(Arc::clone(&state.counters));
+    };
+    let slot = row_slot(counter, key);
+    let map = live.map();
+    let group = map.group_of(slot);
+    if map.owner[usize::from(group)].as_deref() == Some(live.me.as_str()) {
+        return live
+            .store(group)
+            .filter(|s| matches!(s.replication.role(), crate::replication::Role::Leader))
+            .map(|s| Arc::clone(&s.counters))
+            .ok_or_else(|| {
+                ApiError::unavailable(format!(
+                    "slot {slot} (group {group}) is being taken over by this node; retry shortly"
+                ))
+            });
     }
+    match map.owner_of(slot) {
+        Some(owner) => Err(ApiError::moved(slot, &owner.http)),
+        None => Err(ApiError::unavailable(format!(
+            "slot {slot} (group {group}) is served by no node right now; retry shortly"
+        ))),
+    }
+}
+
+/// The cluster slot of a row: that of the RESP key `<counter>:{<key>}`, its id as a hash
+/// tag (`{123}` in the path is row 123 too, as everywhere).
+pub fn row_slot(counter: &str, key: &str) -> u16 {
+    let id = key
+        .strip_prefix('{')
+        .and_then(|k| k.strip_suffix('}'))
+        .unwrap_or(key);
+    crate::cluster::slot::key_slot(format!("{counter}:{{{id}}}").as_bytes())
 }

@@ -52,6 +52,7 @@ impl NodeRecord {
             port: port
                 .parse()
                 .with_context(|| format!("node {} announces port {port:?}", self.id))?,
+            http: self.http.clone(),
         })
     }
 }
