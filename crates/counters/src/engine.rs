@@ -914,6 +914,10 @@ impl Inner {
         } else {
             0
         };
-        evict::pass(&counters, &self.cold, policy, now_ms(), bytes_now)
+        let out = evict::pass(&counters, &self.cold, policy, now_ms(), bytes_now)?;
+        if out.partitions > 0 {
+            crate::hugemem::trim_heap();
+        }
+        Ok(out)
     }
 }

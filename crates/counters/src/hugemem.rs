@@ -210,6 +210,21 @@ mod mapped {
     }
 }
 
+/// Hands the heap's free pages back to the system (glibc's `malloc_trim`): called after
+/// an eviction pass freed partitions. Their arrays are small heap blocks (a partition of
+/// ~1,000 rows is ~9 KB), and glibc keeps freed blocks resident until it reuses them:
+/// filling 50 M rows under a 256 MiB `max_memory`, the process held 1.8x the engine's
+/// estimate resident without this and 1.25-1.4x with it (`examples/cold-tier.rs`).
+/// Does nothing off glibc.
+pub(crate) fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes no pointers and only releases memory the allocator holds
+    // free; it is safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
