@@ -1,20 +1,27 @@
-//! The cold tier (issue 19) end to end, in process: toward the issue's 1-billion-row
-//! benchmark, at the row count given.
+//! The cold tier (issue 19) end to end, in process, up to the issue's billion rows.
 //!
-//! `cargo run --release -p shardkit-counters --example cold-tier -- fill DIR ROWS`, then
-//! `... -- measure DIR ROWS` in a new process (so its resident set is what opening the
-//! directory costs, not what the fill left behind). `bench/cold-tier.sh` runs both.
+//! `cargo run --release -p shardkit-counters --example cold-tier -- fill DIR ROWS
+//! [MAX_MEMORY_MIB]`, then `... -- measure DIR ROWS [MAX_MEMORY_MIB]` in a new process (so
+//! its resident set is what opening the directory costs, not what the fill left behind);
+//! `... -- rows ROWS` writes the same rows to stdout for the RocksDB peer
+//! (`bench/rocksdb-peer`). `bench/cold-tier.sh` and `bench/cold-tier-vs-rocksdb.sh` run
+//! them.
 //!
 //! Rows: Instagram-layout ids (41-bit ms, 13-bit random shard, 10-bit sequence) made at
 //! 2,000 ids per second of simulated time, two 16-bit columns of Pareto-skewed values, as in
-//! `examples/cold-blocks.rs`. `fill` writes the oldest 99% (one `incr_batch` per column
-//! per 65,536 rows, fsync `no`), reads 100,000 random rows while everything is in RAM (the
+//! `examples/cold-blocks.rs`, generated as they are written (a billion ids would be 8 GB as
+//! a list; a run keeps about a million of the oldest to read back, and the newest 1%).
+//! `fill` without a cap writes the oldest 99% (one `incr_batch` per column per 65,536
+//! rows, fsync `no`), reads 100,000 random rows while everything is in RAM (the
 //! reference), moves every partition to the cold tier (`Engine::evict`), writes the newest
-//! 1%, and snapshots (which names the cold batches and lets the log go). `measure` opens
-//! the directory and prints: resident memory, the engine's own RAM count, bytes on disk
-//! per cold row, increments to the newest 1% per second, random reads of cold rows with a
-//! cold block cache (every block read once) and a warm one, `mget` of 100 cold ids, and
-//! 2,000 increments of random cold rows with the bytes their re-eviction writes.
+//! 1%, and snapshots (which names the cold batches and lets the log go). With
+//! `MAX_MEMORY_MIB` it opens the engine with that `max_memory` and writes every row while
+//! the engine's own eviction thread keeps it under the cap (the issue's set-up), printing
+//! its progress. `measure` opens the directory and prints: resident memory, the engine's
+//! own RAM count, bytes on disk per cold row, increments to the newest 1% per second,
+//! random reads of cold rows with a cold block cache (every block read once) and a warm
+//! one, `mget` of 100 cold ids, and 2,000 increments of random cold rows with the bytes
+//! their re-eviction writes.
 
 use std::time::{Duration, Instant};
 
@@ -38,24 +45,82 @@ impl Rng {
     }
 }
 
-/// Instagram-layout ids at 2,000 per simulated second, in the order they were made.
-fn ids(n: usize) -> Vec<u64> {
-    let mut rng = Rng(0x5EED);
-    let mut seq = std::collections::HashMap::new();
-    let mut last_ms = u64::MAX;
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n as u64 {
-        let ms = 6 * 365 * 86_400_000u64 + i / 2;
-        if ms != last_ms {
-            seq.clear();
-            last_ms = ms;
+/// Instagram-layout ids at 2,000 per simulated second, in the order they were made, one
+/// at a time (a billion of them would be 8 GB as a list).
+struct Ids {
+    rng: Rng,
+    i: u64,
+    ms: u64,
+    seq: std::collections::HashMap<u64, u64>,
+}
+
+impl Ids {
+    fn new() -> Ids {
+        Ids {
+            rng: Rng(0x5EED),
+            i: 0,
+            ms: u64::MAX,
+            seq: std::collections::HashMap::new(),
         }
-        let shard = rng.next() % 8192;
-        let s = seq.entry(shard).or_insert(0u64);
-        out.push((ms << 23) | (shard << 10) | *s);
-        *s += 1;
     }
-    out
+}
+
+impl Iterator for Ids {
+    type Item = u64;
+    fn next(&mut self) -> Option<u64> {
+        let ms = 6 * 365 * 86_400_000u64 + self.i / 2;
+        self.i += 1;
+        if ms != self.ms {
+            self.seq.clear();
+            self.ms = ms;
+        }
+        let shard = self.rng.next() % 8192;
+        let s = self.seq.entry(shard).or_insert(0u64);
+        let id = (ms << 23) | (shard << 10) | *s;
+        *s += 1;
+        Some(id)
+    }
+}
+
+/// The rows of a run, 65,536 at a time: ids in order and both columns' values, from the
+/// same seeds every time (so `rows` hands the RocksDB peer exactly what `fill` wrote).
+/// `f` gets the index of the chunk's first row.
+fn for_each_chunk(rows: usize, mut f: impl FnMut(usize, &[u64], &[i64], &[i64])) {
+    let mut ids = Ids::new();
+    let mut values = Rng(42);
+    let mut at = 0;
+    while at < rows {
+        let n = (rows - at).min(65_536);
+        let chunk: Vec<u64> = ids.by_ref().take(n).collect();
+        let a: Vec<i64> = (0..n).map(|_| values.skewed(1.0)).collect();
+        let b: Vec<i64> = (0..n).map(|_| values.skewed(1.5)).collect();
+        f(at, &chunk, &a, &b);
+        at += n;
+    }
+}
+
+/// What a run keeps of its ids: about a million of the oldest 99% (every k-th, for
+/// random reads of cold rows) and the newest 1% whole.
+struct Kept {
+    cold: Vec<u64>,
+    newest: Vec<u64>,
+}
+
+fn kept(rows: usize) -> Kept {
+    let hot_from = rows - rows / 100;
+    let every = (hot_from / 1_000_000).max(1);
+    let mut k = Kept {
+        cold: Vec::new(),
+        newest: Vec::new(),
+    };
+    for (i, id) in Ids::new().take(rows).enumerate() {
+        if i >= hot_from {
+            k.newest.push(id);
+        } else if i % every == 0 {
+            k.cold.push(id);
+        }
+    }
+    k
 }
 
 fn opts() -> Options {
@@ -66,26 +131,42 @@ fn opts() -> Options {
     }
 }
 
-fn rss_bytes() -> u64 {
+/// A size line of /proc/self/status (`VmRSS:`, `VmHWM:`), in bytes.
+fn status_bytes(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .unwrap_or(0)
         * 1024
 }
 
-fn fill(e: &Engine, ids: &[u64], rng: &mut Rng) {
-    for chunk in ids.chunks(65_536) {
-        for (col, alpha) in [("a", 1.0), ("b", 1.5)] {
-            let items: Vec<(Key, i64)> = chunk
+fn rss_bytes() -> u64 {
+    status_bytes("VmRSS:")
+}
+
+/// The process's peak resident set.
+fn peak_rss_bytes() -> u64 {
+    status_bytes("VmHWM:")
+}
+
+/// Writes rows `from..to` of the run, one `incr_batch` per column per chunk.
+fn fill(e: &Engine, rows: usize, from: usize, to: usize) {
+    for_each_chunk(rows, |at, ids, a, b| {
+        if at + ids.len() <= from || at >= to {
+            return;
+        }
+        let (lo, hi) = (from.saturating_sub(at), (to - at).min(ids.len()));
+        for (col, values) in [("a", a), ("b", b)] {
+            let items: Vec<(Key, i64)> = ids[lo..hi]
                 .iter()
-                .map(|&id| (Key::Id(id), rng.skewed(alpha)))
+                .zip(&values[lo..hi])
+                .map(|(&id, &v)| (Key::Id(id), v))
                 .collect();
             e.incr_batch("c", col, &items).unwrap();
         }
-    }
+    });
 }
 
 /// p50 and p99 of per-call times, in µs.
@@ -132,21 +213,79 @@ fn increments(e: &Engine, newest: &[u64], rng: &mut Rng) -> (f64, u64, f64) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (mode, dir, rows) = match args.as_slice() {
-        [_, mode, dir, rows] => (mode.as_str(), dir.as_str(), rows.parse::<usize>().unwrap()),
-        _ => panic!("usage: cold-tier fill|measure DIR ROWS"),
+        [_, mode, dir, rows, ..] => (mode.as_str(), dir.as_str(), rows.parse::<usize>().unwrap()),
+        [_, mode, rows] if mode == "rows" => ("rows", "", rows.parse::<usize>().unwrap()),
+        _ => panic!("usage: cold-tier fill|measure DIR ROWS [MAX_MEMORY_MIB] | rows ROWS"),
     };
-    let all = ids(rows);
+    // With a memory cap, the engine's own eviction thread keeps the rows within it as they
+    // are written (the issue's set-up); without one, everything is filled in RAM first (a
+    // reference to compare with) and evicted in one call.
+    let max_memory: Option<u64> = args.get(4).map(|m| m.parse::<u64>().unwrap() << 20);
+    let opts = || Options {
+        max_memory,
+        // A billion rows of log would be ~40 GB: with a cap, snapshots let it go.
+        snapshot_log_bytes: max_memory.map(|_| 1 << 30),
+        ..opts()
+    };
     let hot_from = rows - rows / 100;
-    let mut rng = Rng(42);
     match mode {
+        "rows" => {
+            // The run's rows as 12-byte records (id big-endian, then both columns as u16
+            // big-endian), for `bench/rocksdb-peer`.
+            use std::io::Write;
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+            for_each_chunk(rows, |_, ids, a, b| {
+                for i in 0..ids.len() {
+                    out.write_all(&ids[i].to_be_bytes()).unwrap();
+                    out.write_all(&(a[i] as u16).to_be_bytes()).unwrap();
+                    out.write_all(&(b[i] as u16).to_be_bytes()).unwrap();
+                }
+            });
+            out.flush().unwrap();
+        }
+        "fill" if max_memory.is_some() => {
+            let e = Engine::open(dir, opts()).unwrap();
+            e.create_counter("c").unwrap();
+            e.add_column("c", "a", ColumnOptions::new(16, 64)).unwrap();
+            e.add_column("c", "b", ColumnOptions::new(16, 64)).unwrap();
+            let t = Instant::now();
+            let step = (rows / 10).max(1);
+            let mut at = 0;
+            while at < rows {
+                let to = (at + step).min(rows);
+                fill(&e, rows, at, to);
+                at = to;
+                let s = &e.stats().counters[0];
+                println!(
+                    "{:.0} s: {} rows ({} hot, {} cold), engine {:.0} MiB, RSS {:.0} MiB (peak {:.0})",
+                    t.elapsed().as_secs_f64(),
+                    s.rows,
+                    s.hot_rows,
+                    s.cold_rows,
+                    s.bytes as f64 / 1048576.0,
+                    rss_bytes() as f64 / 1048576.0,
+                    peak_rss_bytes() as f64 / 1048576.0
+                );
+            }
+            println!(
+                "filled {rows} rows under max_memory {} MiB in {:.0} s ({:.0} rows/s)",
+                max_memory.unwrap() >> 20,
+                t.elapsed().as_secs_f64(),
+                rows as f64 / t.elapsed().as_secs_f64()
+            );
+            e.snapshot().unwrap();
+            e.close().unwrap();
+        }
         "fill" => {
             let e = Engine::open(dir, opts()).unwrap();
             e.create_counter("c").unwrap();
             e.add_column("c", "a", ColumnOptions::new(16, 64)).unwrap();
             e.add_column("c", "b", ColumnOptions::new(16, 64)).unwrap();
+            let k = kept(rows);
+            let mut rng = Rng(7);
             let rss0 = rss_bytes();
             let t = Instant::now();
-            fill(&e, &all[..hot_from], &mut rng);
+            fill(&e, rows, 0, hot_from);
             let fill_s = t.elapsed().as_secs_f64();
             let s = &e.stats().counters[0];
             println!(
@@ -157,14 +296,17 @@ fn main() {
                 s.rows as f64 / fill_s
             );
             let sample: Vec<u64> = (0..100_000)
-                .map(|_| all[(rng.next() % hot_from as u64) as usize])
+                .map(|_| k.cold[(rng.next() % k.cold.len() as u64) as usize])
                 .collect();
             let (p50, p99) = timed_reads(&e, &sample);
             println!("reference, reads of the same rows in RAM: p50 {p50:.2} us, p99 {p99:.2} us");
             // The reference for the increments: the newest 1% of the rows so far, while
             // every row is in RAM.
-            let (rate, done, secs) =
-                increments(&e, &all[hot_from - rows / 100..hot_from], &mut rng);
+            let newest_so_far: Vec<u64> = Ids::new()
+                .take(hot_from)
+                .skip(hot_from - rows / 100)
+                .collect();
+            let (rate, done, secs) = increments(&e, &newest_so_far, &mut rng);
             println!(
                 "reference, increments to the newest 1% with every row in RAM: {rate:.2} M/s ({done} in {secs:.1} s)"
             );
@@ -177,11 +319,13 @@ fn main() {
                 ev.bytes_disk as f64 / ev.rows as f64,
                 t.elapsed().as_secs_f64()
             );
-            fill(&e, &all[hot_from..], &mut rng);
+            fill(&e, rows, hot_from, rows);
             e.snapshot().unwrap();
             e.close().unwrap();
         }
         "measure" => {
+            let k = kept(rows);
+            let mut rng = Rng(7);
             let rss0 = rss_bytes();
             let t = Instant::now();
             let e = Engine::open(dir, opts()).unwrap();
@@ -189,7 +333,7 @@ fn main() {
             let s = e.stats().counters[0].clone();
             let rss = rss_bytes();
             println!(
-                "opened in {open_s:.1} s: {} rows ({} hot, {} cold); RSS {:.1} MiB ({:.2} B/row), \
+                "opened in {open_s:.1} s: {} rows ({} hot, {} cold); RSS {:.1} MiB ({:.2} B/row of growth), \
                  engine count {:.1} MiB ({:.2} B/row), cold blocks {:.2} B per cold row",
                 s.rows,
                 s.hot_rows,
@@ -200,10 +344,17 @@ fn main() {
                 s.bytes as f64 / s.rows as f64,
                 s.bytes_disk as f64 / s.cold_rows.max(1) as f64
             );
-            let (rate, done, secs) = increments(&e, &all[hot_from..], &mut rng);
+            let (rate, done, secs) = increments(&e, &k.newest, &mut rng);
             println!(
                 "increments to the newest 1%: {rate:.2} M/s ({done} in {secs:.1} s, incr_run of 1,024)"
             );
+            println!(
+                "RSS after the increments {:.1} MiB, peak {:.1} MiB",
+                rss_bytes() as f64 / 1048576.0,
+                peak_rss_bytes() as f64 / 1048576.0
+            );
+            // So that the opens below do not replay the increments from the log.
+            e.snapshot().unwrap();
             e.close().unwrap();
             // Cold reads with no block cache (a budget of one byte holds no block): every
             // get reads and decodes its block from the file (which the OS page cache
@@ -217,7 +368,7 @@ fn main() {
             )
             .unwrap();
             let cold: Vec<u64> = (0..20_000)
-                .map(|_| all[(rng.next() % hot_from as u64) as usize])
+                .map(|_| k.cold[(rng.next() % k.cold.len() as u64) as usize])
                 .collect();
             let (p50, p99) = timed_reads(&e, &cold);
             let reads = e.stats().counters[0].cold_reads;
@@ -225,7 +376,7 @@ fn main() {
             let mut t = Vec::new();
             for _ in 0..200 {
                 let keys: Vec<Key> = (0..100)
-                    .map(|_| Key::Id(all[(rng.next() % hot_from as u64) as usize]))
+                    .map(|_| Key::Id(k.cold[(rng.next() % k.cold.len() as u64) as usize]))
                     .collect();
                 let s = Instant::now();
                 std::hint::black_box(e.mget("c", &keys, "a").unwrap());
@@ -249,7 +400,7 @@ fn main() {
             e.evict(Duration::ZERO).unwrap();
             let mut t = Vec::new();
             for _ in 0..2_000 {
-                let id = all[(rng.next() % hot_from as u64) as usize];
+                let id = k.cold[(rng.next() % k.cold.len() as u64) as usize];
                 let s = Instant::now();
                 e.incr("c", Key::Id(id), "a", 1, None).unwrap();
                 t.push(s.elapsed());
@@ -262,7 +413,11 @@ fn main() {
                 again.rows,
                 again.bytes_disk as f64 / 2000.0
             );
-            println!("RSS at the end {:.1} MiB", rss_bytes() as f64 / 1048576.0);
+            println!(
+                "RSS at the end {:.1} MiB, peak {:.1} MiB",
+                rss_bytes() as f64 / 1048576.0,
+                peak_rss_bytes() as f64 / 1048576.0
+            );
         }
         other => panic!("unknown mode {other}"),
     }

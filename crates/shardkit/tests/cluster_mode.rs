@@ -440,6 +440,20 @@ impl Router {
         }
     }
 
+    /// Adds 1 to column `likes` of every key, each with txid `<key>-<round>` and retried
+    /// with it until acknowledged (60 s each): a total counts each round once.
+    fn count_once(&mut self, keys: &[String], round: i64) {
+        for key in keys {
+            let cmd = redis::cmd("COUNTER.INCRBY")
+                .arg(key)
+                .arg("likes")
+                .arg(1)
+                .arg(format!("{key}-{round}"))
+                .clone();
+            let _: i64 = self.run(key, &cmd, Instant::now() + Duration::from_secs(60));
+        }
+    }
+
     /// Runs `cmd` on the owner of `key`'s slot until it is answered or `deadline`.
     fn run<T: redis::FromRedisValue>(
         &mut self,
@@ -523,16 +537,7 @@ fn a_killed_nodes_groups_are_taken_by_their_replicas_and_nothing_acknowledged_is
             let _ = nodes[2].child.wait();
             killed_at = Some(Instant::now());
         }
-        for key in &keys {
-            let cmd = redis::cmd("COUNTER.INCRBY")
-                .arg(key)
-                .arg("likes")
-                .arg(1)
-                .arg(format!("{key}-{round}"))
-                .clone();
-            let deadline = Instant::now() + Duration::from_secs(60);
-            let _: i64 = router.run(key, &cmd, deadline);
-        }
+        router.count_once(&keys, round);
     }
     router.seeds.retain(|s| *s != victim);
     router.refresh();
@@ -591,15 +596,7 @@ fn a_node_paused_past_its_leases_reopens_its_groups_and_keeps_serving() {
             std::thread::sleep(Duration::from_millis(2500));
             common::replication::signal(&nodes[0], "-CONT");
         }
-        for key in &keys {
-            let cmd = redis::cmd("COUNTER.INCRBY")
-                .arg(key)
-                .arg("likes")
-                .arg(1)
-                .arg(format!("{key}-{round}"))
-                .clone();
-            let _: i64 = router.run(key, &cmd, Instant::now() + Duration::from_secs(60));
-        }
+        router.count_once(&keys, round);
     }
     assert!(
         nodes[0].child.try_wait().unwrap().is_none(),
