@@ -621,6 +621,48 @@ fn a_node_paused_past_its_leases_reopens_its_groups_and_keeps_serving() {
     );
 }
 
+/// NATS itself gone for longer than the lease (SIGKILLed, restarted 4 s later from its
+/// store): the node's groups lose their leases (their renewals and publishes fail once
+/// NATS is back), are reopened from their snapshots and streams, and serve again, every
+/// acknowledged increment there once, the node never exiting.
+#[test]
+fn groups_come_back_after_a_nats_outage_longer_than_the_lease() {
+    let mut nats = Nats::start();
+    let dirs = vec![tempfile::tempdir().unwrap()];
+    let mut nodes = placed_cluster(&nats, "o1", &dirs);
+    let mut router = Router {
+        seeds: vec![nodes[0].resp.to_string()],
+        owners: Default::default(),
+    };
+    router.refresh();
+    let keys: Vec<String> = (0..32).map(|i| format!("weibo:{{{i}}}")).collect();
+    router.count_once(&keys, 0);
+    nats.outage(Duration::from_secs(4));
+    router.count_once(&keys, 1);
+    router.count_once(&keys, 2);
+    assert!(
+        nodes[0].child.try_wait().unwrap().is_none(),
+        "the node is still running"
+    );
+    for key in &keys {
+        let v: Option<i64> = router.run(
+            key,
+            redis::cmd("HGET").arg(key).arg("likes"),
+            Instant::now() + Duration::from_secs(30),
+        );
+        assert_eq!(
+            v,
+            Some(3),
+            "{key}: every acknowledged increment, none twice"
+        );
+    }
+    let log = nodes[0].log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("reopening the group"),
+        "the outage cost the node its leases and it reopened its groups: {log}"
+    );
+}
+
 /// The HTTP counter routes on a cluster: a row is served by the owner of the slot of
 /// `<counter>:{<key>}` (the RESP key with the id as a hash tag), and is the same row as
 /// over RESP; any other node answers 421 with `owner`, the owner's HTTP address.

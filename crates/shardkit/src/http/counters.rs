@@ -174,8 +174,13 @@ pub async fn mget(
             None => stores.push((counters, vec![i])),
         }
     }
+    if stores.is_empty() {
+        // No keys: the engine still judges the counter (a bad name is a 400, a missing
+        // counter a 404), as for any other request.
+        stores.push((Arc::clone(&state.counters), Vec::new()));
+    }
     let mut rows: Vec<Value> = vec![Value::Null; request.keys.len()];
-    let mut any_counter = stores.is_empty();
+    let mut any_counter = false;
     for (counters, at) in &stores {
         let keys: Vec<Key<'_>> = at.iter().map(|&i| row_key(&request.keys[i])).collect();
         let Some((columns, values)) = counters

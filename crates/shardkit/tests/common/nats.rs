@@ -23,24 +23,41 @@ impl Nats {
             .unwrap()
             .port();
         let dir = tempfile::tempdir().unwrap();
-        let child = Command::new("nats-server")
-            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nats-server on PATH");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "nats-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let child = spawn(port, dir.path());
         Nats {
             child,
             url: format!("nats://127.0.0.1:{port}"),
             _dir: dir,
         }
     }
+
+    /// SIGKILLs the server, waits `down`, and starts it again on the same port and
+    /// store directory (its streams and buckets come back from disk): a NATS outage.
+    #[allow(dead_code)]
+    pub fn outage(&mut self, down: Duration) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::thread::sleep(down);
+        let port = self.url.rsplit(':').next().unwrap().parse().unwrap();
+        self.child = spawn(port, self._dir.path());
+    }
+}
+
+/// `nats-server -js` on `port` with its store in `dir`, once it takes connections.
+fn spawn(port: u16, dir: &std::path::Path) -> Child {
+    let child = Command::new("nats-server")
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nats-server on PATH");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nats-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
 }
 
 impl Drop for Nats {

@@ -188,7 +188,8 @@ impl Runner {
 
 /// Reads the map every [`MAP_POLL`]; on a newer one, takes it and opens and closes
 /// group stores to match. Every [`FAILOVER_EVERY`] polls, takes over the groups whose
-/// owner's record lapsed and of which this node is the first live replica. A group on
+/// owner's record lapsed and of which this node is the first live replica, and tries
+/// again to open the groups the map gives this node that are not open. A group on
 /// `reopen` is closed and opened again (as the map says) from its snapshot and stream.
 async fn watch_map(
     ctx: Ctx,
@@ -212,6 +213,13 @@ async fn watch_map(
         if polls.is_multiple_of(FAILOVER_EVERY) {
             if let Err(e) = take_over_orphans(&ctx, &maps, &registry).await {
                 tracing::warn!(error = %e, "cannot check the cluster for dead owners");
+            }
+            // A group whose store could not be opened (NATS unreachable when the map
+            // gave it, or when it was reopened after losing its lease) is tried again
+            // about every second, not only when the map next changes.
+            if !matches_map(&ctx, &ctx.live.map()) {
+                let ctx = ctx.clone();
+                let _ = tokio::task::spawn_blocking(move || reconcile(&ctx, &ctx.live.map())).await;
             }
         }
         match maps.load().await {
@@ -301,6 +309,12 @@ fn part_in(map: &SlotMap, g: u16, me: &str) -> Option<bool> {
     } else {
         None
     }
+}
+
+/// Whether the open group stores are what `map` gives this node (owner or replica).
+fn matches_map(ctx: &Ctx, map: &SlotMap) -> bool {
+    let open = ctx.open.lock();
+    (0..map.groups).all(|g| part_in(map, g, &ctx.record.id) == open.get(&g).map(|o| o.owner))
 }
 
 /// Opens, reopens (replica → owner and back) and closes group stores to match `map`.
