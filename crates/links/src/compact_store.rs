@@ -493,7 +493,22 @@ pub(crate) fn list_keys(
     limit: usize,
     mut read: impl FnMut(u64) -> Result<Option<Link>, StoreError>,
 ) -> Result<Vec<Link>, StoreError> {
-    let ids = txn.open_table(IDS).map_err(backend)?;
+    list_page(txn, IDS, TAGS, tag, after, limit, |_, key| read(key))
+}
+
+/// A listing page of any redb link store: the ids above `after` in id order (those
+/// under `tag` in the `tags` multimap when given), at most `limit`, each turned into a
+/// link by `read` from its id and its value in `by_id` (a table keyed by link id).
+pub(crate) fn list_page<V: redb::Value + 'static>(
+    txn: &redb::ReadTransaction,
+    by_id: TableDefinition<u64, V>,
+    tags: redb::MultimapTableDefinition<&[u8], u64>,
+    tag: Option<&str>,
+    after: Option<u64>,
+    limit: usize,
+    mut read: impl for<'v> FnMut(u64, V::SelfType<'v>) -> Result<Option<Link>, StoreError>,
+) -> Result<Vec<Link>, StoreError> {
+    let table = txn.open_table(by_id).map_err(backend)?;
     let start = match after {
         Some(u64::MAX) => return Ok(Vec::new()),
         Some(a) => a + 1,
@@ -502,16 +517,16 @@ pub(crate) fn list_keys(
     let mut out = Vec::with_capacity(limit.min(1024));
     match tag {
         None => {
-            for entry in ids.range(start..).map_err(backend)? {
+            for entry in table.range(start..).map_err(backend)? {
                 if out.len() >= limit {
                     break;
                 }
-                let (_, key) = entry.map_err(backend)?;
-                out.extend(read(key.value())?);
+                let (id, value) = entry.map_err(backend)?;
+                out.extend(read(id.value(), value.value())?);
             }
         }
         Some(tag) => {
-            let tags = txn.open_multimap_table(TAGS).map_err(backend)?;
+            let tags = txn.open_multimap_table(tags).map_err(backend)?;
             for id in tags.get(tag.as_bytes()).map_err(backend)? {
                 if out.len() >= limit {
                     break;
@@ -520,8 +535,8 @@ pub(crate) fn list_keys(
                 if id < start {
                     continue;
                 }
-                if let Some(key) = ids.get(id).map_err(backend)? {
-                    out.extend(read(key.value())?);
+                if let Some(value) = table.get(id).map_err(backend)? {
+                    out.extend(read(id, value.value())?);
                 }
             }
         }

@@ -189,40 +189,9 @@ impl LinkStore for RedbLinkStore {
         limit: usize,
     ) -> Result<Vec<Link>, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
-        let table = txn.open_table(LINKS).map_err(backend)?;
-        let start = match after {
-            Some(u64::MAX) => return Ok(Vec::new()),
-            Some(a) => a + 1,
-            None => 0,
-        };
-        let mut out = Vec::with_capacity(limit.min(1024));
-        match tag {
-            None => {
-                for entry in table.range(start..).map_err(backend)? {
-                    if out.len() >= limit {
-                        break;
-                    }
-                    let (id, record) = entry.map_err(backend)?;
-                    out.push(decode(id.value(), record.value())?);
-                }
-            }
-            Some(tag) => {
-                let tags = txn.open_multimap_table(TAGS).map_err(backend)?;
-                for id in tags.get(tag.as_bytes()).map_err(backend)? {
-                    if out.len() >= limit {
-                        break;
-                    }
-                    let id = id.map_err(backend)?.value();
-                    if id < start {
-                        continue;
-                    }
-                    if let Some(record) = table.get(id).map_err(backend)? {
-                        out.push(decode(id, record.value())?);
-                    }
-                }
-            }
-        }
-        Ok(out)
+        crate::compact_store::list_page(&txn, LINKS, TAGS, tag, after, limit, |id, record| {
+            decode(id, record).map(Some)
+        })
     }
 
     fn count(&self) -> Result<u64, StoreError> {

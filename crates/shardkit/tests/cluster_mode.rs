@@ -406,6 +406,17 @@ fn node_redis_create_cluster_counts_through_a_fourth_node_and_a_rebalance() {
     node_client_through_a_rebalance("c5", "node-redis");
 }
 
+/// `COUNTER.INCRBY key likes 1 <key>-<round>`: 1 to column `likes`, with a txid that
+/// makes every retry of the same round count once.
+fn counted_once(key: &str, round: impl std::fmt::Display) -> redis::Cmd {
+    redis::cmd("COUNTER.INCRBY")
+        .arg(key)
+        .arg("likes")
+        .arg(1)
+        .arg(format!("{key}-{round}"))
+        .clone()
+}
+
 /// A minimal cluster client: the slot table from `CLUSTER SLOTS`, `-MOVED` followed,
 /// anything else (a dead node, `-TRYAGAIN`, `-CLUSTERDOWN`) retried after a pause with a
 /// fresh table, until `deadline`.
@@ -454,12 +465,7 @@ impl Router {
     /// with it until acknowledged (60 s each): a total counts each round once.
     fn count_once(&mut self, keys: &[String], round: i64) {
         for key in keys {
-            let cmd = redis::cmd("COUNTER.INCRBY")
-                .arg(key)
-                .arg("likes")
-                .arg(1)
-                .arg(format!("{key}-{round}"))
-                .clone();
+            let cmd = counted_once(key, round);
             let _: i64 = self.run(key, &cmd, Instant::now() + Duration::from_secs(60));
         }
     }
@@ -790,12 +796,7 @@ fn a_fourth_node_takes_a_quarter_of_the_groups_under_load_and_nothing_acknowledg
             while last.is_none_or(|l| round <= l) {
                 round_now.store(round, std::sync::atomic::Ordering::Release);
                 for key in &keys {
-                    let cmd = redis::cmd("COUNTER.INCRBY")
-                        .arg(key)
-                        .arg("likes")
-                        .arg(1)
-                        .arg(format!("{key}-{round}"))
-                        .clone();
+                    let cmd = counted_once(key, round);
                     let asked = Instant::now();
                     let _: i64 = router.run(key, &cmd, asked + Duration::from_secs(60));
                     slowest = slowest.max(asked.elapsed());
