@@ -300,9 +300,9 @@ fn three_nodes_serve_their_slots_and_send_the_rest_where_they_live() {
         .unwrap();
     assert_eq!(more, [2, 3, 4]);
     // What a node cannot serve for the whole cluster is refused, not answered wrong.
-    let err = redis::cmd("SCAN")
-        .arg(0)
-        .query::<i64>(&mut con)
+    let err = redis::cmd("COUNTER.CREATE")
+        .arg("made")
+        .query::<String>(&mut con)
         .unwrap_err();
     assert!(
         err.to_string().contains("not supported on a cluster node"),
@@ -327,7 +327,7 @@ fn clients_dir() -> PathBuf {
 
 /// Runs a cluster client scenario (`program args… PORT`, see tests/clients/cluster.*)
 /// against three nodes, adds a fourth and rebalances between its two rounds, and checks
-/// that it ends with "ok".
+/// that it ends with "ok" (a client that prints "scanned …" first is told to go on).
 fn client_through_a_rebalance(name: &str, program: &Path, args: &[&str], env: &[(&str, PathBuf)]) {
     let nats = Nats::start();
     let dirs: Vec<tempfile::TempDir> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
@@ -358,15 +358,20 @@ fn client_through_a_rebalance(name: &str, program: &Path, args: &[&str], env: &[
         added["version"].as_u64().unwrap(),
     );
     writeln!(stdin, "go").unwrap();
-    let last = next();
+    let mut last = next();
+    // The new node serves a quarter of the groups, counted before it joined (looked at
+    // before a client that goes on to FLUSHDB does so).
+    let dbsize: i64 = redis::cmd("DBSIZE").query(&mut nodes[3].redis()).unwrap();
+    if last.starts_with("scanned ") {
+        writeln!(stdin, "flush").unwrap();
+        last = next();
+    }
     let output = child.wait_with_output().unwrap();
     assert!(
         last.starts_with("ok "),
         "{last}\nstderr: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    // The new node serves a quarter of the groups, counted before it joined.
-    let dbsize: i64 = redis::cmd("DBSIZE").query(&mut nodes[3].redis()).unwrap();
     assert!(dbsize > 0, "the fourth node holds rows now");
 }
 
@@ -830,4 +835,158 @@ fn a_fourth_node_takes_a_quarter_of_the_groups_under_load_and_nothing_acknowledg
     eprintln!(
         "{rounds} rounds; slowest increment through the move (retries included): {slowest:?}"
     );
+}
+
+/// Every key `SCAN` returns on `node`, walked `COUNT 7` at a time.
+fn scanned(node: &Server) -> Vec<String> {
+    let mut con = node.redis();
+    let mut keys = Vec::new();
+    let mut cursor = 0u64;
+    for _ in 0..10_000 {
+        let (next, page): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(7)
+            .query(&mut con)
+            .unwrap();
+        keys.extend(page);
+        if next == 0 {
+            return keys;
+        }
+        cursor = next;
+    }
+    panic!("SCAN on {} never ended", node.resp)
+}
+
+/// The sum of every value under `key` (a row's columns, or a cell) on the owner of
+/// its slot.
+fn values_under(router: &mut Router, key: &str) -> i64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let kind: String = router.run(key, redis::cmd("TYPE").arg(key), deadline);
+    match kind.as_str() {
+        "hash" => {
+            let row: std::collections::HashMap<String, i64> =
+                router.run(key, redis::cmd("HGETALL").arg(key), deadline);
+            row.values().sum()
+        }
+        "string" => router.run(key, redis::cmd("GET").arg(key), deadline),
+        other => panic!("{key} is a {other}"),
+    }
+}
+
+#[test]
+fn each_node_scans_counts_and_flushes_the_keys_of_the_groups_it_leads() {
+    let nats = Nats::start();
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let nodes = placed_cluster(&nats, "k3", &dirs);
+    let mut router = Router::new(nodes.iter().map(|n| n.resp.to_string()).collect());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Three spellings of rows: hash-tagged (one slot per row), plain rows, and cells.
+    let mut written = 0i64;
+    for i in 0..40 {
+        let tagged = format!("weibo:{{{i}}}");
+        let _: i64 = router.run(
+            &tagged,
+            redis::cmd("HINCRBY").arg(&tagged).arg("likes").arg(2),
+            deadline,
+        );
+        let _: i64 = router.run(
+            &tagged,
+            redis::cmd("HINCRBY").arg(&tagged).arg("shares").arg(1),
+            deadline,
+        );
+        let page = format!("page:{i}");
+        let _: i64 = router.run(&page, redis::cmd("INCRBY").arg(&page).arg(5), deadline);
+        let cell = format!("user:{i}:follows");
+        let _: i64 = router.run(&cell, redis::cmd("INCR").arg(&cell), deadline);
+        written += 2 + 1 + 5 + 1;
+    }
+    let ticket: i64 = router.run("jobs", redis::cmd("TICKET.NEXT").arg("jobs"), deadline);
+
+    // Each node lists only keys of its own slots; together they hold every value once.
+    let mut total = 0;
+    let mut all = std::collections::HashSet::new();
+    for node in &nodes {
+        let keys = scanned(node);
+        let mut dedup = keys.clone();
+        dedup.sort();
+        dedup.dedup();
+        assert_eq!(
+            dedup.len(),
+            keys.len(),
+            "a key listed twice on {}",
+            node.resp
+        );
+        for key in &keys {
+            assert_eq!(
+                owner_of(node, slot(key)),
+                node.resp.to_string(),
+                "{key} on {}",
+                node.resp
+            );
+            assert!(
+                !key.starts_with("shardkit_tickets"),
+                "a ticket sequence listed: {key}"
+            );
+            total += values_under(&mut router, key);
+            assert!(all.insert(key.clone()), "{key} listed by two nodes");
+        }
+        // COUNTKEYSINSLOT agrees with SCAN; GETKEYSINSLOT lists those keys.
+        let mut by_slot: std::collections::HashMap<u16, Vec<String>> = Default::default();
+        for key in &keys {
+            by_slot.entry(slot(key)).or_default().push(key.clone());
+        }
+        for (s, mut in_slot) in by_slot {
+            let n: usize = redis::cmd("CLUSTER")
+                .arg("COUNTKEYSINSLOT")
+                .arg(s)
+                .query(&mut node.redis())
+                .unwrap();
+            assert_eq!(n, in_slot.len(), "slot {s} on {}", node.resp);
+            let mut listed: Vec<String> = redis::cmd("CLUSTER")
+                .arg("GETKEYSINSLOT")
+                .arg(s)
+                .arg(100)
+                .query(&mut node.redis())
+                .unwrap();
+            listed.sort();
+            in_slot.sort();
+            assert_eq!(listed, in_slot);
+        }
+    }
+    assert_eq!(total, written, "SCAN's keys hold every value once: {all:?}");
+    assert!(
+        all.contains("weibo:{0}"),
+        "a hash-tagged row keeps its spelling"
+    );
+    // Redis's errors for a slot out of range.
+    let err = redis::cmd("CLUSTER")
+        .arg("COUNTKEYSINSLOT")
+        .arg(16384)
+        .query::<i64>(&mut nodes[0].redis())
+        .unwrap_err();
+    assert_eq!(err.detail(), Some("Invalid slot"), "{err:?}");
+
+    // FLUSHDB on every primary (what a cluster client does) empties the cluster; the
+    // ticket sequence goes on.
+    for node in &nodes {
+        let ok: String = redis::cmd("FLUSHDB").query(&mut node.redis()).unwrap();
+        assert_eq!(ok, "OK");
+    }
+    for node in &nodes {
+        assert_eq!(scanned(node), Vec::<String>::new());
+        let rows: i64 = redis::cmd("DBSIZE").query(&mut node.redis()).unwrap();
+        assert_eq!(rows, 0, "{}", node.resp);
+    }
+    let next: i64 = router.run("jobs", redis::cmd("TICKET.NEXT").arg("jobs"), deadline);
+    assert!(
+        next > ticket,
+        "a ticket handed out again after FLUSHDB: {next} <= {ticket}"
+    );
+    let got: Option<i64> = router.run(
+        "weibo:{3}",
+        redis::cmd("HGET").arg("weibo:{3}").arg("likes"),
+        deadline,
+    );
+    assert_eq!(got.unwrap_or(0), 0, "a flushed row still counts");
 }

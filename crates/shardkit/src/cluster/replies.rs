@@ -3,13 +3,14 @@
 //! clients (redis-py `RedisCluster`, ioredis `Cluster`, node-redis `createCluster`,
 //! `redis-benchmark --cluster`) read them as they read Redis's.
 
-use super::map::{NodeInfo, SlotMap};
+use super::map::{NodeInfo, SlotMap, SlotRange};
 use crate::resp::reply;
 use bytes::BytesMut;
 
-/// `CLUSTER SLOTS`: `[start, end, [host, port, id, []] owner, replicas…]` per range.
+/// `CLUSTER SLOTS`: `[start, end, [host, port, id, []] owner, replicas…]` per range,
+/// in the order of [`slots_listed`].
 pub fn slots(map: &SlotMap, out: &mut BytesMut) {
-    let ranges = map.ranges();
+    let ranges = slots_listed(map.ranges());
     reply::array_header(out, ranges.len());
     for r in ranges {
         reply::array_header(out, 3 + r.replicas.len());
@@ -23,6 +24,45 @@ pub fn slots(map: &SlotMap, out: &mut BytesMut) {
             reply::array_header(out, 0);
         }
     }
+}
+
+/// The ranges as `CLUSTER SLOTS` lists them. In Redis Cluster a node is a master or a
+/// replica; here a node owns some groups and follows others, so it is both. redis-py
+/// takes a node's role from its first mention in `CLUSTER SLOTS` and sends `SCAN`,
+/// `FLUSHDB`, `DBSIZE`, `KEYS` only to the nodes it thinks are masters: listed in slot
+/// order, an owner first named as another range's replica would never be asked. So
+/// when any range has replicas, each owner is introduced first by the first slot of
+/// its first range alone, with no replicas (a `READONLY` client reads that one slot
+/// from the owner), and then every range follows in slot order. With no replicas the
+/// list is Redis's own (slot order).
+pub fn slots_listed(ranges: Vec<SlotRange<'_>>) -> Vec<SlotRange<'_>> {
+    if ranges.iter().all(|r| r.replicas.is_empty()) {
+        return ranges;
+    }
+    let mut introduced: Vec<&str> = Vec::new();
+    let mut first = Vec::new();
+    let mut rest = Vec::new();
+    for r in ranges {
+        if introduced.contains(&r.owner.id.as_str()) {
+            rest.push(r);
+            continue;
+        }
+        introduced.push(&r.owner.id);
+        let start = *r.slots.start();
+        first.push(SlotRange {
+            slots: start..=start,
+            owner: r.owner,
+            replicas: Vec::new(),
+        });
+        if start < *r.slots.end() {
+            rest.push(SlotRange {
+                slots: start + 1..=*r.slots.end(),
+                ..r
+            });
+        }
+    }
+    first.extend(rest);
+    first
 }
 
 /// A shard as `CLUSTER SHARDS` lists it: owner, replicas, slot ranges.
@@ -145,4 +185,48 @@ pub fn info_as(map: &SlotMap, ok: bool, out: &mut BytesMut) {
         v = map.version
     );
     reply::bulk(out, text.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(i: u8) -> NodeInfo {
+        NodeInfo {
+            id: format!("{:040x}", i),
+            host: "127.0.0.1".into(),
+            port: 7000 + u16::from(i),
+            http: String::new(),
+        }
+    }
+
+    #[test]
+    fn every_owner_is_first_named_as_a_master_and_every_slot_listed_once() {
+        let nodes: Vec<NodeInfo> = (1..=4).map(node).collect();
+        for copies in [0, 1, 2] {
+            let map = SlotMap::place(1, 16, &nodes, copies);
+            let listed = slots_listed(map.ranges());
+            let mut first_role: std::collections::HashMap<&str, &str> = Default::default();
+            let mut covered = vec![0u8; usize::from(crate::cluster::slot::SLOTS)];
+            for r in &listed {
+                first_role.entry(&r.owner.id).or_insert("master");
+                for replica in &r.replicas {
+                    first_role.entry(&replica.id).or_insert("replica");
+                }
+                for s in r.slots.clone() {
+                    covered[usize::from(s)] += 1;
+                    assert_eq!(map.owner_of(s).unwrap().id, r.owner.id);
+                }
+            }
+            assert!(covered.iter().all(|&c| c == 1), "copies {copies}");
+            assert!(
+                first_role.values().all(|&r| r == "master"),
+                "copies {copies}: {first_role:?}"
+            );
+            if copies == 0 {
+                // No replicas: Redis's own list, in slot order.
+                assert_eq!(listed.len(), map.ranges().len());
+            }
+        }
+    }
 }

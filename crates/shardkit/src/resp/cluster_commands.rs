@@ -86,7 +86,8 @@ fn readwrite(call: &mut Call<'_, '_>) {
 
 /// `CLUSTER <subcommand>` on a cluster node; Redis's refusal elsewhere.
 fn cluster(call: &mut Call<'_, '_>) {
-    let Some(live) = call.state.cluster.get() else {
+    let state = call.state;
+    let Some(live) = state.cluster.get() else {
         return reply::error(call.out, DISABLED);
     };
     let map = live.map();
@@ -102,13 +103,11 @@ fn cluster(call: &mut Call<'_, '_>) {
             let key = call.cmd.arg(2).unwrap_or_default();
             reply::integer(call.out, i64::from(crate::cluster::slot::key_slot(key)));
         }
-        (b"countkeysinslot", 3) => reply::error(
-            call.out,
-            "ERR CLUSTER COUNTKEYSINSLOT is not supported by shardkit yet: a row does not \
-             keep the key spelling (weibo:{1}:a or weibo:1) its slot came from",
-        ),
+        (b"countkeysinslot", 3) => super::cluster_keyspace::count_keys_in_slot(call, live),
+        (b"getkeysinslot", 4) => super::cluster_keyspace::get_keys_in_slot(call, live),
         (
-            b"slots" | b"shards" | b"nodes" | b"info" | b"myid" | b"keyslot" | b"countkeysinslot",
+            b"slots" | b"shards" | b"nodes" | b"info" | b"myid" | b"keyslot" | b"countkeysinslot"
+            | b"getkeysinslot",
             _,
         ) => reply::error(
             call.out,

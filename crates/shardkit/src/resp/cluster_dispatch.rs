@@ -5,9 +5,10 @@
 //! Exists apart from `table.rs` so a lone node's hot path pays one check for it.
 //! Keyless commands run as on a lone node, except those that would see only this
 //! node's groups as if they were the whole keyspace: `DBSIZE` counts the rows of the
-//! groups led here (Redis Cluster's per-node meaning), and `SCAN`, `FLUSHDB`,
-//! `FLUSHALL` and the `COUNTER.*` schema commands are refused until they are built for
-//! a cluster (counters and columns are created on first write with `auto_create`), and
+//! groups led here (ticket sequences are not keys) and `SCAN`, `FLUSHDB`, `FLUSHALL` walk or clear them (Redis Cluster's
+//! per-node meaning, `cluster_keyspace.rs`), the `COUNTER.*` schema commands are
+//! refused until they are built for a cluster (counters and columns are created on
+//! first write with `auto_create`), and
 //! `TICKET.NEXT` is served by the owner of its name's slot (`cluster_tickets.rs`).
 //! Ids are safe: a cluster node issues them only from the id shards it leases.
 
@@ -22,14 +23,7 @@ use crate::state::AppState;
 use bytes::BytesMut;
 
 /// Keyless commands a cluster node does not run yet (see the module doc).
-const NOT_IN_CLUSTER: &[&str] = &[
-    "counter.addcol",
-    "counter.create",
-    "counter.info",
-    "flushall",
-    "flushdb",
-    "scan",
-];
+const NOT_IN_CLUSTER: &[&str] = &["counter.addcol", "counter.create", "counter.info"];
 
 /// Runs `cmd` (its arity, authentication and role checked) on a cluster node.
 pub fn run(
@@ -51,9 +45,23 @@ pub fn run(
                 .led()
                 .iter()
                 .flat_map(|s| s.counters.engine.stats().counters)
+                .filter(|c| c.name != super::cluster_tickets::COUNTER)
                 .map(|c| c.rows)
                 .sum();
             reply::integer(out, rows as i64);
+        }
+        Route::NoKeys if matches!(spec.name, "scan" | "flushdb" | "flushall") => {
+            let mut call = Call {
+                cmd,
+                state,
+                counters: &state.counters,
+                session,
+                out,
+            };
+            match spec.name {
+                "scan" => super::cluster_keyspace::scan(&mut call, live),
+                _ => super::cluster_keyspace::flush(&mut call, live),
+            }
         }
         Route::NoKeys if NOT_IN_CLUSTER.contains(&spec.name) => reply::error(
             out,

@@ -25,6 +25,7 @@ pub mod client_commands;
 pub mod clients;
 pub mod cluster_commands;
 pub mod cluster_dispatch;
+pub mod cluster_keyspace;
 pub mod cluster_tickets;
 pub mod command_info;
 pub mod connection;

@@ -3,7 +3,10 @@
 Counts 300 keys spread over every slot group and hash-tagged rows, prints
 "counted N", waits for a line on stdin (the test adds a node and rebalances
 meanwhile), then counts them all again with the same client, which must follow
-the MOVED replies, and checks every total: "ok ..." on success.
+the MOVED replies, and checks every total; then walks every primary with
+SCAN (the values under the keys listed add up to every count), prints "scanned
+...", waits for a line again (the test looks at the new node meanwhile) and
+empties the cluster with FLUSHDB: "ok ..." on success.
 """
 import sys
 
@@ -36,4 +39,20 @@ for i in range(20):
     # Keys of one row share a slot: a multi-key command is served whole.
     got = rc.execute_command("MGET", f"{row}:comments", f"{row}:likes")
     assert got == ["6", "2"], got
-print(f"ok {len(KEYS)} keys twice, 20 rows", flush=True)
+# SCAN through every primary (each lists the keys of its own slots): every value
+# counted is under exactly one key listed.
+listed = set(rc.scan_iter(match="weibo:*", count=50))
+total = 0
+for k in listed:
+    if rc.type(k) == "hash":
+        total += sum(int(v) for v in rc.hvals(k))
+    else:
+        total += int(rc.get(k))
+assert total == len(KEYS) * 2 + 20 * (6 + 2), (total, sorted(listed)[:10])
+print(f"scanned {len(listed)} keys holding {total}", flush=True)
+sys.stdin.readline()
+# FLUSHDB goes to every primary: nothing is left anywhere.
+rc.flushdb()
+assert rc.dbsize() == 0, rc.dbsize()
+assert not list(rc.scan_iter(match="weibo:*")), "a key outlived FLUSHDB"
+print(f"ok {len(KEYS)} keys twice, 20 rows, {len(listed)} keys scanned, flushed", flush=True)
