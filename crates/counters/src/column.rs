@@ -23,7 +23,7 @@ pub const MAX_VALUE: u64 = i64::MAX as u64;
 
 impl ColumnSpec {
     /// Checks the spec; returns the reason it is refused, if any.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), String> {
         if !matches!(self.bits, 8 | 16 | 32 | 64) {
             return Err(format!("bits must be 8, 16, 32 or 64, not {}", self.bits));
         }
@@ -105,7 +105,7 @@ pub(crate) fn check_set(value: u64, spec: &ColumnSpec) -> crate::Result<u64> {
 
 /// Checks a counter or column name: 1 to 200 bytes, no spaces, colons or control bytes
 /// (a colon separates counter, id and column in RESP keys).
-pub(crate) fn check_name(name: &str) -> crate::Result<()> {
+pub fn check_name(name: &str) -> crate::Result<()> {
     let bad = |reason| {
         Err(crate::Error::BadName {
             name: name.to_string(),

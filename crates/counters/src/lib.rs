@@ -38,7 +38,7 @@ mod txwindow;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use column::{ColumnSpec, MAX_VALUE};
+pub use column::{check_name, ColumnSpec, MAX_VALUE};
 pub use counter::STRIPES;
 pub use engine::{Engine, Pending, MAX_TXID_LEN};
 pub use error::{Error, Result};

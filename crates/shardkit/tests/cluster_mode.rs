@@ -299,15 +299,6 @@ fn three_nodes_serve_their_slots_and_send_the_rest_where_they_live() {
         .query(&mut owner_node.redis())
         .unwrap();
     assert_eq!(more, [2, 3, 4]);
-    // What a node cannot serve for the whole cluster is refused, not answered wrong.
-    let err = redis::cmd("COUNTER.CREATE")
-        .arg("made")
-        .query::<String>(&mut con)
-        .unwrap_err();
-    assert!(
-        err.to_string().contains("not supported on a cluster node"),
-        "{err}"
-    );
     // Ticket sequences are not served over HTTP on a cluster node yet (TICKET.NEXT is).
     let http = reqwest::blocking::Client::new()
         .post(home[0].url("/api/tickets/orders"))
@@ -989,4 +980,109 @@ fn each_node_scans_counts_and_flushes_the_keys_of_the_groups_it_leads() {
         deadline,
     );
     assert_eq!(got.unwrap_or(0), 0, "a flushed row still counts");
+}
+
+/// `COUNTER.INFO name` on `node` as field → value (columns left out).
+fn counter_info(
+    node: &Server,
+    name: &str,
+) -> redis::RedisResult<std::collections::HashMap<String, redis::Value>> {
+    redis::cmd("COUNTER.INFO")
+        .arg(name)
+        .query(&mut node.redis())
+}
+
+#[test]
+fn counter_create_and_addcol_on_one_node_reach_every_group_of_the_cluster() {
+    let nats = Nats::start();
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let nodes = placed_cluster(&nats, "s3", &dirs);
+    let mut router = Router::new(nodes.iter().map(|n| n.resp.to_string()).collect());
+    let ok: String = redis::cmd("COUNTER.CREATE")
+        .arg("visits")
+        .query(&mut nodes[0].redis())
+        .unwrap();
+    assert_eq!(ok, "OK");
+    // Refused as on a lone node, from any node.
+    let err = redis::cmd("COUNTER.CREATE")
+        .arg("visits")
+        .query::<String>(&mut nodes[1].redis())
+        .unwrap_err();
+    assert!(err.to_string().contains("already exists"), "{err}");
+    let ok: String = redis::cmd("COUNTER.ADDCOL")
+        .arg("visits")
+        .arg("n")
+        .arg("BITS")
+        .arg(8)
+        .arg("MAX")
+        .arg(32)
+        .query(&mut nodes[1].redis())
+        .unwrap();
+    assert_eq!(ok, "OK");
+    for (args, says) in [
+        (vec!["visits", "n"], "already has a column"),
+        (vec!["visits", "m", "BITS", "12"], "bits must be"),
+        (vec!["nope", "n"], "does not exist"),
+    ] {
+        let err = redis::cmd("COUNTER.ADDCOL")
+            .arg(&args)
+            .query::<String>(&mut nodes[2].redis())
+            .unwrap_err();
+        assert!(err.to_string().contains(says), "{args:?}: {err}");
+    }
+    // Rows in every group: each group has the column once its node applied the schema
+    // (HGET answers 0, not nil, for a column that exists).
+    let keys: Vec<String> = (0..64).map(|i| format!("visits:{{{i}}}")).collect();
+    let groups: std::collections::HashSet<u16> =
+        keys.iter().map(|k| slot(k) / (16384 / GROUPS)).collect();
+    assert_eq!(
+        groups.len(),
+        usize::from(GROUPS),
+        "the keys reach every group"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for key in &keys {
+        loop {
+            let cell: Option<String> =
+                router.run(key, redis::cmd("HGET").arg(key).arg("n"), deadline);
+            if cell.as_deref() == Some("0") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{key}'s group never got the column"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    // Every group holds the column as COUNTER.ADDCOL made it (MAX 32: 5e9 is refused
+    // everywhere; a column made by auto_create would take it).
+    for key in &keys {
+        let big = redis::cmd("HINCRBY")
+            .arg(key)
+            .arg("n")
+            .arg(5_000_000_000i64)
+            .clone();
+        let addr = owner_of(&nodes[0], slot(key));
+        let node = nodes.iter().find(|n| n.resp.to_string() == addr).unwrap();
+        let answer: redis::RedisResult<i64> = big.query(&mut node.redis());
+        let err = answer.expect_err(key);
+        assert!(!err.to_string().contains("MOVED"), "{key}: {err}");
+        let _: i64 = router.run(
+            key,
+            redis::cmd("HINCRBY").arg(key).arg("n").arg(1),
+            deadline,
+        );
+    }
+    // COUNTER.INFO answers for each node's groups: together, every row.
+    let mut rows = 0;
+    for node in &nodes {
+        let info = counter_info(node, "visits").unwrap();
+        let redis::Value::Int(n) = info["rows"] else {
+            panic!("rows: {info:?}")
+        };
+        rows += n;
+    }
+    assert_eq!(rows, 64);
+    assert!(counter_info(&nodes[0], "nope").is_err());
 }

@@ -6,6 +6,7 @@
 //! (`cluster/nats/runner.rs`, feature `nats`) writes here.
 
 use super::map::SlotMap;
+use super::schema::{Schema, SchemaWriter};
 use crate::counter_store::CounterStore;
 use parking_lot::RwLock;
 use std::sync::Arc;
@@ -19,6 +20,14 @@ pub struct Live {
     map: RwLock<Arc<SlotMap>>,
     /// The open store of each group this node owns or follows.
     stores: Vec<RwLock<Option<Arc<CounterStore>>>>,
+    /// The newest counter schema read, with its KV revision (0: none yet).
+    schema: RwLock<Arc<(u64, Schema)>>,
+    /// Stores schema changes (set when the node has joined the cluster).
+    schema_writer: std::sync::OnceLock<Box<dyn SchemaWriter>>,
+    /// Per group, the store (by address) and schema revision last applied to it.
+    applied: Vec<parking_lot::Mutex<Option<(usize, u64)>>>,
+    /// One apply at a time (the map watch and a `COUNTER.CREATE` may both run one).
+    applying: parking_lot::Mutex<()>,
 }
 
 impl Live {
@@ -35,7 +44,75 @@ impl Live {
             me,
             map: RwLock::new(Arc::new(empty)),
             stores: (0..groups).map(|_| RwLock::new(None)).collect(),
+            schema: RwLock::new(Arc::new((0, Schema::default()))),
+            schema_writer: std::sync::OnceLock::new(),
+            applied: (0..groups).map(|_| parking_lot::Mutex::new(None)).collect(),
+            applying: parking_lot::Mutex::new(()),
         }
+    }
+
+    /// The groups this node leads that have not had the newest schema applied (newly
+    /// led, or the schema is newer), with their stores and the mark to set once done.
+    fn lacking_schema(&self, revision: u64) -> Vec<(usize, Arc<CounterStore>, (usize, u64))> {
+        self.stores
+            .iter()
+            .enumerate()
+            .filter_map(|(g, slot)| Some((g, slot.read().clone()?)))
+            .filter(|(_, s)| matches!(s.replication.role(), crate::replication::Role::Leader))
+            .map(|(g, s)| {
+                let mark = (Arc::as_ptr(&s) as usize, revision);
+                (g, s, mark)
+            })
+            .filter(|(g, _, mark)| *self.applied[*g].lock() != Some(*mark))
+            .collect()
+    }
+
+    /// Whether a group this node leads lacks the newest schema.
+    pub fn needs_schema(&self) -> bool {
+        let revision = self.schema().0;
+        revision > 0 && !self.lacking_schema(revision).is_empty()
+    }
+
+    /// Applies the newest schema to every group this node leads that lacks it (it may
+    /// block on the groups' logs: call it off the async runtimes). Answers the groups
+    /// it could not apply to, with why; they are tried again on the next call.
+    pub fn apply_schema(&self) -> Vec<(u16, String)> {
+        let _one = self.applying.lock();
+        let schema = self.schema();
+        if schema.0 == 0 {
+            return Vec::new();
+        }
+        let mut failed = Vec::new();
+        for (g, store, mark) in self.lacking_schema(schema.0) {
+            match schema.1.apply(&store.counters.engine) {
+                Ok(_) => *self.applied[g].lock() = Some(mark),
+                Err(e) => failed.push((g as u16, e.to_string())),
+            }
+        }
+        failed
+    }
+
+    /// The newest counter schema this node has read, and its revision.
+    pub fn schema(&self) -> Arc<(u64, Schema)> {
+        Arc::clone(&self.schema.read())
+    }
+
+    /// Takes `schema` (of KV revision `revision`) if it is newer than the one held.
+    pub fn set_schema(&self, revision: u64, schema: Schema) {
+        let mut held = self.schema.write();
+        if revision > held.0 {
+            *held = Arc::new((revision, schema));
+        }
+    }
+
+    /// Sets what stores schema changes (once, when the node joins).
+    pub fn set_schema_writer(&self, writer: Box<dyn SchemaWriter>) {
+        let _ = self.schema_writer.set(writer);
+    }
+
+    /// What stores schema changes; `None` before the node has joined.
+    pub fn schema_writer(&self) -> Option<&dyn SchemaWriter> {
+        self.schema_writer.get().map(|w| w.as_ref())
     }
 
     /// The newest map seen.

@@ -6,9 +6,9 @@
 //! Keyless commands run as on a lone node, except those that would see only this
 //! node's groups as if they were the whole keyspace: `DBSIZE` counts the rows of the
 //! groups led here (ticket sequences are not keys) and `SCAN`, `FLUSHDB`, `FLUSHALL` walk or clear them (Redis Cluster's
-//! per-node meaning, `cluster_keyspace.rs`), the `COUNTER.*` schema commands are
-//! refused until they are built for a cluster (counters and columns are created on
-//! first write with `auto_create`), and
+//! per-node meaning, `cluster_keyspace.rs`), `COUNTER.CREATE|ADDCOL` change the
+//! schema every group gets and `COUNTER.INFO` sums this node's groups
+//! (`cluster_schema.rs`), and
 //! `TICKET.NEXT` is served by the owner of its name's slot (`cluster_tickets.rs`).
 //! Ids are safe: a cluster node issues them only from the id shards it leases.
 
@@ -21,9 +21,6 @@ use crate::cluster::route::{route, Route};
 use crate::replication::Role;
 use crate::state::AppState;
 use bytes::BytesMut;
-
-/// Keyless commands a cluster node does not run yet (see the module doc).
-const NOT_IN_CLUSTER: &[&str] = &["counter.addcol", "counter.create", "counter.info"];
 
 /// Runs `cmd` (its arity, authentication and role checked) on a cluster node.
 pub fn run(
@@ -63,14 +60,25 @@ pub fn run(
                 _ => super::cluster_keyspace::flush(&mut call, live),
             }
         }
-        Route::NoKeys if NOT_IN_CLUSTER.contains(&spec.name) => reply::error(
-            out,
-            &format!(
-                "ERR {} is not supported on a cluster node yet: it would see only this \
-                 node's slot groups",
-                spec.name.to_ascii_uppercase()
-            ),
-        ),
+        Route::NoKeys
+            if matches!(
+                spec.name,
+                "counter.create" | "counter.addcol" | "counter.info"
+            ) =>
+        {
+            let mut call = Call {
+                cmd,
+                state,
+                counters: &state.counters,
+                session,
+                out,
+            };
+            match spec.name {
+                "counter.create" => super::cluster_schema::create(&mut call, live),
+                "counter.addcol" => super::cluster_schema::addcol(&mut call, live),
+                _ => super::cluster_schema::info(&mut call, live),
+            }
+        }
         Route::NoKeys => (spec.run)(&mut Call {
             cmd,
             state,

@@ -2,6 +2,7 @@
 //! idempotent increment. Schema writes wait for the log at once (they are rare); the
 //! idempotent increment is deferred like every value write.
 
+use super::parse::Command;
 use super::reply;
 use super::table::{Call, CommandSpec};
 use super::values::*;
@@ -102,13 +103,31 @@ fn addcol(call: &mut Call<'_, '_>) {
     let Some(column) = utf8(cmd.arg(2), "column names", out) else {
         return;
     };
+    let options = match column_options(cmd) {
+        Ok(options) => options,
+        Err(e) => return reply::error(out, e),
+    };
+    match may_block(state, || {
+        state.counters.engine.add_column(name, column, options)
+    }) {
+        Ok(()) => reply::simple(out, "OK"),
+        Err(e) => engine_error(out, &e),
+    }
+}
+
+/// The options of `COUNTER.ADDCOL name column [BITS n] [MAX 32|64] [DEFAULT n]`.
+pub fn column_options(cmd: &Command<'_>) -> Result<ColumnOptions, &'static str> {
+    const SYNTAX: &str =
+        "ERR syntax error: COUNTER.ADDCOL name column [BITS 8|16|32|64] [MAX 32|64] [DEFAULT n]";
     let mut options = ColumnOptions::default();
     let mut i = 3;
     while i < cmd.len() {
         let option = cmd.arg(i).unwrap_or_default();
-        let Some(value) = cmd.arg(i + 1).and_then(strict_i64).filter(|v| *v >= 0) else {
-            return reply::error(out, "ERR syntax error: COUNTER.ADDCOL name column [BITS 8|16|32|64] [MAX 32|64] [DEFAULT n]");
-        };
+        let value = cmd
+            .arg(i + 1)
+            .and_then(strict_i64)
+            .filter(|v| *v >= 0)
+            .ok_or(SYNTAX)?;
         if option.eq_ignore_ascii_case(b"BITS") && value <= 64 {
             options.bits = value as u8;
         } else if option.eq_ignore_ascii_case(b"MAX") && value <= 64 {
@@ -116,16 +135,11 @@ fn addcol(call: &mut Call<'_, '_>) {
         } else if option.eq_ignore_ascii_case(b"DEFAULT") {
             options.default = value as u64;
         } else {
-            return reply::error(out, "ERR syntax error: COUNTER.ADDCOL name column [BITS 8|16|32|64] [MAX 32|64] [DEFAULT n]");
+            return Err(SYNTAX);
         }
         i += 2;
     }
-    match may_block(state, || {
-        state.counters.engine.add_column(name, column, options)
-    }) {
-        Ok(()) => reply::simple(out, "OK"),
-        Err(e) => engine_error(out, &e),
-    }
+    Ok(options)
 }
 
 /// `COUNTER.INFO name`: columns and memory of one counter, as field/value pairs.
@@ -140,13 +154,24 @@ fn info(call: &mut Call<'_, '_>) {
     };
     let stats = state.counters.engine.stats();
     let Some(counter) = stats.counters.iter().find(|c| c.name == name) else {
-        return reply::error(
-            out,
-            &format!(
-                "ERR counter `{name}` does not exist; create it first with COUNTER.CREATE {name}"
-            ),
-        );
+        return reply::error(out, &no_such_counter(name));
     };
+    reply_info(out, resp3, name, counter, &columns);
+}
+
+/// `COUNTER.INFO`'s error for a counter that does not exist.
+pub fn no_such_counter(name: &str) -> String {
+    format!("ERR counter `{name}` does not exist; create it first with COUNTER.CREATE {name}")
+}
+
+/// `COUNTER.INFO`'s reply: `counter`'s figures and `columns`.
+pub fn reply_info(
+    out: &mut BytesMut,
+    resp3: bool,
+    name: &str,
+    counter: &shardkit_counters::CounterStats,
+    columns: &[shardkit_counters::ColumnSpec],
+) {
     reply::map_header(out, 12, resp3);
     reply::bulk(out, b"name");
     reply::bulk(out, name.as_bytes());

@@ -26,6 +26,7 @@ pub mod clients;
 pub mod cluster_commands;
 pub mod cluster_dispatch;
 pub mod cluster_keyspace;
+pub mod cluster_schema;
 pub mod cluster_tickets;
 pub mod command_info;
 pub mod connection;

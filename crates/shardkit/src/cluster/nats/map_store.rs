@@ -2,8 +2,9 @@
 //! revision, which is the map's `version`, and changed only by a compare-and-set on that
 //! revision. So two planners cannot both win, and a map's version only ever goes up.
 
-use super::names::{map_bucket, MAP_KEY};
+use super::names::{map_bucket, MAP_KEY, SCHEMA_KEY};
 use crate::cluster::map::SlotMap;
+use crate::cluster::schema::{ChangeError, Schema, SchemaWriter};
 use crate::replication::jetstream::election::kv_bucket;
 use anyhow::Context;
 use async_nats::jetstream::{self, kv};
@@ -117,5 +118,100 @@ impl MapStore {
                 "cannot store the cluster's map: {e}"
             ))),
         }
+    }
+}
+
+impl MapStore {
+    /// The counters' schema and its KV revision (an empty schema and 0 before the
+    /// first `COUNTER.CREATE`).
+    pub async fn load_schema(&self) -> anyhow::Result<(u64, Schema)> {
+        let entry = self
+            .kv
+            .entry(SCHEMA_KEY)
+            .await
+            .context("cannot read the cluster's counter schema")?;
+        let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
+            return Ok((0, Schema::default()));
+        };
+        let schema = serde_json::from_slice(&entry.value).with_context(|| {
+            format!(
+                "the cluster's counter schema (revision {}) is unreadable",
+                entry.revision
+            )
+        })?;
+        Ok((entry.revision, schema))
+    }
+
+    /// Stores `schema` if the stored revision is still `read_at` (0: none yet); answers
+    /// the new revision, or `None` if another one was stored meanwhile.
+    async fn store_schema(&self, schema: &Schema, read_at: u64) -> anyhow::Result<Option<u64>> {
+        let value = serde_json::to_vec(schema)?;
+        if read_at == 0 {
+            match self.kv.create(SCHEMA_KEY, value.into()).await {
+                Ok(revision) => Ok(Some(revision)),
+                Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Ok(None),
+                Err(e) => Err(anyhow::anyhow!("cannot store the counter schema: {e}")),
+            }
+        } else {
+            match self.kv.update(SCHEMA_KEY, value.into(), read_at).await {
+                Ok(revision) => Ok(Some(revision)),
+                Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => Ok(None),
+                Err(e) => Err(anyhow::anyhow!("cannot store the counter schema: {e}")),
+            }
+        }
+    }
+}
+
+/// [`SchemaWriter`] over the map's bucket, run on the cluster's runtime for the
+/// request threads (which are not on it).
+#[derive(Debug)]
+pub struct KvSchemaWriter {
+    /// The bucket.
+    pub maps: MapStore,
+    /// The cluster runtime, where the KV calls run.
+    pub runtime: tokio::runtime::Handle,
+}
+
+/// Compare-and-set rounds before a schema change gives up.
+const SCHEMA_TRIES: usize = 20;
+
+impl SchemaWriter for KvSchemaWriter {
+    fn change(
+        &self,
+        change: &(dyn Fn(&Schema) -> Result<Schema, shardkit_counters::Error> + Sync),
+    ) -> Result<(u64, Schema), ChangeError> {
+        for _ in 0..SCHEMA_TRIES {
+            let maps = self.maps.clone();
+            let (revision, schema) = self
+                .on_runtime(async move { maps.load_schema().await })
+                .map_err(|e| ChangeError::Unavailable(format!("{e:#}")))?;
+            let next = change(&schema)?;
+            let maps = self.maps.clone();
+            let to_store = next.clone();
+            let stored = self
+                .on_runtime(async move { maps.store_schema(&to_store, revision).await })
+                .map_err(|e| ChangeError::Unavailable(format!("{e:#}")))?;
+            if let Some(revision) = stored {
+                return Ok((revision, next));
+            }
+        }
+        Err(ChangeError::Unavailable(format!(
+            "the counter schema changed under this node {SCHEMA_TRIES} times in a row; try again"
+        )))
+    }
+}
+
+impl KvSchemaWriter {
+    /// Runs `work` on the cluster runtime and waits for it (at most 10 s).
+    fn on_runtime<T: Send + 'static>(
+        &self,
+        work: impl std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
+    ) -> anyhow::Result<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.runtime.spawn(async move {
+            let _ = tx.send(work.await);
+        });
+        crate::resp_runtime::block_here(|| rx.recv_timeout(Duration::from_secs(10)))
+            .map_err(|_| anyhow::anyhow!("NATS did not answer within 10 s"))?
     }
 }

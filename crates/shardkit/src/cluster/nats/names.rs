@@ -12,3 +12,6 @@ pub fn map_bucket(cluster: &str) -> String {
 
 /// The key of the slot map in its bucket.
 pub const MAP_KEY: &str = "map";
+
+/// The key of the counters' schema in the map's bucket (`cluster/schema.rs`).
+pub const SCHEMA_KEY: &str = "schema";

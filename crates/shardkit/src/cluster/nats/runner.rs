@@ -129,6 +129,10 @@ impl Runner {
             registry.announce(&record).await?;
             anyhow::Ok((registry, maps, id_kv, js.client()))
         })?;
+        live.set_schema_writer(Box::new(super::map_store::KvSchemaWriter {
+            maps: maps.clone(),
+            runtime: runtime.handle().clone(),
+        }));
         let (reopen, reopen_queue) = tokio::sync::mpsc::unbounded_channel();
         let ctx = Ctx {
             settings: Arc::new(settings.clone()),
@@ -244,6 +248,7 @@ async fn watch_map(
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "cannot read the cluster's map"),
         }
+        sync_schema(&ctx, &maps).await;
         match changes.as_mut() {
             Some(watch) => {
                 tokio::select! {
@@ -260,6 +265,25 @@ async fn watch_map(
                 _ = tokio::time::sleep(MAP_POLL) => {}
                 Some(g) = reopen.recv() => restarted.push(g),
             },
+        }
+    }
+}
+
+/// Reads the counter schema and applies it to the groups this node leads that lack it
+/// (newly led, or a newer schema): every group a node leads has every counter and
+/// column made by `COUNTER.CREATE|ADDCOL` anywhere in the cluster.
+async fn sync_schema(ctx: &Ctx, maps: &MapStore) {
+    match maps.load_schema().await {
+        Ok((revision, schema)) => ctx.live.set_schema(revision, schema),
+        Err(e) => tracing::warn!(error = %e, "cannot read the cluster's counter schema"),
+    }
+    if !ctx.live.needs_schema() {
+        return;
+    }
+    let live = Arc::clone(&ctx.live);
+    if let Ok(failed) = tokio::task::spawn_blocking(move || live.apply_schema()).await {
+        for (group, error) in failed {
+            tracing::warn!(group, %error, "cannot apply the counter schema to a group; will retry");
         }
     }
 }

@@ -1,0 +1,143 @@
+//! `COUNTER.CREATE`, `COUNTER.ADDCOL` and `COUNTER.INFO` on a cluster node. The first
+//! two change the cluster's counter schema (`cluster/schema.rs`, KV key `schema`,
+//! compare-and-set) and apply it to the groups this node leads before answering; every
+//! other node applies it to its groups within a map poll (200 ms). `COUNTER.INFO`
+//! answers for this node, as `DBSIZE` does: the counter's rows and bytes summed over the
+//! groups it leads, its columns as the schema has them.
+
+use super::counter_admin::{column_options, no_such_counter, reply_info};
+use super::reply;
+use super::table::Call;
+use super::values::engine_error;
+use crate::cluster::live::Live;
+use crate::cluster::schema::{ChangeError, Schema};
+use shardkit_counters::{ColumnSpec, CounterStats, Error};
+
+/// The text argument at `index`, or an error written to `out`.
+fn text_arg<'a>(call: &mut Call<'a, '_>, index: usize, what: &str) -> Option<&'a str> {
+    let text = call
+        .cmd
+        .arg(index)
+        .and_then(|raw| std::str::from_utf8(raw).ok());
+    if text.is_none() {
+        reply::error(call.out, &format!("ERR {what} must be UTF-8 text"));
+    }
+    text
+}
+
+/// Stores the schema `change` makes, applies it here, and answers `+OK` (or why not).
+fn change_schema(
+    call: &mut Call<'_, '_>,
+    live: &Live,
+    change: &(dyn Fn(&Schema) -> Result<Schema, Error> + Sync),
+) {
+    let Some(writer) = live.schema_writer() else {
+        return reply::error(
+            call.out,
+            "CLUSTERDOWN this node has not joined the cluster yet; retry shortly",
+        );
+    };
+    let changed = crate::resp_runtime::block_here(|| {
+        let (revision, schema) = writer.change(change)?;
+        live.set_schema(revision, schema);
+        let failed = live.apply_schema();
+        if !failed.is_empty() {
+            tracing::warn!(
+                ?failed,
+                "the counter schema is stored but not yet applied to some groups"
+            );
+        }
+        Ok::<(), ChangeError>(())
+    });
+    match changed {
+        Ok(()) => reply::simple(call.out, "OK"),
+        Err(ChangeError::Refused(e)) => engine_error(call.out, &e),
+        Err(ChangeError::Unavailable(why)) => reply::error(
+            call.out,
+            &format!("CLUSTERDOWN the counter schema could not be stored: {why}"),
+        ),
+    }
+}
+
+/// `COUNTER.CREATE name` on a cluster node.
+pub fn create(call: &mut Call<'_, '_>, live: &Live) {
+    let Some(name) = text_arg(call, 1, "counter names") else {
+        return;
+    };
+    change_schema(call, live, &|schema| schema.with_counter(name));
+}
+
+/// `COUNTER.ADDCOL name column [BITS n] [MAX 32|64] [DEFAULT n]` on a cluster node.
+pub fn addcol(call: &mut Call<'_, '_>, live: &Live) {
+    let Some(name) = text_arg(call, 1, "counter names") else {
+        return;
+    };
+    let Some(column) = text_arg(call, 2, "column names") else {
+        return;
+    };
+    let options = match column_options(call.cmd) {
+        Ok(options) => options,
+        Err(e) => return reply::error(call.out, e),
+    };
+    change_schema(call, live, &|schema| {
+        schema.with_column(name, column, options)
+    });
+}
+
+/// `COUNTER.INFO name` on a cluster node: this node's part of the counter.
+pub fn info(call: &mut Call<'_, '_>, live: &Live) {
+    let Some(name) = text_arg(call, 1, "counter names") else {
+        return;
+    };
+    let led = live.led();
+    let mut total = CounterStats {
+        name: name.to_string(),
+        ..Default::default()
+    };
+    let mut found = false;
+    let mut columns: Vec<ColumnSpec> = Vec::new();
+    for store in &led {
+        let engine = &store.counters.engine;
+        let Some(c) = engine.stats().counters.into_iter().find(|c| c.name == name) else {
+            continue;
+        };
+        if !found {
+            match engine.columns(name) {
+                Ok(cols) => columns = cols,
+                Err(e) => return engine_error(call.out, &e),
+            }
+        }
+        found = true;
+        total.rows += c.rows;
+        total.hot_rows += c.hot_rows;
+        total.cold_rows += c.cold_rows;
+        total.bytes += c.bytes;
+        total.bytes_disk += c.bytes_disk;
+        total.block_cache_hits += c.block_cache_hits;
+        total.cold_reads += c.cold_reads;
+        total.overflow_entries += c.overflow_entries;
+    }
+    // The columns as the schema has them, when it has the counter (a group that made
+    // it on a write before the schema arrived may hold other widths).
+    let schema = live.schema();
+    if let Some(cols) = schema.1.counters.get(name) {
+        found = true;
+        columns = cols
+            .iter()
+            .map(|c| ColumnSpec {
+                name: c.name.clone(),
+                bits: c.bits,
+                max_bits: c.max_bits,
+                default: c.default,
+            })
+            .collect();
+    }
+    if !found {
+        return reply::error(call.out, &no_such_counter(name));
+    }
+    total.columns = columns.len();
+    if total.rows > 0 {
+        total.bytes_per_row = total.bytes as f64 / total.rows as f64;
+    }
+    reply_info(call.out, call.session.resp3, name, &total, &columns);
+}
