@@ -299,13 +299,34 @@ fn three_nodes_serve_their_slots_and_send_the_rest_where_they_live() {
         .query(&mut owner_node.redis())
         .unwrap();
     assert_eq!(more, [2, 3, 4]);
-    // Ticket sequences are not served over HTTP on a cluster node yet (TICKET.NEXT is).
-    let http = reqwest::blocking::Client::new()
-        .post(home[0].url("/api/tickets/orders"))
+    // Over HTTP the same sequence goes on at its owner; the others answer 421 naming the
+    // owner's HTTP address.
+    let http = reqwest::blocking::Client::new();
+    for n in &nodes {
+        let answer = http
+            .post(n.url("/api/tickets/orders?count=2"))
+            .send()
+            .unwrap();
+        if n.resp.to_string() == seq_owner {
+            assert_eq!(answer.status(), 200);
+            let body: serde_json::Value = answer.json().unwrap();
+            assert_eq!(body["ids"], serde_json::json!(["5", "6"]), "{body}");
+        } else {
+            assert_eq!(answer.status(), 421);
+            let body: serde_json::Value = answer.json().unwrap();
+            assert_eq!(body["owner"], owner_node.http.to_string(), "{body}");
+        }
+    }
+    let after: i64 = redis::cmd("TICKET.NEXT")
+        .arg("orders")
+        .query(&mut owner_node.redis())
+        .unwrap();
+    assert_eq!(after, 7, "RESP and HTTP hand out one sequence");
+    let bad = http
+        .post(owner_node.url("/api/tickets/no%20spaces"))
         .send()
         .unwrap();
-    assert_eq!(http.status(), 421);
-    assert!(http.text().unwrap().contains("Redis Cluster"));
+    assert_eq!(bad.status(), 400);
 }
 
 fn clients_dir() -> PathBuf {

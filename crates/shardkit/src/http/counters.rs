@@ -41,7 +41,8 @@ pub struct MgetBody {
     keys: Vec<String>,
 }
 
-fn engine_error(e: Error) -> ApiError {
+/// The HTTP answer to a counter engine error (4xx for the caller's mistakes, 503 for the disk or log).
+pub fn engine_error(e: Error) -> ApiError {
     match e {
         Error::Io { .. }
         | Error::LogFailed(_)
@@ -221,7 +222,15 @@ fn row_counters(state: &AppState, counter: &str, key: &str) -> Result<Arc<Counte
     let Some(live) = state.cluster.get() else {
         return Ok(Arc::clone(&state.counters));
     };
-    let slot = row_slot(counter, key);
+    slot_counters(live, row_slot(counter, key))
+}
+
+/// On a cluster node, the counters of `slot`'s group when this node leads it; else 421
+/// naming the owner's HTTP address, or 503 while the group is taken over or unserved.
+pub fn slot_counters(
+    live: &crate::cluster::live::Live,
+    slot: u16,
+) -> Result<Arc<Counters>, ApiError> {
     let map = live.map();
     let group = map.group_of(slot);
     if map.owner[usize::from(group)].as_deref() == Some(live.me.as_str()) {

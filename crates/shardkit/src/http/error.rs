@@ -86,34 +86,23 @@ impl ApiError {
             ..Self::new(StatusCode::MISDIRECTED_REQUEST, message)
         }
     }
-    /// 421: on a Redis Cluster node, a counter row whose slot another node owns; `owner`
-    /// is that node's HTTP address (as `-MOVED` names its RESP address).
+    /// 421: on a Redis Cluster node, a counter row or ticket sequence whose slot another
+    /// node owns; `owner` is that node's HTTP address (as `-MOVED` names its RESP
+    /// address).
     pub fn moved(slot: u16, owner: &str) -> Self {
         let message = if owner.is_empty() {
             format!(
-                "this row's slot {slot} is owned by another node of the Redis Cluster, whose \
+                "slot {slot} is owned by another node of the Redis Cluster, whose \
                  HTTP address the slot map does not hold yet (run `shardkit cluster rebalance` \
                  to rewrite the map); ask CLUSTER SLOTS over the Redis protocol"
             )
         } else {
-            format!("this row's slot {slot} is owned by another node of the Redis Cluster: send the request to {owner}")
+            format!("slot {slot} is owned by another node of the Redis Cluster: send the request to {owner}")
         };
         Self {
             extra: (!owner.is_empty()).then(|| ("owner", owner.to_string())),
             ..Self::new(StatusCode::MISDIRECTED_REQUEST, message)
         }
-    }
-    /// 421: a Redis Cluster node (`[cluster] enabled`) does not serve `what` over HTTP
-    /// yet: its counters live in slot groups spread over the nodes, which cluster
-    /// clients reach by the Redis protocol.
-    pub fn not_on_cluster_node(what: &str) -> Self {
-        Self::new(
-            StatusCode::MISDIRECTED_REQUEST,
-            format!(
-                "this node is one of a Redis Cluster: {what} are served over the Redis protocol \
-                 (a cluster client routes by slot), not over HTTP yet"
-            ),
-        )
     }
     /// 403: a valid key whose roles do not cover the request.
     pub fn forbidden(message: impl Into<String>) -> Self {

@@ -24,16 +24,16 @@ pub struct TicketQuery {
         (status = 200, description = "The next numbers, increasing", body = super::openapi::IdsBody),
         (status = 400, description = "Bad name or count", body = super::openapi::ErrorBody),
         (status = 401, description = "API key missing or wrong", body = super::openapi::ErrorBody),
-        (status = 503, description = "The ticket store cannot be written", body = super::openapi::ErrorBody),
+        (status = 421, description = "A Redis Cluster node that does not own the slot of the sequence's name: `owner` is the HTTP address of the node that does", body = super::openapi::ErrorBody),
+        (status = 503, description = "The ticket store cannot be written; or a Redis Cluster node still taking the name's group over", body = super::openapi::ErrorBody),
     ))]
 pub async fn create(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
     query: Result<Query<TicketQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<axum::response::Response, ApiError> {
-    // A cluster node's sequences are its own: two nodes would hand out the same numbers.
-    if state.cluster.get().is_some() {
-        return Err(ApiError::not_on_cluster_node("ticket sequences"));
+    if let Some(live) = state.cluster.get() {
+        return on_cluster_node(&state, live, name, query).await;
     }
     // Ids and tickets come from the leader only (a replica holds no lease on them yet).
     if let Some(leader) = crate::replication::gate::http_leader(&state.replication) {
@@ -48,6 +48,34 @@ pub async fn create(
         .map_err(|_| ApiError::unavailable("the ticket allocator stopped"))?
         .map_err(ticket_error)?;
     crate::telemetry::add(&crate::telemetry::TICKETS_ISSUED, numbers.len() as u64);
+    Ok(super::ids_body::ids_response(&numbers))
+}
+
+/// On a cluster node a sequence belongs to the slot of its name and is served by that
+/// slot's owner from its group's state (as `TICKET.NEXT` is): here when this node leads
+/// the group, else 421 with the owner's HTTP address (503 while the group is taken
+/// over).
+async fn on_cluster_node(
+    state: &Arc<AppState>,
+    live: &crate::cluster::live::Live,
+    name: String,
+    query: Result<Query<TicketQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    shardkit_ids::tickets::validate_name(&name).map_err(ticket_error)?;
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let count = parse_count(query.count.as_deref())?;
+    let counters =
+        super::counters::slot_counters(live, crate::cluster::slot::key_slot(name.as_bytes()))?;
+    let n = count;
+    // The write waits for the group's log: keep it off the async workers.
+    let (next, _) = tokio::task::spawn_blocking(move || {
+        crate::resp::cluster_tickets::reserve(&counters.engine, &name, n, false)
+    })
+    .await
+    .map_err(|_| ApiError::unavailable("the counter engine stopped"))?
+    .map_err(super::counters::engine_error)?;
+    let numbers = crate::resp::cluster_tickets::numbers_of(state, next, n)
+        .ok_or_else(|| ApiError::bad_request(crate::resp::cluster_tickets::USED_UP))?;
     Ok(super::ids_body::ids_response(&numbers))
 }
 

@@ -71,27 +71,14 @@ pub fn next(
         return;
     };
     let n = count.unwrap_or(1);
-    let key = CounterKey {
-        counter: COUNTER,
-        row: name,
-        column: Some(COLUMN),
-    };
-    let engine = &store.counters.engine;
-    let made = ignore_exists(engine.create_counter(COUNTER))
-        .and_then(|()| ignore_exists(engine.add_column(COUNTER, COLUMN, ColumnOptions::default())));
-    let added =
-        made.and_then(|()| engine.incr_deferred(COUNTER, key.key(), COLUMN, n as i64, None));
-    let (next, pending) = match added {
+    let (next, pending) = match reserve(&store.counters.engine, name, n, true) {
         Ok(done) => done,
         Err(e) => return super::values::engine_error(out, &e),
     };
     session.wait_for_store(&store.counters, pending);
-    let spec = state.ticket_spec();
-    let numbers: Option<Vec<u64>> = (next - n..next).map(|p| spec.number(p)).collect();
-    let Some(numbers) = numbers else {
-        return reply::error(out, "ERR the ticket sequence is used up (past 2^63-1)");
+    let Some(numbers) = numbers_of(state, next, n) else {
+        return reply::error(out, &format!("ERR {USED_UP}"));
     };
-    crate::telemetry::add(&crate::telemetry::TICKETS_ISSUED, n);
     match count {
         None => reply::bulk_u64(out, numbers[0]),
         Some(_) => {
@@ -101,6 +88,45 @@ pub fn next(
             }
         }
     }
+}
+
+/// Why a sequence hands out no more numbers.
+pub const USED_UP: &str = "the ticket sequence is used up (past 2^63-1)";
+
+/// Hands out `n` more positions of sequence `name` in a group's `engine` (its counter
+/// and column made on first use): answers the sequence's new `next` and what to
+/// commit before the numbers are given out. `deferred`: the caller commits (a RESP
+/// batch); otherwise the call waits for the log itself.
+pub fn reserve(
+    engine: &shardkit_counters::Engine,
+    name: &str,
+    n: u64,
+    deferred: bool,
+) -> Result<(u64, shardkit_counters::Pending), Error> {
+    let key = CounterKey {
+        counter: COUNTER,
+        row: name,
+        column: Some(COLUMN),
+    };
+    ignore_exists(engine.create_counter(COUNTER))?;
+    ignore_exists(engine.add_column(COUNTER, COLUMN, ColumnOptions::default()))?;
+    if deferred {
+        engine.incr_deferred(COUNTER, key.key(), COLUMN, n as i64, None)
+    } else {
+        let next = engine.incr(COUNTER, key.key(), COLUMN, n as i64, None)?;
+        Ok((next, shardkit_counters::Pending::NONE))
+    }
+}
+
+/// The numbers of positions `next - n .. next` under `[tickets] increment` and
+/// `offset` (counted as issued); `None` past 2^63-1.
+pub fn numbers_of(state: &AppState, next: u64, n: u64) -> Option<Vec<u64>> {
+    let spec = state.ticket_spec();
+    let numbers: Option<Vec<u64>> = (next - n..next).map(|p| spec.number(p)).collect();
+    if numbers.is_some() {
+        crate::telemetry::add(&crate::telemetry::TICKETS_ISSUED, n);
+    }
+    numbers
 }
 
 /// `TICKET.NEXT`'s table entry with its name as its key, for the slot decision.
