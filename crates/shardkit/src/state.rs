@@ -118,6 +118,17 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The counters' figures as `INFO`, `/metrics` and `DBSIZE` show them: this server's
+    /// engine, or on a cluster node the groups it leads, each counter summed over them
+    /// (the rest, snapshots and fsync, stay the node's own engine's).
+    pub fn counter_stats(&self) -> shardkit_counters::Stats {
+        let mut stats = self.counters.engine.stats();
+        if let Some(live) = self.cluster.get() {
+            stats.counters = live.counter_stats();
+        }
+        stats
+    }
+
     /// Opens everything under the data directory. Fails (with the file named) if
     /// another process holds it.
     pub fn open(settings: Settings) -> anyhow::Result<Self> {

@@ -104,7 +104,7 @@ pub fn render(state: &crate::state::AppState) -> String {
         "Link writes (a create, bulk batch, change or delete) acknowledged by those commits.",
         commits.writes.load(Ordering::Relaxed),
     );
-    let stats = state.counters.engine.stats();
+    let stats = state.counter_stats();
     let _ = write!(text, "# HELP shardkit_counter_rows Rows stored per counter.\n# TYPE shardkit_counter_rows gauge\n");
     for c in &stats.counters {
         let _ = writeln!(

@@ -943,6 +943,19 @@ fn each_node_scans_counts_and_flushes_the_keys_of_the_groups_it_leads() {
             total += values_under(&mut router, key);
             assert!(all.insert(key.clone()), "{key} listed by two nodes");
         }
+        // DBSIZE and INFO's keyspace count this node's groups, as its SCAN does (a key
+        // per row, or per stored cell of a row spelled by cells).
+        let rows: i64 = redis::cmd("DBSIZE").query(&mut node.redis()).unwrap();
+        assert!(
+            rows > 0 && rows as usize <= keys.len(),
+            "{rows} rows, {} keys",
+            keys.len()
+        );
+        let info: String = redis::cmd("INFO")
+            .arg("keyspace")
+            .query(&mut node.redis())
+            .unwrap();
+        assert!(info.contains(&format!("db0:keys={rows},")), "{info}");
         // COUNTKEYSINSLOT agrees with SCAN; GETKEYSINSLOT lists those keys.
         let mut by_slot: std::collections::HashMap<u16, Vec<String>> = Default::default();
         for key in &keys {

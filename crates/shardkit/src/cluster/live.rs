@@ -67,6 +67,49 @@ impl Live {
             .collect()
     }
 
+    /// The figures of each counter summed over the groups this node leads (ticket
+    /// sequences left out: they are not keys), in name order: what `INFO`, `/metrics`
+    /// and `COUNTER.INFO` show on a cluster node.
+    pub fn counter_stats(&self) -> Vec<shardkit_counters::CounterStats> {
+        let mut by_name: std::collections::BTreeMap<String, shardkit_counters::CounterStats> =
+            Default::default();
+        for store in self.led() {
+            for c in store.counters.engine.stats().counters {
+                if c.name == crate::resp::cluster_tickets::COUNTER {
+                    continue;
+                }
+                let t = by_name.entry(c.name.clone()).or_insert_with(|| {
+                    shardkit_counters::CounterStats {
+                        name: c.name.clone(),
+                        ..Default::default()
+                    }
+                });
+                t.columns = t.columns.max(c.columns);
+                t.rows += c.rows;
+                t.hot_rows += c.hot_rows;
+                t.cold_rows += c.cold_rows;
+                t.named_rows += c.named_rows;
+                t.bytes += c.bytes;
+                t.bytes_disk += c.bytes_disk;
+                t.block_cache_hits += c.block_cache_hits;
+                t.cold_reads += c.cold_reads;
+                t.overflow_entries += c.overflow_entries;
+                t.dense_partitions += c.dense_partitions;
+                t.wide_partitions += c.wide_partitions;
+                t.txids += c.txids;
+            }
+        }
+        by_name
+            .into_values()
+            .map(|mut c| {
+                if c.rows > 0 {
+                    c.bytes_per_row = c.bytes as f64 / c.rows as f64;
+                }
+                c
+            })
+            .collect()
+    }
+
     /// Whether a group this node leads lacks the newest schema.
     pub fn needs_schema(&self) -> bool {
         let revision = self.schema().0;

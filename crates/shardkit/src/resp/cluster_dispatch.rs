@@ -38,13 +38,7 @@ pub fn run(
     let map = live.map();
     match route(spec, &args, &map, &live.me) {
         Route::NoKeys if spec.name == "dbsize" => {
-            let rows: u64 = live
-                .led()
-                .iter()
-                .flat_map(|s| s.counters.engine.stats().counters)
-                .filter(|c| c.name != super::cluster_tickets::COUNTER)
-                .map(|c| c.rows)
-                .sum();
+            let rows: u64 = live.counter_stats().iter().map(|c| c.rows).sum();
             reply::integer(out, rows as i64);
         }
         Route::NoKeys if matches!(spec.name, "scan" | "flushdb" | "flushall") => {

@@ -89,33 +89,21 @@ pub fn info(call: &mut Call<'_, '_>, live: &Live) {
     let Some(name) = text_arg(call, 1, "counter names") else {
         return;
     };
-    let led = live.led();
-    let mut total = CounterStats {
+    let merged = live.counter_stats().into_iter().find(|c| c.name == name);
+    let mut found = merged.is_some();
+    let mut total = merged.unwrap_or_else(|| CounterStats {
         name: name.to_string(),
         ..Default::default()
-    };
-    let mut found = false;
+    });
     let mut columns: Vec<ColumnSpec> = Vec::new();
-    for store in &led {
-        let engine = &store.counters.engine;
-        let Some(c) = engine.stats().counters.into_iter().find(|c| c.name == name) else {
-            continue;
-        };
-        if !found {
-            match engine.columns(name) {
-                Ok(cols) => columns = cols,
-                Err(e) => return engine_error(call.out, &e),
+    if found {
+        // The widths a group holds (the schema's below, when it has the counter).
+        for store in live.led() {
+            if let Ok(cols) = store.counters.engine.columns(name) {
+                columns = cols;
+                break;
             }
         }
-        found = true;
-        total.rows += c.rows;
-        total.hot_rows += c.hot_rows;
-        total.cold_rows += c.cold_rows;
-        total.bytes += c.bytes;
-        total.bytes_disk += c.bytes_disk;
-        total.block_cache_hits += c.block_cache_hits;
-        total.cold_reads += c.cold_reads;
-        total.overflow_entries += c.overflow_entries;
     }
     // The columns as the schema has them, when it has the counter (a group that made
     // it on a write before the schema arrived may hold other widths).
@@ -136,8 +124,5 @@ pub fn info(call: &mut Call<'_, '_>, live: &Live) {
         return reply::error(call.out, &no_such_counter(name));
     }
     total.columns = columns.len();
-    if total.rows > 0 {
-        total.bytes_per_row = total.bytes as f64 / total.rows as f64;
-    }
     reply_info(call.out, call.session.resp3, name, &total, &columns);
 }

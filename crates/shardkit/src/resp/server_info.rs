@@ -78,7 +78,7 @@ fn info(call: &mut Call<'_, '_>) {
 
 /// The `INFO` text of the `wanted` sections (unknown names are skipped, as in Redis).
 pub fn info_text(state: &AppState, wanted: &[String]) -> String {
-    let stats = state.counters.engine.stats();
+    let stats = state.counter_stats();
     let mut text = String::with_capacity(2048);
     for section in SECTIONS.iter().filter(|s| wanted.iter().any(|w| w == *s)) {
         if !text.is_empty() {
