@@ -219,6 +219,32 @@ pub struct CounterStats {
     pub txids: u64,
 }
 
+impl CounterStats {
+    /// Adds `other`'s figures (the same counter in another store) to these: exists for
+    /// a cluster node, whose counter is spread over the groups it leads. Columns are
+    /// the most either has; `bytes_per_row` is made again from the sums.
+    pub fn absorb(&mut self, other: &CounterStats) {
+        self.columns = self.columns.max(other.columns);
+        self.rows += other.rows;
+        self.hot_rows += other.hot_rows;
+        self.cold_rows += other.cold_rows;
+        self.named_rows += other.named_rows;
+        self.bytes += other.bytes;
+        self.bytes_disk += other.bytes_disk;
+        self.block_cache_hits += other.block_cache_hits;
+        self.cold_reads += other.cold_reads;
+        self.overflow_entries += other.overflow_entries;
+        self.dense_partitions += other.dense_partitions;
+        self.wide_partitions += other.wide_partitions;
+        self.txids += other.txids;
+        self.bytes_per_row = if self.rows > 0 {
+            self.bytes as f64 / self.rows as f64
+        } else {
+            0.0
+        };
+    }
+}
+
 /// Figures for the whole engine.
 ///
 /// Exists for `stats` / `INFO`.

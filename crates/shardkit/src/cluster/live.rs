@@ -78,36 +78,16 @@ impl Live {
                 if c.name == crate::resp::cluster_tickets::COUNTER {
                     continue;
                 }
-                let t = by_name.entry(c.name.clone()).or_insert_with(|| {
-                    shardkit_counters::CounterStats {
+                by_name
+                    .entry(c.name.clone())
+                    .or_insert_with(|| shardkit_counters::CounterStats {
                         name: c.name.clone(),
                         ..Default::default()
-                    }
-                });
-                t.columns = t.columns.max(c.columns);
-                t.rows += c.rows;
-                t.hot_rows += c.hot_rows;
-                t.cold_rows += c.cold_rows;
-                t.named_rows += c.named_rows;
-                t.bytes += c.bytes;
-                t.bytes_disk += c.bytes_disk;
-                t.block_cache_hits += c.block_cache_hits;
-                t.cold_reads += c.cold_reads;
-                t.overflow_entries += c.overflow_entries;
-                t.dense_partitions += c.dense_partitions;
-                t.wide_partitions += c.wide_partitions;
-                t.txids += c.txids;
+                    })
+                    .absorb(&c);
             }
         }
-        by_name
-            .into_values()
-            .map(|mut c| {
-                if c.rows > 0 {
-                    c.bytes_per_row = c.bytes as f64 / c.rows as f64;
-                }
-                c
-            })
-            .collect()
+        by_name.into_values().collect()
     }
 
     /// Whether a group this node leads lacks the newest schema.

@@ -129,17 +129,23 @@ impl SlotMap {
     }
 }
 
+/// Node `i` of the unit tests' clusters: id `i` in hex, port 7000 + `i`.
+#[cfg(test)]
+pub(crate) fn test_node(i: u8) -> NodeInfo {
+    NodeInfo {
+        id: format!("{:040x}", i),
+        host: "127.0.0.1".into(),
+        port: 7000 + u16::from(i),
+        http: String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn node(i: u8) -> NodeInfo {
-        NodeInfo {
-            id: format!("{:040x}", i),
-            host: "127.0.0.1".into(),
-            port: 7000 + u16::from(i),
-            http: String::new(),
-        }
+        test_node(i)
     }
 
     #[test]

@@ -190,15 +190,7 @@ pub fn info_as(map: &SlotMap, ok: bool, out: &mut BytesMut) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn node(i: u8) -> NodeInfo {
-        NodeInfo {
-            id: format!("{:040x}", i),
-            host: "127.0.0.1".into(),
-            port: 7000 + u16::from(i),
-            http: String::new(),
-        }
-    }
+    use crate::cluster::map::test_node as node;
 
     #[test]
     fn every_owner_is_first_named_as_a_master_and_every_slot_listed_once() {

@@ -22,6 +22,17 @@ use crate::replication::Role;
 use crate::state::AppState;
 use bytes::BytesMut;
 
+/// Keyless commands a cluster node runs over the groups it leads, or on the cluster's
+/// schema, rather than on its own engine.
+const PER_NODE: &[&str] = &[
+    "scan",
+    "flushdb",
+    "flushall",
+    "counter.create",
+    "counter.addcol",
+    "counter.info",
+];
+
 /// Runs `cmd` (its arity, authentication and role checked) on a cluster node.
 pub fn run(
     spec: &'static CommandSpec,
@@ -41,7 +52,7 @@ pub fn run(
             let rows: u64 = live.counter_stats().iter().map(|c| c.rows).sum();
             reply::integer(out, rows as i64);
         }
-        Route::NoKeys if matches!(spec.name, "scan" | "flushdb" | "flushall") => {
+        Route::NoKeys if PER_NODE.contains(&spec.name) => {
             let mut call = Call {
                 cmd,
                 state,
@@ -51,23 +62,7 @@ pub fn run(
             };
             match spec.name {
                 "scan" => super::cluster_keyspace::scan(&mut call, live),
-                _ => super::cluster_keyspace::flush(&mut call, live),
-            }
-        }
-        Route::NoKeys
-            if matches!(
-                spec.name,
-                "counter.create" | "counter.addcol" | "counter.info"
-            ) =>
-        {
-            let mut call = Call {
-                cmd,
-                state,
-                counters: &state.counters,
-                session,
-                out,
-            };
-            match spec.name {
+                "flushdb" | "flushall" => super::cluster_keyspace::flush(&mut call, live),
                 "counter.create" => super::cluster_schema::create(&mut call, live),
                 "counter.addcol" => super::cluster_schema::addcol(&mut call, live),
                 _ => super::cluster_schema::info(&mut call, live),

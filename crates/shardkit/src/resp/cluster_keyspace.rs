@@ -122,14 +122,9 @@ pub fn scan(call: &mut Call<'_, '_>, live: &Live) {
 /// owner see the clear), acknowledged once every group has it. Other nodes' groups
 /// are theirs to flush (a cluster client sends the command to every primary).
 pub fn flush(call: &mut Call<'_, '_>, live: &Live) {
-    let name = String::from_utf8_lossy(call.cmd.arg(0).unwrap_or_default()).to_ascii_uppercase();
-    match call.cmd.arg(1) {
-        None => {}
-        Some(mode)
-            if call.cmd.len() == 2
-                && (mode.eq_ignore_ascii_case(b"ASYNC") || mode.eq_ignore_ascii_case(b"SYNC")) => {}
-        Some(_) => return reply::error(call.out, "ERR syntax error"),
-    }
+    let Some(name) = super::server_commands::flush_name(call) else {
+        return;
+    };
     let mut rows = 0;
     let led = live.led();
     for store in &led {

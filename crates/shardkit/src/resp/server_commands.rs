@@ -349,19 +349,30 @@ fn hello(call: &mut Call<'_, '_>) {
     reply::array_header(out, 0);
 }
 
-/// `FLUSHDB`/`FLUSHALL [ASYNC|SYNC]`: every row of every counter goes, as one log
-/// record per counter, so the flush survives a restart. Columns stay. Only a
-/// connection that passed `AUTH` runs it when a key is configured (the gate every
-/// command has); each flush is logged.
-fn flush(call: &mut Call<'_, '_>) {
-    let name = String::from_utf8_lossy(call.cmd.arg(0).unwrap_or_default()).to_ascii_uppercase();
+/// The command's name (`FLUSHDB` or `FLUSHALL`) when its one option is `ASYNC`, `SYNC`
+/// or absent; otherwise Redis's syntax error written and `None`.
+pub fn flush_name(call: &mut Call<'_, '_>) -> Option<String> {
     match call.cmd.arg(1) {
         None => {}
         Some(mode)
             if call.cmd.len() == 2
                 && (mode.eq_ignore_ascii_case(b"ASYNC") || mode.eq_ignore_ascii_case(b"SYNC")) => {}
-        Some(_) => return reply::error(call.out, "ERR syntax error"),
+        Some(_) => {
+            reply::error(call.out, "ERR syntax error");
+            return None;
+        }
     }
+    Some(String::from_utf8_lossy(call.cmd.arg(0).unwrap_or_default()).to_ascii_uppercase())
+}
+
+/// `FLUSHDB`/`FLUSHALL [ASYNC|SYNC]`: every row of every counter goes, as one log
+/// record per counter, so the flush survives a restart. Columns stay. Only a
+/// connection that passed `AUTH` runs it when a key is configured (the gate every
+/// command has); each flush is logged.
+fn flush(call: &mut Call<'_, '_>) {
+    let Some(name) = flush_name(call) else {
+        return;
+    };
     let engine = &call.state.counters.engine;
     let mut rows = 0;
     for counter in engine.counters() {
