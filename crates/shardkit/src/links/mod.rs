@@ -652,9 +652,12 @@ impl Links {
     }
 
     /// The link at `/{path}`, from the cache or the store. Called from async handlers:
-    /// on a cache miss the store read (a file read, or a PostgreSQL round trip) runs in
-    /// `block_in_place`, so the runtime hands this worker's other tasks to another
-    /// thread instead of stalling them behind the read.
+    /// on a cache miss a local store (two `pread`s of the embedded store, mostly from
+    /// the kernel's page cache) is read in place; a remote one (a PostgreSQL round trip)
+    /// in `block_in_place`, so the runtime hands this worker's other tasks to another
+    /// thread instead of stalling them behind the network. That hand-off costs more
+    /// than a local read: at 1 million links (90% misses of the redirect cache) it held
+    /// redirects to a third of the rate at 10,000 (bench/README.md, issue 25).
     pub fn lookup(&self, path: &str) -> Result<Option<Arc<Link>>, StoreError> {
         if let Some(link) = self.cache.get(path) {
             return Ok(Some(link));
@@ -662,7 +665,8 @@ impl Links {
         let resolve = || self.store.resolve(path);
         let found = match tokio::runtime::Handle::try_current() {
             Ok(runtime)
-                if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
+                if !self.store.is_local()
+                    && runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
             {
                 tokio::task::block_in_place(resolve)
             }
