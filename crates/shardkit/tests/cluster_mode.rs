@@ -1037,6 +1037,11 @@ fn counter_create_and_addcol_on_one_node_reach_every_group_of_the_cluster() {
         .query(&mut nodes[0].redis())
         .unwrap();
     assert_eq!(ok, "OK");
+    // Known on every node at once (COUNTER.INFO reads the schema again if need be).
+    for node in &nodes {
+        let info = counter_info(node, "visits").unwrap();
+        assert_eq!(info["rows"], redis::Value::Int(0), "{info:?}");
+    }
     // Refused as on a lone node, from any node.
     let err = redis::cmd("COUNTER.CREATE")
         .arg("visits")

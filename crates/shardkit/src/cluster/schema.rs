@@ -129,6 +129,10 @@ pub trait SchemaWriter: Send + Sync + std::fmt::Debug {
         &self,
         change: &(dyn Fn(&Schema) -> Result<Schema, Error> + Sync),
     ) -> Result<(u64, Schema), ChangeError>;
+
+    /// The stored schema and its revision, read now (a node's copy may be up to a map
+    /// poll old).
+    fn load(&self) -> Result<(u64, Schema), String>;
 }
 
 /// Why a schema change was not stored.

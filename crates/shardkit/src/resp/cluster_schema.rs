@@ -106,7 +106,16 @@ pub fn info(call: &mut Call<'_, '_>, live: &Live) {
         }
     }
     // The columns as the schema has them, when it has the counter (a group that made
-    // it on a write before the schema arrived may hold other widths).
+    // it on a write before the schema arrived may hold other widths). A counter this
+    // node has not heard of may have been made a moment ago elsewhere: read the
+    // schema again first.
+    if !found && !live.schema().1.counters.contains_key(name) {
+        if let Some(writer) = live.schema_writer() {
+            if let Ok((revision, schema)) = crate::resp_runtime::block_here(|| writer.load()) {
+                live.set_schema(revision, schema);
+            }
+        }
+    }
     let schema = live.schema();
     if let Some(cols) = schema.1.counters.get(name) {
         found = true;

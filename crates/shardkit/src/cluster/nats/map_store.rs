@@ -199,9 +199,19 @@ impl SchemaWriter for KvSchemaWriter {
             "the counter schema changed under this node {SCHEMA_TRIES} times in a row; try again"
         )))
     }
+
+    fn load(&self) -> Result<(u64, Schema), String> {
+        self.load_now()
+    }
 }
 
 impl KvSchemaWriter {
+    fn load_now(&self) -> Result<(u64, Schema), String> {
+        let maps = self.maps.clone();
+        self.on_runtime(async move { maps.load_schema().await })
+            .map_err(|e| format!("{e:#}"))
+    }
+
     /// Runs `work` on the cluster runtime and waits for it (at most 10 s).
     fn on_runtime<T: Send + 'static>(
         &self,
