@@ -102,6 +102,9 @@ impl<'a> CounterKey<'a> {
     }
 }
 
+/// What [`Counters::before_auto_create`] runs (given the engine about to be written).
+pub type BeforeAutoCreate = Box<dyn Fn(&Engine) + Send + Sync>;
+
 /// The engine plus the `auto_create` rule.
 pub struct Counters {
     /// The engine itself.
@@ -112,6 +115,11 @@ pub struct Counters {
     pub writes_wait_for_disk: bool,
     /// The shared fsync for RESP batches under fsync `always`.
     pub group_commit: crate::group_commit::GroupCommit,
+    /// Runs before `auto_create` makes a missing counter or column with the default
+    /// options: a cluster group's store sets it to apply the cluster's schema read
+    /// afresh, so a counter or column made by `COUNTER.CREATE|ADDCOL` on another node a
+    /// moment ago gets the options it was declared with.
+    pub before_auto_create: std::sync::OnceLock<BeforeAutoCreate>,
 }
 
 impl Counters {
@@ -126,6 +134,15 @@ impl Counters {
         loop {
             attempts += 1;
             match op(&self.engine) {
+                Err(Error::NoSuchCounter(_) | Error::NoSuchColumn { .. })
+                    if self.auto_create
+                        && attempts == 1
+                        && self.before_auto_create.get().is_some() =>
+                {
+                    if let Some(hook) = self.before_auto_create.get() {
+                        hook(&self.engine);
+                    }
+                }
                 Err(Error::NoSuchCounter(_)) if self.auto_create && attempts <= 3 => {
                     ignore_exists(self.engine.create_counter(counter))?;
                     ignore_exists(self.engine.add_column(

@@ -197,6 +197,7 @@ impl AppState {
             auto_create: settings.counters.auto_create,
             writes_wait_for_disk,
             group_commit: Default::default(),
+            before_auto_create: Default::default(),
         });
         if !jetstream {
             // With the JetStream log they are made when this node first leads.

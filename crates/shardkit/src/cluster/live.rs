@@ -90,6 +90,25 @@ impl Live {
         by_name.into_values().collect()
     }
 
+    /// Reads the cluster's schema now and applies it to `engine` (a group store about
+    /// to make a counter or column with `auto_create`'s defaults), so what
+    /// `COUNTER.CREATE|ADDCOL` declared anywhere wins over the defaults. Failures are
+    /// logged: the write then goes on with the defaults.
+    pub fn apply_fresh_schema(&self, engine: &shardkit_counters::Engine) {
+        let Some(writer) = self.schema_writer() else {
+            return;
+        };
+        match writer.load() {
+            Ok((revision, schema)) => self.set_schema(revision, schema),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the counter schema before auto_create")
+            }
+        }
+        if let Err(e) = self.schema().1.apply(engine) {
+            tracing::warn!(error = %e, "cannot apply the counter schema before auto_create");
+        }
+    }
+
     /// Whether a group this node leads lacks the newest schema.
     pub fn needs_schema(&self) -> bool {
         let revision = self.schema().0;

@@ -111,7 +111,7 @@ pub fn info(call: &mut Call<'_, '_>, live: &Live) {
     // schema again first.
     if !found && !live.schema().1.counters.contains_key(name) {
         if let Some(writer) = live.schema_writer() {
-            if let Ok((revision, schema)) = crate::resp_runtime::block_here(|| writer.load()) {
+            if let Ok((revision, schema)) = writer.load() {
                 live.set_schema(revision, schema);
             }
         }

@@ -427,7 +427,12 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
         auto_create: settings.counters.auto_create,
         writes_wait_for_disk: true,
         group_commit: Default::default(),
+        before_auto_create: Default::default(),
     });
+    let live = Arc::clone(&ctx.live);
+    let _ = counters
+        .before_auto_create
+        .set(Box::new(move |engine| live.apply_fresh_schema(engine)));
     let me = crate::replication::LeaderAddr {
         node: ctx.record.id.clone(),
         resp: ctx.record.announce.clone(),
