@@ -172,6 +172,12 @@ pub struct KvSchemaWriter {
     pub runtime: tokio::runtime::Handle,
 }
 
+/// The longest one KV call of a schema change may hold its request thread.
+const CHANGE_WAIT: Duration = Duration::from_secs(5);
+/// The longest a schema read before `auto_create` or `COUNTER.INFO` may hold its
+/// request thread (NATS unreachable: the write goes on with the defaults).
+const LOAD_WAIT: Duration = Duration::from_secs(1);
+
 /// Compare-and-set rounds before a schema change gives up.
 const SCHEMA_TRIES: usize = 20;
 
@@ -183,13 +189,15 @@ impl SchemaWriter for KvSchemaWriter {
         for _ in 0..SCHEMA_TRIES {
             let maps = self.maps.clone();
             let (revision, schema) = self
-                .on_runtime(async move { maps.load_schema().await })
+                .on_runtime(CHANGE_WAIT, async move { maps.load_schema().await })
                 .map_err(|e| ChangeError::Unavailable(format!("{e:#}")))?;
             let next = change(&schema)?;
             let maps = self.maps.clone();
             let to_store = next.clone();
             let stored = self
-                .on_runtime(async move { maps.store_schema(&to_store, revision).await })
+                .on_runtime(CHANGE_WAIT, async move {
+                    maps.store_schema(&to_store, revision).await
+                })
                 .map_err(|e| ChangeError::Unavailable(format!("{e:#}")))?;
             if let Some(revision) = stored {
                 return Ok((revision, next));
@@ -208,20 +216,22 @@ impl SchemaWriter for KvSchemaWriter {
 impl KvSchemaWriter {
     fn load_now(&self) -> Result<(u64, Schema), String> {
         let maps = self.maps.clone();
-        self.on_runtime(async move { maps.load_schema().await })
+        self.on_runtime(LOAD_WAIT, async move { maps.load_schema().await })
             .map_err(|e| format!("{e:#}"))
     }
 
-    /// Runs `work` on the cluster runtime and waits for it (at most 10 s).
+    /// Runs `work` on the cluster runtime and waits for it, at most `wait` (the caller
+    /// is a request thread: every connection of the RESP runtime waits with it).
     fn on_runtime<T: Send + 'static>(
         &self,
+        wait: Duration,
         work: impl std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
     ) -> anyhow::Result<T> {
         let (tx, rx) = std::sync::mpsc::channel();
         self.runtime.spawn(async move {
             let _ = tx.send(work.await);
         });
-        crate::resp_runtime::block_here(|| rx.recv_timeout(Duration::from_secs(10)))
-            .map_err(|_| anyhow::anyhow!("NATS did not answer within 10 s"))?
+        crate::resp_runtime::block_here(|| rx.recv_timeout(wait))
+            .map_err(|_| anyhow::anyhow!("NATS did not answer within {wait:?}"))?
     }
 }
