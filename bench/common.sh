@@ -40,15 +40,42 @@ for line in open(sys.argv[1]):
 PY
 }
 
+# codes_lua CODES: the head of a wrk script that holds the codes of CODES (one per line)
+# as "/CODE" paths in one string at a fixed width (a Lua table of 100 M codes is ~6 GB
+# per wrk thread, the string under 1 GB), with path(i) the i-th (0-based) and n how many.
+codes_lua() {
+  local packed="$1.packed" width padded
+  read -r width padded < <(python3 - "$1" "$packed" <<'PY'
+import sys
+src, dst = sys.argv[1], sys.argv[2]
+lengths = {len(l.strip()) for l in open(src) if l.strip()}
+width = max(lengths) + 1
+with open(dst, "w") as out:
+    for line in open(src):
+        code = line.strip()
+        if code:
+            out.write(("/" + code).ljust(width))
+print(width, int(len(lengths) > 1))
+PY
+)
+  cat <<LUA
+local W, PADDED = $width, $padded
+local f = assert(io.open("$packed", "rb"))
+local all = f:read("*a")
+f:close()
+local n = math.floor(#all / W)
+local function path(i)
+  local s = all:sub(i * W + 1, i * W + W)
+  if PADDED == 1 then s = s:match("^(%S+)") end
+  return s
+end
+math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
+LUA
+}
+
 # random_codes_lua CODES LUA: a wrk script that GETs /CODE for a random code per request.
 random_codes_lua() {
-  cat > "$2" <<LUA
-local codes = {}
-for line in io.lines("$1") do codes[#codes + 1] = "/" .. line end
-local n = #codes
-math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
-request = function() return wrk.format("GET", codes[math.random(n)]) end
-LUA
+  { codes_lua "$1"; echo 'request = function() return wrk.format("GET", path(math.random(n) - 1)) end'; } > "$2"
 }
 
 # free_port: a loopback port nothing listens on now (the kernel's pick).
