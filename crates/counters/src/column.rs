@@ -22,8 +22,25 @@ pub struct ColumnSpec {
 pub const MAX_VALUE: u64 = i64::MAX as u64;
 
 impl ColumnSpec {
+    /// The spec of a column `name` made with `opts`, or why it is refused (a bad name,
+    /// bad widths): the one check `add_column` and a cluster's schema both make.
+    pub fn new(name: &str, opts: crate::ColumnOptions) -> crate::Result<ColumnSpec> {
+        check_name(name)?;
+        let spec = ColumnSpec {
+            name: name.to_string(),
+            bits: opts.bits,
+            max_bits: opts.max_bits,
+            default: opts.default,
+        };
+        spec.check().map_err(|reason| crate::Error::BadColumn {
+            column: name.to_string(),
+            reason,
+        })?;
+        Ok(spec)
+    }
+
     /// Checks the spec; returns the reason it is refused, if any.
-    pub fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         if !matches!(self.bits, 8 | 16 | 32 | 64) {
             return Err(format!("bits must be 8, 16, 32 or 64, not {}", self.bits));
         }

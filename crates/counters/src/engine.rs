@@ -221,17 +221,7 @@ impl Engine {
     /// Adds a column. Existing rows are not touched (they read the default until
     /// written), so this is O(1) however many rows the counter holds.
     pub fn add_column(&self, counter: &str, column: &str, opts: ColumnOptions) -> Result<()> {
-        check_name(column)?;
-        let spec = ColumnSpec {
-            name: column.to_string(),
-            bits: opts.bits,
-            max_bits: opts.max_bits,
-            default: opts.default,
-        };
-        spec.check().map_err(|reason| Error::BadColumn {
-            column: column.to_string(),
-            reason,
-        })?;
+        let spec = ColumnSpec::new(column, opts)?;
         let c = self.counter(counter)?;
         let lsn = {
             let mut schema = c.schema.write();

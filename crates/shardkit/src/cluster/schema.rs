@@ -61,17 +61,7 @@ impl Schema {
         column: &str,
         options: ColumnOptions,
     ) -> Result<Schema, Error> {
-        check_name(column)?;
-        let spec = ColumnSpec {
-            name: column.to_string(),
-            bits: options.bits,
-            max_bits: options.max_bits,
-            default: options.default,
-        };
-        spec.check().map_err(|reason| Error::BadColumn {
-            column: column.to_string(),
-            reason,
-        })?;
+        let spec = ColumnSpec::new(column, options)?;
         let mut next = self.clone();
         let columns = next
             .counters
