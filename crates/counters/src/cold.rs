@@ -6,9 +6,12 @@
 //! index entries (first and last id, offset, length) and a [`Bloom`] filter of its ids.
 //!
 //! A cold file is one eviction batch: the blocks of every partition one pass evicted from
-//! one counter, back to back, and nothing else (the index lives in RAM and in snapshots).
+//! one counter, back to back, then their index ([`crate::cold_index`]: rows, filter and
+//! block entries per partition), which RAM also keeps and which snapshots only point at.
 //! It is written once, fsynced, its directory fsynced, and only then does any partition
-//! point at it; it is never written again. A file no snapshot and no live partition names
+//! point at it; it is never written again. (Files written before the index moved into
+//! them have none; their snapshots carry it, and still do when they are snapshotted
+//! again.) A file no snapshot and no live partition names
 //! (a batch cut short by a crash, or one whose partitions were all brought back and
 //! snapshotted since) is deleted by [`collect_garbage`].
 //!
@@ -19,11 +22,12 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::bloom::Bloom;
 use crate::cold_block::{decode_block, encode_block, BlockIndexEntry, Codec, DecodedBlock};
+use crate::cold_index::{self, IndexedPart};
 use crate::error::{io_err, Error, Result};
 use crate::hash::FastMap;
 
@@ -91,8 +95,20 @@ pub(crate) struct ColdFile {
     seq: u64,
     path: PathBuf,
     file: File,
+    /// Whether the file ends with its own good index, so a snapshot need only name its
+    /// partitions (false: a file from before that index, or one whose index was
+    /// damaged and rebuilt from its blocks; snapshots carry such a file's index).
+    indexed: AtomicBool,
     shared: Arc<ColdShared>,
     stats: Arc<ColdStats>,
+}
+
+/// The partitions a cold file's index lists, ready to be put back in their stripes.
+pub(crate) struct FileIndex {
+    /// (high 32 bits, partition), in file order.
+    pub parts: Vec<(u32, ColdPart)>,
+    /// Set when the index had to be rebuilt from the blocks: where that walk stopped.
+    pub rebuilt: Option<String>,
 }
 
 impl ColdFile {
@@ -104,13 +120,44 @@ impl ColdFile {
     ) -> Result<Arc<ColdFile>> {
         let path = shared.dir.join(cold_name(seq));
         let file = File::open(&path).map_err(io_err(&path))?;
+        let len = file.metadata().map_err(io_err(&path))?.len();
+        let indexed = cold_index::has_footer(&file, len).map_err(io_err(&path))?;
         Ok(Arc::new(ColdFile {
             seq,
             path,
             file,
+            indexed: AtomicBool::new(indexed),
             shared: shared.clone(),
             stats: stats.clone(),
         }))
+    }
+
+    /// Whether snapshots may name this file's partitions without their index.
+    pub(crate) fn indexed(&self) -> bool {
+        self.indexed.load(Ordering::Relaxed)
+    }
+
+    /// Reads the file's index (recovery, for a snapshot that names its partitions), or
+    /// rebuilds it from the blocks when it is missing or damaged; the file is then no
+    /// longer `indexed`, so the next snapshot carries what was rebuilt.
+    pub(crate) fn read_index(self: &Arc<Self>) -> Result<FileIndex> {
+        let len = self.file.metadata().map_err(io_err(&self.path))?.len();
+        let index = cold_index::read(&self.file, len).map_err(io_err(&self.path))?;
+        if !index.from_footer {
+            self.indexed.store(false, Ordering::Relaxed);
+        }
+        let parts = index
+            .parts
+            .into_iter()
+            .map(|p: IndexedPart| {
+                let part = ColdPart::new(self.clone(), p.blocks, p.filter, p.rows);
+                (p.high, part.with_index_bytes(p.index_bytes))
+            })
+            .collect();
+        Ok(FileIndex {
+            parts,
+            rebuilt: index.walk_stopped,
+        })
     }
 
     /// The batch number in the file name.
@@ -160,6 +207,8 @@ pub(crate) struct ColdPart {
     blocks: Arc<[BlockIndexEntry]>,
     filter: Arc<Bloom>,
     rows: u32,
+    /// Bytes of its entry in its file's index (0 for a file without one).
+    index_bytes: u32,
 }
 
 impl std::fmt::Debug for ColdPart {
@@ -185,7 +234,14 @@ impl ColdPart {
             blocks: blocks.into(),
             filter: Arc::new(filter),
             rows,
+            index_bytes: 0,
         }
+    }
+
+    /// The same partition, its entry in its file's index taking `bytes`.
+    fn with_index_bytes(mut self, bytes: u32) -> ColdPart {
+        self.index_bytes = bytes;
+        self
     }
 
     /// Rows held.
@@ -203,6 +259,13 @@ impl ColdPart {
         &self.blocks
     }
 
+    /// Its smallest and largest id.
+    pub(crate) fn id_range(&self) -> (u64, u64) {
+        let first = self.blocks.first().map_or(0, |b| b.first_id);
+        let last = self.blocks.last().map_or(0, |b| b.last_id);
+        (first, last)
+    }
+
     /// The id filter.
     pub(crate) fn filter(&self) -> &Bloom {
         &self.filter
@@ -217,9 +280,9 @@ impl ColdPart {
             + self.filter.bytes()
     }
 
-    /// Bytes of its blocks on disk.
+    /// Bytes of its blocks and its index entry on disk.
     pub(crate) fn bytes_disk(&self) -> u64 {
-        self.blocks.iter().map(|b| u64::from(b.len)).sum()
+        self.blocks.iter().map(|b| u64::from(b.len)).sum::<u64>() + u64::from(self.index_bytes)
     }
 
     /// The stored values of row `id` (as many as the counter had columns at eviction),
@@ -256,9 +319,9 @@ pub(crate) struct Frozen {
 }
 
 /// Writes one eviction batch (partitions of one counter, columns `widths`) as a new cold
-/// file, fsyncs it and its directory, and returns each partition's [`ColdPart`] in order.
-/// Nothing points at the file until this returns, so a crash part-way leaves only an
-/// unnamed file for [`collect_garbage`].
+/// file, its blocks then their index, fsyncs it and its directory, and returns each
+/// partition's [`ColdPart`] in order. Nothing points at the file until this returns, so
+/// a crash part-way leaves only an unnamed file for [`collect_garbage`].
 pub(crate) fn write_batch(
     shared: &Arc<ColdShared>,
     stats: &Arc<ColdStats>,
@@ -295,8 +358,15 @@ pub(crate) fn write_batch(
             });
             out.extend_from_slice(&bytes);
         }
-        indexes.push(blocks);
+        indexes.push((blocks, Bloom::of(p.ids.iter().copied())));
     }
+    let listed: Vec<_> = parts
+        .iter()
+        .zip(&indexes)
+        .map(|(p, (blocks, filter))| (p.high, p.ids.len() as u32, filter, blocks.as_slice()))
+        .collect();
+    let (index, sizes) = cold_index::encode(&listed, out.len() as u64);
+    out.extend_from_slice(&index);
     file.write_all(&out).map_err(io_err(&path))?;
     file.sync_all().map_err(io_err(&path))?;
     crate::log::sync_dir(&shared.dir)?;
@@ -304,19 +374,16 @@ pub(crate) fn write_batch(
         seq,
         path,
         file,
+        indexed: AtomicBool::new(true),
         shared: shared.clone(),
         stats: stats.clone(),
     });
     Ok(parts
         .iter()
         .zip(indexes)
-        .map(|(p, blocks)| {
-            ColdPart::new(
-                file.clone(),
-                blocks,
-                Bloom::of(p.ids.iter().copied()),
-                p.ids.len() as u32,
-            )
+        .zip(sizes)
+        .map(|((p, (blocks, filter)), size)| {
+            ColdPart::new(file.clone(), blocks, filter, p.ids.len() as u32).with_index_bytes(size)
         })
         .collect())
 }

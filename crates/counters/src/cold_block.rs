@@ -1,7 +1,7 @@
 //! The on-disk block of the cold tier (issue 19): one sorted run of rows of one partition.
 //!
-//! Not wired into the engine yet: this is the format and its codec, kept apart so it can be
-//! tested and measured on its own before partitions are written to disk with it.
+//! The engine writes these blocks into its cold batch files (`cold.rs`); this module is
+//! the format and its codec alone, so it can be tested and measured on its own.
 //!
 //! # Layout (version 1, all integers little-endian)
 //!
@@ -480,6 +480,36 @@ fn decode_inner(bytes: &[u8], entry: &BlockIndexEntry) -> Result<DecodedBlock, D
         ids,
         widths: opened.widths,
         columns,
+    })
+}
+
+/// Bytes of a block's header before its column widths: what [`entry_from_header`] reads.
+pub const HEADER_BYTES: usize = FIXED_HEADER;
+
+/// The index entry of the block whose first [`HEADER_BYTES`] bytes are `header`, found at
+/// `offset`, or `None` if they are not a block header this version writes.
+///
+/// Exists so a cold file whose index was lost can be walked block by block (each header
+/// says how long its block is) and its index rebuilt; the entry is only a claim until
+/// [`decode_block`] has checked the whole block against it.
+pub fn entry_from_header(header: &[u8], offset: u64) -> Option<BlockIndexEntry> {
+    let fixed = header.get(..FIXED_HEADER)?;
+    if fixed[..4] != MAGIC || fixed[4] != VERSION {
+        return None;
+    }
+    let ncols = u16::from_le_bytes([fixed[6], fixed[7]]);
+    let first_id = u64::from_le_bytes(fixed[12..20].try_into().ok()?);
+    let last_id = u64::from_le_bytes(fixed[20..28].try_into().ok()?);
+    let payload_len = u32::from_le_bytes(fixed[32..36].try_into().ok()?);
+    if ncols > MAX_COLUMNS || first_id > last_id {
+        return None;
+    }
+    let len = u32::try_from(FIXED_HEADER + usize::from(ncols) + payload_len as usize + 4).ok()?;
+    Some(BlockIndexEntry {
+        first_id,
+        last_id,
+        offset,
+        len,
     })
 }
 

@@ -11,6 +11,7 @@ mod bloom;
 mod codec;
 mod cold;
 pub mod cold_block;
+mod cold_index;
 mod column;
 mod counter;
 mod engine;
@@ -179,6 +180,9 @@ pub struct RecoveryReport {
     pub orphan_frames: u64,
     /// Records that named a counter or column that does not exist (should be zero).
     pub anomalies: u64,
+    /// Damage mended with nothing lost (a cold batch whose own index was damaged,
+    /// rebuilt from its blocks); what was lost is in `dropped`.
+    pub repaired: Vec<String>,
 }
 
 /// Figures for one counter.

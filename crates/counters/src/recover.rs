@@ -136,7 +136,7 @@ fn load_snapshot(
     for (fi, f) in snap.frames.iter().enumerate() {
         let mut r = Reader::new(f);
         let kind = r.u8();
-        if kind != Some(3) && kind != Some(4) && kind != Some(5) {
+        if !matches!(kind, Some(3..=6)) {
             continue;
         }
         let Some((idx, stripe, lsn)) =
@@ -158,7 +158,7 @@ fn load_snapshot(
             row_frames.entry((idx, stripe)).or_default().push(fi);
             continue;
         }
-        if kind == Some(5) {
+        if kind == Some(5) || kind == Some(6) {
             continue; // load_cold, once the counters are known
         }
         let mut st = c.stripes[stripe].write();
@@ -226,8 +226,84 @@ fn parse_cold_frame(r: &mut Reader<'_>) -> Option<Vec<ColdEntry>> {
     Some(out)
 }
 
-/// Puts the cold partitions a snapshot names (frames `5`) back in their stripes, opening
-/// each cold batch once. A batch that is missing is reported with the ids it held.
+/// One cold partition as a snapshot's frame `6` names it.
+struct NamedPart {
+    high: u32,
+    seq: u64,
+    rows: u32,
+    first_id: u64,
+    last_id: u64,
+}
+
+fn parse_named_frame(r: &mut Reader<'_>) -> Option<Vec<NamedPart>> {
+    let n = r.var()?;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let high = u32::try_from(r.var()?).ok()?;
+        let (seq, rows) = (r.var()?, u32::try_from(r.var()?).ok()?);
+        let (first, last) = (u32::try_from(r.var()?).ok()?, u32::try_from(r.var()?).ok()?);
+        out.push(NamedPart {
+            high,
+            seq,
+            rows,
+            first_id: (u64::from(high) << 32) | u64::from(first),
+            last_id: (u64::from(high) << 32) | u64::from(last),
+        });
+    }
+    Some(out)
+}
+
+/// The batches one recovery opened, each once: the file, and (for frames `6`) the
+/// partitions its index lists that no frame has taken yet.
+#[derive(Default)]
+struct Batches {
+    files: FastMap<u64, Option<Arc<ColdFile>>>,
+    indexes: FastMap<u64, FastMap<u32, ColdPart>>,
+}
+
+impl Batches {
+    fn file(&mut self, cold: &Arc<ColdShared>, c: &Counter, seq: u64) -> Option<Arc<ColdFile>> {
+        self.files
+            .entry(seq)
+            .or_insert_with(|| ColdFile::open(cold, seq, &c.cold_stats).ok())
+            .clone()
+    }
+
+    /// Takes partition `high` of batch `seq` from the batch's own index, read (or
+    /// rebuilt from its blocks, which `report` notes) the first time the batch is named.
+    fn take(
+        &mut self,
+        cold: &Arc<ColdShared>,
+        c: &Counter,
+        seq: u64,
+        high: u32,
+        report: &mut RecoveryReport,
+    ) -> Option<ColdPart> {
+        if !self.indexes.contains_key(&seq) {
+            // Unreadable: its partitions are reported lost by the caller.
+            let index = self.file(cold, c, seq).and_then(|f| f.read_index().ok());
+            let mut parts = FastMap::default();
+            if let Some(index) = index {
+                if let Some(stop) = index.rebuilt {
+                    report.repaired.push(format!(
+                        "counter `{}`: the index of cold batch {} was missing or damaged; \
+                         rebuilt from its blocks ({} partitions; the walk stopped: {stop})",
+                        c.name,
+                        crate::cold::cold_name(seq),
+                        index.parts.len(),
+                    ));
+                }
+                parts.extend(index.parts);
+            }
+            self.indexes.insert(seq, parts);
+        }
+        self.indexes.get_mut(&seq)?.remove(&high)
+    }
+}
+
+/// Puts the cold partitions a snapshot names (frames `5` and `6`) back in their stripes,
+/// opening each cold batch once. A partition whose batch is missing, or does not hold it
+/// whole, is reported with the ids it held.
 fn load_cold(
     path: &Path,
     snap: &snapshot::Parsed,
@@ -247,10 +323,23 @@ fn load_cold(
             }
         }
     }
-    let mut files: FastMap<u64, Option<Arc<ColdFile>>> = FastMap::default();
+    let lost =
+        |c: &Counter, seq: u64, rows: u32, first: u64, last: u64, why: &str| crate::Dropped {
+            file: path.to_path_buf(),
+            offset: 0,
+            bytes: 0,
+            reason: format!(
+                "counter `{}`: cold batch {} {why}; its {rows} rows (ids {first}..={last}) \
+                 are lost",
+                c.name,
+                crate::cold::cold_name(seq),
+            ),
+        };
+    let mut batches = Batches::default();
     for f in &snap.frames {
         let mut r = Reader::new(f);
-        if r.u8() != Some(5) {
+        let kind = r.u8();
+        if kind != Some(5) && kind != Some(6) {
             continue;
         }
         let head = (|| Some((r.var()?, usize::try_from(r.var()?).ok()?, r.u64()?)))();
@@ -262,30 +351,49 @@ fn load_cold(
             report.orphan_frames += 1;
             continue;
         };
+        if kind == Some(6) {
+            let Some(entries) = parse_named_frame(&mut r) else {
+                report.anomalies += 1;
+                continue;
+            };
+            let mut st = c.stripes[stripe].write();
+            for e in entries {
+                match batches.take(cold, c, e.seq, e.high, report) {
+                    Some(part)
+                        if part.rows() == u64::from(e.rows)
+                            && part.id_range() == (e.first_id, e.last_id) =>
+                    {
+                        st.insert_cold(e.high, part)
+                    }
+                    found => {
+                        let why = if found.is_some() {
+                            "does not hold its partition whole"
+                        } else {
+                            "is missing, unreadable or does not hold its partition"
+                        };
+                        let (first, last) = (e.first_id, e.last_id);
+                        report
+                            .dropped
+                            .push(lost(c, e.seq, e.rows, first, last, why));
+                    }
+                }
+            }
+            continue;
+        }
         let Some(entries) = parse_cold_frame(&mut r) else {
             report.anomalies += 1;
             continue;
         };
         let mut st = c.stripes[stripe].write();
         for e in entries {
-            let file = files
-                .entry(e.seq)
-                .or_insert_with(|| ColdFile::open(cold, e.seq, &c.cold_stats).ok());
-            let (Some(file), Some(filter)) = (file.clone(), Bloom::from_words(e.words)) else {
+            let file = batches.file(cold, c, e.seq);
+            let (Some(file), Some(filter)) = (file, Bloom::from_words(e.words)) else {
                 let first = e.blocks.first().map_or(0, |b| b.first_id);
                 let last = e.blocks.last().map_or(0, |b| b.last_id);
-                report.dropped.push(crate::Dropped {
-                    file: path.to_path_buf(),
-                    offset: 0,
-                    bytes: 0,
-                    reason: format!(
-                        "counter `{}`: cold batch {} is missing or unreadable; its {} rows \
-                         (ids {first}..={last}) are lost",
-                        c.name,
-                        crate::cold::cold_name(e.seq),
-                        e.rows
-                    ),
-                });
+                let why = "is missing or unreadable";
+                report
+                    .dropped
+                    .push(lost(c, e.seq, e.rows, first, last, why));
                 continue;
             };
             st.insert_cold(e.high, ColdPart::new(file, e.blocks, filter, e.rows));

@@ -7,10 +7,17 @@
 //! - `1` header: X, stripes per counter;
 //! - `3` rows of one stripe (chunked): counter index, stripe, stripe lsn L, columns, rows;
 //! - `4` transaction ids of one stripe: counter index, stripe, L, entries;
-//! - `5` the cold partitions of one stripe (issue 19): counter index, stripe, L, count,
-//!   then per partition its high 32 bits, cold batch number, rows, filter words (count,
-//!   then each as u64) and block index entries (count, then first id u64, last id u64,
-//!   offset, length). The batches named are listed beside the snapshot in `coldrefs-X.list`
+//! - `6` the cold partitions of one stripe (issue 19): counter index, stripe, L, count,
+//!   then per partition its high 32 bits, cold batch number, rows, and the low 32 bits of
+//!   its first and last id. Their filters and block entries are in the batch file's own
+//!   index ([`crate::cold_index`]), read at recovery; the rows let recovery tell a
+//!   partition the file no longer holds whole, the ids name what was lost if so.
+//! - `5` the same for partitions in batch files that have no index of their own (written
+//!   before there was one, or whose index was damaged and rebuilt): per partition its
+//!   high 32 bits, cold batch number, rows, filter words (count, then each as u64) and
+//!   block index entries (count, then first id u64, last id u64, offset, length).
+//!
+//!   The batches `5` and `6` name are listed beside the snapshot in `coldrefs-X.list`
 //!   (written first), so garbage collection keeps them while the snapshot is kept;
 //! - `2` a counter: index, name, column specs (written after its stripes, so it names
 //!   every column any stripe copy can hold);
@@ -137,7 +144,9 @@ impl SnapWriter {
         Ok(total)
     }
 
-    /// Writes the index of the cold partitions of one stripe copy (nothing if it has none).
+    /// Writes the cold partitions of one stripe copy (nothing if it has none): frame `6`
+    /// naming those whose batch file holds their index, frame `5` carrying the index of
+    /// the others.
     pub(crate) fn cold_parts(
         &mut self,
         counter: usize,
@@ -145,34 +154,52 @@ impl SnapWriter {
         lsn: u64,
         copy: &Stripe,
     ) -> Result<()> {
-        let parts: Vec<_> = copy.cold_parts().collect();
-        if parts.is_empty() {
-            return Ok(());
-        }
-        let mut p = Vec::new();
-        p.put_u8(5);
-        p.put_var(counter as u64);
-        p.put_var(stripe as u64);
-        p.put_u64(lsn);
-        p.put_var(parts.len() as u64);
-        for (high, part) in parts {
-            p.put_var(u64::from(high));
-            p.put_var(part.file().seq());
-            p.put_var(part.rows());
-            let words = part.filter().words();
-            p.put_var(words.len() as u64);
-            for w in words {
-                p.put_u64(*w);
+        let (named, carried): (Vec<_>, Vec<_>) = copy
+            .cold_parts()
+            .partition(|(_, part)| part.file().indexed());
+        let head = |kind: u8, count: usize| {
+            let mut p = Vec::new();
+            p.put_u8(kind);
+            p.put_var(counter as u64);
+            p.put_var(stripe as u64);
+            p.put_u64(lsn);
+            p.put_var(count as u64);
+            p
+        };
+        if !named.is_empty() {
+            let mut p = head(6, named.len());
+            for (high, part) in &named {
+                p.put_var(u64::from(*high));
+                p.put_var(part.file().seq());
+                p.put_var(part.rows());
+                let (first, last) = part.id_range();
+                p.put_var(first & 0xFFFF_FFFF);
+                p.put_var(last & 0xFFFF_FFFF);
             }
-            p.put_var(part.blocks().len() as u64);
-            for b in part.blocks() {
-                p.put_u64(b.first_id);
-                p.put_u64(b.last_id);
-                p.put_var(b.offset);
-                p.put_var(u64::from(b.len));
-            }
+            self.frame(&p)?;
         }
-        self.frame(&p)
+        if !carried.is_empty() {
+            let mut p = head(5, carried.len());
+            for (high, part) in &carried {
+                p.put_var(u64::from(*high));
+                p.put_var(part.file().seq());
+                p.put_var(part.rows());
+                let words = part.filter().words();
+                p.put_var(words.len() as u64);
+                for w in words {
+                    p.put_u64(*w);
+                }
+                p.put_var(part.blocks().len() as u64);
+                for b in part.blocks() {
+                    p.put_u64(b.first_id);
+                    p.put_u64(b.last_id);
+                    p.put_var(b.offset);
+                    p.put_var(u64::from(b.len));
+                }
+            }
+            self.frame(&p)?;
+        }
+        Ok(())
     }
 
     /// Writes the transaction-id window of one stripe copy.

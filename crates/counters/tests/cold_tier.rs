@@ -44,6 +44,46 @@ fn filled(dir: &Path) -> Engine {
     e
 }
 
+/// The one cold file in `dir`.
+fn cold_file(dir: &Path) -> std::path::PathBuf {
+    let files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with("cold-") && name.ends_with(".blk")
+        })
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
+}
+
+/// Where the blocks of a cold file end and its index begins (from its footer).
+fn blocks_end(bytes: &[u8]) -> usize {
+    let footer = &bytes[bytes.len() - 24..];
+    assert_eq!(
+        &footer[16..],
+        b"SKCOLDIX",
+        "a cold file ends with its index's footer"
+    );
+    u64::from_le_bytes(footer[..8].try_into().unwrap()) as usize
+}
+
+/// Every value `filled` wrote (after the overflow `set`), as `get_row` gives it.
+fn check_filled(e: &Engine) {
+    for h in HIGHS {
+        for i in 0..300u64 {
+            let a = if h == HIGHS[0] && i == 1 {
+                100_000
+            } else {
+                i % 7 + 1
+            };
+            let row = e.get_row("c", Key::Id(id(h, i * 3))).unwrap();
+            assert_eq!(row, vec![("a".into(), a), ("b".into(), (i % 5) * 1000)]);
+        }
+    }
+}
+
 fn stats(e: &Engine) -> shardkit_counters::CounterStats {
     e.stats()
         .counters
@@ -250,8 +290,8 @@ fn a_damaged_block_is_named_by_its_id_range_and_the_rest_is_served() {
         })
         .unwrap();
     let mut bytes = std::fs::read(&file).unwrap();
-    let len = bytes.len();
-    // Partitions are written in stripe order; flip bytes in the middle of the file and
+    let len = blocks_end(&bytes);
+    // Partitions are written in stripe order; flip bytes in the middle of the blocks and
     // find which partition that hit by reading each.
     for b in &mut bytes[len / 2..len / 2 + 8] {
         *b ^= 0x5A;
@@ -282,6 +322,164 @@ fn a_damaged_block_is_named_by_its_id_range_and_the_rest_is_served() {
     // Rows in RAM are unaffected.
     e.incr("c", Key::Id(id(HIGHS[0] + 100, 1)), "a", 1, None)
         .unwrap();
+}
+
+/// A snapshot names each cold partition in a few bytes; the filters and block entries
+/// stay in the batch file, written once (before, every snapshot carried them again: 1.3
+/// GB each at a billion rows).
+#[test]
+fn snapshots_name_cold_partitions_and_their_index_stays_in_the_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = 200_000u64;
+    {
+        let e = Engine::open(dir.path(), opts()).unwrap();
+        e.create_counter("c").unwrap();
+        e.add_column("c", "a", ColumnOptions::new(16, 64)).unwrap();
+        for h in 0..4u64 {
+            let items: Vec<(Key, i64)> = (0..rows / 4)
+                .map(|i| (Key::Id(id(0x0300_0000 + h, i * 7)), (i % 9 + 1) as i64))
+                .collect();
+            e.incr_batch("c", "a", &items).unwrap();
+        }
+        assert_eq!(e.evict(Duration::ZERO).unwrap().rows, rows);
+        for _ in 0..2 {
+            let snap = e.snapshot().unwrap();
+            let len = std::fs::metadata(&snap.path).unwrap().len();
+            // The filters alone are 10 bits a row: 250,000 bytes here.
+            assert!(len < 2_000, "snapshot of {len} bytes for {rows} cold rows");
+        }
+        let bytes = std::fs::read(cold_file(dir.path())).unwrap();
+        let index = bytes.len() - blocks_end(&bytes);
+        assert!(index > rows as usize * 10 / 8, "index of {index} bytes");
+        // `bytes_disk` counts blocks and index entries (not the footer and the count).
+        let s = stats(&e);
+        let gap = bytes.len() as u64 - s.bytes_disk;
+        assert!((24..=34).contains(&gap), "{s:?}, file of {}", bytes.len());
+    }
+    let e = Engine::open(dir.path(), opts()).unwrap();
+    assert!(e.recovery().dropped.is_empty(), "{:?}", e.recovery());
+    assert!(e.recovery().repaired.is_empty(), "{:?}", e.recovery());
+    let s = stats(&e);
+    assert_eq!((s.rows, s.cold_rows), (rows, rows), "{s:?}");
+    for h in 0..4u64 {
+        for i in [0, 1, 4_999, rows / 4 - 1] {
+            let key = Key::Id(id(0x0300_0000 + h, i * 7));
+            assert_eq!(e.get("c", key, "a").unwrap(), i % 9 + 1);
+            assert!(!e
+                .exists("c", Key::Id(id(0x0300_0000 + h, i * 7 + 1)))
+                .unwrap());
+        }
+    }
+}
+
+/// A cold file whose own index (or its footer) is damaged: recovery rebuilds the index
+/// from the blocks, loses nothing and says so; the next snapshot carries the rebuilt
+/// index, so the file is never needed whole again.
+#[test]
+fn a_damaged_cold_index_is_rebuilt_from_the_blocks_and_nothing_is_lost() {
+    for (what, at) in [("index", 0.5f64), ("footer", 1.0)] {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let e = filled(dir.path());
+            e.evict(Duration::ZERO).unwrap();
+            e.snapshot().unwrap();
+        }
+        let file = cold_file(dir.path());
+        let mut bytes = std::fs::read(&file).unwrap();
+        let (start, end) = (blocks_end(&bytes), bytes.len());
+        let i = (start + ((end - start) as f64 * at) as usize).min(end - 4);
+        for b in &mut bytes[i..i + 4] {
+            *b ^= 0xA5;
+        }
+        std::fs::write(&file, &bytes).unwrap();
+        {
+            let e = Engine::open(dir.path(), opts()).unwrap();
+            let r = e.recovery();
+            assert!(r.dropped.is_empty(), "{what}: {r:?}");
+            assert_eq!(r.repaired.len(), 1, "{what}: {r:?}");
+            assert!(r.repaired[0].contains("rebuilt from its blocks"), "{r:?}");
+            assert_eq!(stats(&e).cold_rows, 900);
+            check_filled(&e);
+            e.snapshot().unwrap();
+        }
+        let e = Engine::open(dir.path(), opts()).unwrap();
+        let r = e.recovery();
+        assert!(
+            r.dropped.is_empty() && r.repaired.is_empty(),
+            "{what}: {r:?}"
+        );
+        assert_eq!(stats(&e).cold_rows, 900);
+        check_filled(&e);
+    }
+}
+
+/// Index and one block damaged: the partition that block belonged to is reported lost
+/// with its id range; the others are rebuilt and served.
+#[test]
+fn a_damaged_cold_index_and_block_lose_only_that_blocks_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = filled(dir.path());
+        e.evict(Duration::ZERO).unwrap();
+        e.snapshot().unwrap();
+    }
+    let file = cold_file(dir.path());
+    let mut bytes = std::fs::read(&file).unwrap();
+    let blocks = blocks_end(&bytes);
+    let len = bytes.len();
+    // In the middle of the blocks (inside a block's payload), and in the index.
+    for i in [blocks / 2, blocks + (len - blocks) / 2] {
+        for b in &mut bytes[i..i + 4] {
+            *b ^= 0x5A;
+        }
+    }
+    std::fs::write(&file, &bytes).unwrap();
+    let e = Engine::open(dir.path(), opts()).unwrap();
+    let r = e.recovery();
+    assert_eq!(r.dropped.len(), 1, "{r:?}");
+    assert_eq!(r.repaired.len(), 1, "{r:?}");
+    let lost = HIGHS
+        .iter()
+        .copied()
+        .filter(|&h| {
+            r.dropped[0]
+                .reason
+                .contains(&format!("{}..={}", id(h, 0), id(h, 299 * 3)))
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(lost.len(), 1, "{:?}", r.dropped);
+    assert!(r.dropped[0].reason.contains("300 rows"), "{:?}", r.dropped);
+    assert_eq!(stats(&e).cold_rows, 600);
+    for h in HIGHS {
+        let got = e.get("c", Key::Id(id(h, 3)), "b").unwrap();
+        assert_eq!(got, if h == lost[0] { 0 } else { 1000 });
+    }
+}
+
+/// A data directory written before cold files held their own index (main at 123c6c2:
+/// `filled`, evicted, snapshotted, closed): its snapshot carries the index (frame `5`),
+/// it opens whole, and a snapshot taken now carries it again (the file has no index of
+/// its own to point at).
+#[test]
+fn a_cold_tier_written_before_batch_indexes_opens_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cold-123c6c2");
+    for f in std::fs::read_dir(&fixture).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), dir.path().join(f.file_name())).unwrap();
+    }
+    for round in 0..2 {
+        let e = Engine::open(dir.path(), opts()).unwrap();
+        let r = e.recovery();
+        assert!(
+            r.dropped.is_empty() && r.repaired.is_empty(),
+            "{round}: {r:?}"
+        );
+        let s = stats(&e);
+        assert_eq!((s.rows, s.cold_rows), (900, 900), "{round}: {s:?}");
+        check_filled(&e);
+        e.snapshot().unwrap();
+    }
 }
 
 #[derive(Debug, Clone)]
