@@ -12,6 +12,8 @@
 # (8-byte big-endian id -> two u16, zstd, default block cache, then a full compaction),
 # and a second process measures. Needs Debian's librocksdb-dev (and libclang-dev for
 # the bindings): `apt-get install -y librocksdb-dev libclang-dev`; PEER=none skips it.
+# DROP_CACHES=1 (root) empties the OS page cache before each side's cold reads, so they
+# come from the disk and not from the pages the fill just wrote.
 # Scratch data goes to ${TMPDIR:-/tmp} and is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +43,7 @@ if [ "$peer" = rocksdb ]; then
   echo "== rocksdb $(dpkg-query -W -f='${Version}' librocksdb-dev 2>/dev/null), load average $(cut -d' ' -f1-3 /proc/loadavg)"
   "$bin" rows "$rows" | target/rocksdb-peer/release/rocksdb-peer load "$dir/rocksdb" "$rows"
   du -sb "$dir/rocksdb" | awk -v r="$rows" '{printf "whole directory: %d bytes, %.2f B/row\n", $1, $1/r}'
+  if [ "${DROP_CACHES:-}" = 1 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; echo "page cache emptied"; fi
   target/rocksdb-peer/release/rocksdb-peer measure "$dir/rocksdb" "$rows"
 fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -169,6 +169,22 @@ fn fill(e: &Engine, rows: usize, from: usize, to: usize) {
     });
 }
 
+/// With `DROP_CACHES=1` (root only): writes the dirty pages out and empties the OS page
+/// cache, so the cold reads that follow come from the disk, not from memory the fill left
+/// behind. Says so either way, so a run's figures tell which they are.
+fn drop_page_cache() {
+    if std::env::var("DROP_CACHES").as_deref() != Ok("1") {
+        println!("page cache kept (the cold files may be read from memory; DROP_CACHES=1 empties it)");
+        return;
+    }
+    let synced = std::process::Command::new("sync").status().is_ok_and(|s| s.success());
+    match std::fs::write("/proc/sys/vm/drop_caches", "3") {
+        Ok(()) if synced => println!("page cache emptied: the cold reads below come from the disk"),
+        Ok(()) => println!("page cache emptied, but sync failed: dirty pages stayed in memory"),
+        Err(e) => println!("page cache kept: /proc/sys/vm/drop_caches: {e}"),
+    }
+}
+
 /// p50 and p99 of per-call times, in µs.
 fn percentiles(mut t: Vec<Duration>) -> (f64, f64) {
     t.sort_unstable();
@@ -358,7 +374,8 @@ fn main() {
             e.close().unwrap();
             // Cold reads with no block cache (a budget of one byte holds no block): every
             // get reads and decodes its block from the file (which the OS page cache
-            // may hold: it was just written).
+            // may hold: it was just written, unless DROP_CACHES=1 empties it first).
+            drop_page_cache();
             let e = Engine::open(
                 dir,
                 Options {

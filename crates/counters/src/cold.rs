@@ -120,6 +120,7 @@ impl ColdFile {
     ) -> Result<Arc<ColdFile>> {
         let path = shared.dir.join(cold_name(seq));
         let file = File::open(&path).map_err(io_err(&path))?;
+        advise_random(&file);
         let len = file.metadata().map_err(io_err(&path))?.len();
         let indexed = cold_index::has_footer(&file, len).map_err(io_err(&path))?;
         Ok(Arc::new(ColdFile {
@@ -197,6 +198,14 @@ impl ColdFile {
         self.shared.cache.insert(key, block.clone());
         Ok(block)
     }
+}
+
+/// Tells the kernel that `file` is read at random offsets, so a cold read's miss in the
+/// page cache reads the block's pages and not a readahead window around them (RocksDB
+/// does the same to its table files, `advise_random_on_open`). Measured in
+/// bench/README.md ("Cold reads from the disk"). Advice only: a failure changes nothing.
+fn advise_random(file: &File) {
+    let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::Random);
 }
 
 /// One evicted partition as RAM keeps it: where its blocks are, and a filter of its ids.
@@ -370,6 +379,7 @@ pub(crate) fn write_batch(
     file.write_all(&out).map_err(io_err(&path))?;
     file.sync_all().map_err(io_err(&path))?;
     crate::log::sync_dir(&shared.dir)?;
+    advise_random(&file);
     let file = Arc::new(ColdFile {
         seq,
         path,
