@@ -4,6 +4,7 @@
 #
 #   bash bench/cluster.sh                 # ROUNDS=2 N=200000 C=50 P=16 CLUSTER_GROUPS=64
 #   ROUNDS=3 N=500000 P=1 bash bench/cluster.sh
+#   BIN=/tmp/shardkit-before bash bench/cluster.sh   # a given build (A/B runs)
 #
 # Setups, each on its own private `nats-server -js` (loopback, file store):
 #   lone      one shardkit node, `[counters] log = "jetstream"` (one store, one leader):
@@ -11,9 +12,11 @@
 #   cluster1  one node with `[cluster] enabled`, CLUSTER_GROUPS groups, all placed on it by
 #             `shardkit cluster rebalance --replicas 0`
 #   cluster3  three such nodes, the groups spread over them (replicas 0)
-# Load: redis-benchmark -t incr,get -n N -c C -P P -r 100000 (`--cluster` for
-# cluster3, which then finds the masters and sends each key to its owner; cluster1's
-# one node owns every slot and redis-benchmark refuses --cluster with one node).
+# Load: redis-benchmark -t incr,get -n N -c C -P P -r 100000; for cluster3 `--cluster`
+# (it finds the masters and gives each node's connections keys of one slot of that
+# node) with `INCR|GET counter:__rand_int__{tag}` (rows; its own tests' keys would be
+# columns here). cluster1's one node owns every slot and redis-benchmark refuses
+# --cluster with one node.
 # Reported per setup and test: requests/s, and the CPU time (utime + stime from
 # /proc/<pid>/stat) of the shardkit processes and of nats-server per request, and the
 # ratio of each cluster setup's shardkit CPU per request to `lone`'s. On 2 cores every
@@ -29,8 +32,11 @@ CLUSTER_GROUPS=${CLUSTER_GROUPS:-64}  # not GROUPS: bash keeps that name for the
 . bench/common.sh
 need redis-benchmark "apt-get install -y redis-tools"
 need nats-server "apt-get install -y nats-server"
-cargo build --release -q -p shardkit --features nats
-BIN=${CARGO_TARGET_DIR:-target}/release/shardkit
+# BIN=path runs that binary instead of building this checkout's (an A/B of two builds).
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -q -p shardkit --features nats
+  BIN=${CARGO_TARGET_DIR:-target}/release/shardkit
+fi
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
 sum_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(cpu_total "$p"))); done; echo "$t"; }
@@ -113,8 +119,14 @@ for round in $(seq "$ROUNDS"); do
     setup "$name"
     for t in incr get; do
       s0=$(sum_ticks "${SERVER_PIDS[@]}"); n0=$(cpu_total "$NATS_PID")
-      rps=$(timeout 300 redis-benchmark $CLUSTER_FLAG -h 127.0.0.1 -p "$PORT" -t "$t" -n "$N" \
-        -c "$C" -P "$P" -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep -i "requests per second" \
+      # --cluster's own tests write `counter:{tag}:<n>`, which this server reads as
+      # column <n> of row {tag}: 100,000 columns made one by one, each a schema change.
+      # So the cluster setups send rows of their own, `counter:<n>{tag}` (the node's tag:
+      # every key of a connection in one slot, as redis-benchmark does for Redis).
+      test_args=(-t "$t")
+      if [ -n "$CLUSTER_FLAG" ]; then test_args=("${t^^}" 'counter:__rand_int__{tag}'); fi
+      rps=$(timeout 300 redis-benchmark $CLUSTER_FLAG -h 127.0.0.1 -p "$PORT" -n "$N" \
+        -c "$C" -P "$P" -r 100000 -q "${test_args[@]}" 2>/dev/null | tr '\r' '\n' | grep -i "requests per second" \
         | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
       s1=$(sum_ticks "${SERVER_PIDS[@]}"); n1=$(cpu_total "$NATS_PID")
       key="$round $name $t"

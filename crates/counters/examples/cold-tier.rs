@@ -174,10 +174,14 @@ fn fill(e: &Engine, rows: usize, from: usize, to: usize) {
 /// behind. Says so either way, so a run's figures tell which they are.
 fn drop_page_cache() {
     if std::env::var("DROP_CACHES").as_deref() != Ok("1") {
-        println!("page cache kept (the cold files may be read from memory; DROP_CACHES=1 empties it)");
+        println!(
+            "page cache kept (the cold files may be read from memory; DROP_CACHES=1 empties it)"
+        );
         return;
     }
-    let synced = std::process::Command::new("sync").status().is_ok_and(|s| s.success());
+    let synced = std::process::Command::new("sync")
+        .status()
+        .is_ok_and(|s| s.success());
     match std::fs::write("/proc/sys/vm/drop_caches", "3") {
         Ok(()) if synced => println!("page cache emptied: the cold reads below come from the disk"),
         Ok(()) => println!("page cache emptied, but sync failed: dirty pages stayed in memory"),

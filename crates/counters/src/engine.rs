@@ -335,6 +335,19 @@ impl Engine {
         self.inner.log.commit(pending.0)
     }
 
+    /// Makes the writes behind `pending` durable as [`Engine::commit`] does, without
+    /// blocking on a log of record: the batch is written out and handed over, and `done`
+    /// is called with the outcome once it was stored there (on the thread that learns
+    /// it: keep `done` short, e.g. a channel send). Exists for a commit task on an event
+    /// loop, which would otherwise park a thread on every publish. Without a log of
+    /// record it is [`Engine::commit`] on this thread, then `done`.
+    pub fn commit_then(&self, pending: Pending, done: impl FnOnce(Result<()>) + Send + 'static) {
+        if pending.0 == 0 {
+            return done(Ok(()));
+        }
+        self.inner.log.commit_then(pending.0, Box::new(done));
+    }
+
     /// Whether the writes behind `pending` are already as durable as the policy
     /// promises, without waiting (a waiter re-checks this after every group fsync).
     pub fn is_durable(&self, pending: Pending) -> bool {

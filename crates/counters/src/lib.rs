@@ -45,7 +45,7 @@ pub use engine::{Engine, Pending, MAX_TXID_LEN};
 pub use error::{Error, Result};
 pub use key::{Key, OwnedKey, MAX_KEY_LEN};
 pub use log::FsyncPolicy;
-pub use of_record::{Applied, LogOfRecord};
+pub use of_record::{Applied, LogOfRecord, Stored};
 pub use restore::{restore_snapshot, snapshot_lsn, RestoredSnapshot};
 pub use table::Table;
 

@@ -15,18 +15,26 @@
 //! writes out is also handed to it, in lsn order under the segment lock, and a record
 //! counts as durable only once the log of record accepted its batch: group commit then
 //! costs one publish per batch. A refused batch fails the log like a failed fsync.
+//! [`Log::commit_then`] hands a batch over without waiting for it (an event loop's
+//! commit task), [`Log::commit`] waits; both keep the batches in lsn order.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use parking_lot::Mutex;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
 
 use crate::codec::{crc, Put};
 use crate::error::{io_err, Error, Result};
 use crate::record::encode_head;
 use crate::LogOfRecord;
+
+/// Called once with the outcome of a [`Log::commit_then`].
+pub(crate) type Done = Box<dyn FnOnce(Result<()>) + Send>;
 
 /// When the log is flushed to stable storage, as in Redis's `appendfsync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -84,16 +92,173 @@ struct Segment {
     path: PathBuf,
 }
 
+/// How far the records are durable, and whether the log failed: shared with the
+/// callbacks of batches still with the log of record, which move it on when they land.
+struct Progress {
+    /// Every record with a smaller lsn is written (and synced, under `Always`) and, with
+    /// a log of record, stored there.
+    durable: AtomicU64,
+    failed: Mutex<Option<String>>,
+    is_failed: AtomicBool,
+    /// Why the log of record refused a batch, if it did: what a committer whose records
+    /// did not become durable is told.
+    refused: Mutex<Option<String>>,
+    /// Woken when `durable` moves or the log fails (a committer waiting for a batch
+    /// with the log of record).
+    moved: Condvar,
+    moved_lock: Mutex<()>,
+    /// [`Log::commit_then`]s whose record is in a batch still with the log of record.
+    waiters: Mutex<Vec<(u64, Done)>>,
+}
+
+impl Progress {
+    fn new(durable: u64) -> Progress {
+        Progress {
+            durable: AtomicU64::new(durable),
+            failed: Mutex::new(None),
+            is_failed: AtomicBool::new(false),
+            refused: Mutex::new(None),
+            moved: Condvar::new(),
+            moved_lock: Mutex::new(()),
+            waiters: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Marks the log failed and returns the error to report.
+    fn fail(&self, e: &Error) -> Error {
+        let msg = e.to_string();
+        *self.failed.lock() = Some(msg.clone());
+        self.is_failed.store(true, Ordering::Release);
+        self.wake_all();
+        Error::LogFailed(msg)
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.is_failed.load(Ordering::Acquire) {
+            let why = self.failed.lock().clone().unwrap_or_default();
+            return Err(Error::LogFailed(why));
+        }
+        Ok(())
+    }
+
+    /// Every record below `end` is durable.
+    fn advance(&self, end: u64) {
+        self.durable.fetch_max(end, Ordering::AcqRel);
+        self.wake_all();
+    }
+
+    /// What the log of record said of the batch ending at `end`.
+    fn stored(&self, end: u64, outcome: std::result::Result<(), String>) {
+        match outcome {
+            Ok(()) => self.advance(end),
+            Err(why) => {
+                self.refused.lock().get_or_insert_with(|| why.clone());
+                self.fail(&Error::LogOfRecord(why));
+            }
+        }
+    }
+
+    /// The answer for a committer of record `lsn` once `durable` moved or the log
+    /// failed: `Ok`, or the log of record's refusal, or why the log failed.
+    fn answer(&self, lsn: u64) -> Result<()> {
+        if self.durable.load(Ordering::Acquire) > lsn {
+            return Ok(());
+        }
+        match self.refused.lock().clone() {
+            Some(why) => Err(Error::LogOfRecord(why)),
+            None => self.check(),
+        }
+    }
+
+    /// Wakes the blocked committers and calls the waiting callbacks that can be answered.
+    fn wake_all(&self) {
+        drop(self.moved_lock.lock());
+        self.moved.notify_all();
+        let durable = self.durable.load(Ordering::Acquire);
+        let failed = self.is_failed.load(Ordering::Acquire);
+        let ready: Vec<(u64, Done)> = {
+            let mut waiters = self.waiters.lock();
+            if waiters.is_empty() {
+                return;
+            }
+            let (ready, wait) = std::mem::take(&mut *waiters)
+                .into_iter()
+                .partition(|(lsn, _)| failed || durable > *lsn);
+            *waiters = wait;
+            ready
+        };
+        for (lsn, done) in ready {
+            done(self.answer(lsn));
+        }
+    }
+
+    /// Calls `done` once record `lsn` is durable (at once if it is) or the log failed.
+    fn then(&self, lsn: u64, done: Done) {
+        {
+            // Checked under the lock `wake_all` drains under: a batch landing meanwhile
+            // either is seen here or finds this waiter there.
+            let mut waiters = self.waiters.lock();
+            if self.durable.load(Ordering::Acquire) <= lsn
+                && !self.is_failed.load(Ordering::Acquire)
+            {
+                waiters.push((lsn, done));
+                return;
+            }
+        }
+        done(self.answer(lsn));
+    }
+
+    /// Blocks until every record below `end` is durable, or the log failed.
+    fn wait_for(&self, end: u64) -> Result<()> {
+        let mut guard = self.moved_lock.lock();
+        loop {
+            if self.durable.load(Ordering::Acquire) >= end {
+                return Ok(());
+            }
+            if self.is_failed.load(Ordering::Acquire) {
+                return self.answer(end.saturating_sub(1));
+            }
+            // A timeout as well, so a wake-up that raced the check costs at most this.
+            self.moved.wait_for(&mut guard, Duration::from_millis(50));
+        }
+    }
+}
+
+/// A batch handed to the log of record, until it says how it went. Dropped unanswered
+/// (its publisher gone), it counts as refused: nothing waits on it for ever.
+struct Landing {
+    progress: Arc<Progress>,
+    /// The batch holds the records below this lsn.
+    end: u64,
+    answered: bool,
+}
+
+impl Landing {
+    fn land(&mut self, outcome: std::result::Result<(), String>) {
+        if !std::mem::replace(&mut self.answered, true) {
+            self.progress.stored(self.end, outcome);
+        }
+    }
+}
+
+impl Drop for Landing {
+    fn drop(&mut self) {
+        self.land(Err(
+            "the log of record dropped the batch unanswered".to_string()
+        ));
+    }
+}
+
 /// The append log of one engine.
 pub(crate) struct Log {
     dir: PathBuf,
     policy: FsyncPolicy,
     pending: Mutex<Pending>,
     seg: Mutex<Segment>,
-    /// Every record with a smaller lsn is written (and synced, under `Always`).
-    durable: AtomicU64,
-    failed: Mutex<Option<String>>,
-    is_failed: AtomicBool,
+    progress: Arc<Progress>,
+    /// Every record with a smaller lsn was written out and handed to the log of record
+    /// (some may still be on their way there: `progress.durable` is how far they landed).
+    handed: AtomicU64,
     since_rotate: AtomicU64,
     /// Where every written batch must also be accepted before it counts as durable.
     of_record: parking_lot::RwLock<Option<std::sync::Arc<dyn LogOfRecord>>>,
@@ -141,9 +306,8 @@ impl Log {
                 next_lsn,
             }),
             seg: Mutex::new(Segment { file, path }),
-            durable: AtomicU64::new(next_lsn),
-            failed: Mutex::new(None),
-            is_failed: AtomicBool::new(false),
+            progress: Arc::new(Progress::new(next_lsn)),
+            handed: AtomicU64::new(next_lsn),
             since_rotate: AtomicU64::new(0),
             of_record: parking_lot::RwLock::new(None),
             has_of_record: AtomicBool::new(false),
@@ -159,10 +323,11 @@ impl Log {
         sink: Option<std::sync::Arc<dyn LogOfRecord>>,
     ) -> Result<()> {
         let seg = self.seg.lock();
-        self.write_out(&seg, self.policy == FsyncPolicy::Always)?;
+        let end = self.write_out(&seg, self.policy == FsyncPolicy::Always)?;
         self.has_of_record.store(sink.is_some(), Ordering::Release);
         *self.of_record.write() = sink;
-        Ok(())
+        drop(seg);
+        self.progress.wait_for(end)
     }
 
     /// Refuses (or allows again) appends through [`Log::append`].
@@ -214,18 +379,11 @@ impl Log {
     }
 
     fn check(&self) -> Result<()> {
-        if self.is_failed.load(Ordering::Acquire) {
-            let why = self.failed.lock().clone().unwrap_or_default();
-            return Err(Error::LogFailed(why));
-        }
-        Ok(())
+        self.progress.check()
     }
 
     fn fail(&self, e: &Error) -> Error {
-        let msg = e.to_string();
-        *self.failed.lock() = Some(msg.clone());
-        self.is_failed.store(true, Ordering::Release);
-        Error::LogFailed(msg)
+        self.progress.fail(e)
     }
 
     /// Appends one record: `body` writes the op after the common header. Returns its lsn.
@@ -252,7 +410,7 @@ impl Log {
     pub(crate) fn commit(&self, lsn: u64) -> Result<()> {
         match self.acks_wait() {
             true => {
-                if self.durable.load(Ordering::Acquire) > lsn {
+                if self.progress.durable.load(Ordering::Acquire) > lsn {
                     return Ok(());
                 }
                 self.check()?;
@@ -260,11 +418,14 @@ impl Log {
                 // While this writer waited for the segment, the leader before it may have
                 // written and fsynced this record with its batch: then there is nothing
                 // left to do for it (group commit), even if newer records are pending.
-                if self.durable.load(Ordering::Acquire) > lsn {
+                if self.progress.durable.load(Ordering::Acquire) > lsn {
                     return Ok(());
                 }
-                self.write_out(&seg, self.policy == FsyncPolicy::Always)
-                    .map(|_| ())
+                let end = self.write_out(&seg, self.policy == FsyncPolicy::Always)?;
+                // The log of record is waited for without the segment: the thread that
+                // hears back from it may need the segment meanwhile (`commit_then`).
+                drop(seg);
+                self.progress.wait_for(end)
             }
             false => {
                 self.check()?;
@@ -276,10 +437,35 @@ impl Log {
         }
     }
 
+    /// Makes record `lsn` durable as [`Log::commit`] does, but with a log of record
+    /// attached does not wait for it: the batch is written out and handed over, and
+    /// `done` is called once it was stored (from the thread that learns it), or at once
+    /// when there is nothing to wait for or the log failed. Without a log of record it
+    /// is [`Log::commit`] (an fsync under `Always`, on this thread).
+    pub(crate) fn commit_then(&self, lsn: u64, done: Done) {
+        if !self.has_of_record.load(Ordering::Acquire) {
+            return done(self.commit(lsn));
+        }
+        if self.progress.durable.load(Ordering::Acquire) > lsn {
+            return done(Ok(()));
+        }
+        if let Err(e) = self.check() {
+            return done(Err(e));
+        }
+        let seg = self.seg.lock();
+        // Written out and handed over (or already on its way in an earlier batch);
+        // the segment is held only for that, never while the log of record works.
+        if let Err(e) = self.write_out(&seg, self.policy == FsyncPolicy::Always) {
+            return done(Err(e));
+        }
+        drop(seg);
+        self.progress.then(lsn, done);
+    }
+
     /// Whether record `lsn` has been written out (and fsynced, under `Always`).
     pub(crate) fn is_durable(&self, lsn: u64) -> bool {
         if self.acks_wait() {
-            self.durable.load(Ordering::Acquire) > lsn
+            self.progress.durable.load(Ordering::Acquire) > lsn
         } else {
             // The other policies acknowledge once the record is in memory.
             true
@@ -290,14 +476,20 @@ impl Log {
     pub(crate) fn flush(&self, sync: bool) -> Result<()> {
         self.check()?;
         let seg = self.seg.lock();
-        self.write_out(&seg, sync).map(|_| ())
+        let end = self.write_out(&seg, sync)?;
+        drop(seg);
+        self.progress.wait_for(end)
     }
 
+    /// Writes the buffer to the current segment (fsynced if `sync`) and, with a log of
+    /// record, hands it over there, in lsn order (the caller holds the segment). Returns
+    /// the end of what was written: without a log of record it is durable now; with
+    /// one, once [`Progress::wait_for`] says so (after the segment was let go).
     fn write_out(&self, seg: &Segment, sync: bool) -> Result<u64> {
         let (buf, end) = {
             let mut p = self.pending.lock();
             let end = p.next_lsn;
-            if p.buf.is_empty() && (!sync || self.durable.load(Ordering::Acquire) >= end) {
+            if p.buf.is_empty() && (!sync || self.progress.durable.load(Ordering::Acquire) >= end) {
                 return Ok(end);
             }
             (
@@ -316,18 +508,29 @@ impl Log {
             self.last_sync_ms
                 .store(shardkit_ids::now_ms(), Ordering::Relaxed);
         }
-        if !buf.is_empty() && self.has_of_record.load(Ordering::Acquire) {
-            let first = self.durable.load(Ordering::Acquire);
-            let sink = self.of_record.read().clone();
-            if let Some(sink) = sink {
-                if let Err(why) = sink.append(first, end, &buf) {
-                    let refused = Error::LogOfRecord(why);
-                    self.fail(&refused);
-                    return Err(refused);
-                }
+        let first = self.handed.swap(end, Ordering::AcqRel);
+        let sink = match self.has_of_record.load(Ordering::Acquire) {
+            true => self.of_record.read().clone(),
+            false => None,
+        };
+        match sink {
+            Some(sink) if !buf.is_empty() => {
+                let mut landing = Landing {
+                    progress: Arc::clone(&self.progress),
+                    end,
+                    answered: false,
+                };
+                sink.submit(
+                    first,
+                    end,
+                    &buf,
+                    Box::new(move |outcome| landing.land(outcome)),
+                );
             }
+            // Nothing new to hand over: what is on its way lands on its own.
+            Some(_) => {}
+            None => self.progress.advance(end),
         }
-        self.durable.store(end, Ordering::Release);
         Ok(end)
     }
 
@@ -348,6 +551,10 @@ impl Log {
             *seg = Segment { file, path };
         }
         self.since_rotate.store(0, Ordering::Relaxed);
+        // Every record below `end` is in the segments before the new one; the log of
+        // record is waited for once the segment is switched and let go.
+        drop(seg);
+        self.progress.wait_for(end)?;
         Ok(end)
     }
 }

@@ -10,6 +10,10 @@
 //! The task lets every connection already ready go first (`yield_now`), so a round
 //! covers one whole turn of the event loop, and on the one-thread RESP runtime
 //! ([`crate::resp_runtime`]) with the local log it fsyncs in place, as Redis does.
+//! With the JetStream log the commit hands its batch to the publisher and awaits the
+//! ack ([`shardkit_counters::Engine::commit_then`]): no thread is parked per publish,
+//! and a cluster node's groups, each with a task like this on the node's runtime, all
+//! publish before any of them waits.
 
 use crate::counter_access::Counters;
 use shardkit_counters::Pending;
@@ -86,8 +90,9 @@ impl GroupCommit {
         let this = &counters.group_commit;
         // On the one-thread RESP runtime with the local log, the fsync runs right here,
         // between two turns of the event loop, as Redis's does: no handoff to another
-        // thread and back. A JetStream publish waits on the network, and a multi-thread
-        // runtime has other workers to keep busy: those commit on a blocking thread.
+        // thread and back. A JetStream publish waits on the network: the batch is handed
+        // to the publisher and its ack awaited. A multi-thread runtime with the local log
+        // has other workers to keep busy: it fsyncs on a blocking thread.
         let inline = !jetstream
             && tokio::runtime::Handle::current().runtime_flavor()
                 == tokio::runtime::RuntimeFlavor::CurrentThread;
@@ -104,6 +109,17 @@ impl GroupCommit {
                 let target = Pending::at(wanted);
                 let result = if inline {
                     Ok(counters.engine.commit(target))
+                } else if jetstream {
+                    let (stored, landed) = tokio::sync::oneshot::channel();
+                    counters.engine.commit_then(target, move |result| {
+                        let _ = stored.send(result);
+                    });
+                    // A callback dropped unanswered fails like a refused batch.
+                    Ok(landed.await.unwrap_or_else(|_| {
+                        Err(shardkit_counters::Error::LogFailed(
+                            "the log of record dropped the batch".into(),
+                        ))
+                    }))
                 } else {
                     let worker = Arc::clone(&counters);
                     tokio::task::spawn_blocking(move || worker.engine.commit(target)).await

@@ -16,6 +16,7 @@ use crate::counter_store::StoreSpec;
 use crate::replication::{LeaderAddr, Role};
 use async_nats::jetstream::{self, kv, message::PublishMessage, stream};
 use bytes::Bytes;
+use shardkit_counters::Stored;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -351,13 +352,28 @@ struct LeaseCheckedLog {
     fenced: Arc<AtomicBool>,
 }
 
-impl shardkit_counters::LogOfRecord for LeaseCheckedLog {
-    fn append(&self, first_lsn: u64, end_lsn: u64, frames: &[u8]) -> Result<(), String> {
+impl LeaseCheckedLog {
+    /// Refuses (and fences) once the lease may have lapsed.
+    fn check_lease(&self) -> Result<(), String> {
         if Instant::now() >= *self.valid_until.lock() {
             self.fenced.store(true, Ordering::Release);
             return Err("the counters' lease lapsed".into());
         }
+        Ok(())
+    }
+}
+
+impl shardkit_counters::LogOfRecord for LeaseCheckedLog {
+    fn append(&self, first_lsn: u64, end_lsn: u64, frames: &[u8]) -> Result<(), String> {
+        self.check_lease()?;
         self.log.append(first_lsn, end_lsn, frames)
+    }
+
+    fn submit(&self, first_lsn: u64, end_lsn: u64, frames: &[u8], stored: Stored) {
+        match self.check_lease() {
+            Ok(()) => self.log.submit(first_lsn, end_lsn, frames, stored),
+            Err(why) => stored(Err(why)),
+        }
     }
 }
 

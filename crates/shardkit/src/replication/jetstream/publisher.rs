@@ -2,13 +2,15 @@
 //! published to the stream with `Nats-Expected-Last-Sequence`, so a publish from a
 //! writer that is no longer the last one to append is refused by JetStream itself.
 //!
-//! The engine calls [`JetStreamLog::append`] from a blocking thread; the publish runs
-//! on the replication runtime and the caller waits for JetStream's ack.
+//! The publishes run on one task of the replication runtime, one batch after another
+//! in the order they were handed over. The engine calls [`JetStreamLog::append`] from a
+//! thread that may block (it waits for JetStream's ack), or [`JetStreamLog::submit`]
+//! from a commit task on an event loop (it is told of the ack by a callback).
 
 use super::names::{Names, LSN_HEADER};
 use async_nats::jetstream::{self, message::PublishMessage};
 use bytes::Bytes;
-use shardkit_counters::LogOfRecord;
+use shardkit_counters::{LogOfRecord, Stored};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -21,7 +23,7 @@ struct Job {
     first_lsn: u64,
     end_lsn: u64,
     frames: Bytes,
-    done: std::sync::mpsc::SyncSender<Result<(), String>>,
+    done: Stored,
 }
 
 /// The stream as the engine's [`LogOfRecord`].
@@ -49,10 +51,17 @@ impl JetStreamLog {
         runtime.spawn(async move {
             let mut last = last_seq;
             while let Some(job) = queue.recv().await {
+                // The callback is not `Sync`: out of the job before anything is awaited.
+                let Job {
+                    first_lsn,
+                    end_lsn,
+                    frames,
+                    done,
+                } = job;
                 let result = if task_fenced.load(Ordering::Acquire) {
                     Err("this node lost the counters' lease".to_string())
                 } else {
-                    publish(&js, &subject, &job, &mut last).await
+                    publish(&js, &subject, (first_lsn, end_lsn), &frames, &mut last).await
                 };
                 match &result {
                     Ok(()) => on_published(last),
@@ -61,7 +70,7 @@ impl JetStreamLog {
                         tracing::error!(error = %why, "a counter batch was refused by the stream; this node no longer acknowledges writes");
                     }
                 }
-                let _ = job.done.send(result);
+                done(result);
             }
         });
         Self { jobs, fenced }
@@ -73,17 +82,15 @@ impl JetStreamLog {
 async fn publish(
     js: &jetstream::Context,
     subject: &str,
-    job: &Job,
+    (first_lsn, end_lsn): (u64, u64),
+    frames: &Bytes,
     last: &mut u64,
 ) -> Result<(), String> {
-    for chunk in split_frames(&job.frames, MAX_MESSAGE) {
+    for chunk in split_frames(frames, MAX_MESSAGE) {
         let message = PublishMessage::build()
             .payload(chunk)
             .expected_last_sequence(*last)
-            .header(
-                LSN_HEADER,
-                format!("{}-{}", job.first_lsn, job.end_lsn).as_str(),
-            );
+            .header(LSN_HEADER, format!("{first_lsn}-{end_lsn}").as_str());
         let ack = js
             .send_publish(subject.to_string(), message)
             .await
@@ -118,20 +125,33 @@ fn split_frames(frames: &Bytes, max: usize) -> Vec<Bytes> {
 
 impl LogOfRecord for JetStreamLog {
     fn append(&self, first_lsn: u64, end_lsn: u64, frames: &[u8]) -> Result<(), String> {
-        if self.fenced.load(Ordering::Acquire) {
-            return Err("this node lost the counters' lease".into());
-        }
         let (done, wait) = std::sync::mpsc::sync_channel(1);
-        self.jobs
-            .send(Job {
-                first_lsn,
-                end_lsn,
-                frames: Bytes::copy_from_slice(frames),
-                done,
-            })
-            .map_err(|_| "the JetStream publisher stopped".to_string())?;
+        self.submit(
+            first_lsn,
+            end_lsn,
+            frames,
+            Box::new(move |result| {
+                let _ = done.send(result);
+            }),
+        );
         wait.recv()
             .map_err(|_| "the JetStream publisher stopped".to_string())?
+    }
+
+    fn submit(&self, first_lsn: u64, end_lsn: u64, frames: &[u8], stored: Stored) {
+        if self.fenced.load(Ordering::Acquire) {
+            return stored(Err("this node lost the counters' lease".into()));
+        }
+        let job = Job {
+            first_lsn,
+            end_lsn,
+            frames: Bytes::copy_from_slice(frames),
+            done: stored,
+        };
+        // A send fails only once the task is gone; the job (and its callback) comes back.
+        if let Err(refused) = self.jobs.send(job) {
+            (refused.0.done)(Err("the JetStream publisher stopped".to_string()));
+        }
     }
 }
 
