@@ -409,24 +409,12 @@ impl Log {
     /// Makes the record `lsn` as durable as the policy promises before acknowledging it.
     pub(crate) fn commit(&self, lsn: u64) -> Result<()> {
         match self.acks_wait() {
-            true => {
-                if self.progress.durable.load(Ordering::Acquire) > lsn {
-                    return Ok(());
-                }
-                self.check()?;
-                let seg = self.seg.lock();
-                // While this writer waited for the segment, the leader before it may have
-                // written and fsynced this record with its batch: then there is nothing
-                // left to do for it (group commit), even if newer records are pending.
-                if self.progress.durable.load(Ordering::Acquire) > lsn {
-                    return Ok(());
-                }
-                let end = self.write_out(&seg, self.policy == FsyncPolicy::Always)?;
+            true => match self.hand_over(lsn)? {
                 // The log of record is waited for without the segment: the thread that
                 // hears back from it may need the segment meanwhile (`commit_then`).
-                drop(seg);
-                self.progress.wait_for(end)
-            }
+                Some(end) => self.progress.wait_for(end),
+                None => Ok(()),
+            },
             false => {
                 self.check()?;
                 if self.pending.lock().buf.len() >= FLUSH_AT {
@@ -446,20 +434,32 @@ impl Log {
         if !self.has_of_record.load(Ordering::Acquire) {
             return done(self.commit(lsn));
         }
+        match self.hand_over(lsn) {
+            Ok(Some(_)) => self.progress.then(lsn, done),
+            Ok(None) => done(Ok(())),
+            Err(e) => done(Err(e)),
+        }
+    }
+
+    /// What [`Log::commit`] and [`Log::commit_then`] share: unless record `lsn` is
+    /// already durable (`None`), writes out everything appended (fsynced under
+    /// `Always`) and hands it to the log of record, holding the segment only for that,
+    /// and returns the end to wait for (the record may already be on its way in an
+    /// earlier batch).
+    fn hand_over(&self, lsn: u64) -> Result<Option<u64>> {
         if self.progress.durable.load(Ordering::Acquire) > lsn {
-            return done(Ok(()));
+            return Ok(None);
         }
-        if let Err(e) = self.check() {
-            return done(Err(e));
-        }
+        self.check()?;
         let seg = self.seg.lock();
-        // Written out and handed over (or already on its way in an earlier batch);
-        // the segment is held only for that, never while the log of record works.
-        if let Err(e) = self.write_out(&seg, self.policy == FsyncPolicy::Always) {
-            return done(Err(e));
+        // While this writer waited for the segment, the leader before it may have
+        // written and fsynced this record with its batch: then there is nothing
+        // left to do for it (group commit), even if newer records are pending.
+        if self.progress.durable.load(Ordering::Acquire) > lsn {
+            return Ok(None);
         }
-        drop(seg);
-        self.progress.then(lsn, done);
+        self.write_out(&seg, self.policy == FsyncPolicy::Always)
+            .map(Some)
     }
 
     /// Whether record `lsn` has been written out (and fsynced, under `Always`).
