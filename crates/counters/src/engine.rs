@@ -18,6 +18,7 @@ use crate::hash::FastMap;
 use crate::key::Key;
 use crate::log::{FsyncPolicy, Log};
 use crate::record::{encode_set_body, write_key, write_spec};
+use crate::stripe::Located;
 use crate::{evict, logread, recover, replicated, snapshot};
 use crate::{Applied, LogOfRecord};
 use crate::{ColumnOptions, CounterStats, Eviction, Options, RecoveryReport, SnapshotInfo, Stats};
@@ -425,28 +426,65 @@ impl Engine {
         let mut log = self.inner.log.batch()?;
         let ts = now_ms();
         let mut newest = Pending::NONE;
-        for &(key, delta) in items {
-            if let Err(e) = key.validate() {
-                out.push(Err(e));
-                continue;
+        // Numeric rows go in groups, as in `Table::incr_many`: every op of a group is
+        // aimed (its key lines asked for), then located (its value's line asked for),
+        // then applied in order; so the memory waits of a group overlap instead of
+        // following each other. A row on disk, a string key, or a look-up that an
+        // earlier op of the group made stale takes the general path below.
+        let mut looks = [None::<Located>; INCR_GROUP];
+        for group in items.chunks(INCR_GROUP) {
+            for (look, &(key, _)) in looks.iter_mut().zip(group) {
+                *look = match key {
+                    Key::Id(id) => {
+                        let st = &guards[slot[stripe_of(key)]];
+                        if st.is_cold(key) {
+                            None
+                        } else {
+                            st.aim(id, col)
+                        }
+                    }
+                    Key::Name(_) => None,
+                };
             }
-            let st = &mut guards[slot[stripe_of(key)]];
-            if let Err(e) = st.thaw_for(key, &schema) {
-                out.push(Err(e));
-                continue;
+            for (look, &(key, _)) in looks.iter_mut().zip(group) {
+                if let Some(located) = look.as_mut() {
+                    guards[slot[stripe_of(key)]].locate(located, col);
+                }
             }
-            let mut lsn = 0;
-            let result = st.update(key, col, &schema, |cur| {
-                let value = apply_delta(cur, delta, spec)?;
-                lsn = log.append(ts, |b| {
-                    encode_set_body(b, counter, key, col as u16, value, None)
+            for (look, &(key, delta)) in looks.iter_mut().zip(group) {
+                let st = &mut guards[slot[stripe_of(key)]];
+                if let Some(value) = look
+                    .take()
+                    .and_then(|located| st.incr_found(located, col, delta, spec))
+                {
+                    let lsn = log.append(ts, |b| {
+                        encode_set_body(b, counter, key, col as u16, value, None)
+                    });
+                    newest = Pending(lsn);
+                    out.push(Ok(value));
+                    continue;
+                }
+                if let Err(e) = key.validate() {
+                    out.push(Err(e));
+                    continue;
+                }
+                if let Err(e) = st.thaw_for(key, &schema) {
+                    out.push(Err(e));
+                    continue;
+                }
+                let mut lsn = 0;
+                let result = st.update(key, col, &schema, |cur| {
+                    let value = apply_delta(cur, delta, spec)?;
+                    lsn = log.append(ts, |b| {
+                        encode_set_body(b, counter, key, col as u16, value, None)
+                    });
+                    Ok(value)
                 });
-                Ok(value)
-            });
-            if result.is_ok() {
-                newest = Pending(lsn);
+                if result.is_ok() {
+                    newest = Pending(lsn);
+                }
+                out.push(result);
             }
-            out.push(result);
         }
         Ok(newest)
     }
@@ -762,6 +800,9 @@ impl Pending {
 
 /// Items of an [`Engine::incr_batch`] applied under one taking of the locks.
 const BATCH_RUN: usize = 1024;
+/// Ops of an [`Engine::incr_run`] looked up together (see `Table::incr_many`'s `GROUP`
+/// for how 32 was chosen).
+const INCR_GROUP: usize = 32;
 
 fn col_index(schema: &[ColumnSpec], counter: &str, column: &str) -> Result<usize> {
     schema

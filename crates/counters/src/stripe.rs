@@ -237,6 +237,13 @@ impl Stripe {
         Ok(next)
     }
 
+    /// Whether `key`'s row is in a partition on disk (a write brings it back first:
+    /// [`Stripe::thaw_for`]).
+    #[inline]
+    pub(crate) fn is_cold(&self, key: Key<'_>) -> bool {
+        self.cold_of(key).is_some()
+    }
+
     /// The cold partition holding id `id`'s row, if its partition is on disk (ids whose
     /// low 32 bits are all ones never are: they live in the wide partition or `odd`).
     #[inline]

@@ -484,14 +484,39 @@ fn a_cold_tier_written_before_batch_indexes_opens_whole() {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Fill { high: usize },
-    Incr { key: usize, col: usize, delta: i64 },
-    Set { key: usize, col: usize, value: u64 },
-    Delete { key: usize },
-    Get { key: usize, col: usize },
-    AddColumn { default: u64 },
+    Fill {
+        high: usize,
+    },
+    Incr {
+        key: usize,
+        col: usize,
+        delta: i64,
+    },
+    /// One `incr_run` over several keys (pool keys and fresh ones, whose inserts grow
+    /// and promote partitions in the middle of a run's groups).
+    Run {
+        col: usize,
+        items: Vec<(usize, i64)>,
+    },
+    Set {
+        key: usize,
+        col: usize,
+        value: u64,
+    },
+    Delete {
+        key: usize,
+    },
+    Get {
+        key: usize,
+        col: usize,
+    },
+    AddColumn {
+        default: u64,
+    },
     Evict,
-    Reopen { snapshot: bool },
+    Reopen {
+        snapshot: bool,
+    },
 }
 
 fn key_pool() -> Vec<u64> {
@@ -506,11 +531,32 @@ fn key_pool() -> Vec<u64> {
     v
 }
 
+/// Key `k` of a [`Op::Run`]: the pool's below 22, else one of 400 fresh ids in two
+/// highs of their own (200 each: past the 128 rows that promote a group to a dense
+/// partition).
+fn run_key(pool: &[u64], k: usize) -> u64 {
+    match pool.get(k) {
+        Some(&id) => id,
+        None => id(
+            0x0300_0000 + (k as u64 - 22) / 200,
+            (k as u64 - 22) % 200 * 5,
+        ),
+    }
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         2 => (0usize..3).prop_map(|high| Op::Fill { high }),
         8 => (0usize..22, 0usize..4, prop_oneof![-300i64..300, -70_000i64..70_000])
             .prop_map(|(key, col, delta)| Op::Incr { key, col, delta }),
+        3 => (
+            0usize..4,
+            proptest::collection::vec(
+                (prop_oneof![0usize..22, 22usize..422], prop_oneof![-300i64..300, 1i64..3]),
+                1..100
+            )
+        )
+            .prop_map(|(col, items)| Op::Run { col, items }),
         3 => (0usize..22, 0usize..4, prop_oneof![0u64..3, 0u64..100_000])
             .prop_map(|(key, col, value)| Op::Set { key, col, value }),
         2 => (0usize..22).prop_map(|key| Op::Delete { key }),
@@ -584,6 +630,31 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     None => {
                         let refused = matches!(got, Err(Error::Negative { .. }));
                         prop_assert!(refused);
+                    }
+                }
+            }
+            Op::Run { col, items } => {
+                let col = col % m.defaults.len();
+                let ids: Vec<u64> = items.iter().map(|&(k, _)| run_key(&keys, k)).collect();
+                let run: Vec<(Key, i64)> = ids
+                    .iter()
+                    .zip(&items)
+                    .map(|(&k, &(_, d))| (Key::Id(k), d))
+                    .collect();
+                let mut out = Vec::new();
+                let pending = e.incr_run("c", &cname(col), &run, &mut out).unwrap();
+                e.commit(pending).unwrap();
+                prop_assert_eq!(out.len(), run.len());
+                for ((&k, &(_, delta)), got) in ids.iter().zip(&items).zip(out) {
+                    match m.get(k, col).checked_add_signed(delta) {
+                        Some(v) => {
+                            prop_assert_eq!(got.unwrap(), v);
+                            m.put(k, col, v);
+                        }
+                        None => {
+                            let refused = matches!(got, Err(Error::Negative { .. }));
+                            prop_assert!(refused);
+                        }
                     }
                 }
             }
