@@ -374,12 +374,13 @@ fn main() {
             let s = e.stats().counters[0].clone();
             let rss = rss_bytes();
             println!(
-                "opened in {open_s:.1} s: {} rows ({} hot, {} cold); RSS {:.1} MiB ({:.2} B/row of growth), \
+                "opened in {open_s:.1} s: {} rows ({} hot, {} cold); RSS {:.1} MiB, peak {:.1} MiB ({:.2} B/row of growth), \
                  engine count {:.1} MiB ({:.2} B/row), cold blocks {:.2} B per cold row",
                 s.rows,
                 s.hot_rows,
                 s.cold_rows,
                 rss as f64 / 1048576.0,
+                peak_rss_bytes() as f64 / 1048576.0,
                 (rss - rss0) as f64 / s.rows as f64,
                 s.bytes as f64 / 1048576.0,
                 s.bytes as f64 / s.rows as f64,

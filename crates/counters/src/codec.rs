@@ -136,3 +136,82 @@ pub(crate) fn unframe<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], FrameError> {
     }
     Ok(payload)
 }
+
+/// What [`FrameReader::next`] found.
+#[derive(Debug)]
+pub(crate) enum NextFrame {
+    /// A frame whose checksum matched, its payload now in the caller's buffer: where
+    /// the payload starts in the input, and its checksum.
+    Frame { at: u64, crc: u32 },
+    /// The input ends exactly before a frame.
+    End,
+    /// The input ends inside a frame, or the frame is damaged.
+    Bad(FrameError),
+}
+
+/// Reads framed records one at a time from a stream (a file through a buffer), so a
+/// reader of a big log segment or snapshot holds one record, not the file.
+pub(crate) struct FrameReader<R> {
+    input: R,
+    /// Bytes consumed so far (the end of the last good frame once `next` has returned
+    /// one; the caller's starting offset before).
+    pos: u64,
+    /// Total bytes of the input, so an impossible length is known before it is read.
+    len: u64,
+}
+
+impl<R: std::io::Read> FrameReader<R> {
+    /// Frames of `input`, which starts at byte `pos` of something `len` bytes long.
+    pub(crate) fn new(input: R, pos: u64, len: u64) -> Self {
+        FrameReader { input, pos, len }
+    }
+
+    /// Where the next frame starts: the end of the last good one.
+    pub(crate) fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// Reads the next frame's payload into `buf`. `Err` only for an I/O error of the
+    /// input (which says nothing about the bytes).
+    pub(crate) fn next(&mut self, buf: &mut Vec<u8>) -> std::io::Result<NextFrame> {
+        let mut head = [0u8; 8];
+        match read_full(&mut self.input, &mut head)? {
+            0 => return Ok(NextFrame::End),
+            8 => {}
+            _ => return Ok(NextFrame::Bad(FrameError::Torn)),
+        }
+        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let sum = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        if len > MAX_FRAME {
+            return Ok(NextFrame::Bad(FrameError::Length));
+        }
+        if len as u64 > self.len.saturating_sub(self.pos + 8) {
+            return Ok(NextFrame::Bad(FrameError::Torn));
+        }
+        buf.clear();
+        buf.resize(len, 0);
+        if read_full(&mut self.input, buf)? != len {
+            return Ok(NextFrame::Bad(FrameError::Torn));
+        }
+        if crc(buf) != sum {
+            return Ok(NextFrame::Bad(FrameError::Checksum));
+        }
+        let at = self.pos + 8;
+        self.pos = at + len as u64;
+        Ok(NextFrame::Frame { at, crc: sum })
+    }
+}
+
+/// Reads until `buf` is full or the input ends: the bytes read.
+pub(crate) fn read_full(input: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match input.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}

@@ -31,6 +31,7 @@ mod recover;
 mod replicated;
 mod restore;
 mod scramble;
+mod snapread;
 mod snapshot;
 mod stripe;
 mod table;

@@ -6,9 +6,10 @@
 //! to `*.corrupt` (kept for inspection, never read again). Each cut is reported.
 
 use std::fs;
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use crate::codec::{unframe, Reader};
+use crate::codec::{FrameReader, NextFrame};
 use crate::error::{io_err, Result};
 use crate::record::Record;
 use crate::Dropped;
@@ -41,8 +42,10 @@ pub(crate) struct LogScan {
 /// Reads every segment, hands `apply` each good record at or above `from_lsn` (below it
 /// the snapshot covers them) in lsn order as it is read, and repairs the tail as described
 /// in the module doc. Records are applied one at a time, never gathered: a log of 20 M
-/// increments decoded whole took 4x its own size in memory at open. A segment's bytes are
-/// read whole (segments rotate at each snapshot, so they stay near `snapshot_log_bytes`).
+/// increments decoded whole took 4x its own size in memory at open. A segment is read
+/// through a buffer, one record at a time, not whole: a segment grows until the next
+/// snapshot, and at a billion rows one of 0.8 GB, read whole beside the rows it was
+/// replayed into, was most of the open's peak memory.
 pub(crate) fn scan(dir: &Path, from_lsn: u64, mut apply: impl FnMut(Record)) -> Result<LogScan> {
     let segs = list_segments(dir)?;
     let mut dropped = Vec::new();
@@ -68,7 +71,8 @@ pub(crate) fn scan(dir: &Path, from_lsn: u64, mut apply: impl FnMut(Record)) -> 
         if segs.get(idx + 1).is_some_and(|n| n.first_lsn <= from_lsn) {
             continue;
         }
-        let bytes = fs::read(&seg.path).map_err(io_err(&seg.path))?;
+        let file = fs::File::open(&seg.path).map_err(io_err(&seg.path))?;
+        let seg_len = file.metadata().map_err(io_err(&seg.path))?.len();
         if let Some(e) = expect {
             // A gap is harmless when the snapshot covers it; anything else is damage.
             if e > seg.first_lsn || (e < seg.first_lsn && seg.first_lsn > from_lsn) {
@@ -76,7 +80,7 @@ pub(crate) fn scan(dir: &Path, from_lsn: u64, mut apply: impl FnMut(Record)) -> 
                 dropped.push(Dropped {
                     file: seg.path.clone(),
                     offset: 0,
-                    bytes: bytes.len() as u64,
+                    bytes: seg_len,
                     reason: format!(
                         "segment starts at lsn {} but {} was expected",
                         seg.first_lsn, e
@@ -88,16 +92,18 @@ pub(crate) fn scan(dir: &Path, from_lsn: u64, mut apply: impl FnMut(Record)) -> 
             }
         }
         let mut want = seg.first_lsn;
-        let mut r = Reader::new(&bytes);
-        let mut good = 0usize;
+        let mut frames = FrameReader::new(BufReader::with_capacity(1 << 20, file), 0, seg_len);
+        let mut payload = Vec::new();
+        let mut good = 0u64;
         let mut cut: Option<String> = None;
-        while !r.is_empty() {
-            match unframe(&mut r) {
-                Err(e) => {
+        loop {
+            match frames.next(&mut payload).map_err(io_err(&seg.path))? {
+                NextFrame::End => break,
+                NextFrame::Bad(e) => {
                     cut = Some(e.to_string());
                     break;
                 }
-                Ok(payload) => match Record::decode(payload) {
+                NextFrame::Frame { .. } => match Record::decode(&payload) {
                     None => {
                         cut = Some("record does not parse".into());
                         break;
@@ -111,7 +117,7 @@ pub(crate) fn scan(dir: &Path, from_lsn: u64, mut apply: impl FnMut(Record)) -> 
                     }
                     Some(rec) => {
                         want += 1;
-                        good = r.pos();
+                        good = frames.pos();
                         if rec.lsn >= from_lsn {
                             apply(rec);
                         }
@@ -124,13 +130,13 @@ pub(crate) fn scan(dir: &Path, from_lsn: u64, mut apply: impl FnMut(Record)) -> 
                 .write(true)
                 .open(&seg.path)
                 .map_err(io_err(&seg.path))?;
-            f.set_len(good as u64)
+            f.set_len(good)
                 .and_then(|_| f.sync_all())
                 .map_err(io_err(&seg.path))?;
             dropped.push(Dropped {
                 file: seg.path.clone(),
-                offset: good as u64,
-                bytes: (bytes.len() - good) as u64,
+                offset: good,
+                bytes: seg_len - good,
                 reason,
             });
             broken = true;

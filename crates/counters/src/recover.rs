@@ -15,6 +15,7 @@ use crate::hash::FastMap;
 use crate::key::OwnedKey;
 use crate::logread;
 use crate::record::{get_key, read_spec, Op, Record};
+use crate::snapread::{self, Parsed, RowFrame, SnapFrame};
 use crate::snapshot;
 use crate::{Dropped, RecoveryReport};
 
@@ -46,14 +47,17 @@ pub(crate) fn recover(dir: &Path, cutoff_ms: u64, cold: &Arc<ColdShared>) -> Res
     }
 
     // Newest whole snapshot; else the newest readable one, as far as it goes.
-    let mut chosen: Option<(PathBuf, snapshot::Parsed)> = None;
+    let mut chosen: Option<(PathBuf, Parsed)> = None;
     for (_, path) in snapshot::list(dir)? {
-        let bytes = fs::read(&path).map_err(io_err(&path))?;
-        match snapshot::parse(&path, &bytes) {
+        // Streamed: only the small frames stay in memory (the rows are read again one
+        // stripe at a time by `load_rows`).
+        let parsed = snapread::parse_file(&path).map_err(io_err(&path))?;
+        let bytes = || fs::metadata(&path).map_or(0, |m| m.len());
+        match parsed {
             Some(p) if p.stripes != STRIPES => report.dropped.push(Dropped {
                 file: path.clone(),
                 offset: 0,
-                bytes: bytes.len() as u64,
+                bytes: bytes(),
                 reason: format!(
                     "snapshot has {} stripes per counter, this build uses {STRIPES}",
                     p.stripes
@@ -62,7 +66,7 @@ pub(crate) fn recover(dir: &Path, cutoff_ms: u64, cold: &Arc<ColdShared>) -> Res
             None => report.dropped.push(Dropped {
                 file: path.clone(),
                 offset: 0,
-                bytes: bytes.len() as u64,
+                bytes: bytes(),
                 reason: "snapshot header is unreadable; file ignored".into(),
             }),
             Some(p) if p.dropped.is_none() => {
@@ -81,7 +85,14 @@ pub(crate) fn recover(dir: &Path, cutoff_ms: u64, cold: &Arc<ColdShared>) -> Res
     }
     if let Some((path, snap)) = chosen {
         from_lsn = snap.x;
-        load_snapshot(&snap, cutoff_ms, &mut counters, &mut marks, &mut report);
+        load_snapshot(
+            &path,
+            &snap,
+            cutoff_ms,
+            &mut counters,
+            &mut marks,
+            &mut report,
+        )?;
         load_cold(&path, &snap, cold, &counters, &mut report);
         report.snapshot = Some(path);
     }
@@ -99,15 +110,16 @@ pub(crate) fn recover(dir: &Path, cutoff_ms: u64, cold: &Arc<ColdShared>) -> Res
 }
 
 fn load_snapshot(
-    snap: &snapshot::Parsed,
+    path: &Path,
+    snap: &Parsed,
     cutoff_ms: u64,
     counters: &mut FastMap<String, Arc<Counter>>,
     marks: &mut Marks,
     report: &mut RecoveryReport,
-) {
+) -> Result<()> {
     // Pass 1: counters (their frames follow their stripes).
     let mut by_idx: FastMap<u64, Arc<Counter>> = FastMap::default();
-    for f in &snap.frames {
+    for f in snap.kept() {
         let mut r = Reader::new(f);
         if r.u8() != Some(2) {
             continue;
@@ -132,8 +144,28 @@ fn load_snapshot(
         }
     }
     // Pass 2: txids, and which row frames belong to which stripe copy.
-    let mut row_frames: FastMap<(u64, usize), Vec<usize>> = FastMap::default();
-    for (fi, f) in snap.frames.iter().enumerate() {
+    let mut row_frames: FastMap<(u64, usize), Vec<RowFrame>> = FastMap::default();
+    for f in &snap.frames {
+        let f = match f {
+            SnapFrame::Kept(f) => f,
+            SnapFrame::Rows(rows) => {
+                let Some(c) = by_idx.get(&rows.idx) else {
+                    report.orphan_frames += 1;
+                    continue;
+                };
+                if rows.stripe >= STRIPES {
+                    continue;
+                }
+                if let Some(m) = marks.get_mut(&c.name) {
+                    m[rows.stripe] = rows.lsn;
+                }
+                row_frames
+                    .entry((rows.idx, rows.stripe))
+                    .or_default()
+                    .push(*rows);
+                continue;
+            }
+        };
         let mut r = Reader::new(f);
         let kind = r.u8();
         if !matches!(kind, Some(3..=6)) {
@@ -154,10 +186,6 @@ fn load_snapshot(
         if let Some(m) = marks.get_mut(&c.name) {
             m[stripe] = lsn;
         }
-        if kind == Some(3) {
-            row_frames.entry((idx, stripe)).or_default().push(fi);
-            continue;
-        }
         if kind == Some(5) || kind == Some(6) {
             continue; // load_cold, once the counters are known
         }
@@ -175,13 +203,32 @@ fn load_snapshot(
             Some(())
         })();
     }
-    // Pass 3: rows, one stripe copy at a time.
+    // Pass 3: rows, one stripe copy at a time, its frames read from the file again
+    // (so memory holds one stripe's frames, not the snapshot).
+    let file = fs::File::open(path).map_err(io_err(path))?;
     for ((idx, stripe), frames) in row_frames {
         let Some(c) = by_idx.get(&idx) else { continue };
+        let mut payloads = Vec::with_capacity(frames.len());
+        for f in &frames {
+            match snapread::read_rows(&file, f) {
+                Some(p) => payloads.push(p),
+                None => report.dropped.push(Dropped {
+                    file: path.to_path_buf(),
+                    offset: f.offset,
+                    bytes: u64::from(f.len),
+                    reason: format!(
+                        "rows of counter `{}` stripe {stripe} changed or unreadable since the \
+                         snapshot was checked",
+                        c.name
+                    ),
+                }),
+            }
+        }
         let specs = c.schema.read();
         let mut st = c.stripes[stripe].write();
-        load_rows(&snap.frames, &frames, &specs, &mut st, report);
+        load_rows(&payloads, &specs, &mut st, report);
     }
+    Ok(())
 }
 
 /// One cold partition as a snapshot's frame `5` gives it.
@@ -306,13 +353,13 @@ impl Batches {
 /// whole, is reported with the ids it held.
 fn load_cold(
     path: &Path,
-    snap: &snapshot::Parsed,
+    snap: &Parsed,
     cold: &Arc<ColdShared>,
     counters: &FastMap<String, Arc<Counter>>,
     report: &mut RecoveryReport,
 ) {
     let mut by_idx: FastMap<u64, Arc<Counter>> = FastMap::default();
-    for f in &snap.frames {
+    for f in snap.kept() {
         let mut r = Reader::new(f);
         if r.u8() != Some(2) {
             continue;
@@ -336,7 +383,7 @@ fn load_cold(
             ),
         };
     let mut batches = Batches::default();
-    for f in &snap.frames {
+    for f in snap.kept() {
         let mut r = Reader::new(f);
         let kind = r.u8();
         if kind != Some(5) && kind != Some(6) {
@@ -411,7 +458,6 @@ fn load_cold(
 /// partition at every row, a cache miss each, and loading 102 M hot rows took minutes.
 fn load_rows(
     all: &[Vec<u8>],
-    frames: &[usize],
     specs: &[ColumnSpec],
     st: &mut crate::stripe::Stripe,
     report: &mut RecoveryReport,
@@ -419,8 +465,7 @@ fn load_rows(
     // Where each row starts: (partition, frame, offset, columns in that frame); string
     // keys share one group of their own.
     let mut rows: Vec<(u64, u32, u32, u32)> = Vec::new();
-    for &fi in frames {
-        let f = &all[fi];
+    for (fi, f) in all.iter().enumerate() {
         let mut r = Reader::new(f);
         let ok = (|| {
             r.u8()?;

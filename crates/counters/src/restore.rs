@@ -34,7 +34,7 @@ pub struct RestoredSnapshot {
 /// Reads the rotation point X of snapshot `bytes` without checking more than the header
 /// (`None` if it is not a snapshot). Exists so a caller can name a snapshot it holds.
 pub fn snapshot_lsn(bytes: &[u8]) -> Option<u64> {
-    snapshot::parse(Path::new("snapshot"), bytes).map(|p| p.x)
+    crate::snapread::parse(Path::new("snapshot"), bytes).map(|p| p.x)
 }
 
 /// Writes snapshot `bytes` into `dir` (created if missing) as its only snapshot, durably
@@ -48,7 +48,7 @@ pub fn restore_snapshot(dir: &Path, bytes: &[u8]) -> Result<RestoredSnapshot> {
         dir: dir.to_path_buf(),
         reason,
     };
-    let parsed = snapshot::parse(dir, bytes).ok_or_else(|| {
+    let parsed = crate::snapread::parse(dir, bytes).ok_or_else(|| {
         refuse("the bytes are not a counters snapshot (bad magic or header)".into())
     })?;
     if parsed.stripes != STRIPES {

@@ -31,12 +31,11 @@ use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::codec::{frame, unframe, Put, Reader};
+use crate::codec::{frame, Put};
 use crate::column::ColumnSpec;
 use crate::error::{io_err, Result};
 use crate::record::{write_key, write_spec};
 use crate::stripe::Stripe;
-use crate::Dropped;
 
 /// Magic bytes at the start of every snapshot.
 pub(crate) const MAGIC: &[u8; 8] = b"SKCSNAP1";
@@ -261,84 +260,5 @@ impl SnapWriter {
         fs::rename(&self.tmp, &self.path).map_err(io_err(&self.tmp))?;
         crate::log::sync_dir(dir)?;
         Ok(self.path)
-    }
-}
-
-/// A snapshot file read back: its frames' payloads, and whether it is whole.
-pub(crate) struct Parsed {
-    /// The rotation point X from the header.
-    pub x: u64,
-    /// Stripes per counter from the header.
-    pub stripes: usize,
-    /// Good payloads after the header, in file order (end frame excluded).
-    pub frames: Vec<Vec<u8>>,
-    /// Set when the file is not whole: what was cut.
-    pub dropped: Option<Dropped>,
-}
-
-/// Reads and checks a snapshot. `None` when not even the header is usable.
-pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Option<Parsed> {
-    let body = bytes.strip_prefix(MAGIC.as_slice())?;
-    let mut r = Reader::new(body);
-    let head = unframe(&mut r).ok()?;
-    let mut h = Reader::new(head);
-    if h.u8()? != 1 {
-        return None;
-    }
-    let x = h.u64()?;
-    let stripes = usize::try_from(h.var()?).ok()?;
-    let mut frames = Vec::new();
-    let mut good = r.pos();
-    loop {
-        if r.is_empty() {
-            let dropped = Some(Dropped {
-                file: path.to_path_buf(),
-                offset: (MAGIC.len() + good) as u64,
-                bytes: 0,
-                reason: "snapshot ends before its end frame (torn write)".into(),
-            });
-            return Some(Parsed {
-                x,
-                stripes,
-                frames,
-                dropped,
-            });
-        }
-        match unframe(&mut r) {
-            Err(e) => {
-                let dropped = Some(Dropped {
-                    file: path.to_path_buf(),
-                    offset: (MAGIC.len() + good) as u64,
-                    bytes: (body.len() - good) as u64,
-                    reason: format!("snapshot frame damaged: {e}"),
-                });
-                return Some(Parsed {
-                    x,
-                    stripes,
-                    frames,
-                    dropped,
-                });
-            }
-            Ok(p) if p.first() == Some(&9) => {
-                let mut e = Reader::new(&p[1..]);
-                let whole = e.var() == Some(frames.len() as u64 + 1) && r.is_empty();
-                let dropped = (!whole).then(|| Dropped {
-                    file: path.to_path_buf(),
-                    offset: (MAGIC.len() + good) as u64,
-                    bytes: (body.len() - good) as u64,
-                    reason: "snapshot end frame does not match its contents".into(),
-                });
-                return Some(Parsed {
-                    x,
-                    stripes,
-                    frames,
-                    dropped,
-                });
-            }
-            Ok(p) => {
-                frames.push(p.to_vec());
-                good = r.pos();
-            }
-        }
     }
 }
