@@ -1,0 +1,166 @@
+//! The stream's own fence, without the lease check in front of it: a leader that still
+//! believes it leads (its pause fell between its lease check and its publish, or its
+//! clock is wrong) writes after another node took over. JetStream must refuse its batch
+//! (`Nats-Expected-Last-Sequence`), the deposed writer must acknowledge nothing from
+//! then on, and the stream must hold exactly what was acknowledged.
+//!
+//! The server-level fault tests (`replication_jetstream.rs`) pause a leader with
+//! SIGSTOP, but on SIGCONT its renewal notices the lapsed lease before any write
+//! reaches the publisher, so they never reach this fence. Here the real publisher
+//! (`JetStreamLog`) and the real engine run against a private `nats-server -js`, and the
+//! take-over is a second writer's marker, as `election::take_over` publishes it.
+
+#![cfg(feature = "nats")]
+
+mod common;
+
+use async_nats::jetstream::{self, message::PublishMessage, stream};
+use bytes::Bytes;
+use common::nats::Nats;
+use shardkit::replication::jetstream::names::{Names, LSN_HEADER};
+use shardkit::replication::jetstream::publisher::JetStreamLog;
+use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, LogOfRecord, Options};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+fn opts() -> Options {
+    Options {
+        fsync: FsyncPolicy::No,
+        snapshot_log_bytes: None,
+        ..Options::default()
+    }
+}
+
+/// Publishes an empty leader marker expecting `last`: the take-over's fence.
+async fn marker(js: &jetstream::Context, names: &Names, last: u64, lsn: u64) -> u64 {
+    let m = PublishMessage::build()
+        .payload(Bytes::new())
+        .expected_last_sequence(last)
+        .header(LSN_HEADER, format!("{lsn}-{lsn}").as_str());
+    js.send_publish(names.subject.clone(), m)
+        .await
+        .unwrap()
+        .await
+        .unwrap()
+        .sequence
+}
+
+/// Every message of the stream, in order: (sequence, payload).
+async fn messages(stream: &stream::Stream) -> Vec<(u64, Vec<u8>)> {
+    let last = stream.clone().info().await.unwrap().state.last_sequence;
+    let mut out = Vec::new();
+    for seq in 1..=last {
+        let m = stream.get_raw_message(seq).await.unwrap();
+        out.push((seq, m.payload.to_vec()));
+    }
+    out
+}
+
+/// A new engine that applies every batch of the stream, as a follower does.
+fn follower_of(all: &[(u64, Vec<u8>)], dir: &std::path::Path) -> Engine {
+    let f = Engine::open(dir, opts()).unwrap();
+    f.set_read_only(true);
+    for (_, payload) in all.iter().filter(|(_, p)| !p.is_empty()) {
+        f.apply_replicated(payload).unwrap();
+    }
+    f
+}
+
+#[test]
+fn a_deposed_writer_is_refused_by_the_stream_and_acknowledges_nothing_after() {
+    let nats = Nats::start();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let names = Names::new("fence");
+    let (js, stream) = rt.block_on(async {
+        let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
+        let stream = js
+            .get_or_create_stream(stream::Config {
+                name: names.stream.clone(),
+                subjects: vec![names.subject.clone()],
+                storage: stream::StorageType::File,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        (js, stream)
+    });
+
+    // Writer A leads: its marker, then its engine writes through the stream.
+    let a_marker = rt.block_on(marker(&js, &names, 0, 1));
+    let a_fenced = Arc::new(AtomicBool::new(false));
+    let a_log = JetStreamLog::start(
+        rt.handle(),
+        js.clone(),
+        &names,
+        a_marker,
+        Arc::clone(&a_fenced),
+        |_| {},
+    );
+    let a_dir = tempfile::tempdir().unwrap();
+    let a = Engine::open(a_dir.path(), opts()).unwrap();
+    a.set_log_of_record(Some(Arc::new(a_log) as Arc<dyn LogOfRecord>))
+        .unwrap();
+    a.create_counter("weibo").unwrap();
+    a.add_column("weibo", "likes", ColumnOptions::new(32, 64))
+        .unwrap();
+    for i in 1..=5u64 {
+        assert_eq!(a.incr("weibo", Key::Id(7), "likes", 1, None).unwrap(), i);
+    }
+
+    // Writer B takes over: it reads the stream's end and appends its marker there.
+    let (b_marker, a_batches) = rt.block_on(async {
+        let last = stream.clone().info().await.unwrap().state.last_sequence;
+        (
+            marker(&js, &names, last, a.next_lsn()).await,
+            last - a_marker,
+        )
+    });
+    assert!(a_batches >= 3, "A's schema and increments were published");
+
+    // A still thinks it leads: its next write is refused by the stream, not acknowledged.
+    let refused = a.incr("weibo", Key::Id(7), "likes", 1, None);
+    assert!(
+        refused.is_err(),
+        "a deposed writer acknowledged {refused:?}"
+    );
+    assert!(
+        a_fenced.load(Ordering::Acquire),
+        "the publisher fenced itself"
+    );
+    // And nothing after that, even a write to another row.
+    assert!(a.incr("weibo", Key::Id(8), "likes", 1, None).is_err());
+
+    // The stream ends with B's marker: nothing of A's after it.
+    let all = rt.block_on(messages(&stream));
+    assert_eq!(all.last().map(|m| m.0), Some(b_marker));
+    assert!(all.last().unwrap().1.is_empty());
+
+    // A follower of the stream holds exactly the five acknowledged increments.
+    let f_dir = tempfile::tempdir().unwrap();
+    let f = follower_of(&all, f_dir.path());
+    assert_eq!(f.get("weibo", Key::Id(7), "likes").unwrap(), 5);
+    assert_eq!(f.get("weibo", Key::Id(8), "likes").unwrap(), 0);
+
+    // B writes on from there: its batch expects its own marker and lands.
+    let b_log = JetStreamLog::start(
+        rt.handle(),
+        js.clone(),
+        &names,
+        b_marker,
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    );
+    f.set_log_of_record(Some(Arc::new(b_log) as Arc<dyn LogOfRecord>))
+        .unwrap();
+    f.set_read_only(false);
+    assert_eq!(f.incr("weibo", Key::Id(7), "likes", 10, None).unwrap(), 15);
+    let all = rt.block_on(messages(&stream));
+    let g_dir = tempfile::tempdir().unwrap();
+    let g = follower_of(&all, g_dir.path());
+    assert_eq!(g.get("weibo", Key::Id(7), "likes").unwrap(), 15);
+    drop((a, f, g));
+}
