@@ -4,8 +4,9 @@
 //! those not written for `cold_after`, and, while the engine's memory estimate is above
 //! `max_memory`, the least recently written of the rest (down to 90% of it, so a pass
 //! does not run again at once). Per counter, the chosen partitions are copied under their
-//! stripe's lock, written as one cold batch (fsynced, file and directory) with no lock
-//! held, and only then swapped for their cold index; a partition written in between
+//! stripe's lock, a bounded number of bytes of copies at a time, each such group written
+//! as one cold batch (fsynced, file and directory) with no lock held, and only then
+//! swapped for their cold index; a partition written in between
 //! stays in RAM (its copy on disk is garbage, collected later). So a crash at any moment
 //! loses nothing: until the swap the RAM copy (and the log) holds the rows, and a
 //! snapshot names only batches already durable.
@@ -90,49 +91,62 @@ pub(crate) fn pass(
     Ok(out)
 }
 
-/// Evicts partitions `highs[stripe]` of one counter as one batch.
+/// Bytes of row copies ([`Frozen`]: 8 per id and per value) one batch gathers before
+/// it is written out: what an eviction holds in memory beyond the rows themselves.
+/// Without a bound, moving 100 M rows at once (`Engine::evict(ZERO)` at a billion rows)
+/// copied all of them first, 24 bytes a row, for 2.4 GB beside the rows.
+const BATCH_COPY_BYTES: usize = 64 << 20;
+
+/// Evicts partitions `highs[stripe]` of one counter, in batches of at most
+/// [`BATCH_COPY_BYTES`] of copies (a partition is never split), each batch one file.
 fn evict_counter(
     c: &Counter,
     shared: &Arc<ColdShared>,
     highs: &[Vec<u32>],
     out: &mut Eviction,
 ) -> Result<()> {
-    // The schema is held while the rows are copied: a column added before a copy is in
-    // it, and one added after can only hold values written after (which keep the
-    // partition in RAM, see `Stripe::freeze`).
-    let schema = c.schema.read();
-    let specs = schema.clone();
-    if specs.is_empty() {
-        return Ok(());
-    }
-    let mut frozen: Vec<(usize, Frozen)> = Vec::new();
-    for (s, hs) in highs.iter().enumerate() {
-        if hs.is_empty() {
-            continue;
+    let mut todo = highs
+        .iter()
+        .enumerate()
+        .flat_map(|(s, hs)| hs.iter().map(move |&h| (s, h)))
+        .peekable();
+    while todo.peek().is_some() {
+        // The schema is held while the rows are copied: a column added before a copy is
+        // in it, and one added after can only hold values written after (which keep the
+        // partition in RAM, see `Stripe::freeze`). It is let go before the batch is
+        // written, so `add_column` never waits for the disk.
+        let schema = c.schema.read();
+        let specs = schema.clone();
+        if specs.is_empty() {
+            return Ok(());
         }
-        let mut st = c.stripes[s].write();
-        for &h in hs {
-            if let Some(f) = st.copy_for_eviction(h, &specs) {
+        let mut frozen: Vec<(usize, Frozen)> = Vec::new();
+        let mut copied = 0usize;
+        while copied < BATCH_COPY_BYTES {
+            let Some((s, h)) = todo.next() else { break };
+            // One partition per lock hold: writers of the stripe wait for one copy.
+            if let Some(f) = c.stripes[s].write().copy_for_eviction(h, &specs) {
+                copied += f.ids.len() * 8 * (1 + f.columns.len());
                 frozen.push((s, f));
             }
         }
-    }
-    drop(schema);
-    if frozen.is_empty() {
-        return Ok(());
-    }
-    let widths: Vec<u8> = specs.iter().map(|s| s.bits).collect();
-    let (stripes, parts): (Vec<usize>, Vec<Frozen>) = frozen.into_iter().unzip();
-    let cold = write_batch(shared, &c.cold_stats, &parts, &widths)?;
-    for ((s, f), part) in stripes.iter().zip(&parts).zip(cold) {
-        let bytes = part.bytes_disk();
-        let rows = part.rows();
-        if c.stripes[*s].write().freeze(f.high, part, &specs) {
-            out.partitions += 1;
-            out.rows += rows;
-            out.bytes_disk += bytes;
-        } else {
-            out.kept_hot += 1;
+        drop(schema);
+        if frozen.is_empty() {
+            continue;
+        }
+        let widths: Vec<u8> = specs.iter().map(|s| s.bits).collect();
+        let (stripes, parts): (Vec<usize>, Vec<Frozen>) = frozen.into_iter().unzip();
+        let cold = write_batch(shared, &c.cold_stats, &parts, &widths)?;
+        for ((s, f), part) in stripes.iter().zip(&parts).zip(cold) {
+            let bytes = part.bytes_disk();
+            let rows = part.rows();
+            if c.stripes[*s].write().freeze(f.high, part, &specs) {
+                out.partitions += 1;
+                out.rows += rows;
+                out.bytes_disk += bytes;
+            } else {
+                out.kept_hot += 1;
+            }
         }
     }
     Ok(())

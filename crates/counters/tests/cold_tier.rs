@@ -861,3 +861,59 @@ fn writers_racing_evictions_lose_nothing() {
     drop(std::sync::Arc::try_unwrap(e).ok().unwrap());
     check(&Engine::open(dir.path(), opts()).unwrap());
 }
+
+#[test]
+fn a_big_eviction_goes_out_in_several_bounded_batches_and_reads_back_whole() {
+    // 3.2 M rows of two columns: more copies (24 bytes a row) than one batch holds.
+    let dir = tempfile::tempdir().unwrap();
+    let rows = 3_200_000u64;
+    let row = |i: u64| id(0x0100_0000 + i / 50_000, i % 50_000 * 3);
+    {
+        let e = Engine::open(dir.path(), opts()).unwrap();
+        e.create_counter("c").unwrap();
+        e.add_column("c", "a", ColumnOptions::new(8, 64)).unwrap();
+        e.add_column("c", "b", ColumnOptions::new(16, 64)).unwrap();
+        for chunk in (0..rows).collect::<Vec<_>>().chunks(100_000) {
+            let a: Vec<(Key, i64)> = chunk
+                .iter()
+                .map(|&i| (Key::Id(row(i)), (i % 7 + 1) as i64))
+                .collect();
+            let b: Vec<(Key, i64)> = chunk
+                .iter()
+                .map(|&i| (Key::Id(row(i)), (i % 5) as i64 * 1000))
+                .collect();
+            assert_eq!(e.incr_batch("c", "a", &a).unwrap(), 0);
+            assert_eq!(e.incr_batch("c", "b", &b).unwrap(), 0);
+        }
+        let ev = e.evict(Duration::ZERO).unwrap();
+        assert_eq!(ev.rows as u64, rows);
+        assert_eq!(stats(&e).hot_rows, 0);
+        e.snapshot().unwrap();
+    }
+    let batches = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|f| {
+            f.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("cold-")
+        })
+        .count();
+    assert!(batches >= 2, "one batch of {rows} rows: {batches} files");
+    let e = Engine::open(dir.path(), opts()).unwrap();
+    assert!(e.recovery().dropped.is_empty(), "{:?}", e.recovery());
+    assert_eq!((stats(&e).rows, stats(&e).cold_rows), (rows, rows));
+    for i in (0..rows).step_by(997).chain([rows - 1]) {
+        assert_eq!(
+            e.get("c", Key::Id(row(i)), "a").unwrap(),
+            i % 7 + 1,
+            "row {i}"
+        );
+        assert_eq!(
+            e.get("c", Key::Id(row(i)), "b").unwrap(),
+            i % 5 * 1000,
+            "row {i}"
+        );
+    }
+}
