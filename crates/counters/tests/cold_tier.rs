@@ -574,6 +574,28 @@ struct Model {
 }
 
 impl Model {
+    /// Checks what the engine answered to adding `delta` to column `c` of row `id`
+    /// against the model (a new value, or refused below zero), and applies it.
+    fn check_incr(
+        &mut self,
+        id: u64,
+        c: usize,
+        delta: i64,
+        got: Result<u64, Error>,
+    ) -> Result<(), TestCaseError> {
+        match self.get(id, c).checked_add_signed(delta) {
+            Some(v) => {
+                prop_assert_eq!(got.unwrap(), v);
+                self.put(id, c, v);
+            }
+            None => {
+                let refused = matches!(got, Err(Error::Negative { .. }));
+                prop_assert!(refused);
+            }
+        }
+        Ok(())
+    }
+
     fn get(&self, id: u64, c: usize) -> u64 {
         self.rows
             .get(&id)
@@ -620,18 +642,8 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Incr { key, col, delta } => {
                 let col = col % m.defaults.len();
                 let k = keys[key];
-                let cur = m.get(k, col);
                 let got = e.incr("c", Key::Id(k), &cname(col), delta, None);
-                match cur.checked_add_signed(delta) {
-                    Some(v) => {
-                        prop_assert_eq!(got.unwrap(), v);
-                        m.put(k, col, v);
-                    }
-                    None => {
-                        let refused = matches!(got, Err(Error::Negative { .. }));
-                        prop_assert!(refused);
-                    }
-                }
+                m.check_incr(k, col, delta, got)?;
             }
             Op::Run { col, items } => {
                 let col = col % m.defaults.len();
@@ -646,16 +658,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 e.commit(pending).unwrap();
                 prop_assert_eq!(out.len(), run.len());
                 for ((&k, &(_, delta)), got) in ids.iter().zip(&items).zip(out) {
-                    match m.get(k, col).checked_add_signed(delta) {
-                        Some(v) => {
-                            prop_assert_eq!(got.unwrap(), v);
-                            m.put(k, col, v);
-                        }
-                        None => {
-                            let refused = matches!(got, Err(Error::Negative { .. }));
-                            prop_assert!(refused);
-                        }
-                    }
+                    m.check_incr(k, col, delta, got)?;
                 }
             }
             Op::Set { key, col, value } => {
