@@ -151,6 +151,15 @@ fn peak_rss_bytes() -> u64 {
     status_bytes("VmHWM:")
 }
 
+/// A new engine in `dir` with the run's counter `c`: two 16-bit columns `a` and `b`.
+fn new_run(dir: &str, o: Options) -> Engine {
+    let e = Engine::open(dir, o).unwrap();
+    e.create_counter("c").unwrap();
+    e.add_column("c", "a", ColumnOptions::new(16, 64)).unwrap();
+    e.add_column("c", "b", ColumnOptions::new(16, 64)).unwrap();
+    e
+}
+
 /// Writes rows `from..to` of the run, one `incr_batch` per column per chunk.
 fn fill(e: &Engine, rows: usize, from: usize, to: usize) {
     for_each_chunk(rows, |at, ids, a, b| {
@@ -268,10 +277,7 @@ fn main() {
             out.flush().unwrap();
         }
         "fill" if max_memory.is_some() => {
-            let e = Engine::open(dir, opts()).unwrap();
-            e.create_counter("c").unwrap();
-            e.add_column("c", "a", ColumnOptions::new(16, 64)).unwrap();
-            e.add_column("c", "b", ColumnOptions::new(16, 64)).unwrap();
+            let e = new_run(dir, opts());
             let t = Instant::now();
             let step = (rows / 10).max(1);
             let mut at = 0;
@@ -301,10 +307,7 @@ fn main() {
             e.close().unwrap();
         }
         "fill" => {
-            let e = Engine::open(dir, opts()).unwrap();
-            e.create_counter("c").unwrap();
-            e.add_column("c", "a", ColumnOptions::new(16, 64)).unwrap();
-            e.add_column("c", "b", ColumnOptions::new(16, 64)).unwrap();
+            let e = new_run(dir, opts());
             let k = kept(rows);
             let mut rng = Rng(7);
             let rss0 = rss_bytes();
@@ -350,10 +353,7 @@ fn main() {
         "hot" => {
             // Only the increments, over every row of a run held in RAM: what "increments
             // to the newest 1%" of a run a hundred times larger meets, without its fill.
-            let e = Engine::open(dir, opts()).unwrap();
-            e.create_counter("c").unwrap();
-            e.add_column("c", "a", ColumnOptions::new(16, 64)).unwrap();
-            e.add_column("c", "b", ColumnOptions::new(16, 64)).unwrap();
+            let e = new_run(dir, opts());
             fill(&e, rows, 0, rows);
             let all: Vec<u64> = Ids::new().take(rows).collect();
             println!("filled {rows} rows; increments start");

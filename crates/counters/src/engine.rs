@@ -432,11 +432,14 @@ impl Engine {
         // following each other. A row on disk, a string key, or a look-up that an
         // earlier op of the group made stale takes the general path below.
         let mut looks = [None::<Located>; INCR_GROUP];
+        // Each op's stripe guard, worked out once per op for the three passes.
+        let mut at = [0usize; INCR_GROUP];
         for group in items.chunks(INCR_GROUP) {
-            for (look, &(key, _)) in looks.iter_mut().zip(group) {
+            for ((look, g), &(key, _)) in looks.iter_mut().zip(&mut at).zip(group) {
+                *g = slot[stripe_of(key)];
                 *look = match key {
                     Key::Id(id) => {
-                        let st = &guards[slot[stripe_of(key)]];
+                        let st = &guards[*g];
                         if st.is_cold(key) {
                             None
                         } else {
@@ -446,13 +449,13 @@ impl Engine {
                     Key::Name(_) => None,
                 };
             }
-            for (look, &(key, _)) in looks.iter_mut().zip(group) {
+            for (look, &g) in looks.iter_mut().zip(&at).take(group.len()) {
                 if let Some(located) = look.as_mut() {
-                    guards[slot[stripe_of(key)]].locate(located, col);
+                    guards[g].locate(located, col);
                 }
             }
-            for (look, &(key, delta)) in looks.iter_mut().zip(group) {
-                let st = &mut guards[slot[stripe_of(key)]];
+            for ((look, &g), &(key, delta)) in looks.iter_mut().zip(&at).zip(group) {
+                let st = &mut guards[g];
                 if let Some(value) = look
                     .take()
                     .and_then(|located| st.incr_found(located, col, delta, spec))

@@ -97,6 +97,23 @@ fn incr(engine: &Engine, id: u64, by: i64) -> Pending {
         .1
 }
 
+/// A leader whose first write (row 1 by 5) is handed over and held by its sink: the
+/// engine, the sink, the write's position and where its `commit_then` answer comes.
+type OnItsWay = (
+    Arc<Engine>,
+    Arc<Held>,
+    Pending,
+    mpsc::Receiver<Result<(), String>>,
+);
+
+fn one_on_its_way(dir: &std::path::Path) -> OnItsWay {
+    let (engine, sink) = leader(dir);
+    let engine = Arc::new(engine);
+    let pending = incr(&engine, 1, 5);
+    let answer = commit_then(&engine, pending);
+    (engine, sink, pending, answer)
+}
+
 #[test]
 fn a_handed_over_batch_is_acknowledged_when_it_lands_and_in_lsn_order() {
     let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -148,10 +165,7 @@ fn a_handed_over_batch_is_acknowledged_when_it_lands_and_in_lsn_order() {
 #[test]
 fn a_blocking_commit_of_a_record_on_its_way_waits_for_it() {
     let dir = tempfile::tempdir().unwrap();
-    let (engine, sink) = leader(dir.path());
-    let engine = Arc::new(engine);
-    let pending = incr(&engine, 1, 5);
-    let answer = commit_then(&engine, pending);
+    let (engine, sink, pending, answer) = one_on_its_way(dir.path());
     assert_eq!(sink.held(), 1);
     // The record is no longer in the log's buffer: a blocking commit of it has nothing
     // to hand over, and must wait for the batch that carries it.
@@ -175,10 +189,7 @@ fn a_blocking_commit_of_a_record_on_its_way_waits_for_it() {
 #[test]
 fn a_refused_batch_fails_the_log_and_its_waiters() {
     let dir = tempfile::tempdir().unwrap();
-    let (engine, sink) = leader(dir.path());
-    let engine = Arc::new(engine);
-    let pending = incr(&engine, 1, 5);
-    let answer = commit_then(&engine, pending);
+    let (engine, sink, pending, answer) = one_on_its_way(dir.path());
     let blocking = {
         let engine = Arc::clone(&engine);
         std::thread::spawn(move || engine.commit(pending))
@@ -201,9 +212,7 @@ fn a_refused_batch_fails_the_log_and_its_waiters() {
 #[test]
 fn a_batch_dropped_unanswered_counts_as_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let (engine, sink) = leader(dir.path());
-    let pending = incr(&engine, 1, 5);
-    let answer = commit_then(&engine, pending);
+    let (engine, sink, _, answer) = one_on_its_way(dir.path());
     // The publisher went away with the batch: its callback is dropped, never called.
     let unanswered = sink.waiting.lock().remove(0);
     drop(unanswered);
