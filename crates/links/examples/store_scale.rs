@@ -66,15 +66,23 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn dir_bytes(dir: &std::path::Path) -> u64 {
+/// Bytes under `dir`: apparent (file sizes) and allocated (blocks, as `du` counts).
+fn dir_bytes(dir: &std::path::Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
     std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
                 .filter_map(|e| e.metadata().ok().map(|m| (e.path(), m)))
-                .map(|(p, m)| if m.is_dir() { dir_bytes(&p) } else { m.len() })
-                .sum()
+                .map(|(p, m)| {
+                    if m.is_dir() {
+                        dir_bytes(&p)
+                    } else {
+                        (m.len(), m.blocks() * 512)
+                    }
+                })
+                .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
         })
-        .unwrap_or(0)
+        .unwrap_or((0, 0))
 }
 
 /// The purpose-built alternative, reduced to its core: records appended to one file,
@@ -222,7 +230,7 @@ fn main() {
         );
         return;
     }
-    let disk = dir_bytes(&dir);
+    let (disk, allocated) = dir_bytes(&dir);
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let mut rates = Vec::new();
     for pick in ["uniform", "zipf"] {
@@ -243,6 +251,24 @@ fn main() {
         }
         rates.push(LOOKUPS as f64 / t.elapsed().as_secs_f64());
     }
+    // Look-ups by id (the API's) and by URL (`"reuse": true`), uniform, fewer.
+    for by in ["id", "url"] {
+        let Some(s) = &store else {
+            rates.push(0.0);
+            continue;
+        };
+        let t = Instant::now();
+        for _ in 0..LOOKUPS / 10 {
+            let l = link(rng.next() % n, &codec);
+            let found = if by == "id" {
+                s.get(l.id).unwrap().map(|x| x.url)
+            } else {
+                s.find_reusable(&l.url).unwrap().map(|x| x.url)
+            };
+            assert_eq!(found.as_deref(), Some(l.url.as_str()));
+        }
+        rates.push((LOOKUPS / 10) as f64 / t.elapsed().as_secs_f64());
+    }
     if matches!(kind, "compact" | "segments") && std::env::var_os("TABLE_STATS").is_some() {
         drop(store);
         table_stats(&dir.join("links.redb"));
@@ -251,11 +277,14 @@ fn main() {
     let mut out = std::io::stdout();
     writeln!(
         out,
-        "{{\"kind\":\"{kind}\",\"links\":{n},\"load_per_s\":{:.0},\"disk_bytes\":{disk},\"bytes_per_link_beyond_url\":{:.1},\"resolve_uniform_per_s\":{:.0},\"resolve_zipf_per_s\":{:.0},\"rss_mib\":{:.1}}}",
+        "{{\"kind\":\"{kind}\",\"links\":{n},\"load_per_s\":{:.0},\"disk_bytes\":{disk},\"bytes_per_link_beyond_url\":{:.1},\"allocated_per_link_beyond_url\":{:.1},\"resolve_uniform_per_s\":{:.0},\"resolve_zipf_per_s\":{:.0},\"get_by_id_per_s\":{:.0},\"find_by_url_per_s\":{:.0},\"rss_mib\":{:.1}}}",
         n as f64 / load_secs,
         (disk as f64 - url_bytes as f64) / n as f64,
+        (allocated as f64 - url_bytes as f64) / n as f64,
         rates[0],
         rates[1],
+        rates[2],
+        rates[3],
         rss_kib() as f64 / 1024.0
     )
     .unwrap();

@@ -46,12 +46,16 @@ mod model;
 mod offset_index;
 mod record;
 mod redb_store;
+mod run_set;
 mod segment_batch;
 mod segment_convert;
+#[cfg(test)]
+mod segment_fold_tests;
 mod segment_log;
 mod segment_store;
 #[cfg(test)]
 mod segment_store_tests;
+mod sorted_run;
 mod store;
 mod url_rules;
 
@@ -70,6 +74,6 @@ pub use model::{
     MAX_TAGS,
 };
 pub use redb_store::RedbLinkStore;
-pub use segment_store::{segments_dir, SegmentLinkStore};
+pub use segment_store::{segments_dir, FoldStats, SegmentLinkStore, FOLD_LINKS};
 pub use store::{write_one, InsertOutcome, LinkStore, Write, Written};
 pub use url_rules::{normalize_url, OwnOrigin, MAX_URL_LEN};

@@ -6,6 +6,10 @@
 //!
 //! A write that reads a link this batch already wrote (a replace or delete of a link
 //! made in the same group) finds it in the batch: in [`Batch::slots`] and the frames.
+//!
+//! A link id is in redb's `link_ids` until a fold moves it to the id runs
+//! ([`crate::run_set`]); a pair found in a run counts only if the record it points at
+//! still holds that id (runs keep the ids of deleted links).
 
 use crate::compact_store::{backend, is_wide, new_key, url_entry, ALIASES, IDS, TAGS, URLS, WIDE};
 use crate::error::StoreError;
@@ -13,6 +17,7 @@ use crate::locator::Locator;
 use crate::model::Link;
 use crate::offset_index::{is_dense, OffsetIndex};
 use crate::record;
+use crate::run_set::RunSet;
 use crate::segment_log::{self, push_frame, SegmentLog};
 use crate::store::InsertOutcome;
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
@@ -27,6 +32,9 @@ pub(crate) struct Batch<'a> {
     locator: &'a Locator,
     log: &'a SegmentLog,
     index: &'a OffsetIndex,
+    id_runs: &'a RunSet,
+    /// Links stored minus links deleted by this batch.
+    pub(crate) added: i64,
     /// Where the batch's first frame goes.
     pub(crate) start: u64,
     /// The batch's frames, in order.
@@ -44,6 +52,7 @@ impl<'a> Batch<'a> {
         locator: &'a Locator,
         log: &'a SegmentLog,
         index: &'a OffsetIndex,
+        id_runs: &'a RunSet,
         start: u64,
     ) -> Self {
         Self {
@@ -51,6 +60,8 @@ impl<'a> Batch<'a> {
             locator,
             log,
             index,
+            id_runs,
+            added: 0,
             start,
             frames: Vec::new(),
             slots: HashMap::new(),
@@ -84,6 +95,26 @@ impl<'a> Batch<'a> {
             self.log.read(loc)?
         };
         decode_frame(self.locator, key, &frame).map(Some)
+    }
+
+    /// The record key of link `id` in the id runs, as of this batch.
+    fn key_in_runs(&self, id: u64) -> Result<Option<u64>, StoreError> {
+        for key in self.id_runs.get(id)? {
+            if self.read(key)?.is_some_and(|l| l.id == id) {
+                return Ok(Some(key));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The record key of link `id`, as of this batch.
+    fn key_of_id(&self, id: u64) -> Result<Option<u64>, StoreError> {
+        let ids = self.txn.open_table(IDS).map_err(backend)?;
+        if let Some(key) = ids.get(id).map_err(backend)? {
+            return Ok(Some(key.value()));
+        }
+        drop(ids);
+        self.key_in_runs(id)
     }
 
     /// Appends `link`'s record at `key` and points the key at it.
@@ -166,7 +197,8 @@ impl<'a> Batch<'a> {
         let mut tags = txn.open_multimap_table(TAGS).map_err(backend)?;
         accepted.sort_unstable_by_key(|&(_, link)| link.id);
         for &(key, link) in &accepted {
-            if ids.insert(link.id, key).map_err(backend)?.is_some() {
+            let folded = link.id <= self.id_runs.max_a() && self.key_in_runs(link.id)?.is_some();
+            if ids.insert(link.id, key).map_err(backend)?.is_some() || folded {
                 return Err(StoreError::Duplicate(format!("id {}", link.id)));
             }
             for tag in &link.tags {
@@ -179,6 +211,7 @@ impl<'a> Batch<'a> {
             urls.insert(url_entry(&link.url, key), ())
                 .map_err(backend)?;
         }
+        self.added += accepted.len() as i64;
         Ok(outcomes)
     }
 
@@ -186,12 +219,8 @@ impl<'a> Batch<'a> {
     /// come before anything is changed.
     pub(crate) fn replace(&mut self, link: &Link) -> Result<(), StoreError> {
         let txn = self.txn;
-        let key = txn
-            .open_table(IDS)
-            .map_err(backend)?
-            .get(link.id)
-            .map_err(backend)?
-            .map(|k| k.value())
+        let key = self
+            .key_of_id(link.id)?
             .ok_or(StoreError::Missing(link.id))?;
         let old = self.read(key)?.ok_or(StoreError::Missing(link.id))?;
         if old.code != link.code || old.alias != link.alias {
@@ -214,19 +243,20 @@ impl<'a> Batch<'a> {
     /// `delete` in this batch.
     pub(crate) fn delete(&mut self, id: u64) -> Result<Option<Link>, StoreError> {
         let txn = self.txn;
-        let Some(key) = txn
+        let unfolded = txn
             .open_table(IDS)
             .map_err(backend)?
             .remove(id)
             .map_err(backend)?
-            .map(|k| k.value())
-        else {
+            .map(|k| k.value());
+        let Some(key) = unfolded.map_or_else(|| self.key_in_runs(id), |k| Ok(Some(k)))? else {
             return Ok(None);
         };
         let Some(old) = self.read(key)? else {
             return Ok(None);
         };
         self.remove(key)?;
+        self.added -= 1;
         if let Some(alias) = &old.alias {
             txn.open_table(ALIASES)
                 .map_err(backend)?

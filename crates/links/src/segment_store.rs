@@ -3,16 +3,28 @@
 //!
 //! Files, beside each other in the data directory:
 //!
-//! - `links.redb`: `link_ids` (id -> record key), `link_aliases`, `link_urls` (the
-//!   reuse index), `link_tags`, `link_wide_codes` (as in [`crate::CompactLinkStore`],
-//!   whose keys are the same), `link_far` (record key -> location for the rare keys
-//!   past the dense index), and `link_meta`: `format` (3), `locator`, `wide_next`,
-//!   `end` (the segments' committed high-water mark), `indexed` (how far the offset
-//!   index is known durable) and `index_groups` (a bit per group whose slot file the
-//!   store has made: one of them gone from disk makes the open rebuild the whole index
-//!   from the segments instead of trusting what is left).
+//! - `links.redb`: `link_ids` (id -> record key) and `link_urls` (the reuse index) for
+//!   the links made since the last fold (below), `link_aliases`, `link_tags`,
+//!   `link_wide_codes` (as in [`crate::CompactLinkStore`], whose keys are the same),
+//!   `link_far` (record key -> location for the rare keys past the dense index), and
+//!   `link_meta`: `format` (4), `locator`, `wide_next`, `end` (the segments' committed
+//!   high-water mark), `indexed` (how far the offset index is known durable),
+//!   `index_groups` (a bit per group whose slot file the store has made: one of them
+//!   gone from disk makes the open rebuild the whole index from the segments instead
+//!   of trusting what is left), `links` (how many are stored), `id_runs` and
+//!   `url_runs` (the run files that count) and `next_run`.
 //! - `links.segments/seg-NNNNNN`: every version of every record ([`crate::segment_log`]);
-//!   `links.segments/index-gNN`: the dense offset index ([`crate::offset_index`]).
+//!   `links.segments/index-gNN`: the dense offset index ([`crate::offset_index`]);
+//!   `links.segments/ids-NNNNNNNN.run` and `urls-NNNNNNNN.run`: the folded id and reuse
+//!   indexes ([`crate::sorted_run`]).
+//!
+//! Folds: once [`FOLD_LINKS`] links have been made since the last one, the pairs of
+//! `link_ids` and `link_urls` are written out as sorted, packed runs (merged with the
+//! newest runs of similar size, [`crate::run_set`]) and deleted from redb in the commit
+//! that names the new runs. redb keeps ~32 bytes a pair for these two (16 of key and
+//! value in leaves half to two thirds full, plus its file's unallocated tail); a run
+//! keeps 4-12. A pair in a run is checked against the record it points at (runs keep
+//! the pairs of deleted and replaced links).
 //!
 //! A generated code is turned into its record key by inverting the Feistel step
 //! ([`crate::locator`]); its slot gives the record's location; so a redirect is two
@@ -36,6 +48,7 @@ use crate::error::StoreError;
 use crate::locator::Locator;
 use crate::model::Link;
 use crate::offset_index::{is_dense, OffsetIndex};
+use crate::run_set::RunSet;
 use crate::segment_batch::{decode_frame, Batch, FAR};
 use crate::segment_log::{split, SegmentLog, SEGMENT_BYTES};
 use crate::store::{write_one, InsertOutcome, LinkStore, Write, Written};
@@ -43,11 +56,40 @@ use redb::{Database, ReadableTable, ReadableTableMetadata, WriteTransaction};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// The layout version in `link_meta` `format`.
-pub(crate) const FORMAT: u8 = 3;
+/// The layout version in `link_meta` `format`: 4 since ids and URLs are folded into
+/// runs (a store of format 3 is the same without runs, and is read as it is).
+pub(crate) const FORMAT: u8 = 4;
+/// What the URL runs keep of a URL's hash: its top 32 bits. Pairs then differ from
+/// the one before by a few units (1-2 bytes, against 6-7 for the whole hash); a link
+/// whose URL shares the prefix costs one more record read, which checks the URL.
+fn url_prefix(hash: u64) -> u64 {
+    hash >> 32
+}
+
+/// Links made between two folds of `link_ids` and `link_urls` into runs: what redb
+/// holds of those two at most (~32 bytes each, so ~16 MiB).
+pub const FOLD_LINKS: u64 = 1 << 18;
 /// Segment bytes written between two fsyncs of the offset index: the most a start
 /// replays after a crash.
 const CHECKPOINT_BYTES: u64 = 32 << 20;
+
+/// What [`SegmentLinkStore::fold_stats`] answers: for tests, benchmarks and operators
+/// who want to see where the id and reuse indexes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoldStats {
+    /// Id pairs in runs (some may be of deleted links).
+    pub id_pairs: u64,
+    /// URL pairs in runs (some may be of deleted or replaced links).
+    pub url_pairs: u64,
+    /// Bytes of every run file.
+    pub run_bytes: u64,
+    /// Run files, both indexes.
+    pub runs: u64,
+    /// Folds done since the store opened.
+    pub folds: u64,
+    /// Folds that failed since the store opened (their pairs stay in redb).
+    pub fold_errors: u64,
+}
 
 /// Links in segment files, found by code through a dense offset index.
 pub struct SegmentLinkStore {
@@ -55,6 +97,10 @@ pub struct SegmentLinkStore {
     locator: Locator,
     log: SegmentLog,
     index: OffsetIndex,
+    id_runs: RunSet,
+    url_runs: RunSet,
+    /// Links stored, as of the last commit (what `count` answers without the writer's lock).
+    links: std::sync::atomic::AtomicU64,
     writer: Mutex<WriterState>,
     /// Groups whose slot files were missing at open (the index was rebuilt).
     rebuilt: u64,
@@ -71,6 +117,15 @@ struct WriterState {
     failed: Option<String>,
     /// The groups (a bit each) recorded in `index_groups`.
     groups: u64,
+    /// Links stored (`links` in `link_meta`).
+    links: u64,
+    /// Links made since the last fold (or the last fold that failed).
+    unfolded: u64,
+    /// The number of the next run file.
+    next_run: u64,
+    /// Folds done and failed since the store opened.
+    folds: u64,
+    fold_errors: u64,
 }
 
 impl std::fmt::Debug for SegmentLinkStore {
@@ -90,6 +145,22 @@ fn meta_u64(txn: &WriteTransaction, name: &str) -> Result<Option<u64>, StoreErro
     Ok(value
         .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
         .map(u64::from_le_bytes))
+}
+
+fn meta_text(txn: &WriteTransaction, name: &str) -> Result<String, StoreError> {
+    let meta = txn.open_table(META).map_err(backend)?;
+    let value = meta.get(name).map_err(backend)?;
+    Ok(value
+        .map(|v| String::from_utf8_lossy(v.value()).into_owned())
+        .unwrap_or_default())
+}
+
+fn set_meta_text(txn: &WriteTransaction, name: &str, value: &str) -> Result<(), StoreError> {
+    txn.open_table(META)
+        .map_err(backend)?
+        .insert(name, value.as_bytes())
+        .map_err(backend)?;
+    Ok(())
 }
 
 fn set_meta_u64(txn: &WriteTransaction, name: &str, value: u64) -> Result<(), StoreError> {
@@ -135,7 +206,7 @@ impl SegmentLinkStore {
                     .map_err(backend)?;
                 locator
             }
-            Some([2]) | Some([FORMAT]) => {
+            Some([2]) | Some([3]) | Some([FORMAT]) => {
                 let meta = txn.open_table(META).map_err(backend)?;
                 let saved = meta.get("locator").map_err(backend)?;
                 saved
@@ -166,7 +237,7 @@ impl SegmentLinkStore {
         let groups;
         let mut rebuilt = 0u64;
         let (log, index, end) = match (format.as_deref(), end) {
-            (Some([FORMAT]), Some(end)) => {
+            (Some([3] | [FORMAT]), Some(end)) => {
                 let log = SegmentLog::open(&dir, Some(end))?;
                 let index = OffsetIndex::open(&dir);
                 let mut indexed = meta_u64(&txn, "indexed")?.unwrap_or(end);
@@ -187,7 +258,7 @@ impl SegmentLinkStore {
                 set_meta_u64(&txn, "index_groups", groups)?;
                 (log, index, end)
             }
-            (Some([FORMAT]), None) => {
+            (Some([3] | [FORMAT]), None) => {
                 return Err(StoreError::Backend(format!(
                     "{} has no committed segment end (link_meta end): the file is damaged; \
                      restore the data directory from a backup",
@@ -205,10 +276,6 @@ impl SegmentLinkStore {
                     &index,
                     log.fresh_end(),
                 )?;
-                txn.open_table(META)
-                    .map_err(backend)?
-                    .insert("format", [FORMAT].as_slice())
-                    .map_err(backend)?;
                 set_meta_u64(&txn, "end", end)?;
                 set_meta_u64(&txn, "indexed", end)?;
                 groups = index.present();
@@ -216,17 +283,43 @@ impl SegmentLinkStore {
                 (log, index, end)
             }
         };
+        let unfolded = txn
+            .open_table(IDS)
+            .map_err(backend)?
+            .len()
+            .map_err(backend)?;
+        // A store from before folds counts its links in `link_ids`, which holds them all.
+        let links = match meta_u64(&txn, "links")? {
+            Some(n) => n,
+            None => unfolded,
+        };
+        set_meta_u64(&txn, "links", links)?;
+        let next_run = meta_u64(&txn, "next_run")?.unwrap_or(1);
+        let id_runs = RunSet::open(&dir, "ids", &meta_text(&txn, "id_runs")?)?;
+        let url_runs = RunSet::open(&dir, "urls", &meta_text(&txn, "url_runs")?)?;
+        txn.open_table(META)
+            .map_err(backend)?
+            .insert("format", [FORMAT].as_slice())
+            .map_err(backend)?;
         txn.commit().map_err(backend)?;
         Ok(Self {
             db,
             locator,
             log,
             index,
+            id_runs,
+            url_runs,
+            links: std::sync::atomic::AtomicU64::new(links),
             writer: Mutex::new(WriterState {
                 end,
                 unsynced: 0,
                 failed: None,
                 groups,
+                links,
+                unfolded,
+                next_run,
+                folds: 0,
+                fold_errors: 0,
             }),
             rebuilt,
         })
@@ -269,7 +362,14 @@ impl SegmentLinkStore {
             self.index.sync()?;
         }
         let txn = self.db.begin_write().map_err(backend)?;
-        let mut batch = Batch::new(&txn, &self.locator, &self.log, &self.index, w.end);
+        let mut batch = Batch::new(
+            &txn,
+            &self.locator,
+            &self.log,
+            &self.index,
+            &self.id_runs,
+            w.end,
+        );
         let mut results = Vec::with_capacity(writes.len());
         for write in writes {
             results.push(match write {
@@ -286,8 +386,13 @@ impl SegmentLinkStore {
             start,
             frames,
             dense,
+            added,
             ..
         } = batch;
+        let links = w.links.saturating_add_signed(added);
+        if added != 0 {
+            set_meta_u64(&txn, "links", links)?;
+        }
         let end = start + frames.len() as u64;
         let groups = dense
             .iter()
@@ -313,6 +418,10 @@ impl SegmentLinkStore {
         }
         w.end = end;
         w.groups = groups;
+        w.links = links;
+        self.links
+            .store(links, std::sync::atomic::Ordering::Release);
+        w.unfolded += added.max(0) as u64;
         if checkpoint {
             w.unsynced = 0;
         }
@@ -324,7 +433,127 @@ impl SegmentLinkStore {
                  restart the server to rebuild it"
             )));
         }
+        if w.unfolded >= FOLD_LINKS {
+            // The links are stored either way; a fold that fails is tried again after
+            // as many more, while redb keeps holding their pairs.
+            match self.fold(&mut w) {
+                Ok(()) => w.folds += 1,
+                Err(_) => w.fold_errors += 1,
+            }
+            w.unfolded = 0;
+        }
         Ok(results)
+    }
+
+    /// Moves every pair of `link_ids` and `link_urls` into runs (see the module doc).
+    fn fold(&self, w: &mut WriterState) -> Result<(), StoreError> {
+        let (ids, urls) = {
+            let txn = self.db.begin_read().map_err(backend)?;
+            let mut ids = Vec::new();
+            for pair in txn
+                .open_table(IDS)
+                .map_err(backend)?
+                .iter()
+                .map_err(backend)?
+            {
+                let (id, key) = pair.map_err(backend)?;
+                ids.push((id.value(), key.value()));
+            }
+            let mut urls = Vec::new();
+            for entry in txn
+                .open_table(URLS)
+                .map_err(backend)?
+                .iter()
+                .map_err(backend)?
+            {
+                let entry = entry.map_err(backend)?.0.value();
+                urls.push((url_prefix((entry >> 64) as u64), entry as u64));
+            }
+            // Cut to their prefixes, the URL pairs are no longer in order.
+            urls.sort_unstable();
+            urls.dedup();
+            (ids, urls)
+        };
+        let number = w.next_run;
+        let id_fold = self.id_runs.fold(number, &ids)?;
+        let url_fold = match self.url_runs.fold(number, &urls) {
+            Ok(f) => f,
+            Err(e) => {
+                self.id_runs.abandon(id_fold);
+                return Err(e);
+            }
+        };
+        let recorded = (|| {
+            let txn = self.db.begin_write().map_err(backend)?;
+            txn.delete_table(IDS).map_err(backend)?;
+            txn.delete_table(URLS).map_err(backend)?;
+            txn.open_table(IDS).map_err(backend)?;
+            txn.open_table(URLS).map_err(backend)?;
+            set_meta_text(&txn, "id_runs", &id_fold.names)?;
+            set_meta_text(&txn, "url_runs", &url_fold.names)?;
+            set_meta_u64(&txn, "next_run", number + 1)?;
+            txn.commit().map_err(backend)
+        })();
+        match recorded {
+            Ok(()) => {
+                w.next_run = number + 1;
+                self.id_runs.finish(id_fold);
+                self.url_runs.finish(url_fold);
+                Ok(())
+            }
+            Err(e) => {
+                self.id_runs.abandon(id_fold);
+                self.url_runs.abandon(url_fold);
+                Err(e)
+            }
+        }
+    }
+
+    /// Moves what redb holds of the id and reuse indexes into runs now (a fold
+    /// otherwise runs every [`FOLD_LINKS`] links made): for a bulk load that has
+    /// ended, or a test.
+    pub fn fold_now(&self) -> Result<(), StoreError> {
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        self.fold(&mut w)?;
+        w.folds += 1;
+        w.unfolded = 0;
+        Ok(())
+    }
+
+    /// What the folded indexes hold now, and the folds since the store opened.
+    pub fn fold_stats(&self) -> FoldStats {
+        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let (id_pairs, id_bytes, id_runs) = self.id_runs.totals();
+        let (url_pairs, url_bytes, url_runs) = self.url_runs.totals();
+        FoldStats {
+            id_pairs,
+            url_pairs,
+            run_bytes: id_bytes + url_bytes,
+            runs: id_runs + url_runs,
+            folds: w.folds,
+            fold_errors: w.fold_errors,
+        }
+    }
+
+    /// The link with id `id`, from `link_ids` or the id runs (a run's pair checked
+    /// against the record). `txn` is begun before the runs are looked at, so a fold
+    /// finishing meanwhile is seen on one side or the other.
+    fn link_of_id(&self, txn: &redb::ReadTransaction, id: u64) -> Result<Option<Link>, StoreError> {
+        let key = txn
+            .open_table(IDS)
+            .map_err(backend)?
+            .get(id)
+            .map_err(backend)?
+            .map(|k| k.value());
+        if let Some(key) = key {
+            return self.read(Some(txn), key);
+        }
+        for key in self.id_runs.get(id)? {
+            if let Some(link) = self.read(Some(txn), key)?.filter(|l| l.id == id) {
+                return Ok(Some(link));
+            }
+        }
+        Ok(None)
     }
 
     /// Where the record with `key` is, through the index or `link_far`.
@@ -433,16 +662,7 @@ impl LinkStore for SegmentLinkStore {
 
     fn get(&self, id: u64) -> Result<Option<Link>, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
-        let key = txn
-            .open_table(IDS)
-            .map_err(backend)?
-            .get(id)
-            .map_err(backend)?
-            .map(|k| k.value());
-        match key {
-            Some(key) => self.read(Some(&txn), key),
-            None => Ok(None),
-        }
+        self.link_of_id(&txn, id)
     }
 
     fn resolve(&self, path: &str) -> Result<Option<Link>, StoreError> {
@@ -466,13 +686,18 @@ impl LinkStore for SegmentLinkStore {
     fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
         let urls = txn.open_table(URLS).map_err(backend)?;
-        let low = u128::from(shardkit_ring::hash_bytes(url.as_bytes())) << 64;
-        let mut best: Option<Link> = None;
+        let hash = shardkit_ring::hash_bytes(url.as_bytes());
+        let low = u128::from(hash) << 64;
+        let mut keys = Vec::new();
         for entry in urls
             .range(low..=low | u128::from(u64::MAX))
             .map_err(backend)?
         {
-            let key = entry.map_err(backend)?.0.value() as u64;
+            keys.push(entry.map_err(backend)?.0.value() as u64);
+        }
+        keys.extend(self.url_runs.get(url_prefix(hash))?);
+        let mut best: Option<Link> = None;
+        for key in keys {
             if let Some(link) = self.read(Some(&txn), key)? {
                 if link.url == url
                     && link.reusable()
@@ -512,12 +737,68 @@ impl LinkStore for SegmentLinkStore {
         after: Option<u64>,
         limit: usize,
     ) -> Result<Vec<Link>, StoreError> {
+        let start = match after {
+            Some(u64::MAX) => return Ok(Vec::new()),
+            Some(a) => a + 1,
+            None => 0,
+        };
         let txn = self.db.begin_read().map_err(backend)?;
-        crate::compact_store::list_keys(&txn, tag, after, limit, |key| self.read(Some(&txn), key))
+        let mut out = Vec::with_capacity(limit.min(1024));
+        if let Some(tag) = tag {
+            let tags = txn.open_multimap_table(TAGS).map_err(backend)?;
+            for id in tags.get(tag.as_bytes()).map_err(backend)? {
+                if out.len() >= limit {
+                    break;
+                }
+                let id = id.map_err(backend)?.value();
+                if id >= start {
+                    out.extend(self.link_of_id(&txn, id)?);
+                }
+            }
+            return Ok(out);
+        }
+        // `link_ids` and the runs merged in id order; `link_ids` is exact, a run's pair
+        // counts if its record still holds that id. An id is listed once.
+        let ids = txn.open_table(IDS).map_err(backend)?;
+        let mut unfolded = ids.range(start..).map_err(backend)?;
+        let mut next_unfolded = || -> Result<Option<(u64, u64)>, StoreError> {
+            unfolded
+                .next()
+                .transpose()
+                .map_err(backend)
+                .map(|p| p.map(|(id, key)| (id.value(), key.value())))
+        };
+        let mut runs = self.id_runs.cursor(start);
+        let (mut mine, mut folded) = (next_unfolded()?, runs.next_pair()?);
+        let mut listed = None;
+        while out.len() < limit {
+            let (id, key, exact) = match (mine, folded) {
+                (None, None) => break,
+                (Some(m), Some(f)) if f.0 < m.0 => {
+                    folded = runs.next_pair()?;
+                    (f.0, f.1, false)
+                }
+                (Some(m), _) => {
+                    mine = next_unfolded()?;
+                    (m.0, m.1, true)
+                }
+                (None, Some(f)) => {
+                    folded = runs.next_pair()?;
+                    (f.0, f.1, false)
+                }
+            };
+            if listed == Some(id) {
+                continue;
+            }
+            if let Some(link) = self.read(Some(&txn), key)?.filter(|l| exact || l.id == id) {
+                out.push(link);
+                listed = Some(id);
+            }
+        }
+        Ok(out)
     }
 
     fn count(&self) -> Result<u64, StoreError> {
-        let txn = self.db.begin_read().map_err(backend)?;
-        txn.open_table(IDS).map_err(backend)?.len().map_err(backend)
+        Ok(self.links.load(std::sync::atomic::Ordering::Acquire))
     }
 }

@@ -8,13 +8,13 @@ use crate::error::StoreError;
 use crate::segment_store::segments_dir;
 use crate::{Codec, CompactLinkStore, Feistel, Link, LinkStore, RedbLinkStore, SegmentLinkStore};
 
-fn codec() -> Codec {
+pub(crate) fn codec() -> Codec {
     Codec::scrambled(Feistel::new([5; 16]))
 }
 
 /// 300 minted links, one aliased and tagged, one with a wide code (the record keeps
 /// it) and one far past the dense index (its slot is in redb).
-fn links() -> Vec<Link> {
+pub(crate) fn links() -> Vec<Link> {
     let mut links: Vec<Link> = (0..300u64)
         .map(|i| {
             let code = codec().encode((i % 62) as u8, i / 62).unwrap();
@@ -40,7 +40,7 @@ fn links() -> Vec<Link> {
 
 /// Replaces link 10 and 301 (the far one), deletes 20 and 300 (the wide one); answers
 /// what the store must then hold.
-fn change(store: &SegmentLinkStore, mut links: Vec<Link>) -> Vec<Link> {
+pub(crate) fn change(store: &SegmentLinkStore, mut links: Vec<Link>) -> Vec<Link> {
     for i in [10, 301] {
         links[i].url = format!("https://changed.example/{i}");
         links[i].tags = vec!["changed".into()];
@@ -53,7 +53,7 @@ fn change(store: &SegmentLinkStore, mut links: Vec<Link>) -> Vec<Link> {
     links
 }
 
-fn check(store: &SegmentLinkStore, links: &[Link]) {
+pub(crate) fn check(store: &SegmentLinkStore, links: &[Link]) {
     assert_eq!(store.count().unwrap(), links.len() as u64);
     for link in links {
         assert_eq!(store.resolve(link.path()).unwrap().as_ref(), Some(link));
@@ -230,7 +230,7 @@ fn both_older_formats_are_converted_on_open() {
         drop(store);
         // The previous store does not misread the new layout.
         let err = CompactLinkStore::open(&path, codec(), 1 << 20).unwrap_err();
-        assert!(err.to_string().contains("format [3]"), "{err}");
+        assert!(err.to_string().contains("format [4]"), "{err}");
     }
 }
 
