@@ -15,6 +15,10 @@
 #   bash bench/links-scale.sh                       # SIZES "10000 1000000", D=10s
 #   STORES="redb redb-compact redb-json" bash bench/links-scale.sh 10000   # any stores
 #   bash bench/links-scale.sh 10000 1000000 10000000 100000000   # the issue's sizes
+#   BASE_BIN=/path/to/older/shardkit STORES="redb redb-base" bash bench/links-scale.sh 10000 1000000
+#     # store `redb-base`: the embedded store of another build (an A/B of two builds)
+# Disk: apparent (file sizes, `du -sb`) and allocated (`du -sB1`; redb's file has an
+# unallocated tail) bytes of links.redb + links.segments/, per link beyond the URL's bytes.
 # (wrk's scripts keep the codes in one fixed-width string per Lua state: 0.8 GB at 100 M,
 # wrk 4.2 GB resident with its three states, measured; a table of codes was ~6 GB a state)
 set -euo pipefail
@@ -22,12 +26,13 @@ cd "$(dirname "$0")/.."
 SIZES=${*:-10000 1000000}
 D=${D:-10s}
 STORES=${STORES:-redb redb-compact}
-REF=${REF:-redb-compact}   # the store the ratios are against
+REF=${REF:-$( [ -n "${BASE_BIN:-}" ] && echo redb-base || echo redb-compact)}   # the store the ratios are against
 . bench/common.sh
 need wrk "apt-get install -y wrk"
 TARGET=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p shardkit --bin shardkit
 cp "$TARGET/release/shardkit" "$WORK/"
+if [ -n "${BASE_BIN:-}" ]; then cp "$BASE_BIN" "$WORK/shardkit-base"; fi
 
 # zipf_codes_lua CODES LUA: like random_codes_lua, with rank r drawn as floor((n+1)^u)
 # (Zipf with s = 1, continuous inverse CDF) and scattered by a multiplier.
@@ -53,15 +58,18 @@ non = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
 print(f"{rps:.0f} {p99} {int(non.group(1)) if non else 0}")'; }
 
 port=18110
-printf 'links\tstore\tload_per_s\tuniform_rps\tuniform_p99\tuniform_errors\tzipf_rps\tzipf_p99\tzipf_errors\trss_mib\tdisk_bytes\tbytes_per_link_beyond_url\n' > "$WORK/results.tsv"
+printf 'links\tstore\tload_per_s\tuniform_rps\tuniform_p99\tuniform_errors\tzipf_rps\tzipf_p99\tzipf_errors\trss_mib\tdisk_bytes\tbytes_per_link_beyond_url\talloc_per_link_beyond_url\n' > "$WORK/results.tsv"
 for n in $SIZES; do
   links_jsonl "$n" "$WORK/links.jsonl"
   url_bytes=$(python3 -c 'import json,sys; print(sum(len(json.loads(l)["url"]) for l in open(sys.argv[1])))' "$WORK/links.jsonl")
   for store in $STORES; do
     port=$((port + 2))
     rm -rf "$WORK/data"
-    printf '[links]\ncreate_per_second = 0\nstore = "%s"\n' "$store" > "$WORK/shardkit.toml"
-    SHARDKIT_LOG=warn "$WORK/shardkit" serve --config "$WORK/shardkit.toml" --data "$WORK/data" --http 127.0.0.1:$port --resp 127.0.0.1:$((port + 1)) 2>/dev/null & PIDS+=($!)
+    bin="$WORK/shardkit"
+    kind=$store
+    if [ "$store" = redb-base ]; then bin="$WORK/shardkit-base"; kind=redb; fi
+    printf '[links]\ncreate_per_second = 0\nstore = "%s"\n' "$kind" > "$WORK/shardkit.toml"
+    SHARDKIT_LOG=warn "$bin" serve --config "$WORK/shardkit.toml" --data "$WORK/data" --http 127.0.0.1:$port --resp 127.0.0.1:$((port + 1)) 2>/dev/null & PIDS+=($!)
     server=$!
     wait_port $port
     start=$(date +%s.%N)
@@ -74,11 +82,12 @@ for n in $SIZES; do
     read -r z_rps z_p99 z_err < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/zipf.lua" http://127.0.0.1:$port | figures)
     rss=$(rss_mib "$server")
     disk=$( (du -sb "$WORK/data/links.redb" "$WORK/data/links.segments" 2>/dev/null || true) | awk '{s += $1} END {print s}')
-    python3 - "$n" "$store" "$start" "$end" "$u_rps" "$u_p99" "$u_err" "$z_rps" "$z_p99" "$z_err" "$rss" "$disk" "$url_bytes" >> "$WORK/results.tsv" <<'PY'
+    alloc=$( (du -sB1 "$WORK/data/links.redb" "$WORK/data/links.segments" 2>/dev/null || true) | awk '{s += $1} END {print s}')
+    python3 - "$n" "$store" "$start" "$end" "$u_rps" "$u_p99" "$u_err" "$z_rps" "$z_p99" "$z_err" "$rss" "$disk" "$url_bytes" "$alloc" >> "$WORK/results.tsv" <<'PY'
 import sys
-n, store, start, end, ur, up, ue, zr, zp, ze, rss, disk, url = sys.argv[1:]
+n, store, start, end, ur, up, ue, zr, zp, ze, rss, disk, url, alloc = sys.argv[1:]
 n = int(n)
-print("\t".join(map(str, [n, store, round(n / (float(end) - float(start))), ur, up, ue, zr, zp, ze, rss, disk, round((int(disk) - int(url)) / n, 1)])))
+print("\t".join(map(str, [n, store, round(n / (float(end) - float(start))), ur, up, ue, zr, zp, ze, rss, disk, round((int(disk) - int(url)) / n, 1), round((int(alloc) - int(url)) / n, 1)])))
 PY
     kill "$server"; wait "$server" 2>/dev/null || true
   done
@@ -87,9 +96,9 @@ python3 - "$WORK/results.tsv" "$REF" <<'PY'
 import csv, sys
 ref = sys.argv[2]
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-print(f"{'links':>11} {'store':<10} {'load/s':>8} {'uniform/s':>10} {'p99':>8} {'zipf/s':>8} {'p99':>8} {'RSS MiB':>8} {'disk B/link-url':>16} {'err':>4}")
+print(f"{'links':>11} {'store':<10} {'load/s':>8} {'uniform/s':>10} {'p99':>8} {'zipf/s':>8} {'p99':>8} {'RSS MiB':>8} {'disk B/link-url':>16} {'allocated':>10} {'err':>4}")
 for r in rows:
-    print(f"{int(r['links']):>11,} {r['store']:<10} {int(r['load_per_s']):>8,} {int(r['uniform_rps']):>10,} {r['uniform_p99']:>8} {int(r['zipf_rps']):>8,} {r['zipf_p99']:>8} {r['rss_mib']:>8} {r['bytes_per_link_beyond_url']:>16} {int(r['uniform_errors']) + int(r['zipf_errors']):>4}")
+    print(f"{int(r['links']):>11,} {r['store']:<10} {int(r['load_per_s']):>8,} {int(r['uniform_rps']):>10,} {r['uniform_p99']:>8} {int(r['zipf_rps']):>8,} {r['zipf_p99']:>8} {r['rss_mib']:>8} {r['bytes_per_link_beyond_url']:>16} {r['alloc_per_link_beyond_url']:>10} {int(r['uniform_errors']) + int(r['zipf_errors']):>4}")
 by = {(r["links"], r["store"]): r for r in rows}
 base = rows[0]["links"] if rows else None
 for r in rows:

@@ -13,8 +13,9 @@
 //! - [`Link`]: the stored record; [`LinkStore`]: storage behind a trait;
 //!   [`SegmentLinkStore`]: the embedded implementation (a code is located by
 //!   inverting its permutation, then read through a dense offset index from
-//!   append-only segment files of packed records; redb for ids, aliases, tags and
-//!   reuse; memory is a set page cache); [`CompactLinkStore`] (records in redb) and
+//!   append-only segment files of packed records; ids and the reuse index folded
+//!   from redb into packed sorted runs every [`FOLD_LINKS`] links; redb for aliases,
+//!   tags and what is not folded yet; memory is a set page cache); [`CompactLinkStore`] (records in redb) and
 //!   [`RedbLinkStore`] (JSON records and a code index): the previous embedded formats,
 //!   kept for measurements and converted on open; [`GroupCommit`]: concurrent
 //!   writers share one durable commit; [`conformance`]: the suite every
