@@ -21,7 +21,9 @@
 //!   inline width (1, 2, 4 or 8 bytes), or all 8 bytes wide in a *wide* record. A row
 //!   written before a column was added has fewer columns (they read as defaults); a value
 //!   that does not fit its column's width makes the row wide (widening, instead of the
-//!   numeric tables' overflow map).
+//!   numeric tables' overflow map). A new row holds the columns up to the one written
+//!   and a move adds those up to the one written: a row of many columns written one at
+//!   a time (a link's 16 analytics slots) costs only the columns it uses.
 //! - **Moves and deletes**: a row that gains columns or widens is written again at the
 //!   arena's end and its slot pointed there; a deleted row's slot is removed. Both leave
 //!   dead bytes in the arena; when they pass a third of it the live records are copied
@@ -356,7 +358,9 @@ impl NameTable {
             if value == spec.default {
                 return;
             }
-            let mut vals: Values = specs.iter().map(|s| s.default).collect();
+            // Only the columns up to `c`: the ones after it read as their defaults
+            // until written (a 16-column row set one column at a time starts at one).
+            let mut vals: Values = specs[..=c].iter().map(|s| s.default).collect();
             vals[c] = value;
             self.reserve_one();
             let off = self.write_record(k, &vals, specs);
@@ -379,6 +383,7 @@ impl NameTable {
         }
         let mut vals = self.values(off, specs);
         vals[c] = value;
+        vals.truncate(r.ncols.max(c + 1));
         let old = r.len(specs);
         let new = self.write_record(k, &vals, specs);
         self.set_slot(i, (tag << OFFSET_BITS) | new);
@@ -595,13 +600,58 @@ mod tests {
     }
 
     #[test]
-    fn a_row_of_two_16_bit_columns_costs_its_key_plus_six_bytes_in_the_arena() {
+    fn a_row_of_two_16_bit_columns_costs_its_key_plus_the_columns_written() {
         let specs = two();
         let mut t = NameTable::default();
         t.set("pageviews:/home/ab", 0, 5, &specs);
-        assert_eq!(t.arena.used(), 1 + 2 + 18 + 4);
+        assert_eq!(
+            t.arena.used(),
+            1 + 2 + 18 + 2,
+            "column b is not written yet"
+        );
         assert_eq!(t.get("pageviews:/home/ab", 0, &specs), 5);
         assert_eq!(t.get("pageviews:/home/ab", 1, &specs), 0);
+        assert_eq!(t.row("pageviews:/home/ab", &specs), vec![5, 0]);
+        t.set("pageviews:/home/cd", 1, 6, &specs);
+        assert_eq!(
+            t.arena.used(),
+            1 + (2 + 18 + 2) + (2 + 18 + 4),
+            "a: 0 then b: 6"
+        );
+        assert_eq!(t.row("pageviews:/home/cd", &specs), vec![0, 6]);
+    }
+
+    #[test]
+    fn a_wide_row_written_a_column_at_a_time_holds_only_the_columns_up_to_the_last() {
+        // A link's analytics slots: 16 columns of 64 bits, most links use one or two.
+        let specs: Vec<ColumnSpec> = (0..16).map(|i| spec(&format!("s{i}"), 64, 64, 0)).collect();
+        let mut t = NameTable::default();
+        t.set("k", 0, u64::MAX / 3, &specs);
+        assert_eq!(t.arena.used(), 1 + 2 + 1 + 8);
+        t.set("k", 1, 7, &specs);
+        assert_eq!(
+            t.arena.used() - t.dead,
+            1 + 2 + 1 + 16,
+            "moved with two columns"
+        );
+        t.set("k", 0, 9, &specs); // in place
+        assert_eq!(t.arena.used() - t.dead, 1 + 2 + 1 + 16);
+        let mut want = vec![0; 16];
+        want[0] = 9;
+        want[1] = 7;
+        assert_eq!(t.row("k", &specs), want);
+        t.set("k", 15, 1, &specs);
+        want[15] = 1;
+        assert_eq!(t.row("k", &specs), want);
+        let mut rows = Vec::new();
+        t.for_each(&specs, |k, v| rows.push((k.to_string(), v.to_vec())));
+        assert_eq!(rows, vec![("k".to_string(), want)]);
+        t.compact(&specs);
+        assert_eq!(t.arena.used(), 1 + 2 + 1 + 16 * 8);
+        for c in 0..16 {
+            t.set("k", c, 0, &specs);
+        }
+        assert!(!t.contains("k"), "all defaults: removed");
     }
 
     #[test]

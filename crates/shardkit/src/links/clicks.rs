@@ -13,6 +13,7 @@
 //! the next flush; flushes run one at a time, so by then the engine holds every
 //! earlier click and a reload from it is exact.
 
+use super::analytics::FastHash;
 use parking_lot::Mutex;
 use shardkit_counters::{ColumnOptions, Engine, Error, Key};
 use std::collections::HashMap;
@@ -61,14 +62,16 @@ impl Slot {
 /// In-memory clicks in front of the counter engine.
 #[derive(Debug)]
 pub struct ClickBook {
-    shards: Box<[Mutex<HashMap<u64, Slot>>]>,
+    shards: Box<[Mutex<HashMap<u64, Slot, FastHash>>]>,
     flushing: Mutex<()>,
 }
 
 impl Default for ClickBook {
     fn default() -> Self {
         Self {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(HashMap::default()))
+                .collect(),
             flushing: Mutex::new(()),
         }
     }
@@ -101,7 +104,7 @@ pub fn ensure_counters(engine: &Engine) -> Result<(), Error> {
 }
 
 impl ClickBook {
-    fn shard(&self, id: u64) -> &Mutex<HashMap<u64, Slot>> {
+    fn shard(&self, id: u64) -> &Mutex<HashMap<u64, Slot, FastHash>> {
         &self.shards[(id as usize ^ (id >> 17) as usize) % SHARDS]
     }
 

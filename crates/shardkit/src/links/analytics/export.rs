@@ -138,7 +138,7 @@ pub fn tally(id: u64, analytics: &LinkAnalytics) -> Result<Tally, String> {
                     return Err(format!("analytics: an empty {} value", dim.name()));
                 }
                 if n > 0 {
-                    *tally.dims.entry((id, day, dim, clean)).or_default() += n;
+                    tally.add_label(id, day, dim, &clean, n);
                 }
             }
         }

@@ -17,7 +17,7 @@
 //! Rows are bounded per link and day by 2 + 5 x 17; no row holds an address.
 
 use super::classify::Dim;
-use super::Tally;
+use super::{FastHash, Tally};
 use parking_lot::Mutex;
 use shardkit_counters::{ColumnOptions, Engine, Error, Key, OwnedKey, Pending};
 use std::collections::HashMap;
@@ -74,11 +74,22 @@ pub fn ensure_counters(engine: &Engine) -> Result<(), Error> {
 
 /// The number a label is known by in [`SLOTS`]: nonzero, at most the engine's largest value.
 pub fn label_hash(dim: Dim, label: &str) -> u64 {
-    let mut bytes = Vec::with_capacity(label.len() + 2);
-    bytes.push(dim.tag() as u8);
-    bytes.push(b':');
-    bytes.extend_from_slice(label.as_bytes());
-    (xxhash_rust::xxh3::xxh3_64(&bytes) & shardkit_counters::MAX_VALUE).max(1)
+    // The hash of `<tag>:<label>`, stored in slot rows: it must never change. Built on
+    // the stack for the usual short label.
+    let mut small = [0u8; 64];
+    let mut long = Vec::new();
+    let bytes: &[u8] = if label.len() + 2 <= small.len() {
+        small[0] = dim.tag() as u8;
+        small[1] = b':';
+        small[2..2 + label.len()].copy_from_slice(label.as_bytes());
+        &small[..2 + label.len()]
+    } else {
+        long.push(dim.tag() as u8);
+        long.push(b':');
+        long.extend_from_slice(label.as_bytes());
+        &long
+    };
+    (xxhash_rust::xxh3::xxh3_64(bytes) & shardkit_counters::MAX_VALUE).max(1)
 }
 
 /// The `link_visits` row of people (`bot` false) or bots.
@@ -104,8 +115,8 @@ pub struct Labels {
 
 #[derive(Debug, Default)]
 struct LabelsInner {
-    names: HashMap<u64, Arc<str>>,
-    slots: HashMap<(u64, Dim), SlotRow>,
+    names: HashMap<u64, Arc<str>, FastHash>,
+    slots: HashMap<(u64, Dim), SlotRow, FastHash>,
 }
 
 impl Labels {
@@ -114,7 +125,7 @@ impl Labels {
         Ok(Labels {
             inner: Mutex::new(LabelsInner {
                 names: read_labels(engine)?,
-                slots: HashMap::new(),
+                slots: HashMap::default(),
             }),
         })
     }
@@ -164,8 +175,8 @@ impl Labels {
 }
 
 /// Every label in [`LABELS`], read stripe by stripe (none while it does not exist).
-fn read_labels(engine: &Engine) -> Result<HashMap<u64, Arc<str>>, Error> {
-    let mut names = HashMap::new();
+fn read_labels(engine: &Engine) -> Result<HashMap<u64, Arc<str>, FastHash>, Error> {
+    let mut names = HashMap::default();
     if !engine.counters().iter().any(|c| c == LABELS) {
         return Ok(names);
     }
@@ -200,10 +211,11 @@ struct NewSlot {
 /// Writes `tally` to the engine (durable when this returns): new slot owners first
 /// (their labels, then the slots), then the counts. Callers serialize writes.
 pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Error> {
-    let mut rows: HashMap<(u64, Dim), SlotRow> = HashMap::new();
+    let mut rows: HashMap<(u64, Dim), SlotRow, FastHash> = HashMap::default();
     let mut new_slots: Vec<NewSlot> = Vec::new();
-    let mut stats: HashMap<String, u64> = HashMap::new();
-    let mut site: HashMap<String, u64> = HashMap::new();
+    let mut stats: HashMap<(u64, u64, Dim, usize), u64, FastHash> = HashMap::default();
+    // Site rows by (day, dimension, label): few distinct ones, their keys made once.
+    let mut site_labels: HashMap<(u64, Dim, &str), u64, FastHash> = HashMap::default();
     for ((id, day, dim, label), &n) in &tally.dims {
         let row = match rows.get_mut(&(*id, *dim)) {
             Some(row) => row,
@@ -223,23 +235,40 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
                         dim: *dim,
                         slot: free,
                         hash,
-                        label: Arc::from(label.as_str()),
+                        label: Arc::clone(label),
                     });
                     free
                 }
                 None => SLOTS_PER_DIM,
             },
         };
-        *stats.entry(stats_key(*id, *day, *dim, slot)).or_default() += n;
+        *stats.entry((*id, *day, *dim, slot)).or_default() += n;
         let site_label = if slot == SLOTS_PER_DIM { OTHER } else { label };
-        *site.entry(site_key(*day, *dim, site_label)).or_default() += n;
+        *site_labels.entry((*day, *dim, site_label)).or_default() += n;
     }
+    let stats: Vec<(String, u64)> = stats
+        .into_iter()
+        .map(|((id, day, dim, slot), n)| (stats_key(id, day, dim, slot), n))
+        .collect();
+    let mut site: HashMap<String, u64, FastHash> = site_labels
+        .into_iter()
+        .map(|((day, dim, label), n)| (site_key(day, dim, label), n))
+        .collect();
     if !new_slots.is_empty() {
-        let label_keys: Vec<String> = new_slots
-            .iter()
-            .map(|s| format!("{}:{}", s.dim.tag(), s.label))
+        // Summed per label: a flush of many new links gives each label once.
+        let mut label_counts: HashMap<(Dim, &str), u64, FastHash> = HashMap::default();
+        for s in &new_slots {
+            *label_counts.entry((s.dim, &*s.label)).or_default() += 1;
+        }
+        let label_keys: Vec<(String, u64)> = label_counts
+            .into_iter()
+            .map(|((dim, label), n)| (format!("{}:{label}", dim.tag()), n))
             .collect();
-        incr(engine, LABELS, label_keys.iter().map(|k| (k.as_str(), 1)))?;
+        incr(
+            engine,
+            LABELS,
+            label_keys.iter().map(|(k, n)| (k.as_str(), *n)),
+        )?;
         // Appended one by one, made durable by one commit (one fsync for them all).
         let mut newest = Pending::NONE;
         for s in &new_slots {
@@ -263,16 +292,20 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
         }
     }
     let mut visits: Vec<(String, u64)> = Vec::new();
+    let mut people_by_day: HashMap<u64, u64, FastHash> = HashMap::default();
     for (&(id, day), &(people, bots)) in &tally.visits {
         if people > 0 {
             visits.push((visits_key(id, day, false), people));
-            *site.entry(format!("{day}:p")).or_default() += people;
+            *people_by_day.entry(day).or_default() += people;
         }
         if bots > 0 {
             visits.push((visits_key(id, day, true), bots));
         }
     }
-    incr(engine, STATS, stats.iter().map(|(k, &n)| (k.as_str(), n)))?;
+    for (day, people) in people_by_day {
+        *site.entry(format!("{day}:p")).or_default() += people;
+    }
+    incr(engine, STATS, stats.iter().map(|(k, n)| (k.as_str(), *n)))?;
     incr(engine, SITE, site.iter().map(|(k, &n)| (k.as_str(), n)))?;
     incr(engine, VISITS, visits.iter().map(|(k, n)| (k.as_str(), *n)))?;
     Ok(())
