@@ -42,6 +42,9 @@ struct Inner {
     last_snapshot_ms: AtomicU64,
     /// Snapshots written since the engine opened.
     snapshots_written: AtomicU64,
+    /// Bytes of the newest snapshot file (0 before the first): the base of
+    /// [`Options::snapshot_growth_percent`].
+    last_snapshot_bytes: AtomicU64,
     /// The cold tier's files and block cache.
     cold: Arc<ColdShared>,
     /// Held by an eviction pass and by the cold files' garbage collection, so neither
@@ -85,6 +88,10 @@ impl Engine {
         let cold = ColdShared::open(&dir, opts.block_cache_bytes)?;
         let rec = recover::recover(&dir, cutoff, &cold)?;
         let log = Log::open(&dir, opts.fsync, rec.next_lsn, rec.active)?;
+        let newest_snapshot_bytes = snapshot::list(&dir)?
+            .first()
+            .and_then(|(_, path)| std::fs::metadata(path).ok())
+            .map_or(0, |m| m.len());
         let inner = Arc::new(Inner {
             dir,
             opts,
@@ -98,6 +105,7 @@ impl Engine {
             last_bg_error: Mutex::new(None),
             last_snapshot_ms: AtomicU64::new(now_ms()),
             snapshots_written: AtomicU64::new(0),
+            last_snapshot_bytes: AtomicU64::new(newest_snapshot_bytes),
             cold,
             evict_lock: Mutex::new(()),
             _lock: lock,
@@ -156,7 +164,7 @@ impl Engine {
                     let by_bytes = inner
                         .opts
                         .snapshot_log_bytes
-                        .is_some_and(|b| inner.log.bytes_since_rotate() >= b);
+                        .is_some_and(|b| inner.log.bytes_since_rotate() >= inner.log_trigger(b));
                     let by_time = inner
                         .opts
                         .snapshot_interval
@@ -866,6 +874,15 @@ impl Inner {
         *stop
     }
 
+    /// Log bytes since the last snapshot that start the next one: `min_bytes`, or the
+    /// growth percent of the last snapshot's size when that is more.
+    fn log_trigger(&self, min_bytes: u64) -> u64 {
+        let growth = self.opts.snapshot_growth_percent.map_or(0, |pct| {
+            self.last_snapshot_bytes.load(Ordering::Relaxed) / 100 * u64::from(pct)
+        });
+        min_bytes.max(growth)
+    }
+
     fn snapshot(&self) -> Result<SnapshotInfo> {
         let _one_at_a_time = self.snap_lock.lock();
         let started = Instant::now();
@@ -900,6 +917,10 @@ impl Inner {
         // The list of batches it relies on is durable before the snapshot is in place.
         cold::write_refs(&self.dir, x, &cold_refs)?;
         let path = w.finish(&self.dir)?;
+        if let Ok(meta) = std::fs::metadata(&path) {
+            self.last_snapshot_bytes
+                .store(meta.len(), Ordering::Relaxed);
+        }
         self.last_snapshot_ms.store(now_ms(), Ordering::Relaxed);
         self.snapshots_written.fetch_add(1, Ordering::Relaxed);
         self.prune()?;

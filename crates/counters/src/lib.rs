@@ -62,6 +62,12 @@ pub struct Options {
     /// Take a snapshot (and rotate the log) once this many log bytes were written since
     /// the last one; default 64 MiB. `None` turns the trigger off.
     pub snapshot_log_bytes: Option<u64>,
+    /// With [`Options::snapshot_log_bytes`], also wait until the log since the last
+    /// snapshot is this percent of that snapshot's size (Redis's
+    /// `auto-aof-rewrite-percentage`); default 100. Without it a store whose snapshot is
+    /// many times the byte trigger rewrites all of itself every few MiB of writes: a
+    /// snapshot's cost per write grows with the store. `None`: the byte trigger alone.
+    pub snapshot_growth_percent: Option<u32>,
     /// Take a snapshot at least this often when anything was written; default none.
     pub snapshot_interval: Option<Duration>,
     /// Snapshots kept (with the log segments the oldest needs); default 2, so a damaged
@@ -105,6 +111,7 @@ impl Default for Options {
             fsync: FsyncPolicy::Always,
             txid_window: Duration::from_secs(600),
             snapshot_log_bytes: Some(64 << 20),
+            snapshot_growth_percent: Some(100),
             snapshot_interval: None,
             keep_snapshots: 2,
             cold_after: None,

@@ -668,3 +668,91 @@ fn clear_removes_every_row_and_survives_reopen_and_snapshots() {
         e.snapshot().unwrap();
     }
 }
+
+/// Waits (bounded) until `cond` holds; false if it never did.
+fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..200 {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    cond()
+}
+
+/// Increments one row until the log since the last snapshot holds `bytes`.
+fn write_log(e: &Engine, bytes: u64) {
+    while e.stats().log_bytes_since_snapshot < bytes {
+        for _ in 0..100 {
+            e.incr("weibo", Key::Name("hot"), "comments", 1, None)
+                .unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_big_store_waits_for_its_log_to_grow_by_the_percent_of_its_last_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        snapshot_log_bytes: Some(4 << 10),
+        snapshot_growth_percent: Some(100),
+        ..opts(FsyncPolicy::EverySec)
+    };
+    let snapshot_bytes = |e: &Engine| {
+        let files = e.snapshot_files().unwrap();
+        std::fs::metadata(&files[0].1).unwrap().len()
+    };
+    let size;
+    {
+        let e = Engine::open(dir.path(), o.clone()).unwrap();
+        setup(&e);
+        for i in 0..20_000u64 {
+            e.incr("weibo", Key::Name(&format!("row:{i}")), "comments", 1, None)
+                .unwrap();
+        }
+        e.snapshot().unwrap();
+        size = snapshot_bytes(&e);
+        assert!(
+            size > 64 << 10,
+            "the store is many times the 4 KiB trigger: {size}"
+        );
+        let before = e.stats().snapshots_written;
+        write_log(&e, 16 << 10);
+        std::thread::sleep(Duration::from_millis(600)); // six checks of the trigger
+        assert_eq!(
+            e.stats().snapshots_written,
+            before,
+            "16 KiB of log is past the 4 KiB trigger but far below the last snapshot's size"
+        );
+        write_log(&e, size);
+        assert!(
+            eventually(|| e.stats().snapshots_written > before),
+            "the log grew by the snapshot's size: a snapshot follows"
+        );
+    }
+    // After a reopen the base is the newest snapshot on disk.
+    let e = Engine::open(dir.path(), o.clone()).unwrap();
+    write_log(&e, 16 << 10);
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        e.stats().snapshots_written,
+        0,
+        "reopened: still waits for growth"
+    );
+    drop(e);
+    // With the percent off, the byte trigger alone starts one.
+    let e = Engine::open(
+        dir.path(),
+        Options {
+            snapshot_growth_percent: None,
+            ..o
+        },
+    )
+    .unwrap();
+    write_log(&e, 8 << 10);
+    assert!(eventually(|| e.stats().snapshots_written > 0));
+    assert_eq!(
+        e.get("weibo", Key::Name("row:19999"), "comments").unwrap(),
+        1
+    );
+}

@@ -153,6 +153,10 @@ pub struct CounterSettings {
     pub txid_window_secs: u64,
     /// Snapshot and rotate the log after this many MiB of log.
     pub snapshot_log_mib: u64,
+    /// ... and once the log since the last snapshot is this percent of that snapshot's
+    /// size (Redis's `auto-aof-rewrite-percentage`), so a big store is not rewritten
+    /// whole every `snapshot_log_mib`; 0: the MiB trigger alone.
+    pub snapshot_growth_percent: u32,
     /// Also snapshot this many seconds after the last one if anything was written since
     /// (Redis's `save <seconds> 1`); 0 turns the timed snapshot off.
     pub snapshot_seconds: u64,
@@ -230,6 +234,7 @@ impl Default for CounterSettings {
             auto_create: true,
             txid_window_secs: 600,
             snapshot_log_mib: 64,
+            snapshot_growth_percent: 100,
             snapshot_seconds: 3600,
             log: "local".into(),
             store: "counters".into(),

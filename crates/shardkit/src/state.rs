@@ -64,6 +64,10 @@ pub(crate) fn engine_options(
         },
         txid_window: Duration::from_secs(settings.counters.txid_window_secs),
         snapshot_log_bytes: Some(settings.counters.snapshot_log_mib.max(1) << 20),
+        snapshot_growth_percent: match settings.counters.snapshot_growth_percent {
+            0 => None,
+            pct => Some(pct),
+        },
         snapshot_interval: (settings.counters.snapshot_seconds > 0)
             .then(|| Duration::from_secs(settings.counters.snapshot_seconds)),
         cold_after: if tiering {

@@ -200,7 +200,9 @@ fn client_list_names_kills_and_info_counts_connections() {
 
 #[test]
 fn config_get_and_info_answer_the_settings_in_effect() {
-    let (_dir, server) = start("[counters]\nfsync = \"everysec\"\nsnapshot_seconds = 900\n");
+    let (_dir, server) = start(
+        "[counters]\nfsync = \"everysec\"\nsnapshot_seconds = 900\nsnapshot_growth_percent = 50\n",
+    );
     let mut con = server.redis();
     let get = |con: &mut redis::Connection, name: &str| -> Vec<String> {
         redis::cmd("CONFIG")
@@ -212,6 +214,10 @@ fn config_get_and_info_answer_the_settings_in_effect() {
     assert_eq!(get(&mut con, "appendfsync"), ["appendfsync", "everysec"]);
     assert_eq!(get(&mut con, "appendonly"), ["appendonly", "yes"]);
     assert_eq!(get(&mut con, "save"), ["save", "900 1"]);
+    assert_eq!(
+        get(&mut con, "auto-aof-rewrite-percentage"),
+        ["auto-aof-rewrite-percentage", "50"]
+    );
     let all = get(&mut con, "*");
     assert!(all.len() >= 20 && all.contains(&"maxmemory-policy".to_string()));
     assert_eq!(get(&mut con, "append*").len(), 4);

@@ -353,6 +353,11 @@ fn parameters(state: &AppState) -> Vec<(&'static str, String)> {
             "snapshot-log-mib",
             s.counters.snapshot_log_mib.max(1).to_string(),
         ),
+        // Redis's spelling of the growth trigger (percent of the last rewrite's size).
+        (
+            "auto-aof-rewrite-percentage",
+            s.counters.snapshot_growth_percent.to_string(),
+        ),
         ("databases", "1".into()),
         ("maxmemory", "0".into()),
         ("maxmemory-policy", "noeviction".into()),

@@ -46,9 +46,13 @@ pub type SlotRow = [u64; SLOTS_PER_DIM];
 /// Slot rows cached before the cache is emptied, to bound its memory.
 const MAX_CACHED: usize = 200_000;
 
-/// The column of slot `i` in [`SLOTS`].
-fn slot_column(i: usize) -> String {
-    format!("s{i}")
+/// The column of slot `i` in [`SLOTS`] (no allocation a new slot).
+fn slot_column(i: usize) -> &'static str {
+    const NAMES: [&str; SLOTS_PER_DIM] = [
+        "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13",
+        "s14", "s15",
+    ];
+    NAMES[i]
 }
 
 /// Makes the counters and columns if they do not exist yet.
@@ -67,7 +71,7 @@ pub fn ensure_counters(engine: &Engine) -> Result<(), Error> {
         make(counter, COLUMN, ColumnOptions::default())?;
     }
     for i in 0..SLOTS_PER_DIM {
-        make(SLOTS, &slot_column(i), ColumnOptions::new(64, 64))?;
+        make(SLOTS, slot_column(i), ColumnOptions::new(64, 64))?;
     }
     Ok(())
 }
@@ -274,7 +278,7 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
         for s in &new_slots {
             let key = format!("{}:{}", s.id, s.dim.tag());
             let pending =
-                engine.set_deferred(SLOTS, Key::Name(&key), &slot_column(s.slot), s.hash)?;
+                engine.set_deferred(SLOTS, Key::Name(&key), slot_column(s.slot), s.hash)?;
             newest = newest.max(pending);
         }
         engine.commit(newest)?;
