@@ -17,6 +17,11 @@
 #   bash bench/links-scale.sh 10000 1000000 10000000 100000000   # the issue's sizes
 #   BASE_BIN=/path/to/older/shardkit STORES="redb redb-base" bash bench/links-scale.sh 10000 1000000
 #     # store `redb-base`: the embedded store of another build (an A/B of two builds)
+#   STORES="redb postgres" bash bench/links-scale.sh 10000000
+#     # store `postgres`: two fresh databases on the machine's PostgreSQL as two servers
+#     # (`shardkit pg init`, 64 logical shards; build feature `sql`); its disk is what
+#     # the two databases grew by (pg_database_size after a CHECKPOINT: tables, indexes,
+#     # TOAST; the WAL not counted); its RSS is the shardkit server's alone
 # Disk: apparent (file sizes, `du -sb`) and allocated (`du -sB1`; redb's file has an
 # unallocated tail) bytes of links.redb + links.segments/, per link beyond the URL's bytes.
 # (wrk's scripts keep the codes in one fixed-width string per Lua state: 0.8 GB at 100 M,
@@ -30,7 +35,14 @@ REF=${REF:-$( [ -n "${BASE_BIN:-}" ] && echo redb-base || echo redb-compact)}   
 . bench/common.sh
 need wrk "apt-get install -y wrk"
 TARGET=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p shardkit --bin shardkit
+PG=${SHARDKIT_PG_URL:-postgres://postgres@127.0.0.1:5432/test}
+case " $STORES " in
+  *" postgres "*)
+    need psql "apt-get install -y postgresql-client"
+    bash scripts/services-up
+    cargo build --release -q -p shardkit --features sql --bin shardkit ;;
+  *) cargo build --release -q -p shardkit --bin shardkit ;;
+esac
 cp "$TARGET/release/shardkit" "$WORK/"
 if [ -n "${BASE_BIN:-}" ]; then cp "$BASE_BIN" "$WORK/shardkit-base"; fi
 
@@ -48,6 +60,21 @@ end
 LUA
   } > "$2"
 }
+# pg_fresh: drops and makes the two bench databases, initialised; prints their URLs.
+DB_A="sk_bench_scale_a_$$"
+DB_B="sk_bench_scale_b_$$"
+bench_cleanup_extra() {
+  case " $STORES " in *" postgres "*)
+    psql -q "$PG" -c "DROP DATABASE IF EXISTS $DB_A WITH (FORCE)" -c "DROP DATABASE IF EXISTS $DB_B WITH (FORCE)" >/dev/null 2>&1 || true ;;
+  esac
+}
+pg_fresh() {
+  bench_cleanup_extra
+  psql -q "$PG" -c "CREATE DATABASE $DB_A" -c "CREATE DATABASE $DB_B" >/dev/null
+  "$WORK/shardkit" pg init --servers "${PG%/*}/$DB_A,${PG%/*}/$DB_B" --logical-shards 64 >/dev/null
+  echo "${PG%/*}/$DB_A,${PG%/*}/$DB_B"
+}
+pg_bytes() { psql -At "$PG" -c "SELECT sum(pg_database_size(datname)) FROM pg_database WHERE datname IN ('$DB_A', '$DB_B')"; }
 rss_mib() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 figures() { python3 -c '
 import re, sys
@@ -70,6 +97,12 @@ for n in $SIZES; do
     kind=$store
     if [ "$store" = redb-base ]; then bin="$WORK/shardkit-base"; kind=redb; fi
     printf '[links]\ncreate_per_second = 0\nstore = "%s"\n' "$kind" > "$WORK/shardkit.toml"
+    pg_empty=0
+    if [ "$store" = postgres ]; then
+      servers=$(pg_fresh)
+      pg_empty=$(pg_bytes)
+      printf 'servers = ["%s", "%s"]\n' "${servers%,*}" "${servers#*,}" >> "$WORK/shardkit.toml"
+    fi
     SHARDKIT_LOG=warn "$bin" serve --config "$WORK/shardkit.toml" --data "$WORK/data" --http 127.0.0.1:$port --resp 127.0.0.1:$((port + 1)) 2>/dev/null & PIDS+=($!)
     server=$!
     wait_port $port
@@ -82,8 +115,14 @@ for n in $SIZES; do
     read -r u_rps u_p99 u_err < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/uniform.lua" http://127.0.0.1:$port | figures)
     read -r z_rps z_p99 z_err < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/zipf.lua" http://127.0.0.1:$port | figures)
     rss=$(rss_mib "$server")
-    disk=$( (du -sb "$WORK/data/links.redb" "$WORK/data/links.segments" 2>/dev/null || true) | awk '{s += $1} END {print s}')
-    alloc=$( (du -sB1 "$WORK/data/links.redb" "$WORK/data/links.segments" 2>/dev/null || true) | awk '{s += $1} END {print s}')
+    if [ "$store" = postgres ]; then
+      psql -q "$PG" -c CHECKPOINT >/dev/null
+      disk=$(( $(pg_bytes) - pg_empty ))
+      alloc=$disk
+    else
+      disk=$( (du -sb "$WORK/data/links.redb" "$WORK/data/links.segments" 2>/dev/null || true) | awk '{s += $1} END {print s}')
+      alloc=$( (du -sB1 "$WORK/data/links.redb" "$WORK/data/links.segments" 2>/dev/null || true) | awk '{s += $1} END {print s}')
+    fi
     python3 - "$n" "$store" "$start" "$end" "$u_rps" "$u_p99" "$u_err" "$z_rps" "$z_p99" "$z_err" "$rss" "$disk" "$url_bytes" "$alloc" >> "$WORK/results.tsv" <<'PY'
 import sys
 n, store, start, end, ur, up, ue, zr, zp, ze, rss, disk, url, alloc = sys.argv[1:]

@@ -259,6 +259,10 @@ impl LinkStore for GroupCommit {
         self.inner.resolve(path)
     }
 
+    fn resolve_cached(&self, path: &str) -> Option<Result<Option<Link>, StoreError>> {
+        self.inner.resolve_cached(path)
+    }
+
     fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
         self.inner.find_reusable(url)
     }

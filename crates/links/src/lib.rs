@@ -44,6 +44,7 @@ mod locator;
 mod migrate;
 mod minter;
 mod model;
+mod nowait;
 mod offset_index;
 mod record;
 mod redb_store;

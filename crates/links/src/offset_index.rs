@@ -97,6 +97,25 @@ impl OffsetIndex {
         Ok(Some(u64::from_le_bytes(slot)).filter(|&loc| loc != 0))
     }
 
+    /// [`OffsetIndex::get`] from the kernel's page cache alone: `Ok(None)` when the slot
+    /// would have to come from the disk (see `nowait.rs`).
+    pub(crate) fn get_cached(&self, key: u64) -> Result<Option<Option<u64>>, StoreError> {
+        let group = (key & 63) as usize;
+        let Some(file) = self.file(group, false)? else {
+            return Ok(Some(None));
+        };
+        let mut slot = [0u8; 8];
+        let _shared = self.lock.read().unwrap_or_else(|p| p.into_inner());
+        let got = crate::nowait::read_cached(file, &mut slot, (key >> GROUP_BITS) * 8)
+            .map_err(|e| io("read", &self.path(group), e))?;
+        Ok(match got {
+            None => None,
+            Some(8) => Some(Some(u64::from_le_bytes(slot)).filter(|&loc| loc != 0)),
+            // Past the end: never written (a slot is written whole, 8 bytes at 8).
+            Some(_) => Some(None),
+        })
+    }
+
     /// Sets the slots of `updates` (`key`, location or 0 for none), all dense; runs of
     /// neighbouring slots are written with one `pwrite`.
     pub(crate) fn set(&self, updates: &[(u64, u64)]) -> Result<(), StoreError> {

@@ -265,6 +265,36 @@ impl SegmentLog {
         }
     }
 
+    /// [`SegmentLog::read`] from the kernel's page cache alone: `Ok(None)` when some of
+    /// the frame would have to come from the disk (see `nowait.rs`).
+    pub(crate) fn read_cached(&self, loc: u64) -> Result<Option<Frame>, StoreError> {
+        let (segment, offset) = split(loc);
+        let file = self.file(segment)?;
+        let path = || segment_path(&self.dir, segment);
+        let mut buf = vec![0u8; FIRST_READ];
+        let Some(got) = crate::nowait::read_cached(&file, &mut buf, offset)
+            .map_err(|e| io("read", &path(), e))?
+        else {
+            return Ok(None);
+        };
+        buf.truncate(got);
+        match parse(&buf, loc)? {
+            Ok(frame) => Ok(Some(frame)),
+            Err(total) => {
+                buf.resize(total, 0);
+                match crate::nowait::read_cached(&file, &mut buf[got..], offset + got as u64)
+                    .map_err(|e| io("read", &path(), e))?
+                {
+                    // A frame cut short: the blocking read reports it as such.
+                    Some(more) if got + more == total => parse(&buf, loc)?
+                        .map(Some)
+                        .map_err(|_| damaged(0, "frame cut short".into())),
+                    _ => Ok(None),
+                }
+            }
+        }
+    }
+
     /// Every frame from location `from` to `end`, with its location, in order (the
     /// replay of what the offset index may not hold yet).
     pub(crate) fn scan(

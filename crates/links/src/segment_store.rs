@@ -683,6 +683,34 @@ impl LinkStore for SegmentLinkStore {
         Ok(found.filter(|l| l.code == path || l.alias.as_deref() == Some(path)))
     }
 
+    fn resolve_cached(&self, path: &str) -> Option<Result<Option<Link>, StoreError>> {
+        // Only a generated code located by the code itself and the offset index; an
+        // alias, a wide code or a far record goes through redb: the blocking path.
+        if !looks_generated(path) {
+            return None;
+        }
+        let key = self.locator.key_of(path)?;
+        if !is_dense(key) {
+            return None;
+        }
+        let loc = match self.index.get_cached(key) {
+            Err(e) => return Some(Err(e)),
+            Ok(None) => return None,
+            Ok(Some(None)) => return Some(Ok(None)),
+            Ok(Some(Some(loc))) => loc,
+        };
+        let frame = match self.log.read_cached(loc) {
+            Err(e) => return Some(Err(e)),
+            Ok(None) => return None,
+            Ok(Some(frame)) => frame,
+        };
+        Some(
+            decode_frame(&self.locator, key, &frame).map(|link| {
+                Some(link).filter(|l| l.code == path || l.alias.as_deref() == Some(path))
+            }),
+        )
+    }
+
     fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
         let urls = txn.open_table(URLS).map_err(backend)?;

@@ -58,6 +58,9 @@ pub(crate) fn check(store: &SegmentLinkStore, links: &[Link]) {
     for link in links {
         assert_eq!(store.resolve(link.path()).unwrap().as_ref(), Some(link));
         assert_eq!(store.resolve(&link.code).unwrap().as_ref(), Some(link));
+        if let Some(cached) = store.resolve_cached(&link.code) {
+            assert_eq!(cached.unwrap().as_ref(), Some(link), "cached = blocking");
+        }
         assert_eq!(store.get(link.id).unwrap().as_ref(), Some(link));
     }
     let listed = store.list(None, None, 1000).unwrap();
@@ -78,6 +81,53 @@ fn passes_the_conformance_suite() {
     let dir = tempfile::tempdir().unwrap();
     let store = SegmentLinkStore::open(dir.path().join("links.redb"), codec(), 1 << 20).unwrap();
     crate::conformance::run(&store);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_cached_resolve_reads_in_place_only_what_the_page_cache_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("links.redb");
+    let store = SegmentLinkStore::open(&path, codec(), 1 << 20).unwrap();
+    store.insert_batch(&links()).unwrap();
+    let kept = change(&store, links());
+    let cached = |code: &str| store.resolve_cached(code).map(|r| r.unwrap());
+    // Just written: generated codes are answered in place, deleted ones as absent.
+    for link in kept.iter().filter(|l| l.id < 1300) {
+        assert_eq!(
+            cached(&link.code),
+            Some(Some(link.clone())),
+            "{}",
+            link.code
+        );
+    }
+    let deleted = codec().encode(20, 0).unwrap(); // link 20: group 20, number 0
+    assert_eq!(
+        cached(&deleted),
+        Some(None),
+        "deleted: absent, read in place"
+    );
+    let never = codec().encode(1, 1_000).unwrap();
+    assert_eq!(cached(&never), Some(None), "never made, in a written group");
+    // Whatever goes through redb is left to the blocking path.
+    assert_eq!(cached("named"), None, "an alias");
+    let far = kept.iter().find(|l| l.id == 5001).unwrap();
+    assert_eq!(cached(&far.code), None, "a record past the dense index");
+    // The kernel drops the files' clean pages (the segments', fsynced at each commit):
+    // a link is no longer read in place, and the blocking path still answers it.
+    for entry in std::fs::read_dir(segments_dir(&path)).unwrap() {
+        let file = std::fs::File::open(entry.unwrap().path()).unwrap();
+        rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+    }
+    let link = &kept[5];
+    assert_eq!(cached(&link.code), None, "its pages are no longer cached");
+    assert_eq!(store.resolve(&link.code).unwrap().as_ref(), Some(link));
+    assert_eq!(
+        cached(&link.code),
+        Some(Some(link.clone())),
+        "read once: cached again"
+    );
+    check(&store, &kept);
 }
 
 #[test]

@@ -72,6 +72,16 @@ pub trait LinkStore: Send + Sync {
     /// The link reached at `/{path}`: by generated code or by alias.
     fn resolve(&self, path: &str) -> Result<Option<Link>, StoreError>;
 
+    /// [`LinkStore::resolve`] when that needs neither the network nor the disk (what it
+    /// reads is in the kernel's page cache); `None` when it would wait for one of them,
+    /// and the caller should then call `resolve` where blocking is fine. Exists so a
+    /// redirect on an async thread reads in place when that costs a microsecond and
+    /// leaves the thread only for a read that would hold it. By default a local store
+    /// always resolves (it cannot tell) and any other never does.
+    fn resolve_cached(&self, path: &str) -> Option<Result<Option<Link>, StoreError>> {
+        self.is_local().then(|| self.resolve(path))
+    }
+
     /// A link for normalized URL `url` that `"reuse": true` may hand out again: one
     /// with no alias, no expiry and no visit limit, the oldest first.
     fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError>;
@@ -140,6 +150,9 @@ impl<T: LinkStore + ?Sized> LinkStore for std::sync::Arc<T> {
     }
     fn resolve(&self, path: &str) -> Result<Option<Link>, StoreError> {
         (**self).resolve(path)
+    }
+    fn resolve_cached(&self, path: &str) -> Option<Result<Option<Link>, StoreError>> {
+        (**self).resolve_cached(path)
     }
     fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
         (**self).find_reusable(url)

@@ -224,12 +224,15 @@ async fn past_1024_ids_in_one_millisecond_the_time_field_carries() {
     let epoch = shardkit_ids::DEFAULT_EPOCH_UNIX_MS as i64;
     let layout = Layout::instagram();
     let mut all = HashSet::new();
-    for _ in 0..3 {
+    for round in 0..3i64 {
+        // Each round 5 ms further ahead: two rounds inside one millisecond of the clock
+        // (a fast machine) must not set the state back onto ids already drawn.
+        let ahead = 40 + 5 * round;
         let start: i64 = client
             .query_one(
                 "SELECT setval('shard_0000.id_state', \
-                 ((floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1 + 40) << 10) | 1000)",
-                &[&epoch],
+                 ((floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1 + $2) << 10) | 1000)",
+                &[&epoch, &ahead],
             )
             .await
             .unwrap()

@@ -652,25 +652,30 @@ impl Links {
     }
 
     /// The link at `/{path}`, from the cache or the store. Called from async handlers:
-    /// on a cache miss a local store (two `pread`s of the embedded store, mostly from
-    /// the kernel's page cache) is read in place; a remote one (a PostgreSQL round trip)
-    /// in `block_in_place`, so the runtime hands this worker's other tasks to another
-    /// thread instead of stalling them behind the network. That hand-off costs more
-    /// than a local read: at 1 million links (90% misses of the redirect cache) it held
-    /// redirects to a third of the rate at 10,000 (bench/README.md, issue 25).
+    /// on a cache miss what the store can answer from the kernel's page cache (the
+    /// embedded store's two `pread`s, `RWF_NOWAIT`) is read in place; a read that would
+    /// wait for the disk, or a remote store (a PostgreSQL round trip), runs in
+    /// `block_in_place`, so the runtime hands this worker's other tasks to another
+    /// thread instead of stalling them behind the disk or the network. That hand-off
+    /// costs more than a cached read (at 1 million links, 90% misses of the redirect
+    /// cache, taking it for every read held redirects to a third of the rate at
+    /// 10,000), and far less than a disk read on a worker (at 100 million links two
+    /// workers reading in place served 10.7 k redirects/s; bench/README.md, issue 25).
     pub fn lookup(&self, path: &str) -> Result<Option<Arc<Link>>, StoreError> {
         if let Some(link) = self.cache.get(path) {
             return Ok(Some(link));
         }
         let resolve = || self.store.resolve(path);
-        let found = match tokio::runtime::Handle::try_current() {
-            Ok(runtime)
-                if !self.store.is_local()
-                    && runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
-            {
-                tokio::task::block_in_place(resolve)
-            }
-            _ => resolve(),
+        let found = match self.store.resolve_cached(path) {
+            Some(found) => found,
+            None => match tokio::runtime::Handle::try_current() {
+                Ok(runtime)
+                    if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
+                {
+                    tokio::task::block_in_place(resolve)
+                }
+                _ => resolve(),
+            },
         };
         let Some(link) = found? else {
             return Ok(None);
