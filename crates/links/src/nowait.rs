@@ -13,15 +13,44 @@
 //! wrong.
 
 use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// Whether a read may wait for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// A plain `pread`: always answers.
+    Disk,
+    /// From the page cache alone ([`read_cached`]).
+    Never,
+}
+
+/// Reads into `buf` at `offset` until it is full or the file ends: `Some(n)`, the bytes
+/// read, or (with [`Wait::Never`] only) `None` when some would come from the disk.
+pub(crate) fn read_at(
+    file: &File,
+    buf: &mut [u8],
+    offset: u64,
+    wait: Wait,
+) -> std::io::Result<Option<usize>> {
+    if wait == Wait::Never {
+        return read_cached(file, buf, offset);
+    }
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(got))
+}
 
 /// Reads into `buf` at `offset` from the kernel's page cache alone: `Some(n)`, the bytes
 /// read (fewer than `buf.len()` only at the file's end), or `None` when some of them
 /// would have to come from the disk.
-pub(crate) fn read_cached(
-    file: &File,
-    buf: &mut [u8],
-    offset: u64,
-) -> std::io::Result<Option<usize>> {
+fn read_cached(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<Option<usize>> {
     #[cfg(target_os = "linux")]
     {
         use rustix::io::{preadv2, Errno, ReadWriteFlags};
@@ -57,7 +86,6 @@ pub(crate) fn read_cached(
 mod tests {
     use super::*;
     use std::io::Write;
-    use std::os::unix::fs::FileExt;
 
     #[test]
     fn cached_pages_are_read_and_pages_the_kernel_dropped_are_refused() {

@@ -14,6 +14,7 @@
 //! share a lock so a slot is never read half written.
 
 use crate::error::StoreError;
+use crate::nowait::Wait;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -79,34 +80,25 @@ impl OffsetIndex {
 
     /// The location in `key`'s slot, if any (`key` must be dense).
     pub(crate) fn get(&self, key: u64) -> Result<Option<u64>, StoreError> {
-        let group = (key & 63) as usize;
-        let Some(file) = self.file(group, false)? else {
-            return Ok(None);
-        };
-        let mut slot = [0u8; 8];
-        let _shared = self.lock.read().unwrap_or_else(|p| p.into_inner());
-        let mut got = 0;
-        while got < 8 {
-            match file.read_at(&mut slot[got..], (key >> GROUP_BITS) * 8 + got as u64) {
-                Ok(0) => return Ok(None), // past the end: never written
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io("read", &self.path(group), e)),
-            }
-        }
-        Ok(Some(u64::from_le_bytes(slot)).filter(|&loc| loc != 0))
+        Ok(self.get_with(key, Wait::Disk)?.flatten())
     }
 
     /// [`OffsetIndex::get`] from the kernel's page cache alone: `Ok(None)` when the slot
     /// would have to come from the disk (see `nowait.rs`).
     pub(crate) fn get_cached(&self, key: u64) -> Result<Option<Option<u64>>, StoreError> {
+        self.get_with(key, Wait::Never)
+    }
+
+    /// `key`'s slot; the outer `None` only when `wait` is [`Wait::Never`] and the disk
+    /// was needed.
+    fn get_with(&self, key: u64, wait: Wait) -> Result<Option<Option<u64>>, StoreError> {
         let group = (key & 63) as usize;
         let Some(file) = self.file(group, false)? else {
             return Ok(Some(None));
         };
         let mut slot = [0u8; 8];
         let _shared = self.lock.read().unwrap_or_else(|p| p.into_inner());
-        let got = crate::nowait::read_cached(file, &mut slot, (key >> GROUP_BITS) * 8)
+        let got = crate::nowait::read_at(file, &mut slot, (key >> GROUP_BITS) * 8, wait)
             .map_err(|e| io("read", &self.path(group), e))?;
         Ok(match got {
             None => None,

@@ -18,6 +18,7 @@
 //! is ever read. Reads are `pread`s: resident memory does not grow with the files.
 
 use crate::error::StoreError;
+use crate::nowait::Wait;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -248,33 +249,27 @@ impl SegmentLog {
 
     /// The frame at `loc`.
     pub(crate) fn read(&self, loc: u64) -> Result<Frame, StoreError> {
-        let (segment, offset) = split(loc);
-        let file = self.file(segment)?;
-        let path = || segment_path(&self.dir, segment);
-        let mut buf = vec![0u8; FIRST_READ];
-        let got = read_some(&file, &mut buf, offset).map_err(|e| io("read", &path(), e))?;
-        buf.truncate(got);
-        match parse(&buf, loc)? {
-            Ok(frame) => Ok(frame),
-            Err(total) => {
-                buf.resize(total, 0);
-                file.read_exact_at(&mut buf[got..], offset + got as u64)
-                    .map_err(|e| io("read", &path(), e))?;
-                parse(&buf, loc)?.map_err(|_| damaged(0, "frame cut short".into()))
-            }
-        }
+        self.read_with(loc, Wait::Disk)?
+            .ok_or_else(|| StoreError::Backend("a read that may wait did not answer".into()))
     }
 
     /// [`SegmentLog::read`] from the kernel's page cache alone: `Ok(None)` when some of
     /// the frame would have to come from the disk (see `nowait.rs`).
     pub(crate) fn read_cached(&self, loc: u64) -> Result<Option<Frame>, StoreError> {
+        self.read_with(loc, Wait::Never)
+    }
+
+    /// The frame at `loc`: a first read of `FIRST_READ` bytes, a second for the rest of
+    /// a longer frame; `None` only when `wait` is [`Wait::Never`] and the disk was needed.
+    fn read_with(&self, loc: u64, wait: Wait) -> Result<Option<Frame>, StoreError> {
         let (segment, offset) = split(loc);
         let file = self.file(segment)?;
         let path = || segment_path(&self.dir, segment);
+        let read = |buf: &mut [u8], at: u64| {
+            crate::nowait::read_at(&file, buf, at, wait).map_err(|e| io("read", &path(), e))
+        };
         let mut buf = vec![0u8; FIRST_READ];
-        let Some(got) = crate::nowait::read_cached(&file, &mut buf, offset)
-            .map_err(|e| io("read", &path(), e))?
-        else {
+        let Some(got) = read(&mut buf, offset)? else {
             return Ok(None);
         };
         buf.truncate(got);
@@ -282,15 +277,17 @@ impl SegmentLog {
             Ok(frame) => Ok(Some(frame)),
             Err(total) => {
                 buf.resize(total, 0);
-                match crate::nowait::read_cached(&file, &mut buf[got..], offset + got as u64)
-                    .map_err(|e| io("read", &path(), e))?
-                {
-                    // A frame cut short: the blocking read reports it as such.
-                    Some(more) if got + more == total => parse(&buf, loc)?
-                        .map(Some)
-                        .map_err(|_| damaged(0, "frame cut short".into())),
-                    _ => Ok(None),
+                let Some(more) = read(&mut buf[got..], offset + got as u64)? else {
+                    return Ok(None);
+                };
+                if got + more < total {
+                    // The file ends inside the frame.
+                    let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+                    return Err(io("read", &path(), eof));
                 }
+                parse(&buf, loc)?
+                    .map(Some)
+                    .map_err(|_| damaged(0, "frame cut short".into()))
             }
         }
     }
@@ -329,20 +326,6 @@ impl SegmentLog {
         }
         Ok(())
     }
-}
-
-/// Reads into `buf` at `offset` until it is full or the file ends; answers the bytes read.
-fn read_some(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read_at(&mut buf[got..], offset + got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 #[cfg(test)]

@@ -602,6 +602,12 @@ impl SegmentLinkStore {
     }
 }
 
+/// Whether `link` is the one at `/{path}`: a code whose key holds another link's record
+/// (only a wide code could) is absent.
+fn reached_at(link: &Link, path: &str) -> bool {
+    link.code == path || link.alias.as_deref() == Some(path)
+}
+
 /// Sets the slots of the frames from `from` to `end` (what the index may have lost);
 /// answers the groups (a bit each) those frames fell in.
 fn replay(log: &SegmentLog, index: &OffsetIndex, from: u64, end: u64) -> Result<u64, StoreError> {
@@ -678,9 +684,7 @@ impl LinkStore for SegmentLinkStore {
         let Some(key) = key else {
             return Ok(None);
         };
-        let found = self.read(None, key)?;
-        // A code whose key holds another link's record (only a wide code could) is absent.
-        Ok(found.filter(|l| l.code == path || l.alias.as_deref() == Some(path)))
+        Ok(self.read(None, key)?.filter(|l| reached_at(l, path)))
     }
 
     fn resolve_cached(&self, path: &str) -> Option<Result<Option<Link>, StoreError>> {
@@ -705,9 +709,8 @@ impl LinkStore for SegmentLinkStore {
             Ok(Some(frame)) => frame,
         };
         Some(
-            decode_frame(&self.locator, key, &frame).map(|link| {
-                Some(link).filter(|l| l.code == path || l.alias.as_deref() == Some(path))
-            }),
+            decode_frame(&self.locator, key, &frame)
+                .map(|l| Some(l).filter(|l| reached_at(l, path))),
         )
     }
 
