@@ -5,7 +5,7 @@
 
 use super::classify::{self, Dim};
 use super::query::{self, Days};
-use super::store::{Labels, COLUMN, VISITS};
+use super::store::{Labels, BOTS, DAY_STATS, PEOPLE};
 use super::Tally;
 use serde::{Deserialize, Serialize};
 use shardkit_counters::{Engine, Error, Key, OwnedKey};
@@ -72,12 +72,12 @@ impl DayLine {
 pub type LinkAnalytics = BTreeMap<String, DayLine>;
 
 /// Every link's analytics as stored (the caller flushes first): the days come from
-/// `link_visits`, each day's values from the link's slots.
+/// `link_day_stats`, each day's values from the link's slots.
 pub fn all(engine: &Engine, labels: &Labels) -> Result<HashMap<u64, LinkAnalytics>, Error> {
     let mut visits: HashMap<(u64, u64), (u64, u64)> = HashMap::new();
     for stripe in 0..shardkit_counters::STRIPES {
         let keys: Vec<String> = engine
-            .row_keys(VISITS, stripe)?
+            .row_keys(DAY_STATS, stripe)?
             .into_iter()
             .filter_map(|k| match k {
                 OwnedKey::Name(name) => Some(name.into_string()),
@@ -85,21 +85,19 @@ pub fn all(engine: &Engine, labels: &Labels) -> Result<HashMap<u64, LinkAnalytic
             })
             .collect();
         let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::Name(k)).collect();
-        let counts = engine.mget(VISITS, &parsed, COLUMN)?;
-        for (key, n) in keys.iter().zip(counts) {
-            let mut parts = key.splitn(3, ':');
-            let (Some(id), Some(day), Some(kind)) = (parts.next(), parts.next(), parts.next())
-            else {
+        let people = engine.mget(DAY_STATS, &parsed, PEOPLE)?;
+        let bots = engine.mget(DAY_STATS, &parsed, BOTS)?;
+        for ((key, p), b) in keys.iter().zip(people).zip(bots) {
+            let Some((id, day)) = key.split_once(':') else {
                 continue;
             };
             let (Ok(id), Ok(day)) = (id.parse::<u64>(), day.parse::<u64>()) else {
                 continue;
             };
-            let entry = visits.entry((id, day)).or_default();
-            match kind {
-                "p" => entry.0 += n,
-                "b" => entry.1 += n,
-                _ => {}
+            if p > 0 || b > 0 {
+                let entry = visits.entry((id, day)).or_default();
+                entry.0 += p;
+                entry.1 += b;
             }
         }
     }

@@ -1,9 +1,11 @@
 //! Reading the analytics back: one link's values per dimension or its days, and the
-//! site-wide tops. A link's reads are bounded (days x 17 rows); the site-wide ones
-//! walk `site_stats` or `link_visits` stripe by stripe.
+//! site-wide tops. A link's reads are bounded (one row a day); the site-wide ones
+//! walk `site_stats` or `link_day_stats` stripe by stripe.
 
 use super::classify::Dim;
-use super::store::{self, Labels, COLUMN, OTHER, SITE, SLOTS_PER_DIM, STATS, VISITS};
+use super::store::{
+    self, Labels, BOTS_AT, COLUMN, DAY_STATS, OTHER, PEOPLE, PEOPLE_AT, SITE, SLOTS_PER_DIM,
+};
 use shardkit_counters::{Engine, Error, Key, OwnedKey};
 use std::collections::HashMap;
 
@@ -41,28 +43,25 @@ impl Days {
     }
 }
 
-/// Sums of `keys` in `counter`.
-fn mget(engine: &Engine, counter: &str, keys: &[String]) -> Result<Vec<u64>, Error> {
+/// Column `column` of rows `keys` in `counter`.
+fn mget(engine: &Engine, counter: &str, column: &str, keys: &[String]) -> Result<Vec<u64>, Error> {
     let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::Name(k)).collect();
-    engine.mget(counter, &parsed, COLUMN)
+    engine.mget(counter, &parsed, column)
+}
+
+/// The [`DAY_STATS`] rows of link `id` over `days`, in order.
+fn day_rows(engine: &Engine, id: u64, days: Days) -> Result<Vec<Vec<u64>>, Error> {
+    let keys: Vec<String> = days.iter().map(|d| store::day_key(id, d)).collect();
+    store::day_rows(engine, &keys)
 }
 
 /// People and bots of link `id` on each day of `days`, in order.
 pub fn link_days(engine: &Engine, id: u64, days: Days) -> Result<Vec<(u64, u64, u64)>, Error> {
-    let keys: Vec<String> = days
-        .iter()
-        .flat_map(|d| {
-            [
-                store::visits_key(id, d, false),
-                store::visits_key(id, d, true),
-            ]
-        })
-        .collect();
-    let counts = mget(engine, VISITS, &keys)?;
+    let rows = day_rows(engine, id, days)?;
     Ok(days
         .iter()
-        .zip(counts.chunks(2))
-        .map(|(d, c)| (d, c[0], c[1]))
+        .zip(rows)
+        .map(|(d, row)| (d, row[PEOPLE_AT], row[BOTS_AT]))
         .collect())
 }
 
@@ -76,15 +75,10 @@ pub fn link_values(
     days: Days,
 ) -> Result<Vec<(String, u64)>, Error> {
     let slots = labels.slots(engine, id, dim)?;
-    let keys: Vec<String> = days
-        .iter()
-        .flat_map(|d| (0..=SLOTS_PER_DIM).map(move |s| store::stats_key(id, d, dim, s)))
-        .collect();
-    let counts = mget(engine, STATS, &keys)?;
     let mut sums = [0u64; SLOTS_PER_DIM + 1];
-    for row in counts.chunks(SLOTS_PER_DIM + 1) {
-        for (sum, n) in sums.iter_mut().zip(row) {
-            *sum += n;
+    for row in day_rows(engine, id, days)? {
+        for (slot, sum) in sums.iter_mut().enumerate() {
+            *sum += row[store::day_column(dim, slot)];
         }
     }
     let unknown = |slot: usize| slots.get(slot).is_some_and(|&h| labels.name(h).is_none());
@@ -111,8 +105,13 @@ fn ranked(values: HashMap<String, u64>, limit: usize) -> Vec<(String, u64)> {
     values
 }
 
-/// Every row key of `counter` that is a name, stripe by stripe.
-fn names(engine: &Engine, counter: &str, mut each: impl FnMut(&str, u64)) -> Result<(), Error> {
+/// Every row key of `counter` that is a name, with its `column`, stripe by stripe.
+fn names(
+    engine: &Engine,
+    counter: &str,
+    column: &str,
+    mut each: impl FnMut(&str, u64),
+) -> Result<(), Error> {
     for stripe in 0..shardkit_counters::STRIPES {
         let keys: Vec<String> = engine
             .row_keys(counter, stripe)?
@@ -122,7 +121,7 @@ fn names(engine: &Engine, counter: &str, mut each: impl FnMut(&str, u64)) -> Res
                 OwnedKey::Id(_) => None,
             })
             .collect();
-        let counts = mget(engine, counter, &keys)?;
+        let counts = mget(engine, counter, column, &keys)?;
         for (key, n) in keys.iter().zip(counts) {
             each(key, n);
         }
@@ -138,7 +137,7 @@ pub fn site_values(
     limit: usize,
 ) -> Result<Vec<(String, u64)>, Error> {
     let mut values: HashMap<String, u64> = HashMap::new();
-    names(engine, SITE, |key, n| {
+    names(engine, SITE, COLUMN, |key, n| {
         let mut parts = key.splitn(3, ':');
         let (Some(day), Some(tag), Some(label)) = (parts.next(), parts.next(), parts.next()) else {
             return;
@@ -155,9 +154,8 @@ pub fn site_values(
 /// filters and cuts).
 pub fn site_links(engine: &Engine, days: Days) -> Result<Vec<(u64, u64)>, Error> {
     let mut links: HashMap<u64, u64> = HashMap::new();
-    names(engine, VISITS, |key, n| {
-        let mut parts = key.splitn(3, ':');
-        let (Some(id), Some(day), Some("p")) = (parts.next(), parts.next(), parts.next()) else {
+    names(engine, DAY_STATS, PEOPLE, |key, n| {
+        let Some((id, day)) = key.split_once(':') else {
             return;
         };
         if let (Ok(id), Ok(day)) = (id.parse::<u64>(), day.parse::<u64>()) {
@@ -174,7 +172,7 @@ pub fn site_links(engine: &Engine, days: Days) -> Result<Vec<(u64, u64)>, Error>
 /// People's and bots' clicks over every link on `days` (people from `site_stats`).
 pub fn site_people(engine: &Engine, days: Days) -> Result<u64, Error> {
     let keys: Vec<String> = days.iter().map(|d| format!("{d}:p")).collect();
-    Ok(mget(engine, SITE, &keys)?.iter().sum())
+    Ok(mget(engine, SITE, COLUMN, &keys)?.iter().sum())
 }
 
 #[cfg(test)]

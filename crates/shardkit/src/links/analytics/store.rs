@@ -1,40 +1,45 @@
 //! Where click analytics live in the counter engine, and the one write path to them.
 //!
-//! Counters (each with one column `clicks`, except `link_slots`):
-//! - `link_visits`: `<id>:<day>:p` (people) and `<id>:<day>:b` (bots) per link and UTC
-//!   day; the bots are kept apart and in no other row.
-//! - `link_slots`: `<id>:<tag>` with columns `s0`..`s15`, the label (as its hash) that
-//!   owns each of the link's 16 slots of dimension `tag`; a slot is given to a new label
-//!   while one is free and never taken back, so a link has at most 16 values per
-//!   dimension and the rest count as `other`.
-//! - `link_stats`: `<id>:<day>:<tag><slot>` (slot 0 to 15, 16 = `other`): people's
-//!   clicks per link, day, dimension and value.
+//! Two rows per link, so a link's first click makes two rows, not ten:
+//! - `link_owners`: `<id>:o`, the label (as its hash) that owns each of the link's 16
+//!   slots per dimension, in columns `<tag><slot>` (`r0 b0 o0 d0 c0 r1 … c15`, slot by
+//!   slot, so a link with one value per dimension uses the first five); a slot is given
+//!   to a new label while one is free and never taken back, so a link has at most 16
+//!   values per dimension and the rest count as `other`.
+//! - `link_day_stats`: `<id>:<day>` per link and UTC day, columns `people`, `bots`
+//!   (kept apart and in no other column), then people's clicks per dimension and slot,
+//!   `r0 b0 o0 d0 c0 r1 … c16` (slot 16 = `other`). A row holds only the columns up to
+//!   the last one written (the engine's string rows), so a typical day costs a handful.
 //! - `site_stats`: `<day>:<tag>:<label>` (label `other` for a link's overflow) and
 //!   `<day>:p`: the same clicks summed over every link, for the site-wide tops.
 //! - `link_labels`: `<tag>:<label>`, one row per label any link holds (its value: how
 //!   many slots took it), read at start to turn slot hashes back into labels.
 //!
-//! Rows are bounded per link and day by 2 + 5 x 17; no row holds an address.
+//! Data of the earlier layout (`link_visits`, `link_slots`, `link_stats`, one row per
+//! dimension) is moved into these rows once, when the counters are ensured
+//! ([`migrate_old_layout`]). No row holds an address.
 
 use super::classify::Dim;
 use super::{FastHash, Tally};
 use parking_lot::Mutex;
 use shardkit_counters::{ColumnOptions, Engine, Error, Key, OwnedKey, Pending};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
-/// People and bots per link and day.
-pub const VISITS: &str = "link_visits";
-/// Slot owners per link and dimension.
-pub const SLOTS: &str = "link_slots";
-/// People's clicks per link, day, dimension and slot.
-pub const STATS: &str = "link_stats";
+/// Slot owners per link, every dimension in one row.
+pub const OWNERS: &str = "link_owners";
+/// People, bots and people's clicks per dimension and slot, per link and day.
+pub const DAY_STATS: &str = "link_day_stats";
 /// People's clicks per day, dimension and label, over every link.
 pub const SITE: &str = "site_stats";
 /// Every label some link holds.
 pub const LABELS: &str = "link_labels";
-/// The column of every counter but [`SLOTS`].
+/// The column of [`SITE`] and [`LABELS`].
 pub const COLUMN: &str = "clicks";
+/// The [`DAY_STATS`] column of people's clicks.
+pub const PEOPLE: &str = "people";
+/// The [`DAY_STATS`] column of bots' clicks.
+pub const BOTS: &str = "bots";
 /// Values a link keeps apart per dimension; the rest count as [`OTHER`].
 pub const SLOTS_PER_DIM: usize = 16;
 /// The label of a link's values past its [`SLOTS_PER_DIM`].
@@ -43,19 +48,64 @@ pub const OTHER: &str = "other";
 /// The slot owners of one link and dimension (0: free).
 pub type SlotRow = [u64; SLOTS_PER_DIM];
 
-/// Slot rows cached before the cache is emptied, to bound its memory.
+/// Dimensions side by side in a slot's columns.
+const DIMS: usize = Dim::ALL.len();
+/// Columns of [`OWNERS`]: one per dimension and slot.
+const OWNER_COLUMNS: usize = SLOTS_PER_DIM * DIMS;
+/// [`DAY_STATS`] columns before the slots' ([`PEOPLE`], [`BOTS`]).
+const DAY_FIRST_SLOT: usize = 2;
+/// Columns of [`DAY_STATS`]: people, bots, then every dimension's slots and `other`.
+const DAY_COLUMNS: usize = DAY_FIRST_SLOT + (SLOTS_PER_DIM + 1) * DIMS;
+
+/// Links whose owner rows are cached before the cache is emptied, to bound its memory.
 const MAX_CACHED: usize = 200_000;
 
-/// The column of slot `i` in [`SLOTS`] (no allocation a new slot).
-fn slot_column(i: usize) -> &'static str {
-    const NAMES: [&str; SLOTS_PER_DIM] = [
-        "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13",
-        "s14", "s15",
-    ];
-    NAMES[i]
+/// Where `dim` sits among a slot's columns (the order of [`Dim::ALL`]).
+fn dim_index(dim: Dim) -> usize {
+    match dim {
+        Dim::Referrer => 0,
+        Dim::Browser => 1,
+        Dim::Os => 2,
+        Dim::Device => 3,
+        Dim::Country => 4,
+    }
 }
 
-/// Makes the counters and columns if they do not exist yet.
+/// The column of slot `slot` of `dim` in [`OWNERS`] (below [`SLOTS_PER_DIM`]).
+pub fn owner_column(dim: Dim, slot: usize) -> usize {
+    slot * DIMS + dim_index(dim)
+}
+
+/// The column of slot `slot` of `dim` in [`DAY_STATS`] ([`SLOTS_PER_DIM`]: `other`).
+pub fn day_column(dim: Dim, slot: usize) -> usize {
+    DAY_FIRST_SLOT + slot * DIMS + dim_index(dim)
+}
+
+/// Column names of [`DAY_STATS`] in order; those of [`OWNERS`] are its slot columns
+/// without the last slot's. Made once, so a write names columns without allocating.
+static DAY_NAMES: LazyLock<Vec<String>> = LazyLock::new(|| {
+    let mut names = vec![PEOPLE.to_string(), BOTS.to_string()];
+    for slot in 0..=SLOTS_PER_DIM {
+        for dim in Dim::ALL {
+            names.push(format!("{}{slot}", dim.tag()));
+        }
+    }
+    debug_assert_eq!(names.len(), DAY_COLUMNS);
+    names
+});
+
+/// The name of [`DAY_STATS`] column `i`.
+fn day_name(i: usize) -> &'static str {
+    &DAY_NAMES[i]
+}
+
+/// The name of [`OWNERS`] column `i` (the same `<tag><slot>` as in [`DAY_STATS`]).
+fn owner_name(i: usize) -> &'static str {
+    &DAY_NAMES[DAY_FIRST_SLOT + i]
+}
+
+/// Makes the counters and columns if they do not exist yet, and moves data of the
+/// earlier layout into them ([`migrate_old_layout`]).
 pub fn ensure_counters(engine: &Engine) -> Result<(), Error> {
     let make = |counter: &str, column: &str, opts: ColumnOptions| -> Result<(), Error> {
         match engine.create_counter(counter) {
@@ -67,18 +117,133 @@ pub fn ensure_counters(engine: &Engine) -> Result<(), Error> {
             Err(e) => Err(e),
         }
     };
-    for counter in [VISITS, STATS, SITE, LABELS] {
+    for counter in [SITE, LABELS] {
         make(counter, COLUMN, ColumnOptions::default())?;
     }
-    for i in 0..SLOTS_PER_DIM {
-        make(SLOTS, slot_column(i), ColumnOptions::new(64, 64))?;
+    for i in 0..DAY_COLUMNS {
+        make(DAY_STATS, day_name(i), ColumnOptions::default())?;
     }
+    for i in 0..OWNER_COLUMNS {
+        make(OWNERS, owner_name(i), ColumnOptions::new(64, 64))?;
+    }
+    migrate_old_layout(engine)?;
     Ok(())
 }
 
-/// The number a label is known by in [`SLOTS`]: nonzero, at most the engine's largest value.
+/// Counters of the earlier layout: people and bots per link and day.
+const OLD_VISITS: &str = "link_visits";
+/// Counters of the earlier layout: slot owners per link and dimension.
+const OLD_SLOTS: &str = "link_slots";
+/// Counters of the earlier layout: people's clicks per link, day, dimension and slot.
+const OLD_STATS: &str = "link_stats";
+
+/// Moves the rows of the earlier layout (one row per link and dimension, and per link,
+/// day, dimension and slot) into [`OWNERS`] and [`DAY_STATS`], then empties the old
+/// counters (they stay, empty). Every value is *set*, not added, so a move cut short by
+/// a crash is simply done again at the next start; nothing counts twice. Answers the
+/// rows moved.
+pub fn migrate_old_layout(engine: &Engine) -> Result<u64, Error> {
+    let counters = engine.counters();
+    let old: Vec<&str> = [OLD_VISITS, OLD_SLOTS, OLD_STATS]
+        .into_iter()
+        .filter(|c| counters.iter().any(|have| have == c))
+        .collect();
+    let mut moved = 0;
+    let mut newest = Pending::NONE;
+    for &counter in &old {
+        for stripe in 0..shardkit_counters::STRIPES {
+            let keys: Vec<String> = engine
+                .row_keys(counter, stripe)?
+                .into_iter()
+                .filter_map(|k| match k {
+                    OwnedKey::Name(name) => Some(name.into_string()),
+                    OwnedKey::Id(_) => None,
+                })
+                .collect();
+            let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::Name(k)).collect();
+            let (names, rows) = engine.mget_rows(counter, &parsed)?;
+            for (key, row) in keys.iter().zip(rows) {
+                for (name, value) in names.iter().zip(row).filter(|(_, v)| *v > 0) {
+                    let Some((to, column, target)) = old_place(counter, key, name) else {
+                        continue;
+                    };
+                    let pending = engine.set_deferred(to, Key::Name(&target), column, value)?;
+                    newest = newest.max(pending);
+                }
+                moved += 1;
+            }
+        }
+    }
+    engine.commit(newest)?;
+    for counter in old {
+        let (_, pending) = engine.clear_deferred(counter)?;
+        engine.commit(pending)?;
+    }
+    if moved > 0 {
+        tracing::info!(
+            rows = moved,
+            "click analytics moved to link_owners and link_day_stats"
+        );
+    }
+    Ok(moved)
+}
+
+/// Where one value of the earlier layout goes: (counter, column, row key); `None` for
+/// a key or column that layout never wrote.
+fn old_place(
+    counter: &str,
+    key: &str,
+    column: &str,
+) -> Option<(&'static str, &'static str, String)> {
+    let parts: Vec<&str> = key.split(':').collect();
+    match (counter, parts.as_slice()) {
+        (OLD_VISITS, [id, day, kind]) if column == COLUMN => {
+            let column = match *kind {
+                "p" => PEOPLE,
+                "b" => BOTS,
+                _ => return None,
+            };
+            Some((
+                DAY_STATS,
+                column,
+                format!("{}:{}", id.parse::<u64>().ok()?, day.parse::<u64>().ok()?),
+            ))
+        }
+        (OLD_SLOTS, [id, tag]) => {
+            let dim = Dim::from_tag(single_char(tag)?)?;
+            let slot: usize = column.strip_prefix('s')?.parse().ok()?;
+            (slot < SLOTS_PER_DIM).then_some(())?;
+            Some((
+                OWNERS,
+                owner_name(owner_column(dim, slot)),
+                owner_key(id.parse().ok()?),
+            ))
+        }
+        (OLD_STATS, [id, day, tag_slot]) if column == COLUMN => {
+            let mut chars = tag_slot.chars();
+            let dim = Dim::from_tag(chars.next()?)?;
+            let slot: usize = chars.as_str().parse().ok()?;
+            (slot <= SLOTS_PER_DIM).then_some(())?;
+            Some((
+                DAY_STATS,
+                day_name(day_column(dim, slot)),
+                format!("{}:{}", id.parse::<u64>().ok()?, day.parse::<u64>().ok()?),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// The one character of `text`, if it has exactly one.
+fn single_char(text: &str) -> Option<char> {
+    let mut chars = text.chars();
+    let c = chars.next()?;
+    chars.next().is_none().then_some(c)
+}
+
+/// The number a label is known by in [`OWNERS`]: nonzero, at most the engine's largest value.
 pub fn label_hash(dim: Dim, label: &str) -> u64 {
-    // XXH3 of `<tag>:<label>`, stored in slot rows: it must never change. Streamed in
+    // XXH3 of `<tag>:<label>`, stored in owner rows: it must never change. Streamed in
     // two parts (the same digest as one buffer) so no buffer is built.
     let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
     hasher.update(&[dim.tag() as u8, b':']);
@@ -86,14 +251,42 @@ pub fn label_hash(dim: Dim, label: &str) -> u64 {
     (hasher.digest() & shardkit_counters::MAX_VALUE).max(1)
 }
 
-/// The `link_visits` row of people (`bot` false) or bots.
-pub fn visits_key(id: u64, day: u64, bot: bool) -> String {
-    format!("{id}:{day}:{}", if bot { 'b' } else { 'p' })
+/// The [`OWNERS`] row of a link.
+pub fn owner_key(id: u64) -> String {
+    format!("{id}:o")
 }
 
-/// The `link_stats` row of a slot (`SLOTS_PER_DIM` for `other`).
-pub fn stats_key(id: u64, day: u64, dim: Dim, slot: usize) -> String {
-    format!("{id}:{day}:{}{slot}", dim.tag())
+/// The [`DAY_STATS`] row of a link and day.
+pub fn day_key(id: u64, day: u64) -> String {
+    format!("{id}:{day}")
+}
+
+/// The [`DAY_STATS`] column of people's clicks, by position.
+pub const PEOPLE_AT: usize = 0;
+/// The [`DAY_STATS`] column of bots' clicks, by position.
+pub const BOTS_AT: usize = 1;
+
+/// The [`DAY_STATS`] rows of `keys`, each as its values in column order, by column
+/// name (0 for a row or a column not stored).
+pub fn day_rows(engine: &Engine, keys: &[String]) -> Result<Vec<Vec<u64>>, Error> {
+    let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::Name(k)).collect();
+    let (names, rows) = engine.mget_rows(DAY_STATS, &parsed)?;
+    let place: Vec<Option<usize>> = names
+        .iter()
+        .map(|n| DAY_NAMES.iter().position(|d| d == n))
+        .collect();
+    Ok(rows
+        .into_iter()
+        .map(|values| {
+            let mut row = vec![0; DAY_COLUMNS];
+            for (at, value) in place.iter().zip(values) {
+                if let Some(i) = at {
+                    row[*i] = value;
+                }
+            }
+            row
+        })
+        .collect())
 }
 
 /// The `site_stats` row of a label on a day.
@@ -101,7 +294,7 @@ pub fn site_key(day: u64, dim: Dim, label: &str) -> String {
     format!("{day}:{}:{label}", dim.tag())
 }
 
-/// Labels by hash and the slot rows read so far.
+/// Labels by hash and the owner rows read so far.
 #[derive(Debug, Default)]
 pub struct Labels {
     inner: Mutex<LabelsInner>,
@@ -110,7 +303,44 @@ pub struct Labels {
 #[derive(Debug, Default)]
 struct LabelsInner {
     names: HashMap<u64, Arc<str>, FastHash>,
-    slots: HashMap<(u64, Dim), SlotRow, FastHash>,
+    /// A link's [`OWNERS`] row up to its last owned slot (most links own a handful).
+    owners: HashMap<u64, Box<[u64]>, FastHash>,
+}
+
+/// One link's owner row, every column ([`OWNER_COLUMNS`]).
+type OwnerRow = [u64; OWNER_COLUMNS];
+
+/// Owner rows of the links of one write, by link id (the rows side by side, so the
+/// map moves small entries, not 640-byte rows).
+#[derive(Default)]
+struct OwnerRows {
+    at: HashMap<u64, usize, FastHash>,
+    rows: Vec<OwnerRow>,
+}
+
+impl OwnerRows {
+    /// The row of `id` (all free if it was never read).
+    fn get(&self, id: u64) -> &OwnerRow {
+        self.at
+            .get(&id)
+            .map_or(&[0; OWNER_COLUMNS], |&i| &self.rows[i])
+    }
+
+    /// The row of `id`, made all free if absent.
+    fn get_mut(&mut self, id: u64) -> &mut OwnerRow {
+        let next = self.rows.len();
+        let i = *self.at.entry(id).or_insert(next);
+        if i == next {
+            self.rows.push([0; OWNER_COLUMNS]);
+        }
+        &mut self.rows[i]
+    }
+}
+
+/// `row` without its trailing free slots, as the cache keeps it.
+fn trimmed(row: &[u64]) -> Box<[u64]> {
+    let used = row.iter().rposition(|&h| h != 0).map_or(0, |i| i + 1);
+    row[..used].into()
 }
 
 impl Labels {
@@ -119,7 +349,7 @@ impl Labels {
         Ok(Labels {
             inner: Mutex::new(LabelsInner {
                 names: read_labels(engine)?,
-                slots: HashMap::default(),
+                owners: HashMap::default(),
             }),
         })
     }
@@ -138,32 +368,73 @@ impl Labels {
 
     /// The slot owners of link `id` in `dim`, from the cache or the engine.
     pub fn slots(&self, engine: &Engine, id: u64, dim: Dim) -> Result<SlotRow, Error> {
-        // A replica's slots change under it (the leader writes them): no cache there.
-        let cached = !engine.is_read_only();
-        if let Some(row) = self.inner.lock().slots.get(&(id, dim)).filter(|_| cached) {
-            return Ok(*row);
-        }
-        let key = format!("{id}:{}", dim.tag());
-        let (_, rows) = engine.mget_rows(SLOTS, &[Key::Name(&key)])?;
-        let mut row = [0; SLOTS_PER_DIM];
-        if let Some(values) = rows.first() {
-            for (slot, value) in row.iter_mut().zip(values) {
-                *slot = *value;
-            }
-        }
-        let mut inner = self.inner.lock();
-        if inner.slots.len() >= MAX_CACHED {
-            inner.slots.clear();
-        }
-        inner.slots.insert((id, dim), row);
-        Ok(row)
+        let rows = self.owner_rows(engine, [id])?;
+        let row = rows.get(id);
+        Ok(std::array::from_fn(|slot| row[owner_column(dim, slot)]))
     }
 
-    fn learn(&self, id: u64, dim: Dim, row: SlotRow, new: &[Learned]) {
+    /// The owner rows of `ids`: cached ones copied, the others read from the engine
+    /// in one call (a flush of many new links asks once, not once per link).
+    fn owner_rows(
+        &self,
+        engine: &Engine,
+        ids: impl IntoIterator<Item = u64>,
+    ) -> Result<OwnerRows, Error> {
+        // A replica's owners change under it (the leader writes them): no cache there.
+        let cached = !engine.is_read_only();
+        let ids = ids.into_iter();
+        let mut rows = OwnerRows {
+            at: HashMap::with_capacity_and_hasher(ids.size_hint().0, FastHash::default()),
+            rows: Vec::new(),
+        };
+        let mut missing: Vec<u64> = Vec::new();
+        {
+            let inner = self.inner.lock();
+            for id in ids {
+                if rows.at.contains_key(&id) {
+                    continue;
+                }
+                let row = rows.get_mut(id);
+                match inner.owners.get(&id).filter(|_| cached) {
+                    Some(known) => row[..known.len()].copy_from_slice(known),
+                    None => missing.push(id),
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(rows);
+        }
+        let keys: Vec<String> = missing.iter().map(|&id| owner_key(id)).collect();
+        let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::Name(k)).collect();
+        let (names, read) = engine.mget_rows(OWNERS, &parsed)?;
+        // Columns by name, so a store whose columns were made in another order reads right.
+        let place: Vec<Option<usize>> = names
+            .iter()
+            .map(|n| (0..OWNER_COLUMNS).find(|&i| owner_name(i) == n))
+            .collect();
         let mut inner = self.inner.lock();
-        inner.slots.insert((id, dim), row);
-        for (_, hash, label) in new {
-            inner.names.insert(*hash, Arc::clone(label));
+        if inner.owners.len() + missing.len() > MAX_CACHED {
+            inner.owners.clear();
+        }
+        for (id, values) in missing.iter().zip(read) {
+            let row = rows.get_mut(*id);
+            for (at, value) in place.iter().zip(values) {
+                if let Some(i) = at {
+                    row[*i] = value;
+                }
+            }
+            if cached {
+                inner.owners.insert(*id, trimmed(row));
+            }
+        }
+        Ok(rows)
+    }
+
+    fn learn(&self, id: u64, row: &OwnerRow, new: &[NewSlot]) {
+        let mut inner = self.inner.lock();
+        inner.owners.insert(id, trimmed(row));
+        for s in new {
+            inner.names.insert(s.hash, Arc::clone(&s.label));
         }
     }
 }
@@ -190,14 +461,12 @@ fn read_labels(engine: &Engine) -> Result<HashMap<u64, Arc<str>, FastHash>, Erro
     Ok(names)
 }
 
-/// A slot given in a write, as the cache learns it: (slot, hash, label).
-type Learned = (usize, u64, Arc<str>);
-
 /// A slot given to a label in this write.
 struct NewSlot {
     id: u64,
     dim: Dim,
-    slot: usize,
+    /// Its [`OWNERS`] column.
+    column: usize,
     hash: u64,
     label: Arc<str>,
 }
@@ -205,29 +474,38 @@ struct NewSlot {
 /// Writes `tally` to the engine (durable when this returns): new slot owners first
 /// (their labels, then the slots), then the counts. Callers serialize writes.
 pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Error> {
-    let mut rows: HashMap<(u64, Dim), SlotRow, FastHash> = HashMap::default();
+    let mut owners = labels.owner_rows(engine, tally.dims.keys().map(|k| k.0))?;
     let mut new_slots: Vec<NewSlot> = Vec::new();
-    let mut stats: HashMap<(u64, u64, Dim, usize), u64, FastHash> = HashMap::default();
+    // (link, day) -> its row key's place in `keys`; counts by column: (row, count).
+    let mut rows: HashMap<(u64, u64), usize, FastHash> =
+        HashMap::with_capacity_and_hasher(tally.visits.len(), FastHash::default());
+    let mut keys: Vec<String> = Vec::new();
+    let mut by_column: Vec<Vec<(usize, u64)>> = vec![Vec::new(); DAY_COLUMNS];
+    let mut row_of = |id: u64, day: u64| {
+        *rows.entry((id, day)).or_insert_with(|| {
+            keys.push(day_key(id, day));
+            keys.len() - 1
+        })
+    };
     // Site rows by (day, dimension, label): few distinct ones, their keys made once.
     let mut site_labels: HashMap<(u64, Dim, &str), u64, FastHash> = HashMap::default();
+    let mut stats: HashMap<(usize, usize), u64, FastHash> = HashMap::with_capacity_and_hasher(
+        tally.dims.len() + 2 * tally.visits.len(),
+        FastHash::default(),
+    );
     for ((id, day, dim, label), &n) in &tally.dims {
-        let row = match rows.get_mut(&(*id, *dim)) {
-            Some(row) => row,
-            None => {
-                let loaded = labels.slots(engine, *id, *dim)?;
-                rows.entry((*id, *dim)).or_insert(loaded)
-            }
-        };
+        let row = owners.get_mut(*id);
         let hash = label_hash(*dim, label);
-        let slot = match row.iter().position(|&h| h == hash) {
+        let column = |slot| owner_column(*dim, slot);
+        let slot = match (0..SLOTS_PER_DIM).find(|&s| row[column(s)] == hash) {
             Some(slot) => slot,
-            None => match row.iter().position(|&h| h == 0) {
+            None => match (0..SLOTS_PER_DIM).find(|&s| row[column(s)] == 0) {
                 Some(free) => {
-                    row[free] = hash;
+                    row[column(free)] = hash;
                     new_slots.push(NewSlot {
                         id: *id,
                         dim: *dim,
-                        slot: free,
+                        column: column(free),
                         hash,
                         label: Arc::clone(label),
                     });
@@ -236,14 +514,12 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
                 None => SLOTS_PER_DIM,
             },
         };
-        *stats.entry((*id, *day, *dim, slot)).or_default() += n;
+        *stats
+            .entry((row_of(*id, *day), day_column(*dim, slot)))
+            .or_default() += n;
         let site_label = if slot == SLOTS_PER_DIM { OTHER } else { label };
         *site_labels.entry((*day, *dim, site_label)).or_default() += n;
     }
-    let stats: Vec<(String, u64)> = stats
-        .into_iter()
-        .map(|((id, day, dim, slot), n)| (stats_key(id, day, dim, slot), n))
-        .collect();
     let mut site: HashMap<String, u64, FastHash> = site_labels
         .into_iter()
         .map(|((day, dim, label), n)| (site_key(day, dim, label), n))
@@ -263,45 +539,79 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
             LABELS,
             label_keys.iter().map(|(k, n)| (k.as_str(), *n)),
         )?;
-        // Appended one by one, made durable by one commit (one fsync for them all).
+        // A link's new slots, the highest column first: its row is made (or moved)
+        // once with room for all of them. Appended one by one, made durable by one
+        // commit (one fsync for them all).
+        new_slots.sort_unstable_by(|a, b| a.id.cmp(&b.id).then(b.column.cmp(&a.column)));
         let mut newest = Pending::NONE;
+        let mut key = String::new();
+        let mut key_of = u64::MAX;
         for s in &new_slots {
-            let key = format!("{}:{}", s.id, s.dim.tag());
+            if key_of != s.id {
+                key = owner_key(s.id);
+                key_of = s.id;
+            }
             let pending =
-                engine.set_deferred(SLOTS, Key::Name(&key), slot_column(s.slot), s.hash)?;
+                engine.set_deferred(OWNERS, Key::Name(&key), owner_name(s.column), s.hash)?;
             newest = newest.max(pending);
         }
         engine.commit(newest)?;
-        let mut learned: HashMap<(u64, Dim), Vec<Learned>> = HashMap::new();
-        for s in &new_slots {
-            learned
-                .entry((s.id, s.dim))
-                .or_default()
-                .push((s.slot, s.hash, Arc::clone(&s.label)));
-        }
-        for ((id, dim), new) in learned {
-            if let Some(row) = rows.get(&(id, dim)) {
-                labels.learn(id, dim, *row, &new);
-            }
+        for new in new_slots.chunk_by(|a, b| a.id == b.id) {
+            labels.learn(new[0].id, owners.get(new[0].id), new);
         }
     }
-    let mut visits: Vec<(String, u64)> = Vec::new();
     let mut people_by_day: HashMap<u64, u64, FastHash> = HashMap::default();
     for (&(id, day), &(people, bots)) in &tally.visits {
         if people > 0 {
-            visits.push((visits_key(id, day, false), people));
+            stats.insert((row_of(id, day), PEOPLE_AT), people);
             *people_by_day.entry(day).or_default() += people;
         }
         if bots > 0 {
-            visits.push((visits_key(id, day, true), bots));
+            stats.insert((row_of(id, day), BOTS_AT), bots);
         }
     }
     for (day, people) in people_by_day {
         *site.entry(format!("{day}:p")).or_default() += people;
     }
-    incr(engine, STATS, stats.iter().map(|(k, n)| (k.as_str(), *n)))?;
+    for ((row, column), n) in stats {
+        by_column[column].push((row, n));
+    }
+    // The highest column first, so a new row is made once with room for the rest.
+    let mut newest = Pending::NONE;
+    let mut results = Vec::new();
+    for (column, items) in by_column.iter().enumerate().rev() {
+        for run in items.chunks(RUN) {
+            let run: Vec<(Key<'_>, i64)> = run
+                .iter()
+                .map(|&(row, n)| (Key::Name(&keys[row]), clamp(n)))
+                .collect();
+            newest =
+                newest.max(engine.incr_run(DAY_STATS, day_name(column), &run, &mut results)?);
+            refused(&mut results)?;
+        }
+    }
+    engine.commit(newest)?;
     incr(engine, SITE, site.iter().map(|(k, &n)| (k.as_str(), n)))?;
-    incr(engine, VISITS, visits.iter().map(|(k, n)| (k.as_str(), *n)))?;
+    Ok(())
+}
+
+/// Increments handed to the engine at once (its stripes stay locked that long).
+const RUN: usize = 1024;
+
+/// A count as the engine's delta.
+fn clamp(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Stops on an increment the engine refused for a reason other than its value (the
+/// value ones, past the column's max, are left as they were, as `incr_batch` does).
+fn refused(results: &mut Vec<Result<u64, Error>>) -> Result<(), Error> {
+    for result in results.drain(..) {
+        match result {
+            Ok(_) | Err(Error::Negative { .. } | Error::TooLarge { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
     Ok(())
 }
 
@@ -311,9 +621,7 @@ fn incr<'a>(
     counter: &str,
     items: impl Iterator<Item = (&'a str, u64)>,
 ) -> Result<(), Error> {
-    let items: Vec<(Key<'a>, i64)> = items
-        .map(|(k, n)| (Key::Name(k), i64::try_from(n).unwrap_or(i64::MAX)))
-        .collect();
+    let items: Vec<(Key<'a>, i64)> = items.map(|(k, n)| (Key::Name(k), clamp(n))).collect();
     if !items.is_empty() {
         engine.incr_batch(counter, COLUMN, &items)?;
     }
@@ -323,6 +631,155 @@ fn incr<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writes rows as the earlier layout did: link 7 on day 10, three people (two from
+    /// `a.example`, one from `b.example`, all Firefox) and one bot.
+    fn old_rows(engine: &Engine) {
+        for (counter, columns) in [
+            (OLD_VISITS, vec!["clicks".to_string()]),
+            (OLD_STATS, vec!["clicks".to_string()]),
+            (OLD_SLOTS, (0..16).map(|i| format!("s{i}")).collect()),
+        ] {
+            let _ = engine.create_counter(counter);
+            for column in columns {
+                let opts = if counter == OLD_SLOTS {
+                    ColumnOptions::new(64, 64)
+                } else {
+                    ColumnOptions::default()
+                };
+                let _ = engine.add_column(counter, &column, opts);
+            }
+        }
+        let set = |counter: &str, key: &str, column: &str, value: u64| {
+            engine.set(counter, Key::Name(key), column, value).unwrap()
+        };
+        set(OLD_VISITS, "7:10:p", COLUMN, 3);
+        set(OLD_VISITS, "7:10:b", COLUMN, 1);
+        set(
+            OLD_SLOTS,
+            "7:r",
+            "s0",
+            label_hash(Dim::Referrer, "a.example"),
+        );
+        set(
+            OLD_SLOTS,
+            "7:r",
+            "s1",
+            label_hash(Dim::Referrer, "b.example"),
+        );
+        set(OLD_SLOTS, "7:b", "s0", label_hash(Dim::Browser, "Firefox"));
+        set(OLD_STATS, "7:10:r0", COLUMN, 2);
+        set(OLD_STATS, "7:10:r1", COLUMN, 1);
+        set(OLD_STATS, "7:10:b0", COLUMN, 3);
+        // Labels are kept as they are; the site rows too.
+        let _ = engine.create_counter(LABELS);
+        let _ = engine.add_column(LABELS, COLUMN, ColumnOptions::default());
+        for label in ["r:a.example", "r:b.example", "b:Firefox"] {
+            set(LABELS, label, COLUMN, 1);
+        }
+    }
+
+    #[test]
+    fn the_earlier_layout_moves_into_owner_and_day_rows_once_and_a_redo_counts_nothing_twice() {
+        use super::super::query::{self, Days};
+        let dir = tempfile::tempdir().unwrap();
+        let days = Days::new(10, 10).unwrap();
+        let check = |engine: &Engine| {
+            let labels = Labels::load(engine).unwrap();
+            assert_eq!(query::link_days(engine, 7, days).unwrap(), [(10, 3, 1)]);
+            assert_eq!(
+                query::link_values(engine, &labels, 7, Dim::Referrer, days).unwrap(),
+                [("a.example".to_string(), 2), ("b.example".to_string(), 1)]
+            );
+            assert_eq!(
+                query::link_values(engine, &labels, 7, Dim::Browser, days).unwrap(),
+                [("Firefox".to_string(), 3)]
+            );
+            assert_eq!(query::site_links(engine, days).unwrap(), [(7, 3)]);
+            for old in [OLD_VISITS, OLD_SLOTS, OLD_STATS] {
+                let rows: usize = (0..shardkit_counters::STRIPES)
+                    .map(|s| engine.row_keys(old, s).unwrap().len())
+                    .sum();
+                assert_eq!(rows, 0, "{old} emptied");
+            }
+        };
+        {
+            let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+            old_rows(&engine);
+            ensure_counters(&engine).unwrap();
+            check(&engine);
+            // A move cut short before the old rows were emptied is done again: the
+            // values are set, so nothing counts twice.
+            old_rows(&engine);
+            assert_eq!(migrate_old_layout(&engine).unwrap(), 7);
+            check(&engine);
+            assert_eq!(
+                migrate_old_layout(&engine).unwrap(),
+                0,
+                "nothing left to move"
+            );
+        }
+        let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+        ensure_counters(&engine).unwrap();
+        check(&engine);
+        // New clicks land beside the moved ones, in the same slots.
+        let analytics = super::super::Analytics::open(&engine, None).unwrap();
+        let mut tally = Tally::default();
+        tally.visits.insert((7, 10), (1, 0));
+        tally.add_label(7, 10, Dim::Referrer, "b.example", 1);
+        analytics.write(&engine, tally).unwrap();
+        assert_eq!(
+            query::link_values(&engine, &analytics.labels, 7, Dim::Referrer, days).unwrap(),
+            [("a.example".to_string(), 2), ("b.example".to_string(), 2)]
+        );
+        assert_eq!(query::link_days(&engine, 7, days).unwrap(), [(10, 4, 1)]);
+    }
+
+    #[test]
+    fn a_first_click_makes_one_owner_row_and_one_day_row_holding_only_the_columns_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+        ensure_counters(&engine).unwrap();
+        let labels = Labels::load(&engine).unwrap();
+        let mut tally = Tally::default();
+        tally.visits.insert((9, 20), (1, 0));
+        for (dim, label) in [
+            (Dim::Referrer, "direct"),
+            (Dim::Browser, "Chrome"),
+            (Dim::Os, "Linux"),
+            (Dim::Device, "desktop"),
+        ] {
+            tally.add_label(9, 20, dim, label, 1);
+        }
+        write(&engine, &labels, &tally).unwrap();
+        let rows = |counter: &str| -> Vec<String> {
+            (0..shardkit_counters::STRIPES)
+                .flat_map(|s| engine.row_keys(counter, s).unwrap())
+                .map(|k| match k {
+                    OwnedKey::Name(n) => n.to_string(),
+                    OwnedKey::Id(id) => id.to_string(),
+                })
+                .collect()
+        };
+        assert_eq!(rows(OWNERS), ["9:o"]);
+        assert_eq!(rows(DAY_STATS), ["9:20"]);
+        let day = engine.get_row(DAY_STATS, Key::Name("9:20")).unwrap();
+        let used: Vec<&str> = day
+            .iter()
+            .filter(|(_, v)| *v > 0)
+            .map(|(c, _)| c.as_str())
+            .collect();
+        assert_eq!(used, ["people", "r0", "b0", "o0", "d0"]);
+        let owners = engine.get_row(OWNERS, Key::Name("9:o")).unwrap();
+        assert_eq!(
+            owners[0],
+            ("r0".to_string(), label_hash(Dim::Referrer, "direct"))
+        );
+        assert_eq!(
+            owners[3],
+            ("d0".to_string(), label_hash(Dim::Device, "desktop"))
+        );
+    }
 
     #[test]
     fn a_label_hash_is_xxh3_of_tag_colon_label_as_stored() {
