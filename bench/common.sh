@@ -41,6 +41,22 @@ codes_of() {
   [ "$lines" = "$codes" ] || { echo "codes_of: $((lines - codes)) of $lines results have no code" >&2; return 1; }
 }
 
+# uncache FILE...: drops the files' pages from the page cache (posix_fadvise
+# DONTNEED), so a benchmark's own inputs and results do not crowd the server's data out
+# of it (a server in use has no 10 GB result file beside it). Missing files are skipped.
+uncache() {
+  python3 - "$@" <<'PY'
+import os, sys
+for path in sys.argv[1:]:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        continue
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+PY
+}
+
 # codes_lua CODES: the head of a wrk script that holds the codes of CODES (one per line)
 # as "/CODE" paths in one string at a fixed width (a Lua table of 100 M codes is ~6 GB
 # per wrk thread, the string under 1 GB), with path(i) the i-th (0-based) and n how many.

@@ -22,6 +22,9 @@
 #     # (`shardkit pg init`, 64 logical shards; build feature `sql`); its disk is what
 #     # the two databases grew by (pg_database_size after a CHECKPOINT: tables, indexes,
 #     # TOAST; the WAL not counted); its RSS is the shardkit server's alone
+# The script's own files (the links, the import's results, the codes) are dropped from
+# the page cache (`uncache`) before the redirects are measured: on a VM whose page
+# cache holds a few GB they would push the store's pages out.
 # Disk: apparent (file sizes, `du -sb`) and allocated (`du -sB1`; redb's file has an
 # unallocated tail) bytes of links.redb + links.segments/, per link beyond the URL's bytes.
 # (wrk's scripts keep the codes in one fixed-width string per Lua state: 0.8 GB at 100 M,
@@ -110,8 +113,10 @@ for n in $SIZES; do
     "$WORK/shardkit" links import "$WORK/links.jsonl" --batch 10000 --server http://127.0.0.1:$port > "$WORK/results.jsonl" 2>/dev/null
     end=$(date +%s.%N)
     codes_of "$WORK/results.jsonl" "$WORK/codes.txt"
+    rm -f "$WORK/results.jsonl"
     random_codes_lua "$WORK/codes.txt" "$WORK/uniform.lua"
     zipf_codes_lua "$WORK/codes.txt" "$WORK/zipf.lua"
+    uncache "$WORK/links.jsonl" "$WORK/codes.txt" "$WORK/codes.txt.packed"
     read -r u_rps u_p99 u_err < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/uniform.lua" http://127.0.0.1:$port | figures)
     read -r z_rps z_p99 z_err < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/zipf.lua" http://127.0.0.1:$port | figures)
     rss=$(rss_mib "$server")

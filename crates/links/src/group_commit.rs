@@ -64,6 +64,12 @@ impl std::fmt::Debug for GroupCommit {
 }
 
 impl GroupCommit {
+    /// The store reads go to, shared: for a read a caller hands to another thread
+    /// (the redirect's disk reads, `spawn_blocking`), which must own what it reads from.
+    pub fn reads(&self) -> Arc<dyn LinkStore> {
+        Arc::clone(&self.inner)
+    }
+
     /// Starts the writer thread over `inner`.
     pub fn new(inner: Arc<dyn LinkStore>) -> Self {
         let (queue, jobs) = mpsc::channel::<Job>();

@@ -636,3 +636,75 @@ fn the_web_pages_show_the_form_the_link_its_clicks_and_qr_code() {
         404
     );
 }
+
+/// Drops the pages of every file under `dir` from the page cache (the store fsyncs
+/// what it writes, so they are clean and go).
+fn uncache(dir: &std::path::Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let file = std::fs::File::open(&path).unwrap();
+            rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+        }
+    }
+}
+
+/// The value of a counter in `/metrics` (0 before it is first counted).
+fn metric(client: &Client, server: &Server, name: &str) -> u64 {
+    let text = client
+        .get(server.url("/metrics"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_redirect_whose_link_left_the_page_cache_reads_it_from_the_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    // A redirect cache of 16: most of the 64 new links are only in the store.
+    let config = dir.path().join("shardkit.toml");
+    std::fs::write(
+        &config,
+        "[links]\ncache_entries = 16\ncreate_per_second = 0\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let server = Server::try_start(
+        &data,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--resp",
+            "127.0.0.1:0",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .unwrap();
+    let c = client();
+    let mut links = Vec::new();
+    for i in 0..64 {
+        let url = format!("https://example.com/on-disk/{i}");
+        let (status, body) = create(&c, &server, json!({ "url": url }));
+        assert_eq!(status, 201, "{body}");
+        links.push((body["code"].as_str().unwrap().to_string(), url));
+    }
+    let before = metric(&c, &server, "shardkit_link_disk_reads_total");
+    uncache(&data.join("links.segments"));
+    for (code, url) in &links {
+        let r = follow(&c, &server, code);
+        assert_eq!(r.status().as_u16(), 302, "{code}");
+        assert_eq!(r.headers()["location"].to_str().unwrap(), url);
+    }
+    let after = metric(&c, &server, "shardkit_link_disk_reads_total");
+    assert!(
+        after > before,
+        "a redirect read the disk on the blocking pool ({before} -> {after})"
+    );
+    assert_eq!(follow(&c, &server, "zzzzzzz").status().as_u16(), 404);
+}

@@ -150,6 +150,7 @@ pub async fn get(
     let link = state
         .links
         .lookup(&code)
+        .await
         .map_err(|e| ApiError::unavailable(e.to_string()))?
         // An author-only key is told nothing of others' links.
         .filter(|l| grant.as_ref().is_none_or(|Extension(g)| g.may_see(l)));

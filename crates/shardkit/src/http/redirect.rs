@@ -78,7 +78,9 @@ async fn find_link<'a>(
     html: impl Fn() -> bool,
 ) -> Result<(Arc<shardkit_links::Link>, Option<&'a str>), Box<Response>> {
     let home = match super::regions::home_of_path(state.regions.as_ref(), code) {
-        super::regions::Home::Here => return live_link(state, code, now, html).map(|l| (l, None)),
+        super::regions::Home::Here => {
+            return live_link(state, code, now, html).await.map(|l| (l, None))
+        }
         super::regions::Home::Nowhere => return Err(Box::new(pages::not_found(html(), code))),
         super::regions::Home::There(home) => home,
     };
@@ -141,7 +143,7 @@ async fn count_at_home(
 
 /// The link at `/{code}` if it exists and has not expired, else the page (or
 /// `{"error":…}`) that says why: 404, 410, or 503 when the store cannot be read.
-fn live_link(
+async fn live_link(
     state: &AppState,
     code: &str,
     now: u64,
@@ -150,7 +152,7 @@ fn live_link(
     if code.is_empty() || code.len() > MAX_ALIAS_LEN {
         return Err(Box::new(pages::not_found(html(), code)));
     }
-    let link = match state.links.lookup(code) {
+    let link = match state.links.lookup(code).await {
         Ok(Some(link)) => link,
         Ok(None) => return Err(Box::new(pages::not_found(html(), code))),
         Err(e) => {

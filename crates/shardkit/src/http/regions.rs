@@ -177,6 +177,7 @@ pub async fn link(
     let link = state
         .links
         .lookup(&path)
+        .await
         .map_err(|e| ApiError::unavailable(e.to_string()))?
         .ok_or_else(|| ApiError::not_found(format!("no link has the code or alias {path:?}")))?;
     Ok(Json(Link::clone(&link)))
@@ -223,6 +224,7 @@ pub async fn hit(
     let link = state
         .links
         .lookup(&path)
+        .await
         .map_err(|e| ApiError::unavailable(e.to_string()))?
         .filter(|_| matches!(home_of_path(state.regions.as_ref(), &path), Home::Here))
         .ok_or_else(|| ApiError::not_found(format!("no link has the code or alias {path:?}")))?;

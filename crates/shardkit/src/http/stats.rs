@@ -167,6 +167,7 @@ pub async fn link(
     let link = state
         .links
         .lookup(&code)
+        .await
         .map_err(|e| ApiError::unavailable(e.to_string()))?
         .filter(|l| grant.as_ref().is_none_or(|Extension(g)| g.may_see(l)))
         .ok_or_else(|| op_error(LinkOpError::NotFound(code)))?;

@@ -91,7 +91,7 @@ pub fn qr_svg(text: &str) -> Option<String> {
 #[utoipa::path(get, path = "/ui/links/{code}", tag = "ui", params(("code" = String, Path, description = "Code or alias")),
     responses((status = 200, description = "HTML page of the link"), (status = 404, description = "Unknown code (HTML)")))]
 pub async fn link_page(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
-    let link = match state.links.lookup(&code) {
+    let link = match state.links.lookup(&code).await {
         Ok(Some(link)) => link,
         Ok(None) => return pages::not_found(true, &code),
         Err(e) => {
@@ -216,7 +216,7 @@ fn gone_reason(link: &Link, clicks: u64, now: u64) -> Option<String> {
 #[utoipa::path(get, path = "/ui/links/{code}/qr.svg", tag = "ui", params(("code" = String, Path, description = "Code or alias")),
     responses((status = 200, description = "SVG image"), (status = 404, description = "Unknown code")))]
 pub async fn qr(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
-    match state.links.lookup(&code) {
+    match state.links.lookup(&code).await {
         Ok(Some(link)) => match qr_svg(&state.links.short_url(&link)) {
             Some(svg) => (
                 [

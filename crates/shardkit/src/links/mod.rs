@@ -651,31 +651,31 @@ impl Links {
         Ok(results)
     }
 
-    /// The link at `/{path}`, from the cache or the store. Called from async handlers:
-    /// on a cache miss what the store can answer from the kernel's page cache (the
-    /// embedded store's two `pread`s, `RWF_NOWAIT`) is read in place; a read that would
-    /// wait for the disk, or a remote store (a PostgreSQL round trip), runs in
-    /// `block_in_place`, so the runtime hands this worker's other tasks to another
-    /// thread instead of stalling them behind the disk or the network. That hand-off
-    /// costs more than a cached read (at 1 million links, 90% misses of the redirect
-    /// cache, taking it for every read held redirects to a third of the rate at
-    /// 10,000), and far less than a disk read on a worker (at 100 million links two
-    /// workers reading in place served 10.7 k redirects/s; bench/README.md, issue 25).
-    pub fn lookup(&self, path: &str) -> Result<Option<Arc<Link>>, StoreError> {
+    /// The link at `/{path}`, from the cache or the store. On a cache miss what the
+    /// store can answer from the kernel's page cache (the embedded store's two
+    /// `pread`s, `RWF_NOWAIT`) is read in place; a read that would wait for the disk,
+    /// or a remote store (a PostgreSQL round trip), goes to the blocking pool
+    /// (`spawn_blocking`) while this task waits, so the worker goes on with its other
+    /// connections. Handing every read off costs more than a cached read (at 1 million
+    /// links, 90% misses of the redirect cache, it held redirects to a third of the rate
+    /// at 10,000); reading the disk on a worker stalls it (two workers served 10.7 k
+    /// redirects/s at 100 million links); `block_in_place`, which moves the worker's
+    /// queue to a new thread instead, was 7% of the server's CPU at 10 million links
+    /// with 15% of reads on the disk (bench/README.md, issue 25).
+    pub async fn lookup(&self, path: &str) -> Result<Option<Arc<Link>>, StoreError> {
         if let Some(link) = self.cache.get(path) {
             return Ok(Some(link));
         }
-        let resolve = || self.store.resolve(path);
         let found = match self.store.resolve_cached(path) {
             Some(found) => found,
-            None => match tokio::runtime::Handle::try_current() {
-                Ok(runtime)
-                    if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
-                {
-                    tokio::task::block_in_place(resolve)
-                }
-                _ => resolve(),
-            },
+            None => {
+                metrics::counter!("shardkit_link_disk_reads_total").increment(1);
+                let store = self.store.reads();
+                let owned = path.to_string();
+                tokio::task::spawn_blocking(move || store.resolve(&owned))
+                    .await
+                    .map_err(|e| StoreError::Backend(format!("the read stopped: {e}")))?
+            }
         };
         let Some(link) = found? else {
             return Ok(None);
