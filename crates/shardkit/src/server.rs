@@ -114,7 +114,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
         let _ = tokio::task::spawn_blocking(move || cluster.stop()).await;
     }
     #[cfg(not(feature = "nats"))]
-    let () = cluster;
+    let NoCluster = cluster;
     match Arc::try_unwrap(state) {
         Ok(state) => tokio::task::spawn_blocking(move || state.close()).await??,
         Err(_) => tracing::warn!(
@@ -231,8 +231,12 @@ async fn join_cluster(
     Ok(Some(runner))
 }
 
+/// What a node without the `nats` feature holds of a cluster: nothing to stop.
+#[cfg(not(feature = "nats"))]
+struct NoCluster;
+
 /// Without the `nats` feature a node cannot join a cluster (the settings refuse it).
 #[cfg(not(feature = "nats"))]
-async fn join_cluster(_: &Arc<AppState>) -> anyhow::Result<()> {
-    Ok(())
+async fn join_cluster(_: &Arc<AppState>) -> anyhow::Result<NoCluster> {
+    Ok(NoCluster)
 }
