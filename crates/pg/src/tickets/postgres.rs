@@ -77,13 +77,26 @@ impl TicketStore for PgTicketStore {
                      CREATE SEQUENCE IF NOT EXISTS {seq} AS bigint INCREMENT BY {increment} MINVALUE 1 START WITH {offset} NO CYCLE"
                 );
                 // Two first uses racing on CREATE ... IF NOT EXISTS: the loser sees a unique
-                // violation, of the schema or of the sequence. It tries again: the schema (or
-                // the sequence) made by the winner is committed by then, and the `IF NOT
-                // EXISTS` skips it; a loser of the schema race still has its sequence to make.
+                // violation, of the schema or of the sequence, or "relation already exists"
+                // (42P07; "schema already exists", 42P06), whichever catalog check the
+                // winner's commit reached first (seen in CI: two servers on one cluster).
+                // It tries again: the schema (or the sequence) made by the winner is
+                // committed by then, and the `IF NOT EXISTS` skips it; a loser of the schema
+                // race still has its sequence to make.
+                use tokio_postgres::error::SqlState;
+                let lost_race = |code: Option<&SqlState>| {
+                    [
+                        SqlState::UNIQUE_VIOLATION,
+                        SqlState::DUPLICATE_TABLE,
+                        SqlState::DUPLICATE_SCHEMA,
+                    ]
+                    .iter()
+                    .any(|c| Some(c) == code)
+                };
                 let mut attempts = 0;
                 while let Err(e) = client.batch_execute(&ddl).await {
                     attempts += 1;
-                    if e.code() != Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) || attempts == 3 {
+                    if !lost_race(e.code()) || attempts == 3 {
                         return Err(format!("creating {seq}: {}", error_text(&e)));
                     }
                 }
