@@ -5,10 +5,10 @@
 
 use super::classify::{self, Dim};
 use super::query::{self, Days};
-use super::store::{Labels, BOTS, DAY_STATS, PEOPLE};
+use super::store::{self, Labels, BOTS, DAY_STATS, PEOPLE};
 use super::Tally;
 use serde::{Deserialize, Serialize};
-use shardkit_counters::{Engine, Error, Key, OwnedKey};
+use shardkit_counters::{Engine, Error, Key};
 use shardkit_links::{format_day, parse_day};
 use std::collections::{BTreeMap, HashMap};
 
@@ -76,14 +76,7 @@ pub type LinkAnalytics = BTreeMap<String, DayLine>;
 pub fn all(engine: &Engine, labels: &Labels) -> Result<HashMap<u64, LinkAnalytics>, Error> {
     let mut visits: HashMap<(u64, u64), (u64, u64)> = HashMap::new();
     for stripe in 0..shardkit_counters::STRIPES {
-        let keys: Vec<String> = engine
-            .row_keys(DAY_STATS, stripe)?
-            .into_iter()
-            .filter_map(|k| match k {
-                OwnedKey::Name(name) => Some(name.into_string()),
-                OwnedKey::Id(_) => None,
-            })
-            .collect();
+        let keys = store::name_keys(engine, DAY_STATS, stripe)?;
         let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::Name(k)).collect();
         let people = engine.mget(DAY_STATS, &parsed, PEOPLE)?;
         let bots = engine.mget(DAY_STATS, &parsed, BOTS)?;

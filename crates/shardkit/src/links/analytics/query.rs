@@ -6,7 +6,7 @@ use super::classify::Dim;
 use super::store::{
     self, Labels, BOTS_AT, COLUMN, DAY_STATS, OTHER, PEOPLE, PEOPLE_AT, SITE, SLOTS_PER_DIM,
 };
-use shardkit_counters::{Engine, Error, Key, OwnedKey};
+use shardkit_counters::{Engine, Error, Key};
 use std::collections::HashMap;
 
 /// Most days one question may span.
@@ -113,14 +113,7 @@ fn names(
     mut each: impl FnMut(&str, u64),
 ) -> Result<(), Error> {
     for stripe in 0..shardkit_counters::STRIPES {
-        let keys: Vec<String> = engine
-            .row_keys(counter, stripe)?
-            .into_iter()
-            .filter_map(|k| match k {
-                OwnedKey::Name(name) => Some(name.into_string()),
-                OwnedKey::Id(_) => None,
-            })
-            .collect();
+        let keys = store::name_keys(engine, counter, stripe)?;
         let counts = mget(engine, counter, column, &keys)?;
         for (key, n) in keys.iter().zip(counts) {
             each(key, n);

@@ -152,14 +152,7 @@ pub fn migrate_old_layout(engine: &Engine) -> Result<u64, Error> {
     let mut newest = Pending::NONE;
     for &counter in &old {
         for stripe in 0..shardkit_counters::STRIPES {
-            let keys: Vec<String> = engine
-                .row_keys(counter, stripe)?
-                .into_iter()
-                .filter_map(|k| match k {
-                    OwnedKey::Name(name) => Some(name.into_string()),
-                    OwnedKey::Id(_) => None,
-                })
-                .collect();
+            let keys = name_keys(engine, counter, stripe)?;
             let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::Name(k)).collect();
             let (names, rows) = engine.mget_rows(counter, &parsed)?;
             for (key, row) in keys.iter().zip(rows) {
@@ -186,6 +179,19 @@ pub fn migrate_old_layout(engine: &Engine) -> Result<u64, Error> {
         );
     }
     Ok(moved)
+}
+
+/// The string keys of the rows in `stripe` of `counter` (the analytics' rows are all
+/// named; an id key, which they never write, is skipped).
+pub fn name_keys(engine: &Engine, counter: &str, stripe: usize) -> Result<Vec<String>, Error> {
+    Ok(engine
+        .row_keys(counter, stripe)?
+        .into_iter()
+        .filter_map(|k| match k {
+            OwnedKey::Name(name) => Some(name.into_string()),
+            OwnedKey::Id(_) => None,
+        })
+        .collect())
 }
 
 /// Where one value of the earlier layout goes: (counter, column, row key); `None` for
