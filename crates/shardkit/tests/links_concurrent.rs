@@ -16,21 +16,7 @@ const CLIENTS: usize = 50;
 const CREATES_PER_CLIENT: usize = 2_000;
 
 fn start(dir: &std::path::Path) -> Server {
-    let config = dir.join("shardkit.toml");
-    std::fs::write(&config, "[links]\ncreate_per_second = 0\n").unwrap();
-    Server::try_start(
-        &dir.join("data"),
-        &[
-            "--http",
-            "127.0.0.1:0",
-            "--resp",
-            "127.0.0.1:0",
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        &[],
-    )
-    .expect("server should start")
+    Server::start_with_config(dir, "[links]\ncreate_per_second = 0\n")
 }
 
 fn client() -> Client {

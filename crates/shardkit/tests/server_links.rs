@@ -666,26 +666,11 @@ fn metric(client: &Client, server: &Server, name: &str) -> u64 {
 fn a_redirect_whose_link_left_the_page_cache_reads_it_from_the_disk() {
     let dir = tempfile::tempdir().unwrap();
     // A redirect cache of 16: most of the 64 new links are only in the store.
-    let config = dir.path().join("shardkit.toml");
-    std::fs::write(
-        &config,
+    let server = Server::start_with_config(
+        dir.path(),
         "[links]\ncache_entries = 16\ncreate_per_second = 0\n",
-    )
-    .unwrap();
+    );
     let data = dir.path().join("data");
-    let server = Server::try_start(
-        &data,
-        &[
-            "--http",
-            "127.0.0.1:0",
-            "--resp",
-            "127.0.0.1:0",
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        &[],
-    )
-    .unwrap();
     let c = client();
     let mut links = Vec::new();
     for i in 0..64 {

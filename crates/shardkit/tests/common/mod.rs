@@ -145,6 +145,27 @@ impl Server {
         }
     }
 
+    /// Writes `toml` to `dir/shardkit.toml` and starts a server on it with its data in
+    /// `dir/data`, on free ports: for tests that need settings the flags do not carry.
+    pub fn start_with_config(dir: &Path, toml: &str) -> Server {
+        let config = dir.join("shardkit.toml");
+        std::fs::write(&config, toml).unwrap();
+        let config = config.to_str().unwrap();
+        Self::try_start(
+            &dir.join("data"),
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--resp",
+                "127.0.0.1:0",
+                "--config",
+                config,
+            ],
+            &[],
+        )
+        .expect("server should start")
+    }
+
     /// `http://127.0.0.1:PORT` + path.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.http, path)
