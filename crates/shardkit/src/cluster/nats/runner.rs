@@ -190,40 +190,40 @@ impl Runner {
     }
 }
 
-/// Reads the map every [`MAP_POLL`]; on a newer one, takes it and opens and closes
-/// group stores to match. Every [`FAILOVER_EVERY`] polls, takes over the groups whose
-/// owner's record lapsed and of which this node is the first live replica, and tries
-/// again to open the groups the map gives this node that are not open. A group on
-/// `reopen` is closed and opened again (as the map says) from its snapshot and stream.
+/// Reads the map every [`MAP_POLL`] (at once when the KV watch says it changed) and
+/// adopts a newer one; every [`FAILOVER_EVERY`] polls, takes over the groups whose owner's
+/// record lapsed and of which this node is the first live replica. Opening and closing
+/// group stores is [`keep_stores`]'s, a task of its own: a store that is slow to open
+/// (a big snapshot to fetch, NATS slow to answer) never holds this node at an old map,
+/// which would have it answer `CLUSTER SLOTS` and `-MOVED` from a stale table.
 async fn watch_map(
     ctx: Ctx,
     maps: MapStore,
     registry: Registry,
-    mut reopen: tokio::sync::mpsc::UnboundedReceiver<u16>,
+    reopen: tokio::sync::mpsc::UnboundedReceiver<u16>,
 ) {
+    let stores = Arc::new(tokio::sync::Notify::new());
+    ctx.shared
+        .spawn(keep_stores(ctx.clone(), Arc::clone(&stores), reopen));
     let mut polls = 0u32;
     let mut changes = maps.changes().await.ok();
-    let mut restarted = Vec::new();
     loop {
-        while let Ok(g) = reopen.try_recv() {
-            restarted.push(g);
-        }
-        if !restarted.is_empty() {
-            let groups = std::mem::take(&mut restarted);
-            let ctx = ctx.clone();
-            let _ = tokio::task::spawn_blocking(move || reopen_groups(&ctx, &groups)).await;
-        }
         polls = polls.wrapping_add(1);
         if polls.is_multiple_of(FAILOVER_EVERY) {
-            if let Err(e) = take_over_orphans(&ctx, &maps, &registry).await {
-                tracing::warn!(error = %e, "cannot check the cluster for dead owners");
-            }
-            // A group whose store could not be opened (NATS unreachable when the map
-            // gave it, or when it was reopened after losing its lease) is tried again
-            // about every second, not only when the map next changes.
-            if !matches_map(&ctx, &ctx.live.map()) {
-                let ctx = ctx.clone();
-                let _ = tokio::task::spawn_blocking(move || reconcile(&ctx, &ctx.live.map())).await;
+            match tokio::time::timeout(
+                ORPHAN_CHECK_BOUND,
+                take_over_orphans(&ctx, &maps, &registry),
+            )
+            .await
+            {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "cannot check the cluster for dead owners")
+                }
+                Err(_) => tracing::warn!(
+                    bound = ?ORPHAN_CHECK_BOUND,
+                    "checking the cluster for dead owners took too long; will retry"
+                ),
             }
         }
         match maps.load().await {
@@ -236,13 +236,8 @@ async fn watch_map(
                          not serving it"
                     );
                 } else {
-                    let map_for_stores = map.clone();
                     ctx.live.set_map(map);
-                    let ctx = ctx.clone();
-                    // Opening a store reads a snapshot and starts its own runtime: not
-                    // on this one.
-                    let _ =
-                        tokio::task::spawn_blocking(move || reconcile(&ctx, &map_for_stores)).await;
+                    stores.notify_one();
                 }
             }
             Ok(_) => {}
@@ -253,7 +248,6 @@ async fn watch_map(
             Some(watch) => {
                 tokio::select! {
                     _ = tokio::time::sleep(MAP_POLL) => {}
-                    Some(g) = reopen.recv() => restarted.push(g),
                     event = futures_util::StreamExt::next(watch) => {
                         if !matches!(event, Some(Ok(_))) {
                             changes = None;
@@ -261,10 +255,48 @@ async fn watch_map(
                     }
                 }
             }
-            None => tokio::select! {
-                _ = tokio::time::sleep(MAP_POLL) => {}
-                Some(g) = reopen.recv() => restarted.push(g),
-            },
+            None => tokio::time::sleep(MAP_POLL).await,
+        }
+    }
+}
+
+/// The longest one check for dead owners may take before the map watch goes on without
+/// it (NATS slow or away): adopting newer maps comes first.
+const ORPHAN_CHECK_BOUND: Duration = Duration::from_secs(5);
+
+/// How often [`keep_stores`] compares the open stores with the map unasked: a group
+/// whose store could not be opened (NATS unreachable when the map gave it, or when it
+/// was reopened after losing its lease) is tried again about every second.
+const STORES_RETRY: Duration = Duration::from_secs(1);
+
+/// Opens and closes group stores to match the map the node holds, one pass at a time
+/// on a blocking thread (opening a store reads a snapshot and starts its own runtime):
+/// woken by a newer map (`wake`), a group to start over (`reopen`: closed, then opened
+/// again as the map says, from its snapshot and stream), or every [`STORES_RETRY`].
+async fn keep_stores(
+    ctx: Ctx,
+    wake: Arc<tokio::sync::Notify>,
+    mut reopen: tokio::sync::mpsc::UnboundedReceiver<u16>,
+) {
+    let mut restarted = Vec::new();
+    loop {
+        while let Ok(g) = reopen.try_recv() {
+            restarted.push(g);
+        }
+        let groups = std::mem::take(&mut restarted);
+        let ctx = ctx.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            if !groups.is_empty() {
+                reopen_groups(&ctx, &groups);
+            } else if !matches_map(&ctx, &ctx.live.map()) {
+                reconcile(&ctx);
+            }
+        })
+        .await;
+        tokio::select! {
+            _ = wake.notified() => {}
+            Some(g) = reopen.recv() => restarted.push(g),
+            _ = tokio::time::sleep(STORES_RETRY) => {}
         }
     }
 }
@@ -341,10 +373,12 @@ fn matches_map(ctx: &Ctx, map: &SlotMap) -> bool {
     (0..map.groups).all(|g| part_in(map, g, &ctx.record.id) == open.get(&g).map(|o| o.owner))
 }
 
-/// Opens, reopens (replica → owner and back) and closes group stores to match `map`.
-fn reconcile(ctx: &Ctx, map: &SlotMap) {
-    for g in 0..map.groups {
-        let want = part_in(map, g, &ctx.record.id);
+/// Opens, reopens (replica → owner and back) and closes group stores to match the map
+/// the node holds, read again for each group: a map adopted while a store opens is
+/// followed from the next group on (and whole by the pass it wakes).
+fn reconcile(ctx: &Ctx) {
+    for g in 0..ctx.live.map().groups {
+        let want = part_in(&ctx.live.map(), g, &ctx.record.id);
         let have = ctx.open.lock().get(&g).map(|o| o.owner);
         if want == have {
             continue;
@@ -389,7 +423,7 @@ fn reopen_groups(ctx: &Ctx, groups: &[u16]) {
             close(open);
         }
     }
-    reconcile(ctx, &ctx.live.map());
+    reconcile(ctx);
 }
 
 /// The group's store name: `<cluster>-g<NNN>`.
