@@ -1,6 +1,7 @@
 //! Criterion benchmarks: random increments on one core on a large table (one call per
-//! increment, and batches of 1,000 through `Table::incr_many`), and batch multi-get of
-//! 100 ids.
+//! increment, and batches of 1,000 through `Table::incr_many`), batch multi-get of 100
+//! ids, and string-keyed rows of many columns written a row at a time (`incr_rows`)
+//! against column by column (`incr_run`).
 //!
 //! `COUNTERS_BENCH_ROWS` sets the table size (default 10,000,000; the target is
 //! measured with 100,000,000 by `bench/counters-throughput.sh`).
@@ -119,5 +120,115 @@ fn engine_ops(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, incr, engine_ops);
+/// The shape of a short link's click analytics (`link_day_stats`): string-keyed rows
+/// `<link id>:<day>` of 87 16-bit columns, each flush adding to six of a row's columns
+/// (people and one slot of each of five dimensions), 1,024 rows a call. `incr_rows`
+/// (a row looked up and written once) against `incr_run` column by column (the
+/// analytics' write before it), on rows made by the write (a link's first click of
+/// the day) and on rows already there.
+fn string_rows(c: &mut Criterion) {
+    const COLUMNS: usize = 2 + 17 * 5;
+    const RUN: usize = 1024;
+    const POOL: u64 = 1_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        fsync: FsyncPolicy::No,
+        snapshot_log_bytes: None,
+        ..Options::default()
+    };
+    let e = Engine::open(dir.path(), o).unwrap();
+    e.create_counter("d").unwrap();
+    let names: Vec<String> = (0..COLUMNS).map(|i| format!("c{i}")).collect();
+    for n in &names {
+        e.add_column("d", n, ColumnOptions::new(16, 64)).unwrap();
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    // A row's six columns: people (0), then a slot (0..17) of each dimension.
+    let columns_of = |i: u64| -> [usize; 6] {
+        let slot = |d: u64| 2 + (d as usize) * 17 + (splitmix(i ^ d) % 17) as usize;
+        [0, slot(0), slot(1), slot(2), slot(3), slot(4)]
+    };
+    let key = |i: u64| {
+        format!(
+            "{}:20418",
+            7_300_000_000_000_000_000u64 + splitmix(i) % (1 << 40)
+        )
+    };
+    let mut out = Vec::new();
+    let by_rows = |keys: &[String], first: u64, out: &mut Vec<_>| {
+        let items: Vec<Vec<(usize, i64)>> = (0..keys.len() as u64)
+            .map(|r| columns_of(first + r).iter().map(|&c| (c, 1)).collect())
+            .collect();
+        let run: Vec<(Key<'_>, &[(usize, i64)])> = keys
+            .iter()
+            .zip(&items)
+            .map(|(k, items)| (Key::Name(k), items.as_slice()))
+            .collect();
+        let pending = e.incr_rows("d", &names, &run, out).unwrap();
+        e.commit(pending).unwrap();
+    };
+    let by_columns = |keys: &[String], first: u64, out: &mut Vec<_>| {
+        let mut per_column: Vec<Vec<(Key<'_>, i64)>> = vec![Vec::new(); COLUMNS];
+        for (r, k) in keys.iter().enumerate() {
+            for c in columns_of(first + r as u64) {
+                per_column[c].push((Key::Name(k), 1));
+            }
+        }
+        let mut newest = shardkit_counters::Pending::NONE;
+        for (c, items) in per_column.iter().enumerate().rev() {
+            if !items.is_empty() {
+                newest = newest.max(e.incr_run("d", names[c], items, out).unwrap());
+            }
+        }
+        e.commit(newest).unwrap();
+    };
+    for start in (0..POOL).step_by(RUN) {
+        let keys: Vec<String> = (start..start + RUN as u64).map(key).collect();
+        by_rows(&keys, start, &mut out);
+    }
+    let mut g = c.benchmark_group("string_rows");
+    g.throughput(Throughput::Elements(RUN as u64));
+    let mut fresh = POOL;
+    let mut next_fresh = |keys: &mut Vec<String>| {
+        keys.clear();
+        keys.extend((fresh..fresh + RUN as u64).map(key));
+        fresh += RUN as u64;
+        fresh - RUN as u64
+    };
+    let mut keys = Vec::new();
+    g.bench_function("new_rows_incr_rows", |b| {
+        b.iter(|| {
+            let first = next_fresh(&mut keys);
+            by_rows(&keys, first, &mut out)
+        })
+    });
+    g.bench_function("new_rows_incr_run_per_column", |b| {
+        b.iter(|| {
+            let first = next_fresh(&mut keys);
+            by_columns(&keys, first, &mut out)
+        })
+    });
+    let mut at = 0u64;
+    let mut next_old = |keys: &mut Vec<String>| {
+        at = (at + 7919 * RUN as u64) % (POOL - RUN as u64);
+        keys.clear();
+        keys.extend((at..at + RUN as u64).map(key));
+        at
+    };
+    g.bench_function("existing_rows_incr_rows", |b| {
+        b.iter(|| {
+            let first = next_old(&mut keys);
+            by_rows(&keys, first, &mut out)
+        })
+    });
+    g.bench_function("existing_rows_incr_run_per_column", |b| {
+        b.iter(|| {
+            let first = next_old(&mut keys);
+            by_columns(&keys, first, &mut out)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, incr, engine_ops, string_rows);
 criterion_main!(benches);

@@ -105,7 +105,7 @@ impl BlockIndexEntry {
 ///
 /// Exists so a damaged block is reported with the ids it held (the rest of the cold tier
 /// keeps serving), apart from a caller's mistake when encoding.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum BlockError {
     /// The rows given to [`encode_block`] cannot form a block.
     #[error("cannot encode a cold block: {0}")]

@@ -391,6 +391,96 @@ impl NameTable {
         self.maybe_compact(specs);
     }
 
+    /// Every column at `spot` (defaults where the row is not stored, or has fewer
+    /// columns).
+    fn values_at(&self, spot: &Spot, specs: &[ColumnSpec]) -> Values {
+        match spot.found {
+            Some((_, off)) => self.values(off, specs),
+            None => specs.iter().map(|s| s.default).collect(),
+        }
+    }
+
+    /// Writes `changes` (`(column, value)`, in order: a column given twice keeps the
+    /// last) to the row of `key` at a `spot` taken from this table with no change in
+    /// between: several columns of one row with one look-up. In place when every
+    /// column changed is stored and its value fits (the common case: only those columns
+    /// are touched, however wide the row), else the row is written again once with room
+    /// for all of them ([`NameTable::put_row_at`]); a row back at all defaults is removed.
+    pub(crate) fn put_columns_at(
+        &mut self,
+        key: &str,
+        spot: Spot,
+        changes: &[(usize, u64)],
+        specs: &[ColumnSpec],
+    ) {
+        if let Some((i, off)) = spot.found {
+            let r = parse(self.arena.at(off));
+            let in_place = changes
+                .iter()
+                .all(|&(c, v)| c < r.ncols && (r.wide || fits(v, &specs[c])));
+            if in_place {
+                let mut to_default = false;
+                for &(c, v) in changes {
+                    let (pos, w) = r.col(c, specs);
+                    write(self.arena.at_mut(off), pos, w, v);
+                    to_default |= v == specs[c].default;
+                }
+                // Only a write of a default can free the row.
+                if to_default && self.all_default(off, specs) {
+                    self.remove_at(i, off, specs);
+                }
+                return;
+            }
+        }
+        let mut vals = self.values_at(&spot, specs);
+        for &(c, v) in changes {
+            vals[c] = v;
+        }
+        self.put_row_at(key, spot, &vals, specs);
+    }
+
+    /// Writes a whole row of `key` (one value per column of `specs`) at a `spot` taken
+    /// from this table with no change in between: several columns of one row written
+    /// with one look-up, and the record moved at most once. As [`NameTable::set_at`]
+    /// column by column: in place when every column already stored keeps fitting and no
+    /// column past the stored ones leaves its default; a row at all defaults is removed.
+    fn put_row_at(&mut self, key: &str, spot: Spot, vals: &[u64], specs: &[ColumnSpec]) {
+        let used = vals
+            .iter()
+            .zip(specs)
+            .rposition(|(v, s)| *v != s.default)
+            .map_or(0, |c| c + 1);
+        let tag = spot.tag;
+        let Some((i, off)) = spot.found else {
+            if used > 0 {
+                self.reserve_one();
+                let off = self.write_record(key.as_bytes(), &vals[..used], specs);
+                self.insert_slot((tag << OFFSET_BITS) | off);
+                self.len += 1;
+            }
+            return;
+        };
+        if used == 0 {
+            self.remove_at(i, off, specs);
+            return;
+        }
+        let r = parse(self.arena.at(off));
+        let fits_in_place = used <= r.ncols
+            && (r.wide || vals[..r.ncols].iter().zip(specs).all(|(v, s)| fits(*v, s)));
+        if fits_in_place {
+            for (c, v) in vals[..r.ncols].iter().enumerate() {
+                let (pos, w) = r.col(c, specs);
+                write(self.arena.at_mut(off), pos, w, *v);
+            }
+            return;
+        }
+        let old = r.len(specs);
+        let new = self.write_record(key.as_bytes(), &vals[..used.max(r.ncols)], specs);
+        self.set_slot(i, (tag << OFFSET_BITS) | new);
+        self.dead += old;
+        self.maybe_compact(specs);
+    }
+
     fn all_default(&self, off: u64, specs: &[ColumnSpec]) -> bool {
         let b = self.arena.at(off);
         let r = parse(b);

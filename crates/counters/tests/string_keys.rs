@@ -214,9 +214,15 @@ proptest! {
     }
 }
 
+/// One row's `(column, delta)` items of an `incr_rows`.
+type RowItems = Vec<(usize, i64)>;
+
 #[derive(Debug, Clone)]
 enum EngineOp {
     Incr(usize, usize, i64, Option<u8>),
+    /// One `incr_rows`: per row a key (`None`: an empty key, refused) and its
+    /// `(column, delta)` items, columns repeating and in any order.
+    IncrRows(Vec<(Option<usize>, RowItems)>),
     Set(usize, usize, u64),
     Delete(usize),
     AddColumn(ColumnOptions),
@@ -231,6 +237,14 @@ fn engine_op() -> impl Strategy<Value = EngineOp> {
     prop_oneof![
         12 => (0..EPOOL, 0usize..4, delta(), proptest::option::of(0u8..5))
             .prop_map(|(k, c, d, t)| EngineOp::Incr(k, c, d, t)),
+        4 => proptest::collection::vec(
+            (
+                proptest::option::weighted(0.95, 0..EPOOL),
+                proptest::collection::vec((0usize..4, delta()), 0..6),
+            ),
+            0..12,
+        )
+        .prop_map(EngineOp::IncrRows),
         2 => (0..EPOOL, 0usize..4, prop_oneof![0u64..5, Just(70_000u64), Just(u32::MAX as u64)])
             .prop_map(|(k, c, v)| EngineOp::Set(k, c, v)),
         3 => (0..EPOOL).prop_map(EngineOp::Delete),
@@ -310,6 +324,47 @@ fn run_engine(ops: Vec<EngineOp>) -> Result<(), TestCaseError> {
                 if let (Some(t), true) = (t, want >= 0 && want <= m.cols[c].1 as i128) {
                     applied.insert((k, t), ());
                 }
+            }
+            EngineOp::IncrRows(rows) => {
+                let names: Vec<String> = (0..m.cols.len()).map(|c| format!("c{c}")).collect();
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                let keys: Vec<String> = rows
+                    .iter()
+                    .map(|(k, _)| k.map(key).unwrap_or_default())
+                    .collect();
+                let items: Vec<Vec<(usize, i64)>> = rows
+                    .iter()
+                    .map(|(_, items)| items.iter().map(|&(c, d)| (c % names.len(), d)).collect())
+                    .collect();
+                let run: Vec<(Key<'_>, &[(usize, i64)])> = keys
+                    .iter()
+                    .zip(&items)
+                    .map(|(k, items)| (Key::Name(k), items.as_slice()))
+                    .collect();
+                let mut out = Vec::new();
+                let pending = e.incr_rows("s", &names, &run, &mut out).unwrap();
+                e.commit(pending).unwrap();
+                prop_assert_eq!(out.len(), items.iter().map(Vec::len).sum::<usize>());
+                let mut got = out.into_iter();
+                for (k, items) in keys.iter().zip(&items) {
+                    for &(c, d) in items {
+                        let result = got.next().unwrap();
+                        if k.is_empty() {
+                            prop_assert!(matches!(result, Err(Error::BadKey(_))), "{result:?}");
+                        } else {
+                            check_incr(result, &mut m, k, c, d)?;
+                        }
+                    }
+                }
+                // A place past the end of the names is refused whole.
+                let mut out = Vec::new();
+                let past = [(names.len(), 1i64)];
+                let refused = e.incr_rows("s", &names, &[(Key::Name("x"), &past[..])], &mut out);
+                prop_assert!(
+                    matches!(refused, Err(Error::NoSuchColumn { .. })),
+                    "{refused:?}"
+                );
+                prop_assert!(out.is_empty());
             }
             EngineOp::Set(k, c, v) => {
                 let (k, c) = (key(k), c % m.cols.len());
@@ -507,4 +562,85 @@ fn a_row_costs_at_most_32_bytes_plus_its_key() {
     let per_row = t.bytes() as f64 / t.rows() as f64;
     assert!(t.rows() as u64 > n - 10, "{} rows", t.rows());
     assert!(per_row <= 32.0 + 18.0, "{per_row:.1} bytes per row");
+}
+
+/// `incr_rows` writes several columns of a row with one look-up: in place, by one move
+/// when the row gains columns or widens, a refused item alone left out, and a row
+/// brought back to all its defaults removed; the log replays to the same rows.
+#[test]
+fn incr_rows_writes_in_place_moves_once_and_frees_a_row_back_at_its_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(dir.path(), engine_opts()).unwrap();
+    e.create_counter("s").unwrap();
+    let names = ["c0", "c1", "c2", "c3"];
+    for n in names {
+        e.add_column("s", n, ColumnOptions::new(16, 64)).unwrap();
+    }
+    let run = |e: &Engine, key: &str, items: &[(usize, i64)]| -> Vec<Option<u64>> {
+        let mut out = Vec::new();
+        let pending = e
+            .incr_rows("s", &names, &[(Key::Name(key), items)], &mut out)
+            .unwrap();
+        e.commit(pending).unwrap();
+        out.into_iter().map(Result::ok).collect()
+    };
+    let row = |e: &Engine, key: &str| -> Vec<u64> {
+        e.get_row("s", Key::Name(key))
+            .unwrap()
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()
+    };
+    let named = |e: &Engine| -> u64 { e.stats().counters.iter().map(|c| c.named_rows).sum() };
+    // A new row, two columns.
+    assert_eq!(run(&e, "a", &[(0, 5), (2, 7)]), [Some(5), Some(7)]);
+    assert_eq!(row(&e, "a"), [5, 0, 7, 0]);
+    // In place, a column twice (the second sees the first).
+    assert_eq!(
+        run(&e, "a", &[(1, 1), (0, -5), (0, 2)]),
+        [Some(1), Some(0), Some(2)]
+    );
+    assert_eq!(row(&e, "a"), [2, 1, 7, 0]);
+    // A column past the stored ones, and past its 16-bit width: one move, widened.
+    assert_eq!(
+        run(&e, "a", &[(3, 70_000), (1, 1)]),
+        [Some(70_000), Some(2)]
+    );
+    assert_eq!(row(&e, "a"), [2, 2, 7, 70_000]);
+    // A refused item (below zero) changes nothing; the others go through.
+    assert_eq!(run(&e, "b", &[(0, -1), (1, 3)]), [None, Some(3)]);
+    assert_eq!(row(&e, "b"), [0, 3, 0, 0]);
+    assert_eq!(named(&e), 2);
+    // Back to all defaults, in place: the row is gone.
+    assert_eq!(run(&e, "b", &[(1, -3)]), [Some(0)]);
+    assert!(!e.exists("s", Key::Name("b")).unwrap());
+    // Back to all defaults while widened (a move back to narrow is not needed to free it).
+    assert_eq!(
+        run(&e, "a", &[(0, -2), (1, -2), (2, -7), (3, -70_000)]),
+        [Some(0), Some(0), Some(0), Some(0)]
+    );
+    assert!(!e.exists("s", Key::Name("a")).unwrap());
+    assert_eq!(named(&e), 0);
+    // An empty key is refused for each of its items.
+    let mut out = Vec::new();
+    let _ = e
+        .incr_rows(
+            "s",
+            &names,
+            &[(Key::Name(""), &[(0, 1), (1, 1)][..])],
+            &mut out,
+        )
+        .unwrap();
+    assert_eq!(out.len(), 2);
+    assert!(
+        out.iter().all(|r| matches!(r, Err(Error::BadKey(_)))),
+        "{out:?}"
+    );
+    // Rows that stay, then a reopen: the log replays to them.
+    assert_eq!(run(&e, "c", &[(3, 1), (0, 9)]), [Some(1), Some(9)]);
+    drop(e);
+    let e = Engine::open(dir.path(), engine_opts()).unwrap();
+    assert_eq!(row(&e, "c"), [9, 0, 0, 1]);
+    assert!(!e.exists("s", Key::Name("a")).unwrap());
+    assert_eq!(named(&e), 1);
 }

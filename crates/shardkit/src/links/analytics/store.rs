@@ -95,6 +95,11 @@ static DAY_NAMES: LazyLock<Vec<String>> = LazyLock::new(|| {
 });
 
 /// The name of [`DAY_STATS`] column `i`.
+/// [`DAY_NAMES`] as the engine's `incr_rows` takes them: a day row's items name a
+/// column by its place, [`day_column`]'s.
+static DAY_NAME_REFS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| DAY_NAMES.iter().map(String::as_str).collect());
+
 fn day_name(i: usize) -> &'static str {
     &DAY_NAMES[i]
 }
@@ -486,7 +491,6 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
     let mut rows: HashMap<(u64, u64), usize, FastHash> =
         HashMap::with_capacity_and_hasher(tally.visits.len(), FastHash::default());
     let mut keys: Vec<String> = Vec::new();
-    let mut by_column: Vec<Vec<(usize, u64)>> = vec![Vec::new(); DAY_COLUMNS];
     let mut row_of = |id: u64, day: u64| {
         *rows.entry((id, day)).or_insert_with(|| {
             keys.push(day_key(id, day));
@@ -579,29 +583,30 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
     for (day, people) in people_by_day {
         *site.entry(format!("{day}:p")).or_default() += people;
     }
+    // Each day row's counts together: the engine looks a row up and writes it once
+    // for all its columns.
+    let mut by_row: Vec<Vec<(usize, i64)>> = vec![Vec::new(); keys.len()];
     for ((row, column), n) in stats {
-        by_column[column].push((row, n));
+        by_row[row].push((column, clamp(n)));
     }
-    // The highest column first, so a new row is made once with room for the rest.
     let mut newest = Pending::NONE;
     let mut results = Vec::new();
-    for (column, items) in by_column.iter().enumerate().rev() {
-        for run in items.chunks(RUN) {
-            let run: Vec<(Key<'_>, i64)> = run
-                .iter()
-                .map(|&(row, n)| (Key::Name(&keys[row]), clamp(n)))
-                .collect();
-            newest =
-                newest.max(engine.incr_run(DAY_STATS, day_name(column), &run, &mut results)?);
-            refused(&mut results)?;
-        }
+    let rows: Vec<(Key<'_>, &[(usize, i64)])> = keys
+        .iter()
+        .zip(&by_row)
+        .map(|(key, items)| (Key::Name(key), items.as_slice()))
+        .collect();
+    for run in rows.chunks(RUN) {
+        newest = newest.max(engine.incr_rows(DAY_STATS, &DAY_NAME_REFS, run, &mut results)?);
+        refused(&mut results)?;
     }
     engine.commit(newest)?;
     incr(engine, SITE, site.iter().map(|(k, &n)| (k.as_str(), n)))?;
     Ok(())
 }
 
-/// Increments handed to the engine at once (its stripes stay locked that long).
+/// Rows (day rows) or increments (one column) handed to the engine at once (its
+/// stripes stay locked that long).
 const RUN: usize = 1024;
 
 /// A count as the engine's delta.
