@@ -520,6 +520,38 @@ impl Engine {
         rows: &[(Key<'_>, &[(usize, i64)])],
         out: &mut Vec<Result<u64>>,
     ) -> Result<Pending> {
+        self.write_rows(counter, columns, rows, out, |cur, delta, spec| {
+            apply_delta(cur, delta, spec)
+        })
+    }
+
+    /// [`Engine::incr_rows`] setting values instead of adding to them: each
+    /// `(column, value)` item sets that column of its row (refused past the column's
+    /// max), with the same one look-up and one write a row and the same log records as
+    /// [`Engine::set_deferred`] item by item. Exists for the analytics' slot owners: a
+    /// link's first clicks name owners in several columns of its one owner row.
+    pub fn set_rows(
+        &self,
+        counter: &str,
+        columns: &[&str],
+        rows: &[(Key<'_>, &[(usize, u64)])],
+        out: &mut Vec<Result<u64>>,
+    ) -> Result<Pending> {
+        self.write_rows(counter, columns, rows, out, |_, value, spec| {
+            check_set(value, spec)
+        })
+    }
+
+    /// What [`Engine::incr_rows`] and [`Engine::set_rows`] share: `next(current, item,
+    /// column)` gives each item's new value or refuses it.
+    fn write_rows<T: Copy>(
+        &self,
+        counter: &str,
+        columns: &[&str],
+        rows: &[(Key<'_>, &[(usize, T)])],
+        out: &mut Vec<Result<u64>>,
+        next: impl Fn(u64, T, &ColumnSpec) -> Result<u64>,
+    ) -> Result<Pending> {
         out.clear();
         let c = self.counter(counter)?;
         let schema = c.schema.read();
@@ -566,14 +598,16 @@ impl Engine {
                 continue;
             }
             let st = &mut guards[slot[stripe_of(key)]];
-            let mut deltas = items.iter().map(|&(_, d)| d);
+            let mut given = items.iter().map(|&(_, x)| x);
             st.update_row(
                 key,
                 items.iter().map(|&(i, _)| cols[i]),
                 &schema,
                 |col, cur| {
-                    let delta = deltas.next().unwrap_or(0);
-                    let value = apply_delta(cur, delta, &schema[col])?;
+                    let Some(x) = given.next() else {
+                        return Ok(cur);
+                    };
+                    let value = next(cur, x, &schema[col])?;
                     let lsn = log.append(ts, |b| {
                         encode_set_body(b, counter, key, col as u16, value, None)
                     });

@@ -223,6 +223,8 @@ enum EngineOp {
     /// One `incr_rows`: per row a key (`None`: an empty key, refused) and its
     /// `(column, delta)` items, columns repeating and in any order.
     IncrRows(Vec<(Option<usize>, RowItems)>),
+    /// One `set_rows`: per row a key and its `(column, value)` items.
+    SetRows(Vec<(usize, Vec<(usize, u64)>)>),
     Set(usize, usize, u64),
     Delete(usize),
     AddColumn(ColumnOptions),
@@ -245,6 +247,17 @@ fn engine_op() -> impl Strategy<Value = EngineOp> {
             0..12,
         )
         .prop_map(EngineOp::IncrRows),
+        2 => proptest::collection::vec(
+            (
+                0..EPOOL,
+                proptest::collection::vec(
+                    (0usize..4, prop_oneof![0u64..5, Just(70_000u64), Just(u32::MAX as u64 + 1)]),
+                    0..5,
+                ),
+            ),
+            0..8,
+        )
+        .prop_map(EngineOp::SetRows),
         2 => (0..EPOOL, 0usize..4, prop_oneof![0u64..5, Just(70_000u64), Just(u32::MAX as u64)])
             .prop_map(|(k, c, v)| EngineOp::Set(k, c, v)),
         3 => (0..EPOOL).prop_map(EngineOp::Delete),
@@ -365,6 +378,39 @@ fn run_engine(ops: Vec<EngineOp>) -> Result<(), TestCaseError> {
                     "{refused:?}"
                 );
                 prop_assert!(out.is_empty());
+            }
+            EngineOp::SetRows(rows) => {
+                let names: Vec<String> = (0..m.cols.len()).map(|c| format!("c{c}")).collect();
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                let keys: Vec<String> = rows.iter().map(|(k, _)| key(*k)).collect();
+                let items: Vec<Vec<(usize, u64)>> = rows
+                    .iter()
+                    .map(|(_, items)| items.iter().map(|&(c, v)| (c % names.len(), v)).collect())
+                    .collect();
+                let run: Vec<(Key<'_>, &[(usize, u64)])> = keys
+                    .iter()
+                    .zip(&items)
+                    .map(|(k, items)| (Key::Name(k), items.as_slice()))
+                    .collect();
+                let mut out = Vec::new();
+                let pending = e.set_rows("s", &names, &run, &mut out).unwrap();
+                e.commit(pending).unwrap();
+                let mut got = out.into_iter();
+                for (k, items) in keys.iter().zip(&items) {
+                    for &(c, v) in items {
+                        let result = got.next().unwrap();
+                        if v > m.cols[c].1 {
+                            prop_assert!(
+                                matches!(result, Err(Error::TooLarge { .. })),
+                                "{result:?}"
+                            );
+                        } else {
+                            prop_assert_eq!(result.ok(), Some(v));
+                            m.put(k, c, v);
+                        }
+                    }
+                }
+                prop_assert!(got.next().is_none());
             }
             EngineOp::Set(k, c, v) => {
                 let (k, c) = (key(k), c % m.cols.len());

@@ -549,21 +549,33 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
             LABELS,
             label_keys.iter().map(|(k, n)| (k.as_str(), *n)),
         )?;
-        // A link's new slots, the highest column first: its row is made (or moved)
-        // once with room for all of them. Appended one by one, made durable by one
-        // commit (one fsync for them all).
-        new_slots.sort_unstable_by(|a, b| a.id.cmp(&b.id).then(b.column.cmp(&a.column)));
+        // A link's new slots together: its owner row is looked up and written (made,
+        // or moved) once for all of them; one commit (one fsync) for every link.
+        new_slots.sort_unstable_by_key(|s| s.id);
+        let owner_rows: Vec<(String, Vec<(usize, u64)>)> = new_slots
+            .chunk_by(|a, b| a.id == b.id)
+            .map(|new| {
+                let items = new.iter().map(|s| (s.column, s.hash)).collect();
+                (owner_key(new[0].id), items)
+            })
+            .collect();
+        let rows: Vec<(Key<'_>, &[(usize, u64)])> = owner_rows
+            .iter()
+            .map(|(key, items)| (Key::Name(key), items.as_slice()))
+            .collect();
         let mut newest = Pending::NONE;
-        let mut key = String::new();
-        let mut key_of = u64::MAX;
-        for s in &new_slots {
-            if key_of != s.id {
-                key = owner_key(s.id);
-                key_of = s.id;
+        let mut results = Vec::new();
+        for run in rows.chunks(RUN) {
+            newest = newest.max(engine.set_rows(
+                OWNERS,
+                &DAY_NAME_REFS[DAY_FIRST_SLOT..DAY_FIRST_SLOT + OWNER_COLUMNS],
+                run,
+                &mut results,
+            )?);
+            // A slot owner is a hash below the column's max: any refusal is an error.
+            for result in results.drain(..) {
+                result?;
             }
-            let pending =
-                engine.set_deferred(OWNERS, Key::Name(&key), owner_name(s.column), s.hash)?;
-            newest = newest.max(pending);
         }
         engine.commit(newest)?;
         for new in new_slots.chunk_by(|a, b| a.id == b.id) {
