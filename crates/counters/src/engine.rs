@@ -418,19 +418,9 @@ impl Engine {
         let schema = c.schema.read();
         let col = col_index(&schema, counter, column)?;
         let spec = &schema[col];
-        // Every stripe the run touches, locked in index order (the one order anyone
-        // takes more than one stripe in), then the log's buffer.
+        // Every stripe the run touches, then the log's buffer.
         let stripe_of = |key: Key<'_>| crate::counter::stripe_of(key);
-        let mut wanted = [false; STRIPES];
-        for &(key, _) in items {
-            wanted[stripe_of(key)] = true;
-        }
-        let mut slot = [usize::MAX; STRIPES];
-        let mut guards = Vec::with_capacity(wanted.iter().filter(|&&w| w).count());
-        for (s, _) in wanted.iter().enumerate().filter(|(_, &w)| w) {
-            slot[s] = guards.len();
-            guards.push(c.stripes[s].write());
-        }
+        let (mut guards, slot) = lock_stripes(&c, items.iter().map(|&(key, _)| key));
         let mut log = self.inner.log.batch()?;
         let ts = now_ms();
         let mut newest = Pending::NONE;
@@ -570,16 +560,7 @@ impl Engine {
             });
         }
         let stripe_of = |key: Key<'_>| crate::counter::stripe_of(key);
-        let mut wanted = [false; STRIPES];
-        for &(key, _) in rows {
-            wanted[stripe_of(key)] = true;
-        }
-        let mut slot = [usize::MAX; STRIPES];
-        let mut guards = Vec::with_capacity(wanted.iter().filter(|&&w| w).count());
-        for (s, _) in wanted.iter().enumerate().filter(|(_, &w)| w) {
-            slot[s] = guards.len();
-            guards.push(c.stripes[s].write());
-        }
+        let (mut guards, slot) = lock_stripes(&c, rows.iter().map(|&(key, _)| key));
         let mut log = self.inner.log.batch()?;
         let ts = now_ms();
         let mut newest = Pending::NONE;
@@ -934,6 +915,29 @@ const BATCH_RUN: usize = 1024;
 /// Ops of an [`Engine::incr_run`] looked up together (see `Table::incr_many`'s `GROUP`
 /// for how 32 was chosen).
 const INCR_GROUP: usize = 32;
+
+/// Locks every stripe of `c` that `keys` hash to, in index order (the one order anyone
+/// takes more than one stripe in): the guards, and for each stripe its guard's place
+/// among them (`usize::MAX` for a stripe not locked).
+fn lock_stripes<'c, 'k>(
+    c: &'c Counter,
+    keys: impl Iterator<Item = Key<'k>>,
+) -> (
+    Vec<parking_lot::RwLockWriteGuard<'c, crate::stripe::Stripe>>,
+    [usize; STRIPES],
+) {
+    let mut wanted = [false; STRIPES];
+    for key in keys {
+        wanted[crate::counter::stripe_of(key)] = true;
+    }
+    let mut slot = [usize::MAX; STRIPES];
+    let mut guards = Vec::with_capacity(wanted.iter().filter(|&&w| w).count());
+    for (s, _) in wanted.iter().enumerate().filter(|(_, &w)| w) {
+        slot[s] = guards.len();
+        guards.push(c.stripes[s].write());
+    }
+    (guards, slot)
+}
 
 /// The refusal of a row's first item, again for each of its others (`Error` is not
 /// `Clone`: it may hold an `io::Error`). A key is refused by its validation or by

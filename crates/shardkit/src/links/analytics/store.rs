@@ -483,26 +483,34 @@ struct NewSlot {
 }
 
 /// Writes `tally` to the engine (durable when this returns): new slot owners first
-/// (their labels, then the slots), then the counts. Callers serialize writes.
+/// (their labels, then the slots), then the counts, all made durable by one commit at
+/// the end (one fsync a flush): the log keeps records in the order they were appended
+/// and a crash loses only a suffix of them, so a count is never kept without its slot's
+/// owner, nor an owner without its label. Callers serialize writes.
 pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Error> {
+    let mut newest = Pending::NONE;
     let mut owners = labels.owner_rows(engine, tally.dims.keys().map(|k| k.0))?;
     let mut new_slots: Vec<NewSlot> = Vec::new();
-    // (link, day) -> its row key's place in `keys`; counts by column: (row, count).
+    // (link, day) -> its row key's place in `keys`, where `by_row` has the row's
+    // counts by column (a few each: a plain list, summed in place).
     let mut rows: HashMap<(u64, u64), usize, FastHash> =
         HashMap::with_capacity_and_hasher(tally.visits.len(), FastHash::default());
-    let mut keys: Vec<String> = Vec::new();
-    let mut row_of = |id: u64, day: u64| {
-        *rows.entry((id, day)).or_insert_with(|| {
+    let mut keys: Vec<String> = Vec::with_capacity(tally.visits.len());
+    let mut by_row: Vec<DayCounts> = Vec::with_capacity(tally.visits.len());
+    let mut count = |id: u64, day: u64, column: usize, n: u64| {
+        let row = *rows.entry((id, day)).or_insert_with(|| {
             keys.push(day_key(id, day));
+            by_row.push(DayCounts::new());
             keys.len() - 1
-        })
+        });
+        let counts = &mut by_row[row];
+        match counts.iter_mut().find(|(c, _)| *c == column) {
+            Some((_, sum)) => *sum = sum.saturating_add(clamp(n)),
+            None => counts.push((column, clamp(n))),
+        }
     };
     // Site rows by (day, dimension, label): few distinct ones, their keys made once.
     let mut site_labels: HashMap<(u64, Dim, &str), u64, FastHash> = HashMap::default();
-    let mut stats: HashMap<(usize, usize), u64, FastHash> = HashMap::with_capacity_and_hasher(
-        tally.dims.len() + 2 * tally.visits.len(),
-        FastHash::default(),
-    );
     for ((id, day, dim, label), &n) in &tally.dims {
         let row = owners.get_mut(*id);
         let hash = label_hash(*dim, label);
@@ -524,9 +532,7 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
                 None => SLOTS_PER_DIM,
             },
         };
-        *stats
-            .entry((row_of(*id, *day), day_column(*dim, slot)))
-            .or_default() += n;
+        count(*id, *day, day_column(*dim, slot), n);
         let site_label = if slot == SLOTS_PER_DIM { OTHER } else { label };
         *site_labels.entry((*day, *dim, site_label)).or_default() += n;
     }
@@ -544,13 +550,13 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
             .into_iter()
             .map(|((dim, label), n)| (format!("{}:{label}", dim.tag()), n))
             .collect();
-        incr(
+        newest = newest.max(incr_deferred(
             engine,
             LABELS,
             label_keys.iter().map(|(k, n)| (k.as_str(), *n)),
-        )?;
+        )?);
         // A link's new slots together: its owner row is looked up and written (made,
-        // or moved) once for all of them; one commit (one fsync) for every link.
+        // or moved) once for all of them.
         new_slots.sort_unstable_by_key(|s| s.id);
         let owner_rows: Vec<(String, Vec<(usize, u64)>)> = new_slots
             .chunk_by(|a, b| a.id == b.id)
@@ -563,7 +569,6 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
             .iter()
             .map(|(key, items)| (Key::Name(key), items.as_slice()))
             .collect();
-        let mut newest = Pending::NONE;
         let mut results = Vec::new();
         for run in rows.chunks(RUN) {
             newest = newest.max(engine.set_rows(
@@ -577,7 +582,6 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
                 result?;
             }
         }
-        engine.commit(newest)?;
         for new in new_slots.chunk_by(|a, b| a.id == b.id) {
             labels.learn(new[0].id, owners.get(new[0].id), new);
         }
@@ -585,11 +589,11 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
     let mut people_by_day: HashMap<u64, u64, FastHash> = HashMap::default();
     for (&(id, day), &(people, bots)) in &tally.visits {
         if people > 0 {
-            stats.insert((row_of(id, day), PEOPLE_AT), people);
+            count(id, day, PEOPLE_AT, people);
             *people_by_day.entry(day).or_default() += people;
         }
         if bots > 0 {
-            stats.insert((row_of(id, day), BOTS_AT), bots);
+            count(id, day, BOTS_AT, bots);
         }
     }
     for (day, people) in people_by_day {
@@ -597,11 +601,6 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
     }
     // Each day row's counts together: the engine looks a row up and writes it once
     // for all its columns.
-    let mut by_row: Vec<Vec<(usize, i64)>> = vec![Vec::new(); keys.len()];
-    for ((row, column), n) in stats {
-        by_row[row].push((column, clamp(n)));
-    }
-    let mut newest = Pending::NONE;
     let mut results = Vec::new();
     let rows: Vec<(Key<'_>, &[(usize, i64)])> = keys
         .iter()
@@ -612,10 +611,18 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
         newest = newest.max(engine.incr_rows(DAY_STATS, &DAY_NAME_REFS, run, &mut results)?);
         refused(&mut results)?;
     }
+    newest = newest.max(incr_deferred(
+        engine,
+        SITE,
+        site.iter().map(|(k, &n)| (k.as_str(), n)),
+    )?);
     engine.commit(newest)?;
-    incr(engine, SITE, site.iter().map(|(k, &n)| (k.as_str(), n)))?;
     Ok(())
 }
+
+/// One day row's counts of a flush, `(column, count)`: people, bots and a slot of
+/// each dimension seen, most often.
+type DayCounts = smallvec::SmallVec<[(usize, i64); 8]>;
 
 /// Rows (day rows) or increments (one column) handed to the engine at once (its
 /// stripes stay locked that long).
@@ -638,17 +645,28 @@ fn refused(results: &mut Vec<Result<u64, Error>>) -> Result<(), Error> {
     Ok(())
 }
 
-/// One `incr_batch` of `(row key, count)` pairs on [`COLUMN`] (none: no write).
-fn incr<'a>(
+/// Adds `(row key, count)` pairs to [`COLUMN`] of `counter`, not yet durable (the
+/// flush's one commit covers them): a key the engine refuses (a label past its 1,024
+/// bytes) or a count past the column's max is left out, as `incr_batch` leaves it.
+fn incr_deferred<'a>(
     engine: &Engine,
     counter: &str,
     items: impl Iterator<Item = (&'a str, u64)>,
-) -> Result<(), Error> {
+) -> Result<Pending, Error> {
     let items: Vec<(Key<'a>, i64)> = items.map(|(k, n)| (Key::Name(k), clamp(n))).collect();
-    if !items.is_empty() {
-        engine.incr_batch(counter, COLUMN, &items)?;
+    let mut newest = Pending::NONE;
+    let mut results = Vec::new();
+    for run in items.chunks(RUN) {
+        newest = newest.max(engine.incr_run(counter, COLUMN, run, &mut results)?);
+        for result in results.drain(..) {
+            match result {
+                Ok(_) | Err(Error::BadKey(_) | Error::Negative { .. } | Error::TooLarge { .. }) => {
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
-    Ok(())
+    Ok(newest)
 }
 
 #[cfg(test)]
