@@ -2,7 +2,8 @@
 //!
 //! A redirect adds one click to an in-memory slot (a sharded mutex-guarded map);
 //! a flusher writes the accumulated clicks to the counter engine every
-//! `links.click_flush_ms` with [`Engine::incr_batch`] (one fsync per flush): counter
+//! `links.click_flush_ms` with [`Engine::incr_batch_deferred`] and one commit (one
+//! fsync per flush): counter
 //! `links` column `clicks` keyed by link id (the total), and counter `link_days`
 //! column `clicks` keyed `<id>:<day>` (UTC days since 1970). A SIGKILL loses at most
 //! the clicks of one flush interval; a clean stop flushes everything.
@@ -251,9 +252,14 @@ impl ClickBook {
             .zip(&days)
             .map(|(k, &(_, _, n))| (Key::parse(k), n as i64))
             .collect();
+        // Both counters' increments, then one commit (one fsync) for the two.
         let result = engine
-            .incr_batch(DAILY_COUNTER, COLUMN, &day_items)
-            .and_then(|_| engine.incr_batch(TOTAL_COUNTER, COLUMN, &total_items));
+            .incr_batch_deferred(DAILY_COUNTER, COLUMN, &day_items)
+            .and_then(|(_, days)| {
+                let (_, totals) =
+                    engine.incr_batch_deferred(TOTAL_COUNTER, COLUMN, &total_items)?;
+                engine.commit(days.max(totals))
+            });
         if let Err(e) = result {
             // Put them back; a later flush retries (a partly applied batch may then count twice, never lose).
             for &(id, n) in &totals {

@@ -31,6 +31,11 @@ pub const QUEUE: usize = 65_536;
 /// User-Agents whose reading is remembered (most traffic has few distinct ones).
 const AGENTS_CACHED: usize = 10_000;
 
+/// `Referer` headers whose host is remembered: a popular page sends many clicks, and
+/// parsing the URL (`url::Url::parse`, IDNA included) costs ~5,000 instructions a
+/// click, most of what a click's classification costs.
+const REFERRERS_CACHED: usize = 16_384;
+
 /// What the redirect hands over: just the request's parts the classifier reads.
 #[derive(Debug)]
 pub struct RawClick {
@@ -156,6 +161,8 @@ pub struct Analytics {
     inbox: Mutex<Receiver<RawClick>>,
     geo: Option<GeoIp>,
     agents: Mutex<HashMap<Box<str>, Arc<Agent>, FastHash>>,
+    /// Referrer host by `Referer` header, [`REFERRERS_CACHED`] at most.
+    referrers: Mutex<HashMap<Box<str>, Box<str>, FastHash>>,
     /// Labels by hash, and the slot rows read so far.
     pub labels: store::Labels,
     /// Classified but not yet written (kept for the next try when a write fails).
@@ -180,6 +187,7 @@ impl Analytics {
             inbox: Mutex::new(inbox),
             geo,
             agents: Mutex::new(HashMap::default()),
+            referrers: Mutex::new(HashMap::default()),
             labels: store::Labels::load(engine)?,
             waiting: Mutex::new(Tally::default()),
             writing: Mutex::new(()),
@@ -204,10 +212,28 @@ impl Analytics {
         let agent = self.agent(click.agent.as_deref());
         Visitor {
             bot: agent.bot,
-            referrer: classify::referrer(click.referrer.as_deref()),
+            referrer: self.referrer(click.referrer.as_deref()),
             country: classify::country(self.geo.as_ref(), click.ip),
             agent,
         }
+    }
+
+    /// [`classify::referrer`] through the cache of recent headers (cleared whole
+    /// when full, as the User-Agents' is).
+    fn referrer(&self, header: Option<&str>) -> String {
+        let Some(header) = header else {
+            return classify::referrer(None);
+        };
+        if let Some(host) = self.referrers.lock().get(header) {
+            return host.to_string();
+        }
+        let host = classify::referrer(Some(header));
+        let mut referrers = self.referrers.lock();
+        if referrers.len() >= REFERRERS_CACHED {
+            referrers.clear();
+        }
+        referrers.insert(header.into(), host.as_str().into());
+        host
     }
 
     fn agent(&self, user_agent: Option<&str>) -> Arc<Agent> {
@@ -259,5 +285,52 @@ impl Analytics {
                 Err(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The referrer cache answers what parsing the header again answers, for hosts,
+    /// headers that are not URLs and padded ones, and stays within its bound.
+    #[test]
+    fn a_cached_referrer_reads_as_parsing_it_again_and_the_cache_stays_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+        store::ensure_counters(&engine).unwrap();
+        let analytics = Analytics::open(&engine, None).unwrap();
+        for header in [
+            "https://News.Example.com/a?x=1",
+            "not a url",
+            "  https://c.example/ ",
+            "https://bücher.example/",
+            "",
+        ] {
+            let parsed = classify::referrer(Some(header));
+            assert_eq!(
+                analytics.referrer(Some(header)),
+                parsed,
+                "first: {header:?}"
+            );
+            assert_eq!(
+                analytics.referrer(Some(header)),
+                parsed,
+                "cached: {header:?}"
+            );
+        }
+        assert_eq!(
+            analytics.referrer(Some("https://News.Example.com/a?x=1")),
+            "news.example.com"
+        );
+        assert_eq!(analytics.referrer(None), "direct");
+        for i in 0..REFERRERS_CACHED + 10 {
+            analytics.referrer(Some(&format!("https://h{i}.example/")));
+        }
+        assert!(analytics.referrers.lock().len() <= REFERRERS_CACHED);
+        assert_eq!(
+            analytics.referrer(Some("https://h3.example/x")),
+            "h3.example"
+        );
     }
 }
