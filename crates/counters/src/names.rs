@@ -391,15 +391,6 @@ impl NameTable {
         self.maybe_compact(specs);
     }
 
-    /// Every column at `spot` (defaults where the row is not stored, or has fewer
-    /// columns).
-    fn values_at(&self, spot: &Spot, specs: &[ColumnSpec]) -> Values {
-        match spot.found {
-            Some((_, off)) => self.values(off, specs),
-            None => specs.iter().map(|s| s.default).collect(),
-        }
-    }
-
     /// Writes `changes` (`(column, value)`, in order: a column given twice keeps the
     /// last) to the row of `key` at a `spot` taken from this table with no change in
     /// between: several columns of one row with one look-up. In place when every
@@ -432,16 +423,26 @@ impl NameTable {
                 return;
             }
         }
-        let mut vals = self.values_at(&spot, specs);
+        // The row's values up to the last column stored or changed (not every column
+        // of the counter: a new analytics row of 87 columns uses its first few).
+        let changed = changes.iter().map(|&(c, _)| c + 1).max().unwrap_or(0);
+        let mut vals = match spot.found {
+            Some((_, off)) => {
+                let stored = parse(self.arena.at(off)).ncols;
+                self.values(off, &specs[..changed.max(stored)])
+            }
+            None => specs[..changed].iter().map(|s| s.default).collect(),
+        };
         for &(c, v) in changes {
             vals[c] = v;
         }
         self.put_row_at(key, spot, &vals, specs);
     }
 
-    /// Writes a whole row of `key` (one value per column of `specs`) at a `spot` taken
-    /// from this table with no change in between: several columns of one row written
-    /// with one look-up, and the record moved at most once. As [`NameTable::set_at`]
+    /// Writes a whole row of `key` (`vals`: one value per column of `specs`, or fewer
+    /// but at least as many as the row stores; the ones left out read as defaults) at a
+    /// `spot` taken from this table with no change in between: several columns of one
+    /// row written with one look-up, and the record moved at most once. As [`NameTable::set_at`]
     /// column by column: in place when every column already stored keeps fitting and no
     /// column past the stored ones leaves its default; a row at all defaults is removed.
     fn put_row_at(&mut self, key: &str, spot: Spot, vals: &[u64], specs: &[ColumnSpec]) {
