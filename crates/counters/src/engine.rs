@@ -574,16 +574,16 @@ impl Engine {
                 column: format!("#{i} of {} named", cols.len()),
             });
         }
-        let stripe_of = |key: Key<'_>| crate::counter::stripe_of(key);
         let (mut guards, slot) = lock_stripes(&c, rows.iter().map(|&(key, _)| key));
         let mut log = self.inner.log.batch()?;
         let ts = now_ms();
         let mut newest = Pending::NONE;
         for &(key, items) in rows {
+            let st = &mut guards[slot[crate::counter::stripe_of(key)]];
             let refuse = key
                 .validate()
                 .err()
-                .or_else(|| guards[slot[stripe_of(key)]].thaw_for(key, &schema).err());
+                .or_else(|| st.thaw_for(key, &schema).err());
             if let Some(e) = refuse {
                 for _ in 1..items.len() {
                     out.push(Err(refused_again(&e)));
@@ -593,16 +593,11 @@ impl Engine {
                 }
                 continue;
             }
-            let st = &mut guards[slot[stripe_of(key)]];
-            let mut given = items.iter().map(|&(_, x)| x);
             st.update_row(
                 key,
-                items.iter().map(|&(i, _)| cols[i]),
+                items.iter().map(|&(i, x)| (cols[i], x)),
                 &schema,
-                |col, cur| {
-                    let Some(x) = given.next() else {
-                        return Ok(cur);
-                    };
+                |col, x, cur| {
                     let value = next(cur, x, &schema[col])?;
                     let lsn = log.append(ts, |b| {
                         encode_set_body(b, counter, key, col as u16, value, None)

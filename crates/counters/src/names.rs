@@ -442,9 +442,10 @@ impl NameTable {
     /// Writes a whole row of `key` (`vals`: one value per column of `specs`, or fewer
     /// but at least as many as the row stores; the ones left out read as defaults) at a
     /// `spot` taken from this table with no change in between: several columns of one
-    /// row written with one look-up, and the record moved at most once. As [`NameTable::set_at`]
-    /// column by column: in place when every column already stored keeps fitting and no
-    /// column past the stored ones leaves its default; a row at all defaults is removed.
+    /// row written with one look-up, and the record moved at most once. As
+    /// [`NameTable::set_at`] column by column: in place when every column already stored
+    /// keeps fitting and no column past the stored ones leaves its default; a row at all
+    /// defaults is removed.
     fn put_row_at(&mut self, key: &str, spot: Spot, vals: &[u64], specs: &[ColumnSpec]) {
         let used = vals
             .iter()

@@ -479,34 +479,35 @@ impl Stripe {
         Ok(next)
     }
 
-    /// [`Stripe::update`] for several columns of one row: `f` turns each column's
-    /// value into its new one (or refuses it, which leaves that column as it was), in
-    /// the order given, and `out` gets one answer per column. A string-keyed row is
-    /// looked up once and written once (moved at most once when it gains columns),
-    /// instead of once per column. `f` may do anything but touch this stripe.
-    pub(crate) fn update_row(
+    /// [`Stripe::update`] for several columns of one row: for each `(column, item)`, in
+    /// the order given, `f(column, item, current)` gives the column's new value (or
+    /// refuses it, which leaves that column as it was), and `out` gets one answer per
+    /// item. A string-keyed row is looked up once and written once (moved at most once
+    /// when it gains columns), instead of once per column. `f` may do anything but
+    /// touch this stripe.
+    pub(crate) fn update_row<T>(
         &mut self,
         key: Key<'_>,
-        columns: impl Iterator<Item = usize>,
+        items: impl Iterator<Item = (usize, T)>,
         specs: &[ColumnSpec],
-        mut f: impl FnMut(usize, u64) -> crate::Result<u64>,
+        mut f: impl FnMut(usize, T, u64) -> crate::Result<u64>,
         out: &mut Vec<crate::Result<u64>>,
     ) {
         let Key::Name(n) = key else {
-            for c in columns {
-                out.push(self.update(key, c, specs, |cur| f(c, cur)));
+            for (c, item) in items {
+                out.push(self.update(key, c, specs, |cur| f(c, item, cur)));
             }
             return;
         };
         let spot = self.names.spot(n);
         // Only the columns written are read and written, however wide the row.
         let mut changes: smallvec::SmallVec<[(usize, u64); 8]> = smallvec::SmallVec::new();
-        for c in columns {
+        for (c, item) in items {
             let cur = match changes.iter().rev().find(|(changed, _)| *changed == c) {
                 Some(&(_, v)) => v,
                 None => self.names.value_at(&spot, c, specs),
             };
-            let result = f(c, cur);
+            let result = f(c, item, cur);
             if let Ok(v) = result {
                 if v != cur {
                     changes.push((c, v));

@@ -83,10 +83,9 @@ fn stored_total(engine: &Engine, id: u64) -> u64 {
     engine.get(TOTAL_COUNTER, Key::Id(id), COLUMN).unwrap_or(0)
 }
 
-/// The `link_days` row key of a link and day.
-pub fn day_key(id: u64, day: u64) -> String {
-    format!("{id}:{day}")
-}
+/// The `link_days` row of a link and day: `<id>:<day>` (the analytics' day rows are
+/// keyed the same; one function spells both).
+pub use super::analytics::store::day_key;
 
 /// Makes the two counters, and the analytics' ones, if they do not exist yet.
 pub fn ensure_counters(engine: &Engine) -> Result<(), Error> {

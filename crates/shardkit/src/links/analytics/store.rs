@@ -94,12 +94,12 @@ static DAY_NAMES: LazyLock<Vec<String>> = LazyLock::new(|| {
     names
 });
 
-/// The name of [`DAY_STATS`] column `i`.
 /// [`DAY_NAMES`] as the engine's `incr_rows` takes them: a day row's items name a
 /// column by its place, [`day_column`]'s.
 static DAY_NAME_REFS: LazyLock<Vec<&'static str>> =
     LazyLock::new(|| DAY_NAMES.iter().map(String::as_str).collect());
 
+/// The name of [`DAY_STATS`] column `i`.
 fn day_name(i: usize) -> &'static str {
     &DAY_NAMES[i]
 }
@@ -279,7 +279,8 @@ fn id_and(id: u64, tail: &str) -> String {
     key
 }
 
-/// The [`DAY_STATS`] row of a link and day.
+/// The row of a link and day: in [`DAY_STATS`], and in the click counter `link_days`
+/// (`clicks::DAILY_COUNTER`), which spells it the same.
 pub fn day_key(id: u64, day: u64) -> String {
     id_and(id, itoa::Buffer::new().format(day))
 }
