@@ -22,16 +22,27 @@ pub(crate) struct Bloom {
 impl Bloom {
     /// A filter holding `ids`.
     pub(crate) fn of(ids: impl ExactSizeIterator<Item = u64>) -> Bloom {
-        let words = (ids.len() * BITS_PER_ID).div_ceil(64).max(1);
-        let mut b = Bloom {
-            words: vec![0; words].into_boxed_slice(),
-        };
+        let mut b = Bloom::with_capacity(ids.len());
         for id in ids {
-            for bit in b.probes(id) {
-                b.words[bit / 64] |= 1 << (bit % 64);
-            }
+            b.insert(id);
         }
         b
+    }
+
+    /// An empty filter sized for `n` members, added one by one with [`Bloom::insert`]
+    /// (a merge knows how many rows it writes before it has read them).
+    pub(crate) fn with_capacity(n: usize) -> Bloom {
+        let words = (n * BITS_PER_ID).div_ceil(64).max(1);
+        Bloom {
+            words: vec![0; words].into_boxed_slice(),
+        }
+    }
+
+    /// Adds `id`.
+    pub(crate) fn insert(&mut self, id: u64) {
+        for bit in self.probes(id) {
+            self.words[bit / 64] |= 1 << (bit % 64);
+        }
     }
 
     /// A filter read back from its words (a snapshot); `None` for no words.

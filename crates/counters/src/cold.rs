@@ -30,6 +30,7 @@ use crate::cold_block::{decode_block, encode_block, BlockIndexEntry, Codec, Deco
 use crate::cold_index::{self, IndexedPart};
 use crate::error::{io_err, Error, Result};
 use crate::hash::FastMap;
+use crate::name_block::{NameBlock, NameBlockEntry};
 
 /// Rows per block at most: the size measured in bench/README.md ("Cold tier block
 /// format", 3.42 bytes per row at 4,096 rows).
@@ -45,13 +46,23 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     crate::numbered::numbered_files(dir, "cold-", ".blk")
 }
 
-/// Decoded blocks weigh their ids and values.
+/// A decoded block in the cache: of numeric ids or of string keys.
+#[derive(Clone)]
+enum Cached {
+    Ids(Arc<DecodedBlock>),
+    Names(Arc<NameBlock>),
+}
+
+/// Decoded blocks weigh their keys and values.
 #[derive(Clone)]
 struct BlockWeight;
 
-impl quick_cache::Weighter<(u64, u64), Arc<DecodedBlock>> for BlockWeight {
-    fn weight(&self, _: &(u64, u64), b: &Arc<DecodedBlock>) -> u64 {
-        (64 + b.ids.len() * 8 * (1 + b.columns.len())) as u64
+impl quick_cache::Weighter<(u64, u64), Cached> for BlockWeight {
+    fn weight(&self, _: &(u64, u64), b: &Cached) -> u64 {
+        match b {
+            Cached::Ids(b) => (64 + b.ids.len() * 8 * (1 + b.columns.len())) as u64,
+            Cached::Names(b) => b.bytes() as u64,
+        }
     }
 }
 
@@ -60,7 +71,7 @@ impl quick_cache::Weighter<(u64, u64), Arc<DecodedBlock>> for BlockWeight {
 pub(crate) struct ColdShared {
     dir: PathBuf,
     next_seq: AtomicU64,
-    cache: quick_cache::sync::Cache<(u64, u64), Arc<DecodedBlock>, BlockWeight>,
+    cache: quick_cache::sync::Cache<(u64, u64), Cached, BlockWeight>,
 }
 
 impl ColdShared {
@@ -78,6 +89,25 @@ impl ColdShared {
     /// Bytes the block cache holds now.
     pub(crate) fn cache_bytes(&self) -> u64 {
         self.cache.weight()
+    }
+
+    /// A new cold batch file, created empty (the caller writes it whole, then passes it
+    /// to [`ColdFile::written`]): its number, path and handle.
+    pub(crate) fn create_batch(&self) -> Result<(u64, PathBuf, File)> {
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(cold_name(seq));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        Ok((seq, path, file))
+    }
+
+    /// The directory of the cold files.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
     }
 }
 
@@ -168,7 +198,7 @@ impl ColdFile {
 
     fn block(&self, entry: &BlockIndexEntry) -> Result<Arc<DecodedBlock>> {
         let key = (self.seq, entry.offset);
-        if let Some(b) = self.shared.cache.get(&key) {
+        if let Some(Cached::Ids(b)) = self.shared.cache.get(&key) {
             self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(b);
         }
@@ -195,8 +225,74 @@ impl ColdFile {
             source,
         })?;
         let block = Arc::new(block);
-        self.shared.cache.insert(key, block.clone());
+        self.shared.cache.insert(key, Cached::Ids(block.clone()));
         Ok(block)
+    }
+
+    /// A batch file just written whole, fsynced with its directory (string-keyed runs,
+    /// [`crate::cold_names`]), ready to be read.
+    pub(crate) fn written(
+        shared: &Arc<ColdShared>,
+        stats: &Arc<ColdStats>,
+        seq: u64,
+        path: PathBuf,
+        file: File,
+    ) -> Arc<ColdFile> {
+        advise_random(&file);
+        Arc::new(ColdFile {
+            seq,
+            path,
+            file,
+            indexed: AtomicBool::new(false),
+            shared: shared.clone(),
+            stats: stats.clone(),
+        })
+    }
+
+    /// Its path (to name it in errors).
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its handle (to read its index).
+    pub(crate) fn handle(&self) -> &File {
+        &self.file
+    }
+
+    /// The block of string-keyed rows at `entry`, through the block cache; a damaged
+    /// one is [`Error::ColdBlock`] naming its keys.
+    pub(crate) fn name_block(&self, entry: &NameBlockEntry) -> Result<Arc<NameBlock>> {
+        let key = (self.seq, entry.offset);
+        if let Some(Cached::Names(b)) = self.shared.cache.get(&key) {
+            self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(b);
+        }
+        let block = Arc::new(self.read_name_block(entry)?);
+        self.shared.cache.insert(key, Cached::Names(block.clone()));
+        Ok(block)
+    }
+
+    /// [`ColdFile::name_block`] past the block cache, which it leaves as it was (a merge
+    /// reads every block once: caching them would only push out the ones readers use).
+    pub(crate) fn read_name_block(&self, entry: &NameBlockEntry) -> Result<NameBlock> {
+        let mut bytes = vec![0; entry.len as usize];
+        let damaged = |reason: String| Error::ColdBlock {
+            path: self.path.clone(),
+            source: crate::name_block::corrupt(entry, reason),
+        };
+        self.file
+            .read_exact_at(&mut bytes, entry.offset)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => {
+                    damaged("the file ends before the block".into())
+                }
+                _ => io_err(&self.path)(e),
+            })?;
+        self.stats.cold_reads.fetch_add(1, Ordering::Relaxed);
+        crate::name_block::decode(&bytes, entry).map_err(|source| Error::ColdBlock {
+            path: self.path.clone(),
+            source,
+        })
     }
 }
 

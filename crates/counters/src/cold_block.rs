@@ -50,7 +50,7 @@ pub const ZSTD_LEVEL: i32 = 3;
 /// Fixed header bytes before the column widths.
 const FIXED_HEADER: usize = 4 + 1 + 1 + 2 + 4 + 8 + 8 + 4 + 4;
 /// Largest raw part a header may announce (bounds the decompression buffer).
-const MAX_RAW_LEN: u32 = 256 << 20;
+pub(crate) const MAX_RAW_LEN: u32 = 256 << 20;
 
 /// How a block's payload is compressed.
 ///
@@ -127,6 +127,23 @@ pub enum BlockError {
         /// What was found wrong.
         reason: String,
     },
+    /// A block of string-keyed rows is damaged or not a block.
+    #[error(
+        "cold block at offset {offset} ({len} bytes) holding keys {first_key:?}..={last_key:?} \
+         is corrupt: {reason}"
+    )]
+    CorruptKeys {
+        /// Smallest key the block held (from the caller's index entry).
+        first_key: String,
+        /// Largest key the block held (from the caller's index entry).
+        last_key: String,
+        /// Byte offset of the block in its file.
+        offset: u64,
+        /// Length of the block as the index entry gives it.
+        len: u32,
+        /// What was found wrong.
+        reason: String,
+    },
 }
 
 /// The rows of one decoded block.
@@ -150,7 +167,7 @@ impl DecodedBlock {
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -233,7 +250,7 @@ pub fn encode_block(
 }
 
 /// A failure while reading a block, before it is given the index entry's range.
-struct Damage(String);
+pub(crate) struct Damage(pub(crate) String);
 
 impl From<&str> for Damage {
     fn from(m: &str) -> Self {
@@ -242,13 +259,13 @@ impl From<&str> for Damage {
 }
 
 /// Reads varints and packed bits from a byte slice without ever reading past it.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+pub(crate) struct Reader<'a> {
+    pub(crate) buf: &'a [u8],
+    pub(crate) pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], Damage> {
+    pub(crate) fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], Damage> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
         let end = end.ok_or_else(|| Damage(format!("{what} runs past the end of the block")))?;
         let s = &self.buf[self.pos..end];
@@ -260,7 +277,7 @@ impl<'a> Reader<'a> {
     /// are decoded inline without a bound check per byte, as a cold read decodes every
     /// varint of its block (3,000 for a block of 1,000 rows and two columns).
     #[inline]
-    fn varint(&mut self, what: &str) -> Result<u64, Damage> {
+    pub(crate) fn varint(&mut self, what: &str) -> Result<u64, Damage> {
         let rest = &self.buf[self.pos.min(self.buf.len())..];
         if let Some(&b) = rest.first() {
             if b < 0x80 {
@@ -411,7 +428,7 @@ thread_local! {
 }
 
 /// Decompresses a zstd payload of `raw_len` bytes with this thread's kept context.
-fn unzstd(payload: &[u8], raw_len: usize) -> std::io::Result<Vec<u8>> {
+pub(crate) fn unzstd(payload: &[u8], raw_len: usize) -> std::io::Result<Vec<u8>> {
     DECOMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {

@@ -28,6 +28,9 @@ pub(crate) struct Counter {
     pub stripes: Box<[RwLock<Stripe>]>,
     /// How the cold reads of this counter went (shared with its cold files).
     pub cold_stats: Arc<ColdStats>,
+    /// When the eviction clock of its string-keyed rows last ticked (Unix ms; 0: never):
+    /// a row not written since then has gone that long unwritten ([`crate::evict`]).
+    pub names_tick_ms: std::sync::atomic::AtomicU64,
 }
 
 impl Counter {
@@ -40,6 +43,7 @@ impl Counter {
                 .map(|_| RwLock::new(Stripe::default()))
                 .collect(),
             cold_stats: Arc::default(),
+            names_tick_ms: Default::default(),
         }
     }
 

@@ -776,6 +776,7 @@ impl Engine {
             Key::Name(name) => names.push(name.to_string()),
         });
         ids.extend(st.cold_ids()?);
+        names.extend(st.cold_names()?);
         drop(st);
         ids.sort_unstable();
         names.sort_unstable();
@@ -995,6 +996,7 @@ fn counter_stats(c: &Counter) -> CounterStats {
         s.bytes += st.bytes() as u64;
         s.overflow_entries += st.overflow_len() as u64;
         s.txids += st.txids.len() as u64;
+        s.name_runs += st.name_runs().len() as u64;
         let (d, w) = st.partitions();
         s.dense_partitions += d as u64;
         s.wide_partitions += w as u64;
@@ -1056,9 +1058,11 @@ impl Inner {
                 longest_pause = longest_pause.max(t.elapsed());
                 rows += w.stripe_rows(idx, s, lsn, &copy, &specs)?;
                 w.cold_parts(idx, s, lsn, &copy)?;
+                w.name_runs(idx, s, lsn, copy.name_runs())?;
                 for (_, part) in copy.cold_parts() {
                     cold_refs.push(part.file().seq());
                 }
+                cold_refs.extend(copy.name_runs().iter().map(|r| r.file().seq()));
                 w.txids(idx, s, lsn, copy.txids.iter())?;
             }
             let specs = c.schema.read().clone();
@@ -1116,8 +1120,12 @@ impl Inner {
         let mut live = FastMap::default();
         for c in self.counters.read().values() {
             for st in c.stripes.iter() {
-                for (_, part) in st.read().cold_parts() {
+                let st = st.read();
+                for (_, part) in st.cold_parts() {
                     live.insert(part.file().seq(), ());
+                }
+                for run in st.name_runs() {
+                    live.insert(run.file().seq(), ());
                 }
             }
         }
@@ -1135,7 +1143,7 @@ impl Inner {
             0
         };
         let out = evict::pass(&counters, &self.cold, policy, now_ms(), bytes_now)?;
-        if out.partitions > 0 {
+        if out.partitions > 0 || out.name_rows > 0 {
             crate::hugemem::trim_heap();
         }
         Ok(out)

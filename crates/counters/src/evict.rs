@@ -10,11 +10,22 @@
 //! stays in RAM (its copy on disk is garbage, collected later). So a crash at any moment
 //! loses nothing: until the swap the RAM copy (and the log) holds the rows, and a
 //! snapshot names only batches already durable.
+//!
+//! String-keyed rows go by the row ([`crate::cold_names`]): each has a written bit, and
+//! the counter's clock ticks when the last tick is `cold_after` old (or at every pass
+//! while memory is above `max_memory`): the rows not written since the last tick are
+//! copied, sorted, written as one run per stripe, and dropped from RAM if still
+//! unwritten; every bit is cleared. So a row goes cold between `cold_after` and twice
+//! that after its last write, and under memory pressure a row not written since the
+//! last pass goes at once. A row written between its copy and the swap stays in RAM
+//! and its run entry is marked dead.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cold::{write_batch, ColdShared, Frozen};
+use crate::cold_names::{write_batch as write_names, FrozenNames};
 use crate::counter::{Counter, STRIPES};
 use crate::error::Result;
 use crate::Eviction;
@@ -76,6 +87,28 @@ pub(crate) fn pass(
         }
     }
     let mut out = Eviction::default();
+    let pressure = policy.max_memory.is_some_and(|max| {
+        let chosen_bytes: u64 = aged
+            .iter()
+            .zip(&chosen)
+            .filter(|(_, &c)| c)
+            .map(|((_, _, a), _)| a.bytes as u64)
+            .sum();
+        bytes_now.saturating_sub(chosen_bytes) > max
+    });
+    let all_names = policy.cold_after == Some(Duration::ZERO);
+    for c in counters {
+        let tick = c.names_tick_ms.load(Ordering::Relaxed);
+        let due = pressure
+            || policy
+                .cold_after
+                .is_some_and(|d| now_ms.saturating_sub(tick) >= d.as_millis() as u64);
+        if due {
+            evict_names(c, shared, all_names, &mut out)?;
+            c.names_tick_ms.store(now_ms, Ordering::Relaxed);
+        }
+        merge_names(c, shared, &mut out)?;
+    }
     for (ci, c) in counters.iter().enumerate() {
         let mut highs: Vec<Vec<u32>> = vec![Vec::new(); STRIPES];
         for (i, (cj, s, a)) in aged.iter().enumerate() {
@@ -148,6 +181,71 @@ fn evict_counter(
                 out.kept_hot += 1;
             }
         }
+    }
+    Ok(())
+}
+
+/// Moves one counter's string-keyed rows not written since its clock's last tick (all of
+/// them when `all`) to the cold tier: stripe by stripe, copies of at most
+/// [`BATCH_COPY_BYTES`] a batch file, each stripe's rows one run.
+fn evict_names(c: &Counter, shared: &Arc<ColdShared>, all: bool, out: &mut Eviction) -> Result<()> {
+    let mut stripes = 0..STRIPES;
+    loop {
+        // As for partitions: the schema is held while rows are copied, so a column added
+        // later can only hold values written after the copy (which keep the row in RAM).
+        let schema = c.schema.read();
+        let specs = schema.clone();
+        if specs.is_empty() {
+            return Ok(());
+        }
+        let mut frozen = Vec::new();
+        let mut copied = 0usize;
+        let mut more = false;
+        while copied < BATCH_COPY_BYTES {
+            let Some(s) = stripes.next() else { break };
+            more = true;
+            // The lock is held for the copy; the sort runs after it is let go.
+            let rows = c.stripes[s].write().copy_names_for_eviction(&specs, all);
+            if !rows.is_empty() {
+                let f = FrozenNames::sorted(s, rows, specs.len());
+                copied += f.bytes();
+                frozen.push(f);
+            }
+        }
+        drop(schema);
+        if !more {
+            return Ok(());
+        }
+        if frozen.is_empty() {
+            continue;
+        }
+        let widths: Vec<u8> = specs.iter().map(|s| s.bits).collect();
+        let runs = write_names(shared, &c.cold_stats, &frozen, &widths)?;
+        for (f, run) in frozen.iter().zip(runs) {
+            let bytes = run.bytes_disk();
+            let rows = c.stripes[f.stripe].write().freeze_names(f, run, &specs);
+            out.rows += rows;
+            out.name_rows += rows;
+            if rows > 0 {
+                out.bytes_disk += bytes;
+            }
+        }
+    }
+}
+
+/// Merges the runs of string-keyed rows of every stripe of `c` that has too many, or one
+/// mostly dead ([`crate::name_merge`]), one stripe at a time.
+fn merge_names(c: &Counter, shared: &Arc<ColdShared>, out: &mut Eviction) -> Result<()> {
+    for stripe in c.stripes.iter().enumerate() {
+        let (s, lock) = stripe;
+        let sources = lock.read().runs_to_merge();
+        if sources.is_empty() {
+            continue;
+        }
+        let specs = c.schema.read().clone();
+        let merged = crate::name_merge::merge(shared, &c.cold_stats, s, &sources, &specs)?;
+        lock.write().swap_merged(&sources, merged)?;
+        out.runs_merged += sources.len() as u64;
     }
     Ok(())
 }

@@ -12,6 +12,7 @@ mod codec;
 mod cold;
 pub mod cold_block;
 mod cold_index;
+mod cold_names;
 mod column;
 mod counter;
 mod engine;
@@ -22,6 +23,8 @@ mod hugemem;
 mod key;
 mod log;
 mod logread;
+mod name_block;
+mod name_merge;
 mod names;
 mod numbered;
 mod of_record;
@@ -103,6 +106,10 @@ pub struct Eviction {
     /// Partitions chosen but written to while their batch was being written: they stay
     /// in RAM.
     pub kept_hot: u64,
+    /// String-keyed rows now cold (counted in `rows` too).
+    pub name_rows: u64,
+    /// Runs of cold string-keyed rows merged into fewer.
+    pub runs_merged: u64,
 }
 
 impl Default for Options {
@@ -229,6 +236,9 @@ pub struct CounterStats {
     pub wide_partitions: u64,
     /// Transaction ids remembered.
     pub txids: u64,
+    /// Runs of cold string-keyed rows on disk (each a filter a look-up of an absent
+    /// string key asks; merges keep them few).
+    pub name_runs: u64,
 }
 
 impl CounterStats {
@@ -249,6 +259,7 @@ impl CounterStats {
         self.dense_partitions += other.dense_partitions;
         self.wide_partitions += other.wide_partitions;
         self.txids += other.txids;
+        self.name_runs += other.name_runs;
         self.bytes_per_row = if self.rows > 0 {
             self.bytes as f64 / self.rows as f64
         } else {

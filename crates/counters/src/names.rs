@@ -138,6 +138,10 @@ struct Rec {
     key: usize,
     ncols: usize,
     wide: bool,
+    /// Whether the row was written since the last eviction pass looked at it.
+    written: bool,
+    /// The byte holding the written bit (bit 1).
+    meta_at: usize,
     /// Where the values start.
     vals: usize,
 }
@@ -148,8 +152,11 @@ fn parse(b: &[u8]) -> Rec {
     let (meta, key) = small(b, p);
     Rec {
         key,
-        ncols: meta >> 1,
+        ncols: meta >> 2,
         wide: meta & 1 == 1,
+        written: meta & 2 != 0,
+        // The bit is in the low byte: the last of the meta's one or two bytes.
+        meta_at: key - 1,
         vals: key + key_len,
     }
 }
@@ -371,7 +378,9 @@ impl NameTable {
         let r = parse(self.arena.at(off));
         if c < r.ncols && (r.wide || fits(value, spec)) {
             let (pos, w) = r.col(c, specs);
-            write(self.arena.at_mut(off), pos, w, value);
+            let b = self.arena.at_mut(off);
+            write(b, pos, w, value);
+            b[r.meta_at] |= 2;
             // Only a write of the default can free the row.
             if value == spec.default && self.all_default(off, specs) {
                 self.remove_at(i, off, specs);
@@ -411,9 +420,11 @@ impl NameTable {
                 .all(|&(c, v)| c < r.ncols && (r.wide || fits(v, &specs[c])));
             if in_place {
                 let mut to_default = false;
+                let b = self.arena.at_mut(off);
+                b[r.meta_at] |= 2;
                 for &(c, v) in changes {
                     let (pos, w) = r.col(c, specs);
-                    write(self.arena.at_mut(off), pos, w, v);
+                    write(b, pos, w, v);
                     to_default |= v == specs[c].default;
                 }
                 // Only a write of a default can free the row.
@@ -470,9 +481,11 @@ impl NameTable {
         let fits_in_place = used <= r.ncols
             && (r.wide || vals[..r.ncols].iter().zip(specs).all(|(v, s)| fits(*v, s)));
         if fits_in_place {
+            let b = self.arena.at_mut(off);
+            b[r.meta_at] |= 2;
             for (c, v) in vals[..r.ncols].iter().enumerate() {
                 let (pos, w) = r.col(c, specs);
-                write(self.arena.at_mut(off), pos, w, *v);
+                write(b, pos, w, *v);
             }
             return;
         }
@@ -500,7 +513,9 @@ impl NameTable {
     fn write_record(&mut self, key: &[u8], vals: &[u64], specs: &[ColumnSpec]) -> u64 {
         let wide = vals.iter().zip(specs).any(|(v, s)| !fits(*v, s));
         let ncols = vals.len();
-        let meta = (ncols << 1) | wide as usize;
+        // Written: a new record is a write (compaction clears the bit again when the
+        // record it copies had it clear).
+        let meta = (ncols << 2) | 2 | wide as usize;
         let body: usize = if wide {
             ncols * 8
         } else {
@@ -526,6 +541,23 @@ impl NameTable {
             return;
         }
         let cap = (self.cap + self.cap / 4 + 1).max(MIN_CAP);
+        let old = std::mem::replace(&mut self.slots, HugeBuf::zeroed(cap * 8));
+        let old_cap = std::mem::replace(&mut self.cap, cap);
+        for i in 0..old_cap {
+            let s = u64::from_le_bytes(old[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+            if s != 0 {
+                self.insert_slot(s);
+            }
+        }
+    }
+
+    /// Gives back index memory after many rows left at once (an eviction): below a
+    /// quarter full, the index is rebuilt at about 70% load.
+    pub(crate) fn shrink(&mut self) {
+        if self.cap <= MIN_CAP || self.len * 4 >= self.cap {
+            return;
+        }
+        let cap = (self.len * 10 / 7 + 1).max(MIN_CAP);
         let old = std::mem::replace(&mut self.slots, HugeBuf::zeroed(cap * 8));
         let old_cap = std::mem::replace(&mut self.cap, cap);
         for i in 0..old_cap {
@@ -624,7 +656,12 @@ impl NameTable {
                         .collect()
                 };
                 let key = &b[r.key..r.vals];
-                self.write_record(key, &vals, specs)
+                let new = self.write_record(key, &vals, specs);
+                if !r.written {
+                    let at = parse(self.arena.at(new)).meta_at;
+                    self.arena.at_mut(new)[at] &= !2;
+                }
+                new
             } else {
                 let len = r.len(specs);
                 let (new, dst) = self.arena.alloc(len);
@@ -634,6 +671,55 @@ impl NameTable {
             self.set_slot(i, (s & !OFF_MASK) | new);
         }
         self.dead = 0;
+    }
+
+    /// Copies for eviction every row not written since the last call (every row when
+    /// `all`), as `(key, values)` with every column of `specs`, and clears every row's
+    /// written bit: a row written from now on is told apart by
+    /// [`NameTable::drop_if_unwritten`]. The clearing is the eviction clock's tick.
+    pub(crate) fn copy_for_eviction(
+        &mut self,
+        specs: &[ColumnSpec],
+        all: bool,
+    ) -> Vec<(Box<[u8]>, Vec<u64>)> {
+        let mut out = Vec::new();
+        for i in 0..self.cap {
+            let s = self.slot(i);
+            if s == 0 {
+                continue;
+            }
+            let off = s & OFF_MASK;
+            let r = parse(self.arena.at(off));
+            if all || !r.written {
+                let key: Box<[u8]> = self.arena.at(off)[r.key..r.vals].into();
+                out.push((key, self.values(off, specs).into_vec()));
+            }
+            self.arena.at_mut(off)[r.meta_at] &= !2;
+        }
+        out
+    }
+
+    /// Removes the row of `key` if it was not written since
+    /// [`NameTable::copy_for_eviction`] (its copy on disk is then the row): returns
+    /// whether it did. A row written since, or gone (deleted), stays as it is.
+    pub(crate) fn drop_if_unwritten(&mut self, key: &[u8], specs: &[ColumnSpec]) -> bool {
+        let Some((i, off)) = self.find(key, tag_of(key)) else {
+            return false;
+        };
+        if parse(self.arena.at(off)).written {
+            return false;
+        }
+        self.remove_at(i, off, specs);
+        true
+    }
+
+    /// Puts a row back from the cold tier (`vals`: its stored columns, at most one per
+    /// column of `specs`); the row must not be in the table. It counts as written.
+    pub(crate) fn insert_thawed(&mut self, key: &str, vals: &[u64], specs: &[ColumnSpec]) {
+        let spot = self.spot(key);
+        debug_assert!(spot.found.is_none());
+        let n = vals.len().min(specs.len());
+        self.put_row_at(key, spot, &vals[..n], specs);
     }
 
     /// Rows stored.
@@ -813,6 +899,44 @@ mod tests {
         t.set("a", 1, 0, &specs);
         t.set("a", 2, 2, &specs);
         assert!(!t.contains("a"));
+    }
+
+    #[test]
+    fn rows_leaving_for_the_cold_tier_shrink_the_index_and_written_rows_stay() {
+        let specs = two();
+        let mut t = NameTable::default();
+        let key = |i: usize| format!("row-{i}");
+        for i in 0..2000 {
+            t.set(&key(i), 0, i as u64 + 1, &specs);
+        }
+        // The clock ticks (copying no row: all were written since it last ticked), ten
+        // rows are written, and at the next tick the rest leave.
+        assert_eq!(
+            t.copy_for_eviction(&specs, false).len(),
+            0,
+            "all written since"
+        );
+        for i in 0..10 {
+            t.set(&key(i), 1, 7, &specs);
+        }
+        let copied = t.copy_for_eviction(&specs, false);
+        assert_eq!(copied.len(), 1990);
+        // Row 10 is written between the copy and the swap: it stays too.
+        t.set(&key(10), 1, 8, &specs);
+        for (k, vals) in &copied {
+            let stays = **k == *key(10).as_bytes();
+            assert_eq!(t.drop_if_unwritten(k, &specs), !stays);
+            assert_eq!(vals[1], 0);
+        }
+        let wide = t.cap;
+        t.shrink();
+        assert!(t.cap * 50 < wide, "{} slots of {wide}", t.cap);
+        for i in 0..10 {
+            assert_eq!(t.row(&key(i), &specs), vec![i as u64 + 1, 7]);
+        }
+        assert_eq!(t.row(&key(10), &specs), vec![11, 8]);
+        assert!(!t.contains(&key(11)));
+        assert_eq!(t.len(), 11);
     }
 
     #[test]

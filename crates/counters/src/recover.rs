@@ -8,6 +8,7 @@ use crate::bloom::Bloom;
 use crate::codec::Reader;
 use crate::cold::{ColdFile, ColdPart, ColdShared};
 use crate::cold_block::BlockIndexEntry;
+use crate::cold_names::IndexedRun;
 use crate::column::ColumnSpec;
 use crate::counter::{stripe_of, Counter, STRIPES};
 use crate::error::{io_err, Result};
@@ -306,6 +307,8 @@ fn parse_named_frame(r: &mut Reader<'_>) -> Option<Vec<NamedPart>> {
 struct Batches {
     files: FastMap<u64, Option<Arc<ColdFile>>>,
     indexes: FastMap<u64, FastMap<u32, ColdPart>>,
+    /// String-key batches' runs by place (`None`: the index could not be read, why).
+    name_indexes: FastMap<u64, std::result::Result<Vec<Option<IndexedRun>>, String>>,
 }
 
 impl Batches {
@@ -314,6 +317,34 @@ impl Batches {
             .entry(seq)
             .or_insert_with(|| ColdFile::open(cold, seq, &c.cold_stats).ok())
             .clone()
+    }
+
+    /// Takes run `place` of string-key batch `seq` from the batch's index (read the first
+    /// time the batch is named), or says why it cannot.
+    fn take_run(
+        &mut self,
+        cold: &Arc<ColdShared>,
+        c: &Counter,
+        seq: u64,
+        place: u32,
+    ) -> std::result::Result<IndexedRun, String> {
+        if !self.name_indexes.contains_key(&seq) {
+            let runs = match self.file(cold, c, seq) {
+                None => Err("is missing or unreadable".to_string()),
+                Some(f) => crate::cold_names::read_index(&f)
+                    .map(|runs| runs.into_iter().map(Some).collect())
+                    .map_err(|e| format!("has no readable index ({e})")),
+            };
+            self.name_indexes.insert(seq, runs);
+        }
+        match self.name_indexes.get_mut(&seq) {
+            Some(Ok(runs)) => runs
+                .get_mut(place as usize)
+                .and_then(Option::take)
+                .ok_or_else(|| format!("does not hold run {place}")),
+            Some(Err(why)) => Err(why.clone()),
+            None => Err("is missing".to_string()),
+        }
     }
 
     /// Takes partition `high` of batch `seq` from the batch's own index, read (or
@@ -386,7 +417,7 @@ fn load_cold(
     for f in snap.kept() {
         let mut r = Reader::new(f);
         let kind = r.u8();
-        if kind != Some(5) && kind != Some(6) {
+        if kind != Some(5) && kind != Some(6) && kind != Some(7) {
             continue;
         }
         let head = (|| Some((r.var()?, usize::try_from(r.var()?).ok()?, r.u64()?)))();
@@ -398,6 +429,46 @@ fn load_cold(
             report.orphan_frames += 1;
             continue;
         };
+        if kind == Some(7) {
+            let Some(entries) = parse_runs_frame(&mut r) else {
+                report.anomalies += 1;
+                continue;
+            };
+            let mut st = c.stripes[stripe].write();
+            for e in entries {
+                let run = batches.take_run(cold, c, e.seq, e.place).and_then(|found| {
+                    let (first, last) = found.run.key_range();
+                    if found.stripe != stripe || found.run.rows() != e.rows {
+                        return Err(format!(
+                            "does not hold run {} as the snapshot describes it (keys \
+                                 {first:?}..={last:?})",
+                            e.place
+                        ));
+                    }
+                    found
+                        .run
+                        .with_dead(&e.dead)
+                        .ok_or_else(|| format!("run {} is shorter than its dead rows", e.place))
+                });
+                match run {
+                    Ok(run) => st.insert_name_run(run),
+                    Err(why) => report.dropped.push(crate::Dropped {
+                        file: path.to_path_buf(),
+                        offset: 0,
+                        bytes: 0,
+                        reason: format!(
+                            "counter `{}`: cold batch {} {why}; the {} string-keyed rows of \
+                             its run {} (stripe {stripe}) are lost",
+                            c.name,
+                            crate::cold::cold_name(e.seq),
+                            u64::from(e.rows) - e.dead.len() as u64,
+                            e.place,
+                        ),
+                    }),
+                }
+            }
+            continue;
+        }
         if kind == Some(6) {
             let Some(entries) = parse_named_frame(&mut r) else {
                 report.anomalies += 1;
@@ -637,4 +708,40 @@ fn cold_unreadable(counter: &str, lsn: u64, e: &crate::Error) -> Dropped {
         bytes: 0,
         reason: format!("counter `{counter}`: log record {lsn} not replayed: {e}"),
     }
+}
+
+/// One run as a snapshot's frame `7` names it.
+struct RunEntry {
+    seq: u64,
+    place: u32,
+    rows: u32,
+    dead: Vec<u32>,
+}
+
+/// The runs of a frame `7` after its head.
+fn parse_runs_frame(r: &mut Reader<'_>) -> Option<Vec<RunEntry>> {
+    let n = r.var()?;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let seq = r.var()?;
+        let place = u32::try_from(r.var()?).ok()?;
+        let rows = u32::try_from(r.var()?).ok()?;
+        let count = r.var()?;
+        if count > u64::from(rows) {
+            return None;
+        }
+        let mut dead = Vec::with_capacity(count as usize);
+        let mut at = 0u64;
+        for _ in 0..count {
+            at += r.var()?;
+            dead.push(u32::try_from(at).ok()?);
+        }
+        out.push(RunEntry {
+            seq,
+            place,
+            rows,
+            dead,
+        });
+    }
+    r.is_empty().then_some(out)
 }

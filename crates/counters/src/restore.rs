@@ -40,6 +40,9 @@ pub fn snapshot_lsn(bytes: &[u8]) -> Option<u64> {
 /// Writes snapshot `bytes` into `dir` (created if missing) as its only snapshot, durably
 /// (temporary file, fsync, rename, fsync of the directory), after checking it whole.
 ///
+/// A snapshot whose rows are partly in the cold tier (issue 19) names cold batch files
+/// it does not hold, so it is refused.
+///
 /// `dir` must hold no counters yet (no snapshot, no log segment): restoring over a
 /// directory with its own history would mix two histories. Open the engine on `dir`
 /// afterwards; it recovers from this snapshot.
@@ -61,6 +64,18 @@ pub fn restore_snapshot(dir: &Path, bytes: &[u8]) -> Result<RestoredSnapshot> {
         return Err(refuse(format!(
             "the snapshot is not whole at byte {}: {}",
             d.offset, d.reason
+        )));
+    }
+    // Frames 5, 6 and 7 name cold batch files of the disk that wrote the snapshot: they
+    // are not in these bytes, and their rows would be lost without a word.
+    let cold = parsed
+        .kept()
+        .filter(|f| matches!(f.first(), Some(5..=7)))
+        .count();
+    if cold > 0 {
+        return Err(refuse(format!(
+            "the snapshot relies on cold batch files of the node that wrote it ({cold} \
+             stripes with rows on disk); it cannot be restored from its bytes alone"
         )));
     }
     fs::create_dir_all(dir).map_err(io_err(dir))?;

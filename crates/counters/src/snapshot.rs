@@ -19,6 +19,10 @@
 //!
 //!   The batches `5` and `6` name are listed beside the snapshot in `coldrefs-X.list`
 //!   (written first), so garbage collection keeps them while the snapshot is kept;
+//! - `7` the string-keyed runs of one stripe (issue 19, [`crate::cold_names`]): counter
+//!   index, stripe, L, count, then per run its cold batch number, its place in the
+//!   batch's index, rows, and its dead rows (count, then positions as gaps). The batch
+//!   is listed in `coldrefs-X.list` as for `5` and `6`;
 //! - `2` a counter: index, name, column specs (written after its stripes, so it names
 //!   every column any stripe copy can hold);
 //! - `9` end: the number of frames before it.
@@ -199,6 +203,40 @@ impl SnapWriter {
             self.frame(&p)?;
         }
         Ok(())
+    }
+
+    /// Writes the string-keyed runs of one stripe copy (nothing if it has none): frame
+    /// `7`, per run its cold batch number, place in the batch's index, rows, and the
+    /// positions of its dead rows (count, then each as the gap from the previous one).
+    pub(crate) fn name_runs(
+        &mut self,
+        counter: usize,
+        stripe: usize,
+        lsn: u64,
+        runs: &[crate::cold_names::NameRun],
+    ) -> Result<()> {
+        if runs.is_empty() {
+            return Ok(());
+        }
+        let mut p = Vec::new();
+        p.put_u8(7);
+        p.put_var(counter as u64);
+        p.put_var(stripe as u64);
+        p.put_u64(lsn);
+        p.put_var(runs.len() as u64);
+        for run in runs {
+            p.put_var(run.file().seq());
+            p.put_var(u64::from(run.place()));
+            p.put_var(u64::from(run.rows()));
+            let dead: Vec<u32> = run.dead().collect();
+            p.put_var(dead.len() as u64);
+            let mut prev = 0;
+            for d in dead {
+                p.put_var(u64::from(d - prev));
+                prev = d;
+            }
+        }
+        self.frame(&p)
     }
 
     /// Writes the transaction-id window of one stripe copy.

@@ -17,6 +17,7 @@
 //! all-ones marker and in full in `overflow`, keyed by (id, column).
 
 use crate::cold::{ColdPart, Frozen};
+use crate::cold_names::{FrozenNames, NameRun};
 use crate::column::ColumnSpec;
 use crate::hash::FastMap;
 use crate::key::Key;
@@ -62,6 +63,9 @@ pub(crate) struct Stripe {
     /// or in `dense`, never both: a write to a cold row brings its partition back first
     /// ([`Stripe::thaw_for`]).
     cold: FastMap<u32, ColdPart>,
+    /// String-keyed rows on disk ([`crate::cold_names`]), oldest run first. A key is in
+    /// `names` or live in at most one run, never both.
+    name_runs: Vec<NameRun>,
 }
 
 /// A dense partition the aging pass looked at: what eviction chooses from.
@@ -256,8 +260,28 @@ impl Stripe {
         }
     }
 
+    /// The live cold row of string key `n` (only when it is not in the table), as
+    /// (run, its position there, values).
+    fn cold_name(&self, n: &str) -> crate::Result<Option<(usize, crate::cold_names::Found)>> {
+        if self.name_runs.is_empty() || self.names.contains(n) {
+            return Ok(None);
+        }
+        for (i, run) in self.name_runs.iter().enumerate().rev() {
+            if let Some(found) = run.find(n.as_bytes())? {
+                return Ok(Some((i, found)));
+            }
+        }
+        Ok(None)
+    }
+
     /// Column `c` of any row, hot or cold (a cold read may fail: a damaged block).
     pub(crate) fn read(&self, key: Key<'_>, c: usize, specs: &[ColumnSpec]) -> crate::Result<u64> {
+        if let Key::Name(n) = key {
+            if let Some((_, found)) = self.cold_name(n)? {
+                return Ok(found.values.get(c).copied().unwrap_or(specs[c].default));
+            }
+            return Ok(self.names.get(n, c, specs));
+        }
         match self.cold_of(key) {
             None => Ok(self.get(key, c, specs)),
             Some(part) => {
@@ -271,6 +295,16 @@ impl Stripe {
 
     /// Every column of any row, hot or cold, in schema order.
     pub(crate) fn read_row(&self, key: Key<'_>, specs: &[ColumnSpec]) -> crate::Result<Vec<u64>> {
+        if let Key::Name(n) = key {
+            if let Some((_, found)) = self.cold_name(n)? {
+                return Ok(specs
+                    .iter()
+                    .enumerate()
+                    .map(|(c, s)| found.values.get(c).copied().unwrap_or(s.default))
+                    .collect());
+            }
+            return Ok(self.names.row(n, specs));
+        }
         match self.cold_of(key) {
             None => Ok(self.get_row(key, specs)),
             Some(part) => {
@@ -286,6 +320,9 @@ impl Stripe {
 
     /// Whether any row, hot or cold, is stored.
     pub(crate) fn read_exists(&self, key: Key<'_>) -> crate::Result<bool> {
+        if let Key::Name(n) = key {
+            return Ok(self.names.contains(n) || self.cold_name(n)?.is_some());
+        }
         match self.cold_of(key) {
             None => Ok(self.exists(key)),
             Some(part) => Ok(part.row(key_id(key))?.is_some()),
@@ -296,6 +333,15 @@ impl Stripe {
     /// follows finds the row where the placement rules say. Called before the write's
     /// log record is appended: a damaged block refuses the write and logs nothing.
     pub(crate) fn thaw_for(&mut self, key: Key<'_>, specs: &[ColumnSpec]) -> crate::Result<()> {
+        if let Key::Name(n) = key {
+            if let Some((i, found)) = self.cold_name(n)? {
+                self.names.insert_thawed(n, &found.values, specs);
+                if self.name_runs[i].kill(found.pos) {
+                    self.name_runs.remove(i);
+                }
+            }
+            return Ok(());
+        }
         let Some(part) = self.cold_of(key) else {
             return Ok(());
         };
@@ -396,12 +442,110 @@ impl Stripe {
 
     /// Rows held on disk.
     pub(crate) fn cold_rows(&self) -> usize {
-        self.cold.values().map(|p| p.rows() as usize).sum()
+        self.cold.values().map(|p| p.rows() as usize).sum::<usize>()
+            + self
+                .name_runs
+                .iter()
+                .map(|r| r.live_rows() as usize)
+                .sum::<usize>()
+    }
+
+    /// Copies the string-keyed rows not written since the last call (all of them when
+    /// `all`) for eviction, in table order (the caller sorts them once the lock is let
+    /// go: [`FrozenNames::sorted`]), and ticks every row's written bit (see
+    /// [`NameTable::copy_for_eviction`]).
+    pub(crate) fn copy_names_for_eviction(
+        &mut self,
+        specs: &[ColumnSpec],
+        all: bool,
+    ) -> Vec<(Box<[u8]>, Vec<u64>)> {
+        self.names.copy_for_eviction(specs, all)
+    }
+
+    /// Drops from the table every row of `frozen` not written since it was copied (the
+    /// run now holds it) and marks the others dead in `run` (written since, or deleted:
+    /// the table is right). Keeps the run unless all of it is dead. Returns the rows that
+    /// went cold.
+    pub(crate) fn freeze_names(
+        &mut self,
+        frozen: &FrozenNames,
+        mut run: NameRun,
+        specs: &[ColumnSpec],
+    ) -> u64 {
+        let mut cold = 0;
+        let mut all_dead = false;
+        for r in 0..frozen.len() {
+            if self.names.drop_if_unwritten(frozen.key(r), specs) {
+                cold += 1;
+            } else {
+                // Rows fill each block but the last, so row r is at position r.
+                all_dead = run.kill(r as u32);
+            }
+        }
+        if !all_dead {
+            self.name_runs.push(run);
+        }
+        self.names.shrink();
+        cold
+    }
+
+    /// Copies of the runs of string-keyed rows to merge now ([`crate::name_merge`]).
+    pub(crate) fn runs_to_merge(&self) -> Vec<NameRun> {
+        crate::name_merge::pick(&self.name_runs)
+    }
+
+    /// Replaces `sources` (copies from [`Stripe::runs_to_merge`]) with `merged`, their
+    /// merge, once the rows that died in the sources since the copies (brought back by a
+    /// write, or deleted) are marked dead in it too. On an error (a source block that
+    /// cannot be read) nothing changes and the merged file is left to garbage collection.
+    pub(crate) fn swap_merged(
+        &mut self,
+        sources: &[NameRun],
+        mut merged: Option<NameRun>,
+    ) -> crate::Result<()> {
+        let mut all_dead = false;
+        for src in sources {
+            let now = self.name_runs.iter().find(|r| r.same(src));
+            for pos in NameRun::died_since(src, now) {
+                let (Some(key), Some(m)) = (src.key_at(pos)?, merged.as_mut()) else {
+                    continue;
+                };
+                if let Some(found) = m.find(&key)? {
+                    all_dead = m.kill(found.pos);
+                }
+            }
+        }
+        self.name_runs
+            .retain(|r| !sources.iter().any(|s| s.same(r)));
+        if let Some(m) = merged.filter(|_| !all_dead) {
+            self.name_runs.push(m);
+        }
+        Ok(())
+    }
+
+    /// The runs of string-keyed rows on disk (snapshots, stats, garbage collection).
+    pub(crate) fn name_runs(&self) -> &[NameRun] {
+        &self.name_runs
+    }
+
+    /// Puts a run a snapshot named back in place (recovery).
+    pub(crate) fn insert_name_run(&mut self, run: NameRun) {
+        self.name_runs.push(run);
+    }
+
+    /// The string keys of the live cold rows (for `SCAN`).
+    pub(crate) fn cold_names(&self) -> crate::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for run in &self.name_runs {
+            run.for_each_live(|k, _| out.push(String::from_utf8_lossy(k).into_owned()))?;
+        }
+        Ok(out)
     }
 
     /// Bytes of this stripe's blocks on disk.
     pub(crate) fn cold_bytes_disk(&self) -> u64 {
-        self.cold.values().map(ColdPart::bytes_disk).sum()
+        self.cold.values().map(ColdPart::bytes_disk).sum::<u64>()
+            + self.name_runs.iter().map(NameRun::bytes_disk).sum::<u64>()
     }
 
     /// The ids of the cold rows, read from their blocks (for `SCAN`).
@@ -702,6 +846,11 @@ impl Stripe {
     /// Rows stored under string keys.
     pub(crate) fn named_rows(&self) -> usize {
         self.names.len()
+            + self
+                .name_runs
+                .iter()
+                .map(|r| r.live_rows() as usize)
+                .sum::<usize>()
     }
 
     /// Values held in the overflow map.
@@ -733,6 +882,7 @@ impl Stripe {
             + self.names.bytes()
             + self.txids.bytes()
             + self.cold.values().map(|p| p.bytes_ram() + 8).sum::<usize>()
+            + self.name_runs.iter().map(NameRun::bytes_ram).sum::<usize>()
     }
 
     /// Drops every row; the transaction ids stay, so a retried idempotent increment

@@ -231,6 +231,9 @@ enum EngineOp {
     Fill(usize, usize),
     Snapshot,
     Reopen,
+    /// `Engine::evict`: every string-keyed row (`true`), or those not written since the
+    /// last eviction pass (`false`).
+    Evict(bool),
 }
 
 const EPOOL: usize = 300;
@@ -265,6 +268,7 @@ fn engine_op() -> impl Strategy<Value = EngineOp> {
         1 => (0..EPOOL, 20usize..200).prop_map(|(b, n)| EngineOp::Fill(b, n)),
         1 => Just(EngineOp::Snapshot),
         2 => Just(EngineOp::Reopen),
+        3 => any::<bool>().prop_map(EngineOp::Evict),
     ]
 }
 
@@ -443,6 +447,22 @@ fn run_engine(ops: Vec<EngineOp>) -> Result<(), TestCaseError> {
             EngineOp::Snapshot => {
                 e.snapshot().unwrap();
             }
+            EngineOp::Evict(all) => {
+                // Zero: every row; a nanosecond rounds to 0 ms, so the clock ticks at
+                // once and takes the rows not written since its last tick.
+                let older = if all {
+                    std::time::Duration::ZERO
+                } else {
+                    std::time::Duration::from_nanos(1)
+                };
+                let before = e.stats().counters[0].named_rows;
+                let out = e.evict(older).unwrap();
+                if all {
+                    prop_assert_eq!(e.stats().counters[0].hot_rows, 0);
+                }
+                prop_assert_eq!(e.stats().counters[0].named_rows, before);
+                prop_assert!(out.name_rows <= before);
+            }
             EngineOp::Reopen => {
                 drop(e);
                 e = Engine::open(dir.path(), o.clone()).unwrap();
@@ -452,15 +472,24 @@ fn run_engine(ops: Vec<EngineOp>) -> Result<(), TestCaseError> {
         }
     }
     engine_equals_model(&e, &m)?;
-    // A snapshot restored into an empty directory holds the same rows.
+    // A snapshot restored into an empty directory holds the same rows; one that relies
+    // on cold batch files (not in its bytes) is refused.
     e.snapshot().unwrap();
     let (_, newest) = e.snapshot_files().unwrap().into_iter().next().unwrap();
     let bytes = std::fs::read(newest).unwrap();
     let other = tempfile::tempdir().unwrap();
-    restore_snapshot(other.path(), &bytes).unwrap();
-    let restored = Engine::open(other.path(), o.clone()).unwrap();
-    engine_equals_model(&restored, &m)?;
-    drop(restored);
+    let cold = e.stats().counters[0].cold_rows;
+    match restore_snapshot(other.path(), &bytes) {
+        Ok(_) => {
+            prop_assert_eq!(cold, 0);
+            let restored = Engine::open(other.path(), o.clone()).unwrap();
+            engine_equals_model(&restored, &m)?;
+        }
+        Err(err) => {
+            prop_assert!(cold > 0, "{err}");
+            prop_assert!(err.to_string().contains("cold batch files"), "{err}");
+        }
+    }
     // And the log replayed over the older snapshot (kill-like reopen) agrees too.
     drop(e);
     let e = Engine::open(dir.path(), o).unwrap();

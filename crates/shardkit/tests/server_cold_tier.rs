@@ -167,3 +167,70 @@ fn bad_cold_tier_settings_stop_the_start_with_their_name() {
         assert!(err.contains(says), "{text}: {err}");
     }
 }
+
+/// String-keyed rows go cold one by one (not by partition): written once, they are on
+/// disk one to two `cold_after` later, read back through RESP, brought back by a write,
+/// and kept across a restart.
+#[test]
+fn idle_string_keyed_rows_go_cold_and_are_read_written_and_kept_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("shardkit.toml");
+    std::fs::write(&config, "[counters]\ncold_after = \"1s\"\n").unwrap();
+    let data = dir.path().join("data");
+    let args = [
+        "--http",
+        "127.0.0.1:0",
+        "--resp",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    let server = Server::try_start(&data, &args, &[]).unwrap();
+    let mut con = server.redis();
+    let key = |i: usize| format!("cold:user-{i:04}@example.com");
+    let mut want: HashMap<String, i64> = HashMap::new();
+    let mut pipe = redis::pipe();
+    for i in 0..300 {
+        let by = (i % 70 + 1) as i64 * 1000; // past 16 bits for some
+        pipe.cmd("INCRBY").arg(key(i)).arg(by).ignore();
+        want.insert(key(i), by);
+    }
+    pipe.query::<()>(&mut con).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while info_field(&counter_info(&mut con), "cold_rows") < 300 {
+        assert!(Instant::now() < deadline, "{:?}", counter_info(&mut con));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let info = counter_info(&mut con);
+    assert_eq!(info_field(&info, "rows"), 300);
+    assert_eq!(info_field(&info, "hot_rows"), 0);
+    assert!(info_field(&info, "bytes_disk") > 0);
+    for (k, by) in &want {
+        let v: i64 = redis::cmd("GET").arg(k).query(&mut con).unwrap();
+        assert_eq!(v, *by, "{k}");
+    }
+    assert!(info_field(&counter_info(&mut con), "cold_reads") > 0);
+    let v: i64 = redis::cmd("INCRBY")
+        .arg(key(7))
+        .arg(5)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(v, want[&key(7)] + 5);
+    *want.get_mut(&key(7)).unwrap() += 5;
+    let info = counter_info(&mut con);
+    assert_eq!(info_field(&info, "rows"), 300);
+    assert!(info_field(&info, "hot_rows") >= 1);
+    let gone: i64 = redis::cmd("DEL").arg(key(8)).query(&mut con).unwrap();
+    assert_eq!(gone, 1);
+    want.remove(&key(8));
+    assert!(server.terminate().success());
+    let server = Server::try_start(&data, &args, &[]).unwrap();
+    let mut con = server.redis();
+    for (k, by) in &want {
+        let v: i64 = redis::cmd("GET").arg(k).query(&mut con).unwrap();
+        assert_eq!(v, *by, "{k} after the restart");
+    }
+    let absent: i64 = redis::cmd("EXISTS").arg(key(8)).query(&mut con).unwrap();
+    assert_eq!(absent, 0);
+    assert_eq!(info_field(&counter_info(&mut con), "rows"), 299);
+}

@@ -11,7 +11,7 @@
 //!
 //! The `-cold` modes run the cold tier's crash test: `cold_after` of 1 ms (the eviction
 //! pass runs every 10 ms and moves every partition not written since its last pass to
-//! disk) and keys in 8 dense partitions of 200 ids each (`cold_key_of`), so batches
+//! disk) and keys in 8 dense partitions of 150 ids and 400 string keys (`cold_key_of`), so batches
 //! are written, partitions brought back and snapshots taken all the time.
 
 use std::io::Write;
@@ -40,9 +40,14 @@ fn key_of(i: u64) -> String {
     }
 }
 
-/// Keys of the cold modes: 8 high-32 prefixes, 200 ids each.
+/// Keys of the cold modes: 8 high-32 prefixes, 200 keys each: 150 ids, then 50
+/// string keys (rows that go cold one by one rather than by partition).
 fn cold_key_of(i: u64) -> String {
-    (((0x0100_0000u64 + i % 8) << 32) | ((i >> 3) % 200)).to_string()
+    let low = (i >> 3) % 200;
+    if low >= 150 {
+        return format!("n{}:{low}", i % 8);
+    }
+    (((0x0100_0000u64 + i % 8) << 32) | low).to_string()
 }
 
 fn main() {
