@@ -24,24 +24,11 @@ use std::time::{Duration, Instant};
 
 use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, Options};
 
+mod common;
+use common::{drop_page_cache, percentiles, status_bytes};
+
 fn key(i: u64) -> String {
     format!("/p/{:015x}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 4)
-}
-
-fn status_bytes(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0)
-        * 1024
-}
-
-fn percentiles(mut t: Vec<Duration>) -> (f64, f64) {
-    t.sort_unstable();
-    let at = |q: f64| t[((t.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e6;
-    (at(0.50), at(0.99))
 }
 
 fn timed_reads(e: &Engine, keys: &[String]) -> (f64, f64) {
@@ -54,28 +41,17 @@ fn timed_reads(e: &Engine, keys: &[String]) -> (f64, f64) {
     percentiles(t)
 }
 
-fn drop_page_cache() {
-    if std::env::var("DROP_CACHES").as_deref() != Ok("1") {
-        println!("page cache kept (cold reads may come from memory; DROP_CACHES=1 empties it)");
-        return;
-    }
-    let synced = std::process::Command::new("sync")
-        .status()
-        .is_ok_and(|s| s.success());
-    match std::fs::write("/proc/sys/vm/drop_caches", "3") {
-        Ok(()) if synced => println!("page cache emptied: cold reads below come from the disk"),
-        Ok(()) => println!("page cache emptied, but sync failed"),
-        Err(e) => println!("page cache kept: /proc/sys/vm/drop_caches: {e}"),
-    }
-}
-
-fn engine_bytes(e: &Engine) -> (u64, u64, u64, u64) {
-    let s = e
-        .stats()
+/// The run's counter's figures.
+fn pv_stats(e: &Engine) -> shardkit_counters::CounterStats {
+    e.stats()
         .counters
         .into_iter()
         .find(|c| c.name == "pv")
-        .unwrap();
+        .unwrap()
+}
+
+fn engine_bytes(e: &Engine) -> (u64, u64, u64, u64) {
+    let s = pv_stats(e);
     (s.bytes, s.bytes_disk, s.hot_rows, s.cold_rows)
 }
 
@@ -225,7 +201,7 @@ fn passes(e: &Engine, dir: &str, rows: u64, pick: &mut impl FnMut(usize, bool) -
         evicted_rows += out.name_rows;
         merged += out.runs_merged;
         if pass % 10 == 0 {
-            let s = e.stats().counters.into_iter().find(|c| c.name == "pv").unwrap();
+            let s = pv_stats(e);
             let row_bytes = s.bytes_disk as f64 / s.cold_rows as f64;
             println!(
                 "pass {pass}: {} cold rows, {} runs ({:.1} a stripe), {:.2} bytes/row on disk, \

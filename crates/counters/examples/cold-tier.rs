@@ -27,6 +27,9 @@ use std::time::{Duration, Instant};
 
 use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, Options};
 
+mod common;
+use common::{drop_page_cache, percentiles, status_bytes};
+
 struct Rng(u64);
 
 impl Rng {
@@ -131,17 +134,6 @@ fn opts() -> Options {
     }
 }
 
-/// A size line of /proc/self/status (`VmRSS:`, `VmHWM:`), in bytes.
-fn status_bytes(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0)
-        * 1024
-}
-
 fn rss_bytes() -> u64 {
     status_bytes("VmRSS:")
 }
@@ -176,33 +168,6 @@ fn fill(e: &Engine, rows: usize, from: usize, to: usize) {
             e.incr_batch("c", col, &items).unwrap();
         }
     });
-}
-
-/// With `DROP_CACHES=1` (root only): writes the dirty pages out and empties the OS page
-/// cache, so the cold reads that follow come from the disk, not from memory the fill left
-/// behind. Says so either way, so a run's figures tell which they are.
-fn drop_page_cache() {
-    if std::env::var("DROP_CACHES").as_deref() != Ok("1") {
-        println!(
-            "page cache kept (the cold files may be read from memory; DROP_CACHES=1 empties it)"
-        );
-        return;
-    }
-    let synced = std::process::Command::new("sync")
-        .status()
-        .is_ok_and(|s| s.success());
-    match std::fs::write("/proc/sys/vm/drop_caches", "3") {
-        Ok(()) if synced => println!("page cache emptied: the cold reads below come from the disk"),
-        Ok(()) => println!("page cache emptied, but sync failed: dirty pages stayed in memory"),
-        Err(e) => println!("page cache kept: /proc/sys/vm/drop_caches: {e}"),
-    }
-}
-
-/// p50 and p99 of per-call times, in µs.
-fn percentiles(mut t: Vec<Duration>) -> (f64, f64) {
-    t.sort_unstable();
-    let at = |q: f64| t[((t.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e6;
-    (at(0.50), at(0.99))
 }
 
 fn timed_reads(e: &Engine, ids: &[u64]) -> (f64, f64) {

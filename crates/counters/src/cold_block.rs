@@ -330,15 +330,17 @@ struct Opened {
     raw: Vec<u8>,
 }
 
-fn open(bytes: &[u8], entry: &BlockIndexEntry) -> Result<Opened, Damage> {
-    if bytes.len() != entry.len as usize {
+/// A block's bytes without their CRC32, once their length is the `len` its index entry
+/// gives, at least `header` bytes plus the CRC, and the CRC matches: what every cold
+/// block (of ids or of string keys) checks first.
+pub(crate) fn checked_body(bytes: &[u8], len: u32, header: usize) -> Result<&[u8], Damage> {
+    if bytes.len() != len as usize {
         return Err(Damage(format!(
-            "{} bytes read where the index says {}",
+            "{} bytes read where the index says {len}",
             bytes.len(),
-            entry.len
         )));
     }
-    if bytes.len() < FIXED_HEADER + 4 {
+    if bytes.len() < header + 4 {
         return Err(Damage(format!(
             "{} bytes is shorter than a block header",
             bytes.len()
@@ -352,6 +354,11 @@ fn open(bytes: &[u8], entry: &BlockIndexEntry) -> Result<Opened, Damage> {
             "checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
         )));
     }
+    Ok(body)
+}
+
+fn open(bytes: &[u8], entry: &BlockIndexEntry) -> Result<Opened, Damage> {
+    let body = checked_body(bytes, entry.len, FIXED_HEADER)?;
     let mut h = Reader { buf: body, pos: 0 };
     let fixed = h.take(FIXED_HEADER, "the header")?;
     let u16_at = |i: usize| u16::from_le_bytes([fixed[i], fixed[i + 1]]);

@@ -25,7 +25,8 @@
 //! length, the CRC, the header, every bound, the keys' order and the index entry's first
 //! and last key, and reports a damaged block naming the keys it held.
 
-use crate::cold_block::{put_varint, unzstd, BlockError, Codec, Damage, Reader, MAX_RAW_LEN};
+use crate::cold_block::MAX_RAW_LEN;
+use crate::cold_block::{checked_body, put_varint, unzstd, BlockError, Codec, Damage, Reader};
 use crate::cold_block::{MAX_COLUMNS, MAX_ROWS, ZSTD_LEVEL};
 
 /// First bytes of every string-key block.
@@ -189,27 +190,7 @@ pub(crate) fn corrupt(entry: &NameBlockEntry, reason: String) -> BlockError {
 }
 
 fn decode_inner(bytes: &[u8], entry: &NameBlockEntry) -> Result<NameBlock, Damage> {
-    if bytes.len() != entry.len as usize {
-        return Err(Damage(format!(
-            "{} bytes read where the index says {}",
-            bytes.len(),
-            entry.len
-        )));
-    }
-    if bytes.len() < FIXED_HEADER + 4 {
-        return Err(Damage(format!(
-            "{} bytes is shorter than a block header",
-            bytes.len()
-        )));
-    }
-    let (body, tail) = bytes.split_at(bytes.len() - 4);
-    let stored = u32::from_le_bytes(tail.try_into().expect("4 bytes"));
-    let computed = crc32fast::hash(body);
-    if stored != computed {
-        return Err(Damage(format!(
-            "checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
-        )));
-    }
+    let body = checked_body(bytes, entry.len, FIXED_HEADER)?;
     let mut h = Reader { buf: body, pos: 0 };
     let fixed = h.take(FIXED_HEADER, "the header")?;
     let u32_at = |i: usize| u32::from_le_bytes(fixed[i..i + 4].try_into().expect("4 bytes"));

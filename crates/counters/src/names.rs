@@ -540,7 +540,11 @@ impl NameTable {
         if (self.len + 1) * 8 <= self.cap * 7 {
             return;
         }
-        let cap = (self.cap + self.cap / 4 + 1).max(MIN_CAP);
+        self.rebuild((self.cap + self.cap / 4 + 1).max(MIN_CAP));
+    }
+
+    /// Moves every slot into a new index of `cap` slots (room for all of them).
+    fn rebuild(&mut self, cap: usize) {
         let old = std::mem::replace(&mut self.slots, HugeBuf::zeroed(cap * 8));
         let old_cap = std::mem::replace(&mut self.cap, cap);
         for i in 0..old_cap {
@@ -557,15 +561,7 @@ impl NameTable {
         if self.cap <= MIN_CAP || self.len * 4 >= self.cap {
             return;
         }
-        let cap = (self.len * 10 / 7 + 1).max(MIN_CAP);
-        let old = std::mem::replace(&mut self.slots, HugeBuf::zeroed(cap * 8));
-        let old_cap = std::mem::replace(&mut self.cap, cap);
-        for i in 0..old_cap {
-            let s = u64::from_le_bytes(old[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-            if s != 0 {
-                self.insert_slot(s);
-            }
-        }
+        self.rebuild((self.len * 10 / 7 + 1).max(MIN_CAP));
     }
 
     /// Robin Hood insertion of a slot value (the index has room).

@@ -38,25 +38,45 @@ fn counter_info(con: &mut redis::Connection) -> Vec<redis::Value> {
     redis::cmd("COUNTER.INFO").arg("cold").query(con).unwrap()
 }
 
+/// A server's data directory and config file on loopback ports, to start (and start
+/// again after a restart).
+struct Node {
+    data: std::path::PathBuf,
+    config: String,
+}
+
+impl Node {
+    /// Writes `toml` as the config file in `dir`.
+    fn new(dir: &std::path::Path, toml: &str) -> Node {
+        let config = dir.join("shardkit.toml");
+        std::fs::write(&config, toml).unwrap();
+        Node {
+            data: dir.join("data"),
+            config: config.to_string_lossy().into_owned(),
+        }
+    }
+
+    fn start(&self) -> Server {
+        let args = [
+            "--http",
+            "127.0.0.1:0",
+            "--resp",
+            "127.0.0.1:0",
+            "--config",
+            &self.config,
+        ];
+        Server::try_start(&self.data, &args, &[]).unwrap()
+    }
+}
+
 #[test]
 fn idle_partitions_go_cold_and_are_read_written_and_kept_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("shardkit.toml");
-    std::fs::write(
-        &config,
+    let node = Node::new(
+        dir.path(),
         "[counters]\ncold_after = \"1s\"\nblock_cache = \"8MiB\"\n",
-    )
-    .unwrap();
-    let data = dir.path().join("data");
-    let args = [
-        "--http",
-        "127.0.0.1:0",
-        "--resp",
-        "127.0.0.1:0",
-        "--config",
-        config.to_str().unwrap(),
-    ];
-    let server = Server::try_start(&data, &args, &[]).unwrap();
+    );
+    let server = node.start();
     let mut con = server.redis();
     let mut want = HashMap::new();
     let mut pipe = redis::pipe();
@@ -129,7 +149,7 @@ fn idle_partitions_go_cold_and_are_read_written_and_kept_across_a_restart() {
     }
 
     assert!(server.terminate().success());
-    let server = Server::try_start(&data, &args, &[]).unwrap();
+    let server = node.start();
     let mut con = server.redis();
     for (id, by) in &want {
         let v: i64 = redis::cmd("GET")
@@ -174,18 +194,8 @@ fn bad_cold_tier_settings_stop_the_start_with_their_name() {
 #[test]
 fn idle_string_keyed_rows_go_cold_and_are_read_written_and_kept_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("shardkit.toml");
-    std::fs::write(&config, "[counters]\ncold_after = \"1s\"\n").unwrap();
-    let data = dir.path().join("data");
-    let args = [
-        "--http",
-        "127.0.0.1:0",
-        "--resp",
-        "127.0.0.1:0",
-        "--config",
-        config.to_str().unwrap(),
-    ];
-    let server = Server::try_start(&data, &args, &[]).unwrap();
+    let node = Node::new(dir.path(), "[counters]\ncold_after = \"1s\"\n");
+    let server = node.start();
     let mut con = server.redis();
     let key = |i: usize| format!("cold:user-{i:04}@example.com");
     let mut want: HashMap<String, i64> = HashMap::new();
@@ -224,7 +234,7 @@ fn idle_string_keyed_rows_go_cold_and_are_read_written_and_kept_across_a_restart
     assert_eq!(gone, 1);
     want.remove(&key(8));
     assert!(server.terminate().success());
-    let server = Server::try_start(&data, &args, &[]).unwrap();
+    let server = node.start();
     let mut con = server.redis();
     for (k, by) in &want {
         let v: i64 = redis::cmd("GET").arg(k).query(&mut con).unwrap();
