@@ -9,7 +9,7 @@ mod common;
 use common::visitors::{
     click, geo_config, wait_for_stats, BOT, DESKTOP_DE, FIREFOX_NOWHERE, PHONE_JP,
 };
-use common::Server;
+use common::{info_field, Server};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -191,6 +191,58 @@ fn stats_and_page_show_exactly_the_visitors_and_survive_a_sigkill() {
         let (_, before) = get(&server, &format!("/api/links/{code}/stats?by=day"));
         assert_eq!(days, before, "{format}");
     }
+}
+
+/// With `[counters] cold_after`, a link's analytics rows (its owner row and its day row:
+/// string keys) go to the cold tier like any counter row; the stats read them back
+/// whole, and new clicks bring them back and add to them.
+#[test]
+fn analytics_rows_go_cold_and_the_stats_read_and_add_to_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = geo_config(dir.path(), 50);
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[counters]\ncold_after = \"1s\"\n");
+    std::fs::write(&config, text).unwrap();
+    let env = [("SHARDKIT_CONFIG", config.to_str().unwrap())];
+    let server = Server::start(&dir.path().join("data"), &env);
+    let code = create(&server, "https://example.com/cold-analytics");
+    click(&server, &code, DESKTOP_DE, 3);
+    click(&server, &code, PHONE_JP, 2);
+    wait_for_stats(&server, &code, 5, 0);
+    let mut con = server.redis();
+    let cold = |con: &mut redis::Connection, counter: &str| {
+        let info: Vec<redis::Value> = redis::cmd("COUNTER.INFO").arg(counter).query(con).unwrap();
+        info_field(&info, "cold_rows")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while cold(&mut con, "link_owners") < 1 || cold(&mut con, "link_day_stats") < 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the analytics rows never went cold"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let browsers = pairs(&[("Chrome", 3), ("Safari", 2)]);
+    assert_eq!(by(&server, &code, "browser"), browsers);
+    assert_eq!(
+        by(&server, &code, "country"),
+        pairs(&[("DE", 3), ("JP", 2)])
+    );
+    click(&server, &code, DESKTOP_DE, 2);
+    click(&server, &code, FIREFOX_NOWHERE, 1);
+    wait_for_stats(&server, &code, 8, 0);
+    assert_eq!(
+        by(&server, &code, "browser"),
+        pairs(&[("Chrome", 5), ("Safari", 2), ("Firefox", 1)])
+    );
+    assert_eq!(
+        by(&server, &code, "referrer"),
+        pairs(&[
+            ("news.example.com", 5),
+            ("direct", 2),
+            ("blog.example.org", 1)
+        ])
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use common::Server;
+use common::{info_field, Server};
 
 /// 400 ids sharing their high 32 bits (one dense partition), plus 400 of another.
 fn ids() -> Vec<u64> {
@@ -17,21 +17,6 @@ fn ids() -> Vec<u64> {
         v.extend((0..400u64).map(|i| (high << 32) | (i * 7)));
     }
     v
-}
-
-fn info_field(info: &[redis::Value], field: &str) -> i64 {
-    let mut it = info.iter();
-    while let Some(k) = it.next() {
-        let v = it.next().unwrap();
-        if let redis::Value::BulkString(k) = k {
-            if k == field.as_bytes() {
-                if let redis::Value::Int(n) = v {
-                    return *n;
-                }
-            }
-        }
-    }
-    panic!("COUNTER.INFO has no integer {field}: {info:?}")
 }
 
 fn counter_info(con: &mut redis::Connection) -> Vec<redis::Value> {

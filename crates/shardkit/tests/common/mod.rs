@@ -223,3 +223,20 @@ pub fn create_link(
     assert!(r.status().is_success(), "{}", r.status());
     r.json().unwrap()
 }
+
+/// Integer `field` of a `COUNTER.INFO` answer (its fields and values in turn); panics
+/// naming the answer when there is none.
+pub fn info_field(info: &[redis::Value], field: &str) -> i64 {
+    let mut it = info.iter();
+    while let Some(k) = it.next() {
+        let v = it.next().unwrap();
+        if let redis::Value::BulkString(k) = k {
+            if k == field.as_bytes() {
+                if let redis::Value::Int(n) = v {
+                    return *n;
+                }
+            }
+        }
+    }
+    panic!("COUNTER.INFO has no integer {field}: {info:?}")
+}
