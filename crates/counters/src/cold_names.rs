@@ -13,7 +13,8 @@
 //! and garbage collection cover both): the blocks, then the index, then a footer:
 //!
 //! ```text
-//! index:  runs var, then per run: stripe var | rows var | filter words var | each u64
+//! index:  runs var, then per run: stripe var | rows var | rows a block var
+//!         | filter words var | each u64
 //!         | blocks var | each: first key (len var, bytes) | last key | offset var | len var
 //! footer: index offset u64 | index length u32 | crc32 of the index u32 | "SKNAMEIX"
 //! ```
@@ -113,7 +114,11 @@ pub(crate) struct NameRun {
     blocks: Arc<[NameBlockEntry]>,
     filter: Arc<Bloom>,
     rows: u32,
-    /// Bit `i` set: row `i` of the run (block `i / BLOCK_ROWS`, row `i % BLOCK_ROWS`) is
+    /// Rows a block holds (every block but the last is full): [`BLOCK_ROWS`] when it
+    /// was written, kept in the batch's index so positions keep their meaning if that
+    /// changes.
+    block_rows: u32,
+    /// Bit `i` set: row `i` of the run (block `i / block_rows`, row `i % block_rows`) is
     /// dead. Empty until the first death.
     dead: Vec<u64>,
     dead_count: u32,
@@ -155,6 +160,7 @@ impl NameRun {
             blocks: blocks.into(),
             filter: Arc::new(filter),
             rows,
+            block_rows: BLOCK_ROWS as u32,
             dead: Vec::new(),
             dead_count: 0,
             index_bytes,
@@ -179,7 +185,8 @@ impl NameRun {
 
     /// The key at position `pos` (read from its block, through the cache).
     pub(crate) fn key_at(&self, pos: u32) -> Result<Option<Box<[u8]>>> {
-        let (bi, r) = (pos as usize / BLOCK_ROWS, pos as usize % BLOCK_ROWS);
+        let n = self.block_rows as usize;
+        let (bi, r) = (pos as usize / n, pos as usize % n);
         let Some(entry) = self.blocks.get(bi) else {
             return Ok(None);
         };
@@ -241,6 +248,11 @@ impl NameRun {
         out
     }
 
+    /// The position of row `r` of block `bi`.
+    pub(crate) fn pos(&self, bi: usize, r: usize) -> u32 {
+        (bi * self.block_rows as usize + r) as u32
+    }
+
     /// Whether row `pos` is dead.
     pub(crate) fn is_dead(&self, pos: u32) -> bool {
         self.dead
@@ -264,7 +276,7 @@ impl NameRun {
 
     /// Positions a run of these blocks may use.
     fn slots(&self) -> u32 {
-        (self.blocks.len() * BLOCK_ROWS) as u32
+        (self.blocks.len() * self.block_rows as usize) as u32
     }
 
     /// The live row of `key`, if this run holds one: the filter, then the one block
@@ -285,7 +297,7 @@ impl NameRun {
         let Some(r) = block.find(key) else {
             return Ok(None);
         };
-        let pos = (bi * BLOCK_ROWS + r) as u32;
+        let pos = self.pos(bi, r);
         if self.is_dead(pos) {
             return Ok(None);
         }
@@ -301,7 +313,7 @@ impl NameRun {
         for (bi, entry) in self.blocks.iter().enumerate() {
             let block = self.file.name_block(entry)?;
             for r in 0..block.len() {
-                if self.is_dead((bi * BLOCK_ROWS + r) as u32) {
+                if self.is_dead(self.pos(bi, r)) {
                     continue;
                 }
                 vals.clear();
@@ -426,6 +438,7 @@ pub(crate) fn encode_index(
         let start = index.len();
         index.put_var(*stripe as u64);
         index.put_var(u64::from(*rows));
+        index.put_var(BLOCK_ROWS as u64);
         index.put_var(filter.words().len() as u64);
         for w in filter.words() {
             index.put_u64(*w);
@@ -496,6 +509,9 @@ pub(crate) fn read_index(file: &Arc<ColdFile>) -> Result<Vec<IndexedRun>> {
             let start = r.pos();
             let stripe = usize::try_from(r.var()?).ok()?;
             let rows = u32::try_from(r.var()?).ok()?;
+            let block_rows = u32::try_from(r.var()?)
+                .ok()
+                .filter(|n| (1..=crate::cold_block::MAX_ROWS).contains(n))?;
             let words = r.var()?;
             let mut w = Vec::new();
             for _ in 0..words {
@@ -517,7 +533,7 @@ pub(crate) fn read_index(file: &Arc<ColdFile>) -> Result<Vec<IndexedRun>> {
                     len,
                 });
             }
-            if blocks.len() * BLOCK_ROWS < rows as usize {
+            if blocks.len() * (block_rows as usize) < rows as usize {
                 return None;
             }
             out.push(IndexedRun {
@@ -528,6 +544,7 @@ pub(crate) fn read_index(file: &Arc<ColdFile>) -> Result<Vec<IndexedRun>> {
                     blocks: blocks.into(),
                     filter: Arc::new(Bloom::from_words(w)?),
                     rows,
+                    block_rows,
                     dead: Vec::new(),
                     dead_count: 0,
                     index_bytes: (r.pos() - start) as u32,

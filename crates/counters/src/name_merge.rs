@@ -68,7 +68,7 @@ impl Cursor<'_> {
                 self.r = 0;
             }
             let len = self.block.as_ref().map_or(0, NameBlock::len);
-            while self.r < len && self.run.is_dead((self.bi * BLOCK_ROWS + self.r) as u32) {
+            while self.r < len && self.run.is_dead(self.run.pos(self.bi, self.r)) {
                 self.r += 1;
             }
             if self.r < len {
