@@ -436,3 +436,81 @@ fn past_max_memory_string_rows_go_cold_at_the_next_passes() {
     assert_eq!(stats(&tight).hot_rows, 0);
     check(&tight, &[]);
 }
+
+/// The fixture `fixtures/cold-names-v1` (written by [`write_the_fixture`] at the commit
+/// that made this format): 300 rows `f:000`..`f:299` evicted, row 5 written back and
+/// row 6 deleted before the snapshot, row 7 written after it (log only).
+fn fixture_want(i: usize) -> Option<(u64, u64)> {
+    match i {
+        6 => None,
+        5 => Some((16, 35)),
+        7 => Some((108, 49)),
+        _ => Some((i as u64 + 1, (i as u64 * 7) % 300)),
+    }
+}
+
+fn fixture_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cold-names-v1")
+}
+
+/// Writes `fixtures/cold-names-v1` again: `cargo test --test cold_names -- --ignored`.
+/// Run only when the format changes on purpose (and name the fixture after it).
+#[test]
+#[ignore]
+fn write_the_fixture() {
+    let dir = fixture_dir();
+    let _ = std::fs::remove_dir_all(&dir);
+    let e = Engine::open(&dir, opts()).unwrap();
+    e.create_counter("s").unwrap();
+    e.add_column("s", "a", ColumnOptions::new(16, 64)).unwrap();
+    e.add_column("s", "b", ColumnOptions::new(8, 64)).unwrap();
+    for i in 0..300usize {
+        let k = format!("f:{i:03}");
+        e.set("s", Key::Name(&k), "a", i as u64 + 1).unwrap();
+        e.set("s", Key::Name(&k), "b", (i as u64 * 7) % 300)
+            .unwrap();
+    }
+    e.evict(Duration::ZERO).unwrap();
+    e.incr("s", Key::Name("f:005"), "a", 10, None).unwrap();
+    e.delete("s", Key::Name("f:006")).unwrap();
+    e.snapshot().unwrap();
+    e.incr("s", Key::Name("f:007"), "a", 100, None).unwrap();
+}
+
+/// Cold string-keyed rows written by the first version of the format open whole: the
+/// batch's runs, their dead rows, the log replayed over them.
+#[test]
+fn cold_string_rows_written_by_the_first_format_open_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in std::fs::read_dir(fixture_dir()).unwrap() {
+        let f = f.unwrap();
+        if f.file_name() != "LOCK" {
+            std::fs::copy(f.path(), dir.path().join(f.file_name())).unwrap();
+        }
+    }
+    for round in 0..2 {
+        let e = Engine::open(dir.path(), opts()).unwrap();
+        let r = e.recovery();
+        assert!(
+            r.dropped.is_empty() && r.repaired.is_empty(),
+            "{round}: {r:?}"
+        );
+        for i in 0..300usize {
+            let k = format!("f:{i:03}");
+            let got = e.get_row("s", Key::Name(&k)).unwrap();
+            let want = fixture_want(i).unwrap_or((0, 0));
+            assert_eq!(
+                got,
+                vec![("a".into(), want.0), ("b".into(), want.1)],
+                "{round}: {k}"
+            );
+            assert_eq!(
+                e.exists("s", Key::Name(&k)).unwrap(),
+                fixture_want(i).is_some()
+            );
+        }
+        let s = stats(&e);
+        assert_eq!((s.rows, s.hot_rows), (299, 2), "{round}: {s:?}");
+        e.snapshot().unwrap();
+    }
+}
