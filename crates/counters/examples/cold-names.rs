@@ -8,7 +8,9 @@
 //! random order, one `incr_batch` per column per 65,536 rows (log on, fsync `no`).
 //! Prints, each as a figure per row or a p50/p99 in µs:
 //! - the engine's RAM count and the process's resident set, hot, then after
-//!   `Engine::evict(ZERO)` moved every row to disk (and the time that took);
+//!   `Engine::evict(ZERO)` moved every row to disk (and the time that took, and the
+//!   latencies of one writer's increments to 4,096 other rows meanwhile: how long a
+//!   write waits for a stripe the eviction holds);
 //! - bytes on disk per row (blocks and their index);
 //! - 100,000 random reads of rows while hot (the reference), cold with an empty block
 //!   cache (each block read once from its file, through the page cache: DROP_CACHES=1 as
@@ -119,13 +121,56 @@ fn main() {
     let (p50, p99) = timed_reads(&e, &sample);
     println!("hot reads: p50 {p50:.2} µs, p99 {p99:.2} µs");
     let t = Instant::now();
-    let out = e.evict(Duration::ZERO).unwrap();
+    // A writer increments rows of its own (one at a time, bounded in count) while the
+    // eviction runs: how long a write waits for a stripe the eviction holds.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (out, stalls) = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let mut t = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) && t.len() < 50_000_000 {
+                let k = format!("w:{}", t.len() % 4096);
+                let s = Instant::now();
+                e.incr("pv", Key::Name(&k), "c", 1, None).unwrap();
+                t.push(s.elapsed());
+            }
+            t
+        });
+        // And a reader of hot rows: it takes no log, so its waits are the stripe locks'.
+        let reader = scope.spawn(|| {
+            let mut t = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) && t.len() < 50_000_000 {
+                let k = format!("w:{}", t.len() % 4096);
+                let s = Instant::now();
+                e.get("pv", Key::Name(&k), "c").unwrap();
+                t.push(s.elapsed());
+            }
+            t
+        });
+        let out = e.evict(Duration::ZERO).unwrap();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let reads = reader.join().unwrap();
+        let longest = reads.iter().max().copied().unwrap_or_default();
+        let n = reads.len();
+        let (p50, p99) = percentiles(reads);
+        println!(
+            "reads meanwhile: {n}, p50 {p50:.2} µs, p99 {p99:.2} µs, longest {:.1} ms",
+            longest.as_secs_f64() * 1e3
+        );
+        (out, writer.join().unwrap())
+    });
     let took = t.elapsed().as_secs_f64();
     let (cold_bytes, disk, hot_rows, cold_rows) = engine_bytes(&e);
     println!(
         "evicted {} rows in {took:.1} s ({:.0} k rows/s): {hot_rows} hot, {cold_rows} cold",
         out.name_rows,
         out.name_rows as f64 / took / 1e3
+    );
+    let writes = stalls.len();
+    let longest = stalls.iter().max().copied().unwrap_or_default();
+    let (p50, p99) = percentiles(stalls);
+    println!(
+        "writes meanwhile: {writes}, p50 {p50:.2} µs, p99 {p99:.2} µs, longest {:.1} ms",
+        longest.as_secs_f64() * 1e3
     );
     println!(
         "cold: engine {:.2} bytes/row in RAM ({:.3}x hot), process {:.1} bytes/row above the empty engine, {:.2} bytes/row on disk",

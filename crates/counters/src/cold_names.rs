@@ -39,6 +39,7 @@ use crate::cold_block::Codec;
 use crate::error::{io_err, Error, Result};
 use crate::hash::hash_bytes;
 use crate::name_block::{encode, NameBlockEntry};
+use crate::names::CopiedRow;
 
 /// Rows per block at most: far fewer than the id blocks' 4,096, because a read of one
 /// row decodes its whole block and string keys cost more to decode than id gaps
@@ -76,12 +77,10 @@ impl FrozenNames {
     }
 
     /// Rows `(key, values)` in any order, sorted by key into a frozen run.
-    pub(crate) fn sorted(
-        stripe: usize,
-        mut rows: Vec<(Box<[u8]>, Vec<u64>)>,
-        ncols: usize,
-    ) -> Self {
+    pub(crate) fn sorted(stripe: usize, mut rows: Vec<CopiedRow>, ncols: usize) -> Self {
         rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        // A copy taken in steps may hold a row twice (the index moved between steps).
+        rows.dedup_by(|a, b| a.0 == b.0);
         let mut out = FrozenNames {
             stripe,
             bytes: Vec::with_capacity(rows.iter().map(|r| r.0.len()).sum()),
@@ -170,7 +169,33 @@ impl NameRun {
     /// Whether `other` is this run (the same place of the same batch), whatever rows
     /// either has seen die since.
     pub(crate) fn same(&self, other: &NameRun) -> bool {
-        self.file.seq() == other.file.seq() && self.place == other.place
+        self.id() == other.id()
+    }
+
+    /// Its batch number and place: who it is, whatever its dead rows.
+    pub(crate) fn id(&self) -> (u64, u32) {
+        (self.file.seq(), self.place)
+    }
+
+    /// The run with every row dead: how an eviction puts a new run in its stripe, before
+    /// it replaces the rows in RAM one by one ([`NameRun::revive`]), so a key is never
+    /// in neither place.
+    pub(crate) fn into_all_dead(mut self) -> NameRun {
+        let mut dead = vec![0u64; (self.slots() as usize).div_ceil(64)];
+        for pos in 0..self.rows as usize {
+            dead[pos / 64] |= 1 << (pos % 64);
+        }
+        self.dead = dead;
+        self.dead_count = self.rows;
+        self
+    }
+
+    /// Marks row `pos` live again (its row in RAM was just dropped for it).
+    pub(crate) fn revive(&mut self, pos: u32) {
+        if self.is_dead(pos) {
+            self.dead[pos as usize / 64] &= !(1 << (pos % 64));
+            self.dead_count -= 1;
+        }
     }
 
     /// Its blocks' index entries, in key order.

@@ -14,11 +14,14 @@
 //! String-keyed rows go by the row ([`crate::cold_names`]): each has a written bit, and
 //! the counter's clock ticks when the last tick is `cold_after` old (or at every pass
 //! while memory is above `max_memory`): the rows not written since the last tick are
-//! copied, sorted, written as one run per stripe, and dropped from RAM if still
-//! unwritten; every bit is cleared. So a row goes cold between `cold_after` and twice
-//! that after its last write, and under memory pressure a row not written since the
-//! last pass goes at once. A row written between its copy and the swap stays in RAM
-//! and its run entry is marked dead.
+//! copied, sorted, written as one run per stripe, and dropped from RAM if its values
+//! are still the copy's; every bit is cleared. So a row goes cold between `cold_after`
+//! and twice that after its last write, and under memory pressure a row not written
+//! since the last pass goes at once. The run is put in its stripe with every row dead,
+//! and rows are swapped in (dropped from RAM, made live) a few thousand per lock hold,
+//! as are the copies: a key is in RAM or live in one run at every moment, and writers
+//! of a stripe never wait for more than one step. A row written between its copy and
+//! its swap stays in RAM, dead in the run.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -185,14 +188,22 @@ fn evict_counter(
     Ok(())
 }
 
+/// Rows copied, or swapped into a run, per hold of a stripe's lock: writers of the
+/// stripe wait for at most this many rows' work. Measured at 10 M rows (bench/README.md,
+/// "String-keyed rows in the cold tier"): 4,096 rows a hold took up to 9 ms (a swap
+/// finds, compares and unlinks each row: cache misses); a whole stripe a hold, as
+/// before, stalled a writer for 253 ms.
+const NAME_STEP: usize = 1024;
+
 /// Moves one counter's string-keyed rows not written since its clock's last tick (all of
 /// them when `all`) to the cold tier: stripe by stripe, copies of at most
-/// [`BATCH_COPY_BYTES`] a batch file, each stripe's rows one run.
+/// [`BATCH_COPY_BYTES`] a batch file, each stripe's rows one run; copies and swaps go
+/// [`NAME_STEP`] rows per lock hold.
 fn evict_names(c: &Counter, shared: &Arc<ColdShared>, all: bool, out: &mut Eviction) -> Result<()> {
     let mut stripes = 0..STRIPES;
     loop {
         // As for partitions: the schema is held while rows are copied, so a column added
-        // later can only hold values written after the copy (which keep the row in RAM).
+        // later can only hold values written after the copy.
         let schema = c.schema.read();
         let specs = schema.clone();
         if specs.is_empty() {
@@ -204,8 +215,16 @@ fn evict_names(c: &Counter, shared: &Arc<ColdShared>, all: bool, out: &mut Evict
         while copied < BATCH_COPY_BYTES {
             let Some(s) = stripes.next() else { break };
             more = true;
-            // The lock is held for the copy; the sort runs after it is let go.
-            let rows = c.stripes[s].write().copy_names_for_eviction(&specs, all);
+            let mut rows = Vec::new();
+            let mut from = Some(0);
+            while let Some(at) = from {
+                // One lock hold a step; the sort runs after the last.
+                let (step, next) = c.stripes[s]
+                    .write()
+                    .copy_names_for_eviction(&specs, all, at, NAME_STEP);
+                rows.extend(step);
+                from = next;
+            }
             if !rows.is_empty() {
                 let f = FrozenNames::sorted(s, rows, specs.len());
                 copied += f.bytes();
@@ -223,7 +242,20 @@ fn evict_names(c: &Counter, shared: &Arc<ColdShared>, all: bool, out: &mut Evict
         let runs = write_names(shared, &c.cold_stats, &frozen, &widths)?;
         for (f, run) in frozen.iter().zip(runs) {
             let bytes = run.bytes_disk();
-            let rows = c.stripes[f.stripe].write().freeze_names(f, run, &specs);
+            let id = run.id();
+            c.stripes[f.stripe].write().attach_name_run(run);
+            let mut rows = 0;
+            for start in (0..f.len()).step_by(NAME_STEP) {
+                let end = (start + NAME_STEP).min(f.len());
+                // The schema as it is now: a row with a value in a column added since
+                // its copy is no longer the copy's.
+                let schema = c.schema.read();
+                rows += c.stripes[f.stripe]
+                    .write()
+                    .freeze_names(f, start..end, id, &schema);
+            }
+            let schema = c.schema.read();
+            c.stripes[f.stripe].write().end_freeze(id, &schema);
             out.rows += rows;
             out.name_rows += rows;
             if rows > 0 {

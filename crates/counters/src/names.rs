@@ -52,6 +52,9 @@ const MIN_CAP: usize = 8;
 /// their few records over and over).
 const COMPACT_MIN: usize = 4096;
 
+/// A row copied out for eviction: its key and its values (every column).
+pub(crate) type CopiedRow = (Box<[u8]>, Vec<u64>);
+
 /// A row's values: the counter's columns, a few inline.
 type Values = SmallVec<[u64; 4]>;
 
@@ -589,7 +592,14 @@ impl NameTable {
     }
 
     /// Removes the row in slot `i` (record at `off`): backward-shift deletion.
-    fn remove_at(&mut self, mut i: usize, off: u64, specs: &[ColumnSpec]) {
+    fn remove_at(&mut self, i: usize, off: u64, specs: &[ColumnSpec]) {
+        self.unlink(i, off, specs);
+        self.maybe_compact(specs);
+    }
+
+    /// [`NameTable::remove_at`] without the compaction that may follow (an eviction
+    /// removes many rows in steps, and compacts once at the end: [`NameTable::settle`]).
+    fn unlink(&mut self, mut i: usize, off: u64, specs: &[ColumnSpec]) {
         self.dead += parse(self.arena.at(off)).len(specs);
         self.len -= 1;
         if self.len == 0 {
@@ -606,7 +616,15 @@ impl NameTable {
             self.set_slot(i, next);
             i = j;
         }
+    }
+
+    /// After an eviction's removals: compacts the arena if they left it a third dead and
+    /// shrinks the index if they left it a quarter full. One compaction of the rows that
+    /// stayed, instead of one every time a third of the arena had gone (each copying
+    /// every row left, under the stripe's lock: 0.25 s stalls at 10 M rows).
+    pub(crate) fn settle(&mut self, specs: &[ColumnSpec]) {
         self.maybe_compact(specs);
+        self.shrink();
     }
 
     /// Deletes the row of `key`; returns whether it was stored.
@@ -669,18 +687,32 @@ impl NameTable {
         self.dead = 0;
     }
 
-    /// Copies for eviction every row not written since the last call (every row when
-    /// `all`), as `(key, values)` with every column of `specs`, and clears every row's
-    /// written bit: a row written from now on is told apart by
-    /// [`NameTable::drop_if_unwritten`]. The clearing is the eviction clock's tick.
+    /// Copies for eviction the rows not written since the clock's last tick (every row
+    /// when `all`), as `(key, values)` with every column of `specs`, walking the index
+    /// from slot `from` and stopping after `max` rows copied or `4 * max` slots walked
+    /// (so one call holds the stripe's lock for a bounded time); clears the written bit
+    /// of every row it walks: the clock's tick. Returns the copies and the slot to go on
+    /// from (`None`: the walk is done). The index may change between calls, so a walk in
+    /// steps may see a row twice or miss one: the caller drops repeats, and a missed row
+    /// waits for the next tick. Whether a copy may replace its row is decided later by
+    /// its values ([`NameTable::drop_if_same`]), not by this bit.
     pub(crate) fn copy_for_eviction(
         &mut self,
         specs: &[ColumnSpec],
         all: bool,
-    ) -> Vec<(Box<[u8]>, Vec<u64>)> {
+        from: usize,
+        max: usize,
+    ) -> (Vec<CopiedRow>, Option<usize>) {
         let mut out = Vec::new();
-        for i in 0..self.cap {
+        let mut i = from;
+        let mut walked = 0;
+        while i < self.cap {
+            if out.len() >= max || walked >= max.saturating_mul(4) {
+                return (out, Some(i));
+            }
             let s = self.slot(i);
+            i += 1;
+            walked += 1;
             if s == 0 {
                 continue;
             }
@@ -692,20 +724,27 @@ impl NameTable {
             }
             self.arena.at_mut(off)[r.meta_at] &= !2;
         }
-        out
+        (out, None)
     }
 
-    /// Removes the row of `key` if it was not written since
-    /// [`NameTable::copy_for_eviction`] (its copy on disk is then the row): returns
-    /// whether it did. A row written since, or gone (deleted), stays as it is.
-    pub(crate) fn drop_if_unwritten(&mut self, key: &[u8], specs: &[ColumnSpec]) -> bool {
+    /// Removes the row of `key` if its values are `vals` (the columns of `specs`; those
+    /// past the end of `vals` at their defaults): a copy on disk with the same values
+    /// then holds it. Returns whether it did. A row written since the copy (other
+    /// values), or gone (deleted), stays as it is.
+    pub(crate) fn drop_if_same(&mut self, key: &[u8], vals: &[u64], specs: &[ColumnSpec]) -> bool {
         let Some((i, off)) = self.find(key, tag_of(key)) else {
             return false;
         };
-        if parse(self.arena.at(off)).written {
+        let now = self.values(off, specs);
+        let same = now
+            .iter()
+            .zip(specs)
+            .enumerate()
+            .all(|(c, (v, spec))| *v == vals.get(c).copied().unwrap_or(spec.default));
+        if !same {
             return false;
         }
-        self.remove_at(i, off, specs);
+        self.unlink(i, off, specs);
         true
     }
 
@@ -907,21 +946,26 @@ mod tests {
         }
         // The clock ticks (copying no row: all were written since it last ticked), ten
         // rows are written, and at the next tick the rest leave.
-        assert_eq!(
-            t.copy_for_eviction(&specs, false).len(),
-            0,
-            "all written since"
-        );
+        let (none, done) = t.copy_for_eviction(&specs, false, 0, usize::MAX);
+        assert_eq!((none.len(), done), (0, None), "all written since");
         for i in 0..10 {
             t.set(&key(i), 1, 7, &specs);
         }
-        let copied = t.copy_for_eviction(&specs, false);
+        // In steps of at most 300 rows: every row not written is copied once.
+        let mut copied = Vec::new();
+        let mut from = Some(0);
+        while let Some(at) = from {
+            let (rows, next) = t.copy_for_eviction(&specs, false, at, 300);
+            assert!(rows.len() <= 300);
+            copied.extend(rows);
+            from = next;
+        }
         assert_eq!(copied.len(), 1990);
         // Row 10 is written between the copy and the swap: it stays too.
         t.set(&key(10), 1, 8, &specs);
         for (k, vals) in &copied {
             let stays = **k == *key(10).as_bytes();
-            assert_eq!(t.drop_if_unwritten(k, &specs), !stays);
+            assert_eq!(t.drop_if_same(k, vals, &specs), !stays);
             assert_eq!(vals[1], 0);
         }
         let wide = t.cap;

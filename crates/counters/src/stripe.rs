@@ -21,7 +21,7 @@ use crate::cold_names::{FrozenNames, NameRun};
 use crate::column::ColumnSpec;
 use crate::hash::FastMap;
 use crate::key::Key;
-use crate::names::NameTable;
+use crate::names::{CopiedRow, NameTable};
 use crate::partition::{Look, Partition};
 use crate::txwindow::TxWindow;
 
@@ -450,43 +450,61 @@ impl Stripe {
                 .sum::<usize>()
     }
 
-    /// Copies the string-keyed rows not written since the last call (all of them when
-    /// `all`) for eviction, in table order (the caller sorts them once the lock is let
-    /// go: [`FrozenNames::sorted`]), and ticks every row's written bit (see
-    /// [`NameTable::copy_for_eviction`]).
+    /// One step of copying the string-keyed rows not written since the clock's last
+    /// tick (all of them when `all`) for eviction, in table order (the caller sorts them
+    /// once the lock is let go: [`FrozenNames::sorted`]); see
+    /// [`NameTable::copy_for_eviction`].
     pub(crate) fn copy_names_for_eviction(
         &mut self,
         specs: &[ColumnSpec],
         all: bool,
-    ) -> Vec<(Box<[u8]>, Vec<u64>)> {
-        self.names.copy_for_eviction(specs, all)
+        from: usize,
+        max: usize,
+    ) -> (Vec<CopiedRow>, Option<usize>) {
+        self.names.copy_for_eviction(specs, all, from, max)
     }
 
-    /// Drops from the table every row of `frozen` not written since it was copied (the
-    /// run now holds it) and marks the others dead in `run` (written since, or deleted:
-    /// the table is right). Keeps the run unless all of it is dead. Returns the rows that
-    /// went cold.
+    /// Puts a new run of evicted rows in place with every row dead (the rows are still
+    /// in RAM); [`Stripe::freeze_names`] then swaps them in, a bounded number per call.
+    pub(crate) fn attach_name_run(&mut self, run: NameRun) {
+        self.name_runs.push(run.into_all_dead());
+    }
+
+    /// Swaps rows `rows` of `frozen` into run `id` (attached by
+    /// [`Stripe::attach_name_run`]): each row whose values in RAM are still its copy's
+    /// is dropped from the table and made live in the run; one written since (or
+    /// deleted) stays as it is, dead in the run. Returns the rows that went cold. Does
+    /// nothing if the run is no longer here.
     pub(crate) fn freeze_names(
         &mut self,
         frozen: &FrozenNames,
-        mut run: NameRun,
+        rows: std::ops::Range<usize>,
+        id: (u64, u32),
         specs: &[ColumnSpec],
     ) -> u64 {
+        let Some(ri) = self.name_runs.iter().position(|r| r.id() == id) else {
+            return 0;
+        };
         let mut cold = 0;
-        let mut all_dead = false;
-        for r in 0..frozen.len() {
-            if self.names.drop_if_unwritten(frozen.key(r), specs) {
-                cold += 1;
-            } else {
+        let mut vals = Vec::with_capacity(frozen.columns.len());
+        for r in rows {
+            vals.clear();
+            vals.extend(frozen.columns.iter().map(|c| c[r]));
+            if self.names.drop_if_same(frozen.key(r), &vals, specs) {
                 // Rows fill each block but the last, so row r is at position r.
-                all_dead = run.kill(r as u32);
+                self.name_runs[ri].revive(r as u32);
+                cold += 1;
             }
         }
-        if !all_dead {
-            self.name_runs.push(run);
-        }
-        self.names.shrink();
         cold
+    }
+
+    /// Ends an eviction's swap into run `id`: drops the run if no row went into it, and
+    /// gives back the arena and index memory the rows that left no longer need
+    /// ([`NameTable::settle`]).
+    pub(crate) fn end_freeze(&mut self, id: (u64, u32), specs: &[ColumnSpec]) {
+        self.name_runs.retain(|r| r.id() != id || r.live_rows() > 0);
+        self.names.settle(specs);
     }
 
     /// Copies of the runs of string-keyed rows to merge now ([`crate::name_merge`]).
