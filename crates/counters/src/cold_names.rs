@@ -278,6 +278,18 @@ impl NameRun {
         (bi * self.block_rows as usize + r) as u32
     }
 
+    /// The run with the rows a snapshot says are dead marked so; `None` when a position
+    /// is past its end (the snapshot does not describe this run).
+    pub(crate) fn with_dead(mut self, dead: &[u32]) -> Option<NameRun> {
+        for &pos in dead {
+            if pos >= self.slots() {
+                return None;
+            }
+            self.kill(pos);
+        }
+        Some(self)
+    }
+
     /// Whether row `pos` is dead.
     pub(crate) fn is_dead(&self, pos: u32) -> bool {
         self.dead
@@ -406,16 +418,8 @@ pub(crate) fn write_batch(
             let end = (start + BLOCK_ROWS).min(run.len());
             let keys: Vec<&[u8]> = (start..end).map(|r| run.key(r)).collect();
             let cols: Vec<&[u64]> = run.columns.iter().map(|c| &c[start..end]).collect();
-            let bytes = encode(&keys, &cols, widths, Codec::Zstd).map_err(|e| Error::Corrupt {
-                path: path.clone(),
-                reason: e.to_string(),
-            })?;
-            blocks.push(NameBlockEntry {
-                first_key: keys[0].into(),
-                last_key: keys[keys.len() - 1].into(),
-                offset: out.len() as u64,
-                len: bytes.len() as u32,
-            });
+            let (bytes, entry) = encode_at(&keys, &cols, widths, out.len() as u64, &path)?;
+            blocks.push(entry);
             out.extend_from_slice(&bytes);
         }
         let filter = Bloom::of((0..run.len()).map(|r| hash_bytes(run.key(r))));
@@ -448,6 +452,28 @@ pub(crate) fn write_batch(
             )
         })
         .collect())
+}
+
+/// One block of `keys` (at least one, in order) and `cols`, to be written at `offset`
+/// of the batch file `path`, with its index entry. What eviction and merges share.
+pub(crate) fn encode_at(
+    keys: &[&[u8]],
+    cols: &[&[u64]],
+    widths: &[u8],
+    offset: u64,
+    path: &std::path::Path,
+) -> Result<(Vec<u8>, NameBlockEntry)> {
+    let bytes = encode(keys, cols, widths, Codec::Zstd).map_err(|e| Error::Corrupt {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let entry = NameBlockEntry {
+        first_key: keys[0].into(),
+        last_key: keys[keys.len() - 1].into(),
+        offset,
+        len: bytes.len() as u32,
+    };
+    Ok((bytes, entry))
 }
 
 /// The index and footer of a string-key batch whose blocks end at `index_offset`, for
@@ -579,18 +605,4 @@ pub(crate) fn read_index(file: &Arc<ColdFile>) -> Result<Vec<IndexedRun>> {
         r.is_empty().then_some(out)
     })();
     parsed.ok_or_else(|| bad("it does not parse"))
-}
-
-impl NameRun {
-    /// The run with the rows a snapshot says are dead marked so; `None` when a position
-    /// is past its end (the snapshot does not describe this run).
-    pub(crate) fn with_dead(mut self, dead: &[u32]) -> Option<NameRun> {
-        for &pos in dead {
-            if pos >= self.slots() {
-                return None;
-            }
-            self.kill(pos);
-        }
-        Some(self)
-    }
 }

@@ -22,12 +22,11 @@ use std::sync::Arc;
 
 use crate::bloom::Bloom;
 use crate::cold::{ColdShared, ColdStats};
-use crate::cold_block::Codec;
-use crate::cold_names::{encode_index, NameRun, BLOCK_ROWS};
+use crate::cold_names::{encode_at, encode_index, NameRun, BLOCK_ROWS};
 use crate::column::ColumnSpec;
-use crate::error::{io_err, Error, Result};
+use crate::error::{io_err, Result};
 use crate::hash::hash_bytes;
-use crate::name_block::{encode, NameBlock, NameBlockEntry};
+use crate::name_block::{NameBlock, NameBlockEntry};
 
 /// Runs a stripe may hold before its smallest are merged.
 pub(crate) const MAX_RUNS: usize = 8;
@@ -135,17 +134,9 @@ pub(crate) fn merge(
             .map(|r| &p.bytes[if r == 0 { 0 } else { p.ends[r - 1] }..p.ends[r]])
             .collect();
         let cols: Vec<&[u64]> = p.columns.iter().map(Vec::as_slice).collect();
-        let bytes = encode(&keys, &cols, &widths, Codec::Zstd).map_err(|e| Error::Corrupt {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+        let (bytes, entry) = encode_at(&keys, &cols, &widths, offset, &path)?;
         out.write_all(&bytes).map_err(io_err(&path))?;
-        blocks.push(NameBlockEntry {
-            first_key: keys[0].into(),
-            last_key: keys[keys.len() - 1].into(),
-            offset,
-            len: bytes.len() as u32,
-        });
+        blocks.push(entry);
         offset += bytes.len() as u64;
         p.bytes.clear();
         p.ends.clear();

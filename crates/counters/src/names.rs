@@ -66,6 +66,13 @@ pub(crate) struct Spot {
     found: Option<(usize, u64)>,
 }
 
+impl Spot {
+    /// Whether the row is stored.
+    pub(crate) fn found(&self) -> bool {
+        self.found.is_some()
+    }
+}
+
 /// The string-keyed rows of a stripe; see the module doc.
 #[derive(Debug, Clone)]
 pub(crate) struct NameTable {
@@ -308,8 +315,12 @@ impl NameTable {
 
     /// Every column of the row of `key` (defaults if not stored), with one look-up.
     pub(crate) fn row(&self, key: &str, specs: &[ColumnSpec]) -> Vec<u64> {
-        let k = key.as_bytes();
-        match self.find(k, tag_of(k)) {
+        self.row_at(&self.spot(key), specs)
+    }
+
+    /// Every column at `spot` (defaults when the row is not stored).
+    pub(crate) fn row_at(&self, spot: &Spot, specs: &[ColumnSpec]) -> Vec<u64> {
+        match spot.found {
             Some((_, off)) => self.values(off, specs).into_vec(),
             None => specs.iter().map(|s| s.default).collect(),
         }

@@ -260,12 +260,9 @@ impl Stripe {
         }
     }
 
-    /// The live cold row of string key `n` (only when it is not in the table), as
-    /// (run, its position there, values).
+    /// The live cold row of string key `n`, as (run, its position there, values): for
+    /// callers that found it absent from the table (a key is in one place or the other).
     fn cold_name(&self, n: &str) -> crate::Result<Option<(usize, crate::cold_names::Found)>> {
-        if self.name_runs.is_empty() || self.names.contains(n) {
-            return Ok(None);
-        }
         for (i, run) in self.name_runs.iter().enumerate().rev() {
             if let Some(found) = run.find(n.as_bytes())? {
                 return Ok(Some((i, found)));
@@ -277,10 +274,13 @@ impl Stripe {
     /// Column `c` of any row, hot or cold (a cold read may fail: a damaged block).
     pub(crate) fn read(&self, key: Key<'_>, c: usize, specs: &[ColumnSpec]) -> crate::Result<u64> {
         if let Key::Name(n) = key {
-            if let Some((_, found)) = self.cold_name(n)? {
-                return Ok(found.values.get(c).copied().unwrap_or(specs[c].default));
+            let spot = self.names.spot(n);
+            if !spot.found() {
+                if let Some((_, found)) = self.cold_name(n)? {
+                    return Ok(found.values.get(c).copied().unwrap_or(specs[c].default));
+                }
             }
-            return Ok(self.names.get(n, c, specs));
+            return Ok(self.names.value_at(&spot, c, specs));
         }
         match self.cold_of(key) {
             None => Ok(self.get(key, c, specs)),
@@ -296,14 +296,17 @@ impl Stripe {
     /// Every column of any row, hot or cold, in schema order.
     pub(crate) fn read_row(&self, key: Key<'_>, specs: &[ColumnSpec]) -> crate::Result<Vec<u64>> {
         if let Key::Name(n) = key {
-            if let Some((_, found)) = self.cold_name(n)? {
-                return Ok(specs
-                    .iter()
-                    .enumerate()
-                    .map(|(c, s)| found.values.get(c).copied().unwrap_or(s.default))
-                    .collect());
+            let spot = self.names.spot(n);
+            if !spot.found() {
+                if let Some((_, found)) = self.cold_name(n)? {
+                    return Ok(specs
+                        .iter()
+                        .enumerate()
+                        .map(|(c, s)| found.values.get(c).copied().unwrap_or(s.default))
+                        .collect());
+                }
             }
-            return Ok(self.names.row(n, specs));
+            return Ok(self.names.row_at(&spot, specs));
         }
         match self.cold_of(key) {
             None => Ok(self.get_row(key, specs)),
@@ -334,6 +337,9 @@ impl Stripe {
     /// log record is appended: a damaged block refuses the write and logs nothing.
     pub(crate) fn thaw_for(&mut self, key: Key<'_>, specs: &[ColumnSpec]) -> crate::Result<()> {
         if let Key::Name(n) = key {
+            if self.name_runs.is_empty() || self.names.contains(n) {
+                return Ok(());
+            }
             if let Some((i, found)) = self.cold_name(n)? {
                 self.names.insert_thawed(n, &found.values, specs);
                 if self.name_runs[i].kill(found.pos) {
