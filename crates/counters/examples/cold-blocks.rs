@@ -5,19 +5,24 @@
 //! simulated time (41-bit ms, 13-bit shard picked at random, 10-bit sequence) with two 16-bit
 //! columns of skewed values (Pareto: most counts small, a long tail up to 65,534), sorts
 //! them as a partition would be, cuts them into blocks of 1,024 / 4,096 / 16,384 rows and
-//! prints, per codec, the bytes per row on disk (headers and CRCs included), then the time
-//! to decode one block and to `get` one id from it with the chosen codec.
+//! prints, per format and codec, the bytes per row on disk (headers and CRCs included),
+//! then the time to decode one block and to `get` one id from it, both formats under zstd.
 //!
-//! The codecs: the raw part stored as is, lz4 (`lz4_flex`, no entropy coding), zstd at
-//! levels 1, 3 (the format's [`ZSTD_LEVEL`]) and 9; and, for the choice "varint columns or
-//! columns packed at their widths", the same rows with both columns packed at 16 bits
-//! under zstd 3 (`zstd-3 packed cols`).
+//! Version 1 (one stream of varints, compressed whole) with: the raw part stored as is,
+//! lz4 (`lz4_flex`, no entropy coding), zstd at levels 1, 3 (the format's [`ZSTD_LEVEL`])
+//! and 9; and, for the choice "varint columns or columns packed at their widths", the same
+//! rows with both columns packed at 16 bits under zstd 3 (`zstd-3 packed cols`). Version 2
+//! (the one the engine writes: gaps in byte planes, sections compressed one by one)
+//! stored as is and under zstd 3.
 
 use std::time::Instant;
 
 use shardkit_counters::cold_block::{
-    decode_block, encode_block, get, BlockIndexEntry, Codec, ZSTD_LEVEL,
+    decode_block, encode_block, encode_block_version_1, get, BlockError, BlockIndexEntry, Codec,
+    ZSTD_LEVEL,
 };
+
+type Encoder = fn(&[u64], &[&[u64]], &[u8], Codec) -> Result<Vec<u8>, BlockError>;
 
 struct Rng(u64);
 
@@ -87,25 +92,27 @@ fn main() {
         let n = ids.len();
         println!("rows {n}");
         for block_rows in [1024usize, 4096, 16_384] {
-            let mut sizes = [0usize; 6];
+            let mut sizes = [0usize; 8];
             let names = [
-                "none",
-                "lz4",
-                "zstd-1",
-                "zstd-3",
-                "zstd-9",
-                "zstd-3 packed cols",
+                "v1 none",
+                "v1 lz4",
+                "v1 zstd-1",
+                "v1 zstd-3",
+                "v1 zstd-9",
+                "v1 zstd-3 packed cols",
+                "v2 none",
+                "v2 zstd-3",
             ];
             for start in (0..n).step_by(block_rows) {
                 let end = (start + block_rows).min(n);
                 let (i, ca, cb) = (&ids[start..end], &a[start..end], &b[start..end]);
-                let plain = encode_block(i, &[ca, cb], &[16, 16], Codec::None).unwrap();
+                let plain = encode_block_version_1(i, &[ca, cb], &[16, 16], Codec::None).unwrap();
                 let raw = &plain[header..plain.len() - 4];
                 let frame = header + 4;
                 sizes[0] += plain.len();
                 sizes[1] += frame + lz4_flex::compress(raw).len();
                 sizes[2] += frame + zstd::bulk::compress(raw, 1).unwrap().len();
-                sizes[3] += encode_block(i, &[ca, cb], &[16, 16], Codec::Zstd)
+                sizes[3] += encode_block_version_1(i, &[ca, cb], &[16, 16], Codec::Zstd)
                     .unwrap()
                     .len();
                 sizes[4] += frame + zstd::bulk::compress(raw, 9).unwrap().len();
@@ -117,6 +124,9 @@ fn main() {
                     .chain(cb)
                     .for_each(|&v| alt.extend_from_slice(&(v as u16).to_le_bytes()));
                 sizes[5] += frame + zstd::bulk::compress(&alt, ZSTD_LEVEL).unwrap().len();
+                for (k, codec) in [(6, Codec::None), (7, Codec::Zstd)] {
+                    sizes[k] += encode_block(i, &[ca, cb], &[16, 16], codec).unwrap().len();
+                }
             }
             let line: Vec<String> = names
                 .iter()
@@ -129,13 +139,31 @@ fn main() {
             );
         }
 
-        // Decode cost with the chosen codec, 4,096 rows per block.
-        let block_rows = 4096;
+        let formats: [(&str, Encoder); 2] = [("v1", encode_block_version_1), ("v2", encode_block)];
+        for (format, encode) in formats {
+            for block_rows in [1024, 4096] {
+                decode_cost(&ids, &a, &b, format, encode, block_rows);
+            }
+        }
+    }
+}
+
+/// Prints the time to decode one block and to `get` one id, in `format` under zstd.
+fn decode_cost(
+    ids: &[u64],
+    a: &[u64],
+    b: &[u64],
+    format: &str,
+    encode: Encoder,
+    block_rows: usize,
+) {
+    let n = ids.len();
+    {
         let mut blocks = Vec::new();
         let mut offset = 0u64;
         for start in (0..n).step_by(block_rows) {
             let end = (start + block_rows).min(n);
-            let bytes = encode_block(
+            let bytes = encode(
                 &ids[start..end],
                 &[&a[start..end], &b[start..end]],
                 &[16, 16],
@@ -169,7 +197,7 @@ fn main() {
         }
         let per_get = t.elapsed().as_secs_f64() / gets as f64;
         println!(
-            "  zstd-{ZSTD_LEVEL}, 4096 rows/block: {} blocks, {:.0} bytes/block, decode {:.1} us/block, get {:.1} us",
+            "  {format} zstd-{ZSTD_LEVEL}, {block_rows} rows/block: {} blocks, {:.0} bytes/block, decode {:.1} us/block, get {:.1} us",
             blocks.len(),
             offset as f64 / blocks.len() as f64,
             per_block * 1e6,

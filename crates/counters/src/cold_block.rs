@@ -3,15 +3,19 @@
 //! The engine writes these blocks into its cold batch files (`cold.rs`); this module is
 //! the format and its codec alone, so it can be tested and measured on its own.
 //!
-//! # Layout (version 1, all integers little-endian)
+//! # Layout (all integers little-endian)
 //!
 //! ```text
 //! magic "SKCB" | version u8 | codec u8 | columns u16 | rows u32 | first_id u64 | last_id u64
 //! | raw_len u32 | payload_len u32 | widths [u8; columns] | payload [u8; payload_len] | crc32 u32
 //! ```
 //!
-//! The CRC32 covers every byte before it. The payload is the raw part compressed with
-//! `codec` (0: stored as is, 1: zstd); the raw part (`raw_len` bytes) is:
+//! The CRC32 covers every byte before it. Version 2, written since 2026-11-26, keeps this
+//! header and lays out its payload as `block_sections.rs` says (id gaps in byte
+//! planes, each section compressed on its own; `raw_len` is the sum of the sections' raw
+//! lengths): 0.75x the bytes of version 1 on the issue's rows. Version 1 blocks are still
+//! read. In version 1 the payload is the raw part compressed with `codec` (0: stored as
+//! is, 1: zstd); the raw part (`raw_len` bytes) is:
 //!
 //! - the ids after the first, as LEB128 varints of the gap to the previous id (at least 1:
 //!   ids are strictly increasing);
@@ -32,8 +36,11 @@
 /// Exists so a block read from the wrong offset is told from a damaged one at once.
 pub const MAGIC: [u8; 4] = *b"SKCB";
 
-/// Format version written by [`encode_block`]; the only one [`decode_block`] reads.
-pub const VERSION: u8 = 1;
+/// Format version written by [`encode_block`]; [`decode_block`] reads it and version 1.
+pub const VERSION: u8 = 2;
+
+/// The first format, still read (cold files written before version 2 stay in use).
+const VERSION_1: u8 = 1;
 
 /// Most rows one block holds.
 ///
@@ -185,6 +192,31 @@ pub fn encode_block(
     widths: &[u8],
     codec: Codec,
 ) -> Result<Vec<u8>, BlockError> {
+    encode_version(ids, columns, widths, codec, VERSION)
+}
+
+/// [`encode_block`] in the first format (version 1).
+///
+/// Exists so the reading of version-1 blocks (cold files written before version 2) stays
+/// tested block by block, and so `examples/cold-blocks.rs` can size both formats on the
+/// same rows; the engine never writes it.
+#[doc(hidden)]
+pub fn encode_block_version_1(
+    ids: &[u64],
+    columns: &[&[u64]],
+    widths: &[u8],
+    codec: Codec,
+) -> Result<Vec<u8>, BlockError> {
+    encode_version(ids, columns, widths, codec, VERSION_1)
+}
+
+fn encode_version(
+    ids: &[u64],
+    columns: &[&[u64]],
+    widths: &[u8],
+    codec: Codec,
+    version: u8,
+) -> Result<Vec<u8>, BlockError> {
     let bad = |m: String| Err(BlockError::BadInput(m));
     if ids.is_empty() {
         return bad("a block holds at least one row".into());
@@ -216,6 +248,38 @@ pub fn encode_block(
         return bad(format!("ids are not strictly increasing at row {}", i + 1));
     }
 
+    let (payload, raw_len) = if version == VERSION {
+        crate::block_sections::encode(ids, columns, codec)?
+    } else {
+        encode_v1(ids, columns, codec)?
+    };
+    if raw_len > MAX_RAW_LEN as usize {
+        return bad(format!("raw block of {raw_len} bytes is too large"));
+    }
+
+    let mut out = Vec::with_capacity(FIXED_HEADER + widths.len() + payload.len() + 4);
+    out.extend_from_slice(&MAGIC);
+    out.push(version);
+    out.push(codec.byte());
+    out.extend_from_slice(&(columns.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(ids.len() as u32).to_le_bytes());
+    out.extend_from_slice(&ids[0].to_le_bytes());
+    out.extend_from_slice(&ids[ids.len() - 1].to_le_bytes());
+    out.extend_from_slice(&(raw_len as u32).to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(widths);
+    out.extend_from_slice(&payload);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    Ok(out)
+}
+
+/// A version-1 payload (one stream of varints, compressed whole) and its raw length.
+fn encode_v1(
+    ids: &[u64],
+    columns: &[&[u64]],
+    codec: Codec,
+) -> Result<(Vec<u8>, usize), BlockError> {
     let mut raw = Vec::with_capacity(ids.len() * (3 + 2 * columns.len()));
     for w in ids.windows(2) {
         put_varint(&mut raw, w[1] - w[0]);
@@ -223,30 +287,12 @@ pub fn encode_block(
     for values in columns {
         values.iter().for_each(|&v| put_varint(&mut raw, v));
     }
-    if raw.len() > MAX_RAW_LEN as usize {
-        return bad(format!("raw block of {} bytes is too large", raw.len()));
-    }
     let payload = match codec {
         Codec::None => raw.clone(),
         Codec::Zstd => zstd::bulk::compress(&raw, ZSTD_LEVEL)
             .map_err(|e| BlockError::BadInput(format!("zstd failed: {e}")))?,
     };
-
-    let mut out = Vec::with_capacity(FIXED_HEADER + widths.len() + payload.len() + 4);
-    out.extend_from_slice(&MAGIC);
-    out.push(VERSION);
-    out.push(codec.byte());
-    out.extend_from_slice(&(columns.len() as u16).to_le_bytes());
-    out.extend_from_slice(&(ids.len() as u32).to_le_bytes());
-    out.extend_from_slice(&ids[0].to_le_bytes());
-    out.extend_from_slice(&ids[ids.len() - 1].to_le_bytes());
-    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(widths);
-    out.extend_from_slice(&payload);
-    let crc = crc32fast::hash(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    Ok(out)
+    Ok((payload, raw.len()))
 }
 
 /// A failure while reading a block, before it is given the index entry's range.
@@ -320,14 +366,17 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// A block's header and its raw part, checked for length, CRC and agreement with the
+/// A block's header and its payload, checked for length, CRC and agreement with the
 /// index entry.
-struct Opened {
+struct Opened<'a> {
+    version: u8,
+    codec: Codec,
     rows: usize,
     first_id: u64,
     last_id: u64,
     widths: Vec<u8>,
-    raw: Vec<u8>,
+    raw_len: usize,
+    payload: &'a [u8],
 }
 
 /// A block's bytes without their CRC32, once their length is the `len` its index entry
@@ -357,7 +406,7 @@ pub(crate) fn checked_body(bytes: &[u8], len: u32, header: usize) -> Result<&[u8
     Ok(body)
 }
 
-fn open(bytes: &[u8], entry: &BlockIndexEntry) -> Result<Opened, Damage> {
+fn open<'a>(bytes: &'a [u8], entry: &BlockIndexEntry) -> Result<Opened<'a>, Damage> {
     let body = checked_body(bytes, entry.len, FIXED_HEADER)?;
     let mut h = Reader { buf: body, pos: 0 };
     let fixed = h.take(FIXED_HEADER, "the header")?;
@@ -367,8 +416,9 @@ fn open(bytes: &[u8], entry: &BlockIndexEntry) -> Result<Opened, Damage> {
     if fixed[..4] != MAGIC {
         return Err(Damage("not a cold block (bad magic)".into()));
     }
-    if fixed[4] != VERSION {
-        return Err(Damage(format!("unknown format version {}", fixed[4])));
+    let version = fixed[4];
+    if version != VERSION && version != VERSION_1 {
+        return Err(Damage(format!("unknown format version {version}")));
     }
     let codec =
         Codec::from_byte(fixed[5]).ok_or_else(|| Damage(format!("unknown codec {}", fixed[5])))?;
@@ -406,23 +456,15 @@ fn open(bytes: &[u8], entry: &BlockIndexEntry) -> Result<Opened, Damage> {
             body.len() - h.pos
         )));
     }
-    let raw = match codec {
-        Codec::None => payload.to_vec(),
-        Codec::Zstd => unzstd(payload, raw_len as usize)
-            .map_err(|e| Damage(format!("zstd payload does not decode: {e}")))?,
-    };
-    if raw.len() != raw_len as usize {
-        return Err(Damage(format!(
-            "raw part is {} bytes, header says {raw_len}",
-            raw.len()
-        )));
-    }
     Ok(Opened {
+        version,
+        codec,
         rows: rows as usize,
         first_id,
         last_id,
         widths,
-        raw,
+        raw_len: raw_len as usize,
+        payload,
     })
 }
 
@@ -447,12 +489,30 @@ pub(crate) fn unzstd(payload: &[u8], raw_len: usize) -> std::io::Result<Vec<u8>>
     })
 }
 
-/// Decodes the raw part into ids and columns, checking every rule of the format.
+/// Decodes the payload into ids and columns, checking every rule of the format.
 fn parse(o: &Opened) -> Result<(Vec<u64>, Vec<Vec<u64>>), Damage> {
-    let mut r = Reader {
-        buf: &o.raw,
-        pos: 0,
+    if o.version == VERSION {
+        let range = (o.first_id, o.last_id);
+        return crate::block_sections::decode(o.payload, o.rows, range, o.widths.len(), o.raw_len);
+    }
+    let raw = match o.codec {
+        Codec::None => o.payload.to_vec(),
+        Codec::Zstd => unzstd(o.payload, o.raw_len)
+            .map_err(|e| Damage(format!("zstd payload does not decode: {e}")))?,
     };
+    if raw.len() != o.raw_len {
+        return Err(Damage(format!(
+            "raw part is {} bytes, header says {}",
+            raw.len(),
+            o.raw_len
+        )));
+    }
+    parse_v1(o, &raw)
+}
+
+/// Decodes a version-1 raw part: varint gaps, then each column's varints.
+fn parse_v1(o: &Opened, raw: &[u8]) -> Result<(Vec<u64>, Vec<Vec<u64>>), Damage> {
+    let mut r = Reader { buf: raw, pos: 0 };
     let mut ids = Vec::with_capacity(o.rows);
     ids.push(o.first_id);
     let mut id = o.first_id;
@@ -478,10 +538,10 @@ fn parse(o: &Opened) -> Result<(Vec<u64>, Vec<Vec<u64>>), Damage> {
         }
         cols.push(col);
     }
-    if r.pos != o.raw.len() {
+    if r.pos != raw.len() {
         return Err(Damage(format!(
             "{} stray bytes in the raw part",
-            o.raw.len() - r.pos
+            raw.len() - r.pos
         )));
     }
     Ok((ids, cols))
@@ -511,14 +571,14 @@ fn decode_inner(bytes: &[u8], entry: &BlockIndexEntry) -> Result<DecodedBlock, D
 pub const HEADER_BYTES: usize = FIXED_HEADER;
 
 /// The index entry of the block whose first [`HEADER_BYTES`] bytes are `header`, found at
-/// `offset`, or `None` if they are not a block header this version writes.
+/// `offset`, or `None` if they are not a block header of a version this one reads.
 ///
 /// Exists so a cold file whose index was lost can be walked block by block (each header
 /// says how long its block is) and its index rebuilt; the entry is only a claim until
 /// [`decode_block`] has checked the whole block against it.
 pub fn entry_from_header(header: &[u8], offset: u64) -> Option<BlockIndexEntry> {
     let fixed = header.get(..FIXED_HEADER)?;
-    if fixed[..4] != MAGIC || fixed[4] != VERSION {
+    if fixed[..4] != MAGIC || (fixed[4] != VERSION && fixed[4] != VERSION_1) {
         return None;
     }
     let ncols = u16::from_le_bytes([fixed[6], fixed[7]]);
