@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::bloom::Bloom;
-use crate::codec::Reader;
+use crate::codec::{Put, Reader};
 use crate::cold::{ColdFile, ColdPart, ColdShared};
 use crate::cold_block::BlockIndexEntry;
 use crate::cold_names::IndexedRun;
@@ -211,8 +211,14 @@ fn load_snapshot(
         let Some(c) = by_idx.get(&idx) else { continue };
         let mut payloads = Vec::with_capacity(frames.len());
         for f in &frames {
-            match snapread::read_rows(&file, f) {
-                Some(p) => payloads.push(p),
+            match snapread::read_rows(&file, f).map(|p| expand_block_frame(p, f)) {
+                Some(Ok(p)) => payloads.push(p),
+                Some(Err(why)) => report.dropped.push(Dropped {
+                    file: path.to_path_buf(),
+                    offset: f.offset,
+                    bytes: u64::from(f.len),
+                    reason: format!("rows of counter `{}` stripe {stripe}: {why}", c.name),
+                }),
                 None => report.dropped.push(Dropped {
                     file: path.to_path_buf(),
                     offset: f.offset,
@@ -230,6 +236,38 @@ fn load_snapshot(
         load_rows(&payloads, &specs, &mut st, report);
     }
     Ok(())
+}
+
+/// A row frame as [`load_rows`] reads it: a frame `3` as it is, a frame `8` (its rows as
+/// one cold block) decoded into the frame `3` holding the same rows; a block that does
+/// not decode is an error naming its ids.
+fn expand_block_frame(
+    payload: Vec<u8>,
+    f: &snapread::RowFrame,
+) -> std::result::Result<Vec<u8>, String> {
+    if payload.first() != Some(&8) {
+        return Ok(payload);
+    }
+    let mut r = Reader::new(&payload);
+    let head = (|| Some((r.u8()?, r.var()?, r.var()?, r.u64()?)))();
+    let block = &payload[r.pos()..];
+    let entry = head
+        .and(crate::cold_block::entry_from_header(block, 0))
+        .filter(|e| e.len as usize == block.len())
+        .ok_or("a block of rows whose header does not read")?;
+    let rows = crate::cold_block::decode_block(block, &entry).map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity(block.len() * 4);
+    out.put_u8(3);
+    out.put_var(f.idx);
+    out.put_var(f.stripe as u64);
+    out.put_u64(f.lsn);
+    out.put_var(rows.columns.len() as u64);
+    out.put_var(rows.ids.len() as u64);
+    for (i, &id) in rows.ids.iter().enumerate() {
+        crate::record::write_key(&mut out, &OwnedKey::Id(id));
+        rows.columns.iter().for_each(|c| out.put_var(c[i]));
+    }
+    Ok(out)
 }
 
 /// One cold partition as a snapshot's frame `5` gives it.

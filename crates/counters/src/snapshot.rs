@@ -5,7 +5,13 @@
 //! (`[len][crc32][payload]`, as in the log):
 //!
 //! - `1` header: X, stripes per counter;
-//! - `3` rows of one stripe (chunked): counter index, stripe, stripe lsn L, columns, rows;
+//! - `3` rows of one stripe (chunked): counter index, stripe, stripe lsn L, columns, rows
+//!   (each: key, then its columns as varints). Since 2026-11-26 only string-keyed rows,
+//!   and every stripe's last frame (possibly with no rows: it marks the stripe's L);
+//! - `8` integer-keyed rows of one stripe (chunked): counter index, stripe, L, then the
+//!   rows sorted by id as one cold-tier block ([`crate::cold_block`]: id gaps in byte
+//!   planes, columns as varints, zstd, its own CRC), ~4.7x smaller than the same rows
+//!   in `3` on time-ordered ids (bench/README.md, "Snapshots as blocks");
 //! - `4` transaction ids of one stripe: counter index, stripe, L, entries;
 //! - `6` the cold partitions of one stripe (issue 19): counter index, stripe, L, count,
 //!   then per partition its high 32 bits, cold batch number, rows, and the low 32 bits of
@@ -36,8 +42,10 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::codec::{frame, Put};
+use crate::cold_block::{encode_block, Codec};
 use crate::column::ColumnSpec;
 use crate::error::{io_err, Result};
+use crate::key::Key;
 use crate::record::{write_key, write_spec};
 use crate::stripe::Stripe;
 
@@ -45,6 +53,35 @@ use crate::stripe::Stripe;
 pub(crate) const MAGIC: &[u8; 8] = b"SKCSNAP1";
 /// Rows per row frame, so one damaged frame costs a bounded number of rows.
 const CHUNK_ROWS: usize = 65_536;
+
+/// A chunk of a stripe's integer-keyed rows on their way into a frame `8`.
+struct IdRows {
+    ids: Vec<u64>,
+    cols: Vec<Vec<u64>>,
+    widths: Vec<u8>,
+}
+
+impl IdRows {
+    fn new(specs: &[ColumnSpec]) -> IdRows {
+        IdRows {
+            ids: Vec::new(),
+            cols: vec![Vec::new(); specs.len()],
+            widths: specs.iter().map(|s| s.bits).collect(),
+        }
+    }
+
+    fn push(&mut self, id: u64, vals: &[u64]) {
+        self.ids.push(id);
+        for (i, c) in self.cols.iter_mut().enumerate() {
+            c.push(vals.get(i).copied().unwrap_or_default());
+        }
+    }
+
+    fn clear(&mut self) {
+        self.ids.clear();
+        self.cols.iter_mut().for_each(Vec::clear);
+    }
+}
 
 /// File name of the snapshot taken at rotation point `x`.
 pub(crate) fn snapshot_name(x: u64) -> String {
@@ -119,13 +156,23 @@ impl SnapWriter {
         let mut total = 0u64;
         let mut err = None;
         let mut p = Vec::new();
+        let mut ids = IdRows::new(specs);
         copy.for_each_row(specs, |k, vals| {
+            total += 1;
+            if let Key::Id(id) = k {
+                ids.push(id, vals);
+                if ids.ids.len() == CHUNK_ROWS && err.is_none() {
+                    if let Err(e) = self.id_rows(counter, stripe, lsn, &mut ids) {
+                        err = Some(e);
+                    }
+                }
+                return;
+            }
             write_key(&mut body, &k.to_owned_key());
             for v in vals {
                 body.put_var(*v);
             }
             n += 1;
-            total += 1;
             if n == CHUNK_ROWS && err.is_none() {
                 head(&mut p);
                 p.put_var(n as u64);
@@ -140,11 +187,55 @@ impl SnapWriter {
         if let Some(e) = err {
             return Err(e);
         }
+        if !ids.ids.is_empty() {
+            self.id_rows(counter, stripe, lsn, &mut ids)?;
+        }
         head(&mut p);
         p.put_var(n as u64);
         p.extend_from_slice(&body);
         self.frame(&p)?;
         Ok(total)
+    }
+
+    /// Writes `rows` (then empties them) as a frame `8`: sorted by id, one block. Should
+    /// the block refuse them (ids repeated: never in a stripe), they go as a frame `3`.
+    fn id_rows(
+        &mut self,
+        counter: usize,
+        stripe: usize,
+        lsn: u64,
+        rows: &mut IdRows,
+    ) -> Result<()> {
+        let mut order: Vec<usize> = (0..rows.ids.len()).collect();
+        order.sort_unstable_by_key(|&i| rows.ids[i]);
+        let ids: Vec<u64> = order.iter().map(|&i| rows.ids[i]).collect();
+        let cols: Vec<Vec<u64>> = rows
+            .cols
+            .iter()
+            .map(|c| order.iter().map(|&i| c[i]).collect())
+            .collect();
+        let refs: Vec<&[u64]> = cols.iter().map(Vec::as_slice).collect();
+        let mut p = Vec::new();
+        p.put_var(counter as u64);
+        p.put_var(stripe as u64);
+        p.put_u64(lsn);
+        match encode_block(&ids, &refs, &rows.widths, Codec::Zstd) {
+            Ok(block) => {
+                p.insert(0, 8);
+                p.extend_from_slice(&block);
+            }
+            Err(_) => {
+                p.insert(0, 3);
+                p.put_var(cols.len() as u64);
+                p.put_var(ids.len() as u64);
+                for (r, &id) in ids.iter().enumerate() {
+                    write_key(&mut p, &crate::key::OwnedKey::Id(id));
+                    cols.iter().for_each(|c| p.put_var(c[r]));
+                }
+            }
+        }
+        rows.clear();
+        self.frame(&p)
     }
 
     /// Writes the cold partitions of one stripe copy (nothing if it has none): frame `6`
