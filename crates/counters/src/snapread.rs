@@ -13,7 +13,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::codec::{crc, read_full, FrameReader, NextFrame, Reader};
-use crate::snapshot::MAGIC;
+use crate::snapshot::{MAGIC, MAGIC_1};
 use crate::Dropped;
 
 /// A frame of a snapshot read back.
@@ -89,7 +89,7 @@ fn row_head(payload: &[u8]) -> Option<(u64, usize, u64)> {
 
 fn parse_from(path: &Path, mut input: impl Read, len: u64) -> std::io::Result<Option<Parsed>> {
     let mut magic = [0u8; 8];
-    if read_full(&mut input, &mut magic)? != 8 || &magic != MAGIC {
+    if read_full(&mut input, &mut magic)? != 8 || (&magic != MAGIC && &magic != MAGIC_1) {
         return Ok(None);
     }
     let mut frames = FrameReader::new(input, MAGIC.len() as u64, len);
@@ -239,8 +239,14 @@ mod tests {
         let d = bad.dropped.unwrap();
         assert!(d.reason.contains("checksum"), "{d:?}");
         assert_eq!(d.bytes, bytes.len() as u64 - d.offset);
+        // The first format's magic (rows in frames `3` alone) reads as well.
+        let mut first = bytes.clone();
+        first[..8].copy_from_slice(MAGIC_1);
+        let old = parse(Path::new("s"), &first).unwrap();
+        assert!(old.dropped.is_none() && old.frames.len() == 2);
         // Not a snapshot.
         assert!(parse(Path::new("s"), b"SKCSNAP0").is_none());
+        assert!(parse(Path::new("s"), b"SKCSNAP3").is_none());
         assert!(parse(Path::new("s"), &bytes[..10]).is_none());
     }
 }

@@ -1,7 +1,8 @@
 //! Snapshot files: a point-in-time image of every counter, written in the background.
 //!
 //! `snap-<X, 20 digits>.snap`, where X is the lsn at which the log was rotated just
-//! before the snapshot began. Layout: the magic `SKCSNAP1`, then framed records
+//! before the snapshot began. Layout: the magic `SKCSNAP2` (`SKCSNAP1` before frame `8`,
+//! still read), then framed records
 //! (`[len][crc32][payload]`, as in the log):
 //!
 //! - `1` header: X, stripes per counter;
@@ -49,8 +50,15 @@ use crate::key::Key;
 use crate::record::{write_key, write_spec};
 use crate::stripe::Stripe;
 
-/// Magic bytes at the start of every snapshot.
-pub(crate) const MAGIC: &[u8; 8] = b"SKCSNAP1";
+/// Magic bytes at the start of every snapshot written now.
+///
+/// `2` since row frames `8` (2026-11-26): a build that knows only frame `3` would skip
+/// them and load a snapshot without its integer-keyed rows, without a word; the new magic
+/// makes it refuse the file instead (recovery reports it, `restore_snapshot` errs).
+pub(crate) const MAGIC: &[u8; 8] = b"SKCSNAP2";
+
+/// Magic bytes of snapshots written before frame `8` (rows as frame `3` only), still read.
+pub(crate) const MAGIC_1: &[u8; 8] = b"SKCSNAP1";
 /// Rows per row frame, so one damaged frame costs a bounded number of rows.
 const CHUNK_ROWS: usize = 65_536;
 
