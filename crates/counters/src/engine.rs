@@ -451,14 +451,7 @@ impl Engine {
             for ((look, g), &(key, _)) in looks.iter_mut().zip(&mut at).zip(group) {
                 *g = slot[stripe_of(key)];
                 *look = match key {
-                    Key::Id(id) => {
-                        let st = &guards[*g];
-                        if st.is_cold(key) {
-                            None
-                        } else {
-                            st.aim(id, col)
-                        }
-                    }
+                    Key::Id(id) => guards[*g].aim(id, col),
                     Key::Name(_) => None,
                 };
             }
