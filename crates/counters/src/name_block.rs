@@ -109,6 +109,19 @@ pub(crate) fn encode(
     widths: &[u8],
     codec: Codec,
 ) -> Result<Vec<u8>, BlockError> {
+    encode_at_level(keys, columns, widths, codec, ZSTD_LEVEL)
+}
+
+/// [`encode`] with zstd at `level`: snapshots write their string-keyed rows at level 1
+/// (measured on 10 M rows: 2.6% bigger than level 3, the snapshot about half the time; the
+/// cold tier keeps level 3, written once and read many times).
+pub(crate) fn encode_at_level(
+    keys: &[&[u8]],
+    columns: &[&[u64]],
+    widths: &[u8],
+    codec: Codec,
+    level: i32,
+) -> Result<Vec<u8>, BlockError> {
     let bad = |m: String| Err(BlockError::BadInput(m));
     if keys.is_empty() || keys.len() > MAX_ROWS as usize {
         return bad(format!("{} rows, expected 1 to {MAX_ROWS}", keys.len()));
@@ -153,7 +166,7 @@ pub(crate) fn encode(
         Codec::None => (0u8, raw.clone()),
         Codec::Zstd => (
             1u8,
-            zstd::bulk::compress(&raw, ZSTD_LEVEL)
+            zstd::bulk::compress(&raw, level)
                 .map_err(|e| BlockError::BadInput(format!("zstd failed: {e}")))?,
         ),
     };

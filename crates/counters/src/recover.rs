@@ -239,14 +239,16 @@ fn load_snapshot(
 }
 
 /// A row frame as [`load_rows`] reads it: a frame `3` as it is, a frame `8` (its rows as
-/// one cold block) decoded into the frame `3` holding the same rows; a block that does
-/// not decode is an error naming its ids.
+/// one cold block) or `10` (as one string-key block) decoded into the frame `3` holding
+/// the same rows; a block that does not decode is an error naming its ids or keys.
 fn expand_block_frame(
     payload: Vec<u8>,
     f: &snapread::RowFrame,
 ) -> std::result::Result<Vec<u8>, String> {
-    if payload.first() != Some(&8) {
-        return Ok(payload);
+    match payload.first() {
+        Some(8) => {}
+        Some(10) => return expand_name_frame(&payload, f),
+        _ => return Ok(payload),
     }
     let mut r = Reader::new(&payload);
     let head = (|| Some((r.u8()?, r.var()?, r.var()?, r.u64()?)))();
@@ -265,6 +267,43 @@ fn expand_block_frame(
     out.put_var(rows.ids.len() as u64);
     for (i, &id) in rows.ids.iter().enumerate() {
         crate::record::write_key(&mut out, &OwnedKey::Id(id));
+        rows.columns.iter().for_each(|c| out.put_var(c[i]));
+    }
+    Ok(out)
+}
+
+/// [`expand_block_frame`] for a frame `10`.
+fn expand_name_frame(
+    payload: &[u8],
+    f: &snapread::RowFrame,
+) -> std::result::Result<Vec<u8>, String> {
+    let mut r = Reader::new(payload);
+    let bad = || "a block of string-keyed rows whose head does not read".to_string();
+    (|| Some((r.u8()?, r.var()?, r.var()?, r.u64()?)))().ok_or_else(bad)?;
+    let mut key = || -> Option<Box<[u8]>> {
+        let n = usize::try_from(r.var()?).ok()?;
+        Some(r.bytes(n)?.into())
+    };
+    let (first_key, last_key) = (key().ok_or_else(bad)?, key().ok_or_else(bad)?);
+    let block = &payload[r.pos()..];
+    let entry = crate::name_block::NameBlockEntry {
+        first_key,
+        last_key,
+        offset: 0,
+        len: u32::try_from(block.len()).map_err(|_| bad())?,
+    };
+    let rows = crate::name_block::decode(block, &entry).map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity(block.len() * 4);
+    out.put_u8(3);
+    out.put_var(f.idx);
+    out.put_var(f.stripe as u64);
+    out.put_u64(f.lsn);
+    out.put_var(rows.columns.len() as u64);
+    out.put_var(rows.len() as u64);
+    for i in 0..rows.len() {
+        let name = std::str::from_utf8(rows.key(i))
+            .map_err(|_| format!("a key of {} bytes is not UTF-8", rows.key(i).len()))?;
+        crate::record::write_key(&mut out, &OwnedKey::Name(name.into()));
         rows.columns.iter().for_each(|c| out.put_var(c[i]));
     }
     Ok(out)

@@ -4,7 +4,7 @@
 //! billion rows under a 2 GiB cap the 1.9 GB snapshot sat in memory twice beside the
 //! rows being loaded from it. Now one pass streams the file, checks every frame's
 //! checksum and keeps the small frames (counters, transaction ids, cold partitions);
-//! a row frame (`3` or `8`, nearly all of the bytes) is kept as where it is, and recovery
+//! a row frame (`3`, `8` or `10`, nearly all of the bytes) is kept as where it is, and recovery
 //! reads the row frames of one stripe at a time ([`read_rows`]), checking them again.
 
 use std::fs::File;
@@ -24,7 +24,7 @@ pub(crate) enum SnapFrame {
     Rows(RowFrame),
 }
 
-/// Where a row frame (`3` or `8`) is, and the head fields recovery sorts it by.
+/// Where a row frame (`3`, `8` or `10`) is, and the head fields recovery sorts it by.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RowFrame {
     /// The counter's index in this snapshot.
@@ -81,7 +81,7 @@ pub(crate) fn parse_file(path: &Path) -> std::io::Result<Option<Parsed>> {
 /// The head of a row frame, if `payload` is one whose head reads.
 fn row_head(payload: &[u8]) -> Option<(u64, usize, u64)> {
     let mut r = Reader::new(payload);
-    if !matches!(r.u8()?, 3 | 8) {
+    if !matches!(r.u8()?, 3 | 8 | 10) {
         return None;
     }
     Some((r.var()?, usize::try_from(r.var()?).ok()?, r.u64()?))

@@ -7,8 +7,13 @@
 //!
 //! - `1` header: X, stripes per counter;
 //! - `3` rows of one stripe (chunked): counter index, stripe, stripe lsn L, columns, rows
-//!   (each: key, then its columns as varints). Since 2026-11-26 only string-keyed rows,
-//!   and every stripe's last frame (possibly with no rows: it marks the stripe's L);
+//!   (each: key, then its columns as varints). Since 2026-11-26 written only as every
+//!   stripe's last frame, with no rows (it marks the stripe's L), or for rows a block
+//!   refused; still read with rows;
+//! - `10` string-keyed rows of one stripe (chunked): counter index, stripe, L, the first
+//!   and the last key (each its length, then its bytes), then the rows sorted by key as
+//!   one block of the cold tier's string-key format ([`crate::name_block`]: keys
+//!   front-coded, columns as varints, zstd, its own CRC);
 //! - `8` integer-keyed rows of one stripe (chunked): counter index, stripe, L, then the
 //!   rows sorted by id as one cold-tier block ([`crate::cold_block`]: id gaps in byte
 //!   planes, columns as varints, zstd, its own CRC), ~4.7x smaller than the same rows
@@ -52,7 +57,7 @@ use crate::stripe::Stripe;
 
 /// Magic bytes at the start of every snapshot written now.
 ///
-/// `2` since row frames `8` (2026-11-26): a build that knows only frame `3` would skip
+/// `2` since row frames `8` and `10` (2026-11-26): a build that knows only frame `3` would skip
 /// them and load a snapshot without its integer-keyed rows, without a word; the new magic
 /// makes it refuse the file instead (recovery reports it, `restore_snapshot` errs).
 pub(crate) const MAGIC: &[u8; 8] = b"SKCSNAP2";
@@ -87,6 +92,45 @@ impl IdRows {
 
     fn clear(&mut self) {
         self.ids.clear();
+        self.cols.iter_mut().for_each(Vec::clear);
+    }
+}
+
+/// A chunk of a stripe's string-keyed rows on their way into a frame `10`: the keys'
+/// bytes back to back.
+struct NameRows {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+    cols: Vec<Vec<u64>>,
+    widths: Vec<u8>,
+}
+
+impl NameRows {
+    fn new(specs: &[ColumnSpec]) -> NameRows {
+        NameRows {
+            bytes: Vec::new(),
+            ends: Vec::new(),
+            cols: vec![Vec::new(); specs.len()],
+            widths: specs.iter().map(|s| s.bits).collect(),
+        }
+    }
+
+    fn push(&mut self, key: &[u8], vals: &[u64]) {
+        self.bytes.extend_from_slice(key);
+        self.ends.push(self.bytes.len());
+        for (i, c) in self.cols.iter_mut().enumerate() {
+            c.push(vals.get(i).copied().unwrap_or_default());
+        }
+    }
+
+    fn key(&self, r: usize) -> &[u8] {
+        let start = if r == 0 { 0 } else { self.ends[r - 1] };
+        &self.bytes[start..self.ends[r]]
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
         self.cols.iter_mut().for_each(Vec::clear);
     }
 }
@@ -151,20 +195,10 @@ impl SnapWriter {
         copy: &Stripe,
         specs: &[ColumnSpec],
     ) -> Result<u64> {
-        let head = |p: &mut Vec<u8>| {
-            p.clear();
-            p.put_u8(3);
-            p.put_var(counter as u64);
-            p.put_var(stripe as u64);
-            p.put_u64(lsn);
-            p.put_var(specs.len() as u64);
-        };
-        let mut body = Vec::new();
-        let mut n = 0usize;
         let mut total = 0u64;
         let mut err = None;
-        let mut p = Vec::new();
         let mut ids = IdRows::new(specs);
+        let mut names = NameRows::new(specs);
         copy.for_each_row(specs, |k, vals| {
             total += 1;
             if let Key::Id(id) = k {
@@ -176,20 +210,13 @@ impl SnapWriter {
                 }
                 return;
             }
-            write_key(&mut body, &k.to_owned_key());
-            for v in vals {
-                body.put_var(*v);
-            }
-            n += 1;
-            if n == CHUNK_ROWS && err.is_none() {
-                head(&mut p);
-                p.put_var(n as u64);
-                p.extend_from_slice(&body);
-                if let Err(e) = self.frame(&p) {
-                    err = Some(e);
+            if let Key::Name(name) = k {
+                names.push(name.as_bytes(), vals);
+                if names.ends.len() == CHUNK_ROWS && err.is_none() {
+                    if let Err(e) = self.name_rows(counter, stripe, lsn, &mut names) {
+                        err = Some(e);
+                    }
                 }
-                body.clear();
-                n = 0;
             }
         });
         if let Some(e) = err {
@@ -198,11 +225,68 @@ impl SnapWriter {
         if !ids.ids.is_empty() {
             self.id_rows(counter, stripe, lsn, &mut ids)?;
         }
-        head(&mut p);
-        p.put_var(n as u64);
-        p.extend_from_slice(&body);
+        if !names.ends.is_empty() {
+            self.name_rows(counter, stripe, lsn, &mut names)?;
+        }
+        // Every stripe ends with a frame `3` (no rows now): it marks the stripe's L even
+        // when the stripe holds no row.
+        let mut p = Vec::new();
+        p.put_u8(3);
+        p.put_var(counter as u64);
+        p.put_var(stripe as u64);
+        p.put_u64(lsn);
+        p.put_var(specs.len() as u64);
+        p.put_var(0);
         self.frame(&p)?;
         Ok(total)
+    }
+
+    /// Writes `rows` (then empties them) as a frame `10`: sorted by key, one block of
+    /// the cold tier's string-key format, its first and last key before it (the block
+    /// is checked against them). Should the block refuse them, they go as a frame `3`.
+    fn name_rows(
+        &mut self,
+        counter: usize,
+        stripe: usize,
+        lsn: u64,
+        rows: &mut NameRows,
+    ) -> Result<()> {
+        let mut order: Vec<usize> = (0..rows.ends.len()).collect();
+        order.sort_unstable_by(|&a, &b| rows.key(a).cmp(rows.key(b)));
+        let keys: Vec<&[u8]> = order.iter().map(|&i| rows.key(i)).collect();
+        let cols: Vec<Vec<u64>> = rows
+            .cols
+            .iter()
+            .map(|c| order.iter().map(|&i| c[i]).collect())
+            .collect();
+        let refs: Vec<&[u64]> = cols.iter().map(Vec::as_slice).collect();
+        let mut p = Vec::new();
+        p.put_var(counter as u64);
+        p.put_var(stripe as u64);
+        p.put_u64(lsn);
+        match crate::name_block::encode_at_level(&keys, &refs, &rows.widths, Codec::Zstd, 1) {
+            Ok(block) => {
+                p.insert(0, 10);
+                for key in [keys[0], keys[keys.len() - 1]] {
+                    p.put_var(key.len() as u64);
+                    p.extend_from_slice(key);
+                }
+                p.extend_from_slice(&block);
+            }
+            Err(_) => {
+                p.insert(0, 3);
+                p.put_var(cols.len() as u64);
+                p.put_var(keys.len() as u64);
+                for (r, key) in keys.iter().enumerate() {
+                    let name = String::from_utf8_lossy(key).into_owned();
+                    write_key(&mut p, &crate::key::OwnedKey::Name(name.into()));
+                    cols.iter().for_each(|c| p.put_var(c[r]));
+                }
+            }
+        }
+        drop(keys);
+        rows.clear();
+        self.frame(&p)
     }
 
     /// Writes `rows` (then empties them) as a frame `8`: sorted by id, one block. Should
