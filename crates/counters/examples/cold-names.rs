@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, Options};
 
 mod common;
-use common::{drop_page_cache, percentiles, status_bytes};
+use common::{drop_page_cache, percentiles, snapshot_then_open, status_bytes};
 
 fn key(i: u64) -> String {
     format!("/p/{:015x}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 4)
@@ -106,22 +106,7 @@ fn main() {
     );
     if std::env::var("SNAPSHOT_ONLY").as_deref() == Ok("1") {
         // Only a snapshot of every row while hot, and an open that loads it.
-        let snap = e.snapshot().unwrap();
-        let bytes = std::fs::metadata(&snap.path).unwrap().len();
-        println!(
-            "snapshot of {} hot rows: {:.2} B/row, {:.2} s",
-            snap.rows,
-            bytes as f64 / snap.rows as f64,
-            snap.duration.as_secs_f64()
-        );
-        e.close().unwrap();
-        let t = Instant::now();
-        let e = Engine::open(dir, opts).unwrap();
-        println!(
-            "opened from the snapshot in {:.2} s ({} rows loaded)",
-            t.elapsed().as_secs_f64(),
-            e.recovery().snapshot_rows
-        );
+        snapshot_then_open(e, dir, opts);
         return;
     }
     let mut x = 0xC0FFEEu64;

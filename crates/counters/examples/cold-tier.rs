@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, Options};
 
 mod common;
-use common::{drop_page_cache, percentiles, status_bytes};
+use common::{drop_page_cache, percentiles, snapshot_then_open, status_bytes};
 
 struct Rng(u64);
 
@@ -328,23 +328,7 @@ fn main() {
                 "increments to {rows} hot rows: {rate:.2} M/s ({done} in {secs:.1} s, incr_run of 1,024)"
             );
             // A snapshot of every row (all hot), then an open that loads it.
-            let snap = e.snapshot().unwrap();
-            let bytes = std::fs::metadata(&snap.path).unwrap().len();
-            println!(
-                "snapshot of {} hot rows: {:.2} B/row, {:.2} s",
-                snap.rows,
-                bytes as f64 / snap.rows as f64,
-                snap.duration.as_secs_f64()
-            );
-            e.close().unwrap();
-            let t = Instant::now();
-            let e = Engine::open(dir, opts()).unwrap();
-            println!(
-                "opened from the snapshot in {:.2} s ({} rows loaded)",
-                t.elapsed().as_secs_f64(),
-                e.recovery().snapshot_rows
-            );
-            e.close().unwrap();
+            snapshot_then_open(e, dir, opts());
         }
         "measure" => {
             let k = kept(rows);

@@ -258,18 +258,25 @@ fn expand_block_frame(
         .filter(|e| e.len as usize == block.len())
         .ok_or("a block of rows whose header does not read")?;
     let rows = crate::cold_block::decode_block(block, &entry).map_err(|e| e.to_string())?;
-    let mut out = Vec::with_capacity(block.len() * 4);
-    out.put_u8(3);
-    out.put_var(f.idx);
-    out.put_var(f.stripe as u64);
-    out.put_u64(f.lsn);
-    out.put_var(rows.columns.len() as u64);
-    out.put_var(rows.ids.len() as u64);
+    let mut out = frame3_head(f, rows.columns.len(), rows.ids.len(), block.len() * 4);
     for (i, &id) in rows.ids.iter().enumerate() {
         crate::record::write_key(&mut out, &OwnedKey::Id(id));
         rows.columns.iter().for_each(|c| out.put_var(c[i]));
     }
     Ok(out)
+}
+
+/// The head of the frame `3` a decoded block becomes: `f`'s counter, stripe and L, then
+/// `ncols` columns and `nrows` rows (which the caller appends).
+fn frame3_head(f: &snapread::RowFrame, ncols: usize, nrows: usize, capacity: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(capacity);
+    out.put_u8(3);
+    out.put_var(f.idx);
+    out.put_var(f.stripe as u64);
+    out.put_u64(f.lsn);
+    out.put_var(ncols as u64);
+    out.put_var(nrows as u64);
+    out
 }
 
 /// [`expand_block_frame`] for a frame `10`.
@@ -293,13 +300,7 @@ fn expand_name_frame(
         len: u32::try_from(block.len()).map_err(|_| bad())?,
     };
     let rows = crate::name_block::decode(block, &entry).map_err(|e| e.to_string())?;
-    let mut out = Vec::with_capacity(block.len() * 4);
-    out.put_u8(3);
-    out.put_var(f.idx);
-    out.put_var(f.stripe as u64);
-    out.put_u64(f.lsn);
-    out.put_var(rows.columns.len() as u64);
-    out.put_var(rows.len() as u64);
+    let mut out = frame3_head(f, rows.columns.len(), rows.len(), block.len() * 4);
     for i in 0..rows.len() {
         let name = std::str::from_utf8(rows.key(i))
             .map_err(|_| format!("a key of {} bytes is not UTF-8", rows.key(i).len()))?;

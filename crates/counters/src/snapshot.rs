@@ -51,7 +51,7 @@ use crate::codec::{frame, Put};
 use crate::cold_block::{encode_block, Codec};
 use crate::column::ColumnSpec;
 use crate::error::{io_err, Result};
-use crate::key::Key;
+use crate::key::{Key, OwnedKey};
 use crate::record::{write_key, write_spec};
 use crate::stripe::Stripe;
 
@@ -94,6 +94,39 @@ impl IdRows {
         self.ids.clear();
         self.cols.iter_mut().for_each(Vec::clear);
     }
+}
+
+/// The start of a row frame: its kind, the counter's index, the stripe, the stripe's L.
+fn row_head(kind: u8, counter: usize, stripe: usize, lsn: u64) -> Vec<u8> {
+    let mut p = vec![kind];
+    p.put_var(counter as u64);
+    p.put_var(stripe as u64);
+    p.put_u64(lsn);
+    p
+}
+
+/// `head` followed by the rest of a frame `3`: the columns, the rows, each its key and
+/// its values (what a block that refused rows falls back to, and every stripe's last
+/// frame, with no rows).
+fn rows_frame3(
+    mut head: Vec<u8>,
+    keys: impl ExactSizeIterator<Item = OwnedKey>,
+    cols: &[Vec<u64>],
+) -> Vec<u8> {
+    head.put_var(cols.len() as u64);
+    head.put_var(keys.len() as u64);
+    for (r, key) in keys.enumerate() {
+        write_key(&mut head, &key);
+        cols.iter().for_each(|c| head.put_var(c[r]));
+    }
+    head
+}
+
+/// Each column's values in `order` (a chunk's rows sorted for its block).
+fn permuted(cols: &[Vec<u64>], order: &[usize]) -> Vec<Vec<u64>> {
+    cols.iter()
+        .map(|c| order.iter().map(|&i| c[i]).collect())
+        .collect()
 }
 
 /// A chunk of a stripe's string-keyed rows on their way into a frame `10`: the keys'
@@ -230,13 +263,12 @@ impl SnapWriter {
         }
         // Every stripe ends with a frame `3` (no rows now): it marks the stripe's L even
         // when the stripe holds no row.
-        let mut p = Vec::new();
-        p.put_u8(3);
-        p.put_var(counter as u64);
-        p.put_var(stripe as u64);
-        p.put_u64(lsn);
-        p.put_var(specs.len() as u64);
-        p.put_var(0);
+        let no_rows = vec![Vec::new(); specs.len()];
+        let p = rows_frame3(
+            row_head(3, counter, stripe, lsn),
+            std::iter::empty(),
+            &no_rows,
+        );
         self.frame(&p)?;
         Ok(total)
     }
@@ -254,36 +286,26 @@ impl SnapWriter {
         let mut order: Vec<usize> = (0..rows.ends.len()).collect();
         order.sort_unstable_by(|&a, &b| rows.key(a).cmp(rows.key(b)));
         let keys: Vec<&[u8]> = order.iter().map(|&i| rows.key(i)).collect();
-        let cols: Vec<Vec<u64>> = rows
-            .cols
-            .iter()
-            .map(|c| order.iter().map(|&i| c[i]).collect())
-            .collect();
+        let cols = permuted(&rows.cols, &order);
         let refs: Vec<&[u64]> = cols.iter().map(Vec::as_slice).collect();
-        let mut p = Vec::new();
-        p.put_var(counter as u64);
-        p.put_var(stripe as u64);
-        p.put_u64(lsn);
-        match crate::name_block::encode_at_level(&keys, &refs, &rows.widths, Codec::Zstd, 1) {
+        let p = match crate::name_block::encode_at_level(&keys, &refs, &rows.widths, Codec::Zstd, 1)
+        {
             Ok(block) => {
-                p.insert(0, 10);
+                let mut p = row_head(10, counter, stripe, lsn);
                 for key in [keys[0], keys[keys.len() - 1]] {
                     p.put_var(key.len() as u64);
                     p.extend_from_slice(key);
                 }
                 p.extend_from_slice(&block);
+                p
             }
             Err(_) => {
-                p.insert(0, 3);
-                p.put_var(cols.len() as u64);
-                p.put_var(keys.len() as u64);
-                for (r, key) in keys.iter().enumerate() {
-                    let name = String::from_utf8_lossy(key).into_owned();
-                    write_key(&mut p, &crate::key::OwnedKey::Name(name.into()));
-                    cols.iter().for_each(|c| p.put_var(c[r]));
-                }
+                let names = keys
+                    .iter()
+                    .map(|k| OwnedKey::Name(String::from_utf8_lossy(k).into_owned().into()));
+                rows_frame3(row_head(3, counter, stripe, lsn), names, &cols)
             }
-        }
+        };
         drop(keys);
         rows.clear();
         self.frame(&p)
@@ -301,31 +323,20 @@ impl SnapWriter {
         let mut order: Vec<usize> = (0..rows.ids.len()).collect();
         order.sort_unstable_by_key(|&i| rows.ids[i]);
         let ids: Vec<u64> = order.iter().map(|&i| rows.ids[i]).collect();
-        let cols: Vec<Vec<u64>> = rows
-            .cols
-            .iter()
-            .map(|c| order.iter().map(|&i| c[i]).collect())
-            .collect();
+        let cols = permuted(&rows.cols, &order);
         let refs: Vec<&[u64]> = cols.iter().map(Vec::as_slice).collect();
-        let mut p = Vec::new();
-        p.put_var(counter as u64);
-        p.put_var(stripe as u64);
-        p.put_u64(lsn);
-        match encode_block(&ids, &refs, &rows.widths, Codec::Zstd) {
+        let p = match encode_block(&ids, &refs, &rows.widths, Codec::Zstd) {
             Ok(block) => {
-                p.insert(0, 8);
+                let mut p = row_head(8, counter, stripe, lsn);
                 p.extend_from_slice(&block);
+                p
             }
-            Err(_) => {
-                p.insert(0, 3);
-                p.put_var(cols.len() as u64);
-                p.put_var(ids.len() as u64);
-                for (r, &id) in ids.iter().enumerate() {
-                    write_key(&mut p, &crate::key::OwnedKey::Id(id));
-                    cols.iter().for_each(|c| p.put_var(c[r]));
-                }
-            }
-        }
+            Err(_) => rows_frame3(
+                row_head(3, counter, stripe, lsn),
+                ids.iter().map(|&id| OwnedKey::Id(id)),
+                &cols,
+            ),
+        };
         rows.clear();
         self.frame(&p)
     }

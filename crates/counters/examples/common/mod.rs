@@ -1,7 +1,32 @@
 //! What the in-process benchmarks of the cold tier share (`cold-tier.rs`,
-//! `cold-names.rs`): reading this process's memory, emptying the page cache, percentiles.
+//! `cold-names.rs`): reading this process's memory, emptying the page cache, percentiles,
+//! timing a snapshot and the open that loads it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use shardkit_counters::{Engine, Options};
+
+/// Snapshots every row of `e`, closes it, and opens `dir` again from that snapshot,
+/// printing the snapshot's bytes a row and time and the open's time.
+pub fn snapshot_then_open(e: Engine, dir: &str, opts: Options) {
+    let snap = e.snapshot().unwrap();
+    let bytes = std::fs::metadata(&snap.path).unwrap().len();
+    println!(
+        "snapshot of {} hot rows: {:.2} B/row, {:.2} s",
+        snap.rows,
+        bytes as f64 / snap.rows as f64,
+        snap.duration.as_secs_f64()
+    );
+    e.close().unwrap();
+    let t = Instant::now();
+    let e = Engine::open(dir, opts).unwrap();
+    println!(
+        "opened from the snapshot in {:.2} s ({} rows loaded)",
+        t.elapsed().as_secs_f64(),
+        e.recovery().snapshot_rows
+    );
+    e.close().unwrap();
+}
 
 /// A size line of /proc/self/status (`VmRSS:`, `VmHWM:`), in bytes.
 pub fn status_bytes(field: &str) -> u64 {
