@@ -657,7 +657,7 @@ impl Engine {
             let lsn = self.inner.log.append(now_ms(), |b| {
                 b.put_u8(5);
                 b.put_str(counter);
-                write_key(b, &key.to_owned_key());
+                write_key(b, key);
             })?;
             st.delete(key, &schema);
             lsn

@@ -39,13 +39,13 @@ pub(crate) struct Record {
     pub op: Op,
 }
 
-fn put_key(out: &mut Vec<u8>, key: &OwnedKey) {
+fn put_key(out: &mut Vec<u8>, key: Key<'_>) {
     match key {
-        OwnedKey::Id(id) => {
+        Key::Id(id) => {
             out.put_u8(0);
-            out.put_u64(*id);
+            out.put_u64(id);
         }
-        OwnedKey::Name(n) => {
+        Key::Name(n) => {
             out.put_u8(1);
             out.put_str(n);
         }
@@ -61,8 +61,8 @@ pub(crate) fn get_key(r: &mut Reader<'_>) -> Option<OwnedKey> {
     }
 }
 
-/// Writes a key (shared with snapshots).
-pub(crate) fn write_key(out: &mut Vec<u8>, key: &OwnedKey) {
+/// Writes a key (shared with snapshots); borrowed, so a writer need not copy a name.
+pub(crate) fn write_key(out: &mut Vec<u8>, key: Key<'_>) {
     put_key(out, key)
 }
 
@@ -95,16 +95,7 @@ pub(crate) fn encode_set_body(
 ) {
     out.put_u8(if txid.is_some() { 4 } else { 3 });
     out.put_str(counter);
-    match key {
-        Key::Id(id) => {
-            out.put_u8(0);
-            out.put_u64(id);
-        }
-        Key::Name(n) => {
-            out.put_u8(1);
-            out.put_str(n);
-        }
-    }
+    put_key(out, key);
     out.put_var(col as u64);
     out.put_var(value);
     if let Some(t) = txid {
@@ -146,7 +137,7 @@ impl Record {
             Op::Delete { counter, key } => {
                 out.put_u8(5);
                 out.put_str(counter);
-                put_key(out, key);
+                put_key(out, key.as_key());
             }
             Op::Clear { counter } => {
                 out.put_u8(6);

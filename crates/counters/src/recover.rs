@@ -13,7 +13,7 @@ use crate::column::ColumnSpec;
 use crate::counter::{stripe_of, Counter, STRIPES};
 use crate::error::{io_err, Result};
 use crate::hash::FastMap;
-use crate::key::OwnedKey;
+use crate::key::{Key, OwnedKey};
 use crate::logread;
 use crate::record::{get_key, read_spec, Op, Record};
 use crate::snapread::{self, Parsed, RowFrame, SnapFrame};
@@ -260,7 +260,7 @@ fn expand_block_frame(
     let rows = crate::cold_block::decode_block(block, &entry).map_err(|e| e.to_string())?;
     let mut out = frame3_head(f, rows.columns.len(), rows.ids.len(), block.len() * 4);
     for (i, &id) in rows.ids.iter().enumerate() {
-        crate::record::write_key(&mut out, &OwnedKey::Id(id));
+        crate::record::write_key(&mut out, Key::Id(id));
         rows.columns.iter().for_each(|c| out.put_var(c[i]));
     }
     Ok(out)
@@ -304,7 +304,7 @@ fn expand_name_frame(
     for i in 0..rows.len() {
         let name = std::str::from_utf8(rows.key(i))
             .map_err(|_| format!("a key of {} bytes is not UTF-8", rows.key(i).len()))?;
-        crate::record::write_key(&mut out, &OwnedKey::Name(name.into()));
+        crate::record::write_key(&mut out, Key::Name(name));
         rows.columns.iter().for_each(|c| out.put_var(c[i]));
     }
     Ok(out)

@@ -67,33 +67,44 @@ pub(crate) const MAGIC_1: &[u8; 8] = b"SKCSNAP1";
 /// Rows per row frame, so one damaged frame costs a bounded number of rows.
 const CHUNK_ROWS: usize = 65_536;
 
-/// A chunk of a stripe's integer-keyed rows on their way into a frame `8`.
-struct IdRows {
-    ids: Vec<u64>,
+/// The column values of a chunk of rows, column by column, and the columns' widths:
+/// what both block frames gather before sorting.
+struct Columns {
     cols: Vec<Vec<u64>>,
     widths: Vec<u8>,
 }
 
-impl IdRows {
-    fn new(specs: &[ColumnSpec]) -> IdRows {
-        IdRows {
-            ids: Vec::new(),
+impl Columns {
+    fn new(specs: &[ColumnSpec]) -> Columns {
+        Columns {
             cols: vec![Vec::new(); specs.len()],
             widths: specs.iter().map(|s| s.bits).collect(),
         }
     }
 
-    fn push(&mut self, id: u64, vals: &[u64]) {
-        self.ids.push(id);
+    fn push(&mut self, vals: &[u64]) {
         for (i, c) in self.cols.iter_mut().enumerate() {
             c.push(vals.get(i).copied().unwrap_or_default());
         }
     }
 
+    /// Each column's values in `order` (the chunk's rows sorted for its block).
+    fn permuted(&self, order: &[usize]) -> Vec<Vec<u64>> {
+        self.cols
+            .iter()
+            .map(|c| order.iter().map(|&i| c[i]).collect())
+            .collect()
+    }
+
     fn clear(&mut self) {
-        self.ids.clear();
         self.cols.iter_mut().for_each(Vec::clear);
     }
+}
+
+/// A chunk of a stripe's integer-keyed rows on their way into a frame `8`.
+struct IdRows {
+    ids: Vec<u64>,
+    values: Columns,
 }
 
 /// The start of a row frame: its kind, the counter's index, the stripe, the stripe's L.
@@ -116,17 +127,10 @@ fn rows_frame3(
     head.put_var(cols.len() as u64);
     head.put_var(keys.len() as u64);
     for (r, key) in keys.enumerate() {
-        write_key(&mut head, &key);
+        write_key(&mut head, key.as_key());
         cols.iter().for_each(|c| head.put_var(c[r]));
     }
     head
-}
-
-/// Each column's values in `order` (a chunk's rows sorted for its block).
-fn permuted(cols: &[Vec<u64>], order: &[usize]) -> Vec<Vec<u64>> {
-    cols.iter()
-        .map(|c| order.iter().map(|&i| c[i]).collect())
-        .collect()
 }
 
 /// A chunk of a stripe's string-keyed rows on their way into a frame `10`: the keys'
@@ -134,26 +138,14 @@ fn permuted(cols: &[Vec<u64>], order: &[usize]) -> Vec<Vec<u64>> {
 struct NameRows {
     bytes: Vec<u8>,
     ends: Vec<usize>,
-    cols: Vec<Vec<u64>>,
-    widths: Vec<u8>,
+    values: Columns,
 }
 
 impl NameRows {
-    fn new(specs: &[ColumnSpec]) -> NameRows {
-        NameRows {
-            bytes: Vec::new(),
-            ends: Vec::new(),
-            cols: vec![Vec::new(); specs.len()],
-            widths: specs.iter().map(|s| s.bits).collect(),
-        }
-    }
-
     fn push(&mut self, key: &[u8], vals: &[u64]) {
         self.bytes.extend_from_slice(key);
         self.ends.push(self.bytes.len());
-        for (i, c) in self.cols.iter_mut().enumerate() {
-            c.push(vals.get(i).copied().unwrap_or_default());
-        }
+        self.values.push(vals);
     }
 
     fn key(&self, r: usize) -> &[u8] {
@@ -164,7 +156,7 @@ impl NameRows {
     fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
-        self.cols.iter_mut().for_each(Vec::clear);
+        self.values.clear();
     }
 }
 
@@ -230,26 +222,36 @@ impl SnapWriter {
     ) -> Result<u64> {
         let mut total = 0u64;
         let mut err = None;
-        let mut ids = IdRows::new(specs);
-        let mut names = NameRows::new(specs);
+        let mut ids = IdRows {
+            ids: Vec::new(),
+            values: Columns::new(specs),
+        };
+        let mut names = NameRows {
+            bytes: Vec::new(),
+            ends: Vec::new(),
+            values: Columns::new(specs),
+        };
         copy.for_each_row(specs, |k, vals| {
             total += 1;
-            if let Key::Id(id) = k {
-                ids.push(id, vals);
-                if ids.ids.len() == CHUNK_ROWS && err.is_none() {
-                    if let Err(e) = self.id_rows(counter, stripe, lsn, &mut ids) {
-                        err = Some(e);
+            let written = match k {
+                Key::Id(id) => {
+                    ids.ids.push(id);
+                    ids.values.push(vals);
+                    if ids.ids.len() < CHUNK_ROWS || err.is_some() {
+                        return;
                     }
+                    self.id_rows(counter, stripe, lsn, &mut ids)
                 }
-                return;
-            }
-            if let Key::Name(name) = k {
-                names.push(name.as_bytes(), vals);
-                if names.ends.len() == CHUNK_ROWS && err.is_none() {
-                    if let Err(e) = self.name_rows(counter, stripe, lsn, &mut names) {
-                        err = Some(e);
+                Key::Name(name) => {
+                    names.push(name.as_bytes(), vals);
+                    if names.ends.len() < CHUNK_ROWS || err.is_some() {
+                        return;
                     }
+                    self.name_rows(counter, stripe, lsn, &mut names)
                 }
+            };
+            if let Err(e) = written {
+                err = Some(e);
             }
         });
         if let Some(e) = err {
@@ -286,10 +288,10 @@ impl SnapWriter {
         let mut order: Vec<usize> = (0..rows.ends.len()).collect();
         order.sort_unstable_by(|&a, &b| rows.key(a).cmp(rows.key(b)));
         let keys: Vec<&[u8]> = order.iter().map(|&i| rows.key(i)).collect();
-        let cols = permuted(&rows.cols, &order);
+        let cols = rows.values.permuted(&order);
         let refs: Vec<&[u64]> = cols.iter().map(Vec::as_slice).collect();
-        let p = match crate::name_block::encode_at_level(&keys, &refs, &rows.widths, Codec::Zstd, 1)
-        {
+        let widths = &rows.values.widths;
+        let p = match crate::name_block::encode_at_level(&keys, &refs, widths, Codec::Zstd, 1) {
             Ok(block) => {
                 let mut p = row_head(10, counter, stripe, lsn);
                 for key in [keys[0], keys[keys.len() - 1]] {
@@ -323,9 +325,9 @@ impl SnapWriter {
         let mut order: Vec<usize> = (0..rows.ids.len()).collect();
         order.sort_unstable_by_key(|&i| rows.ids[i]);
         let ids: Vec<u64> = order.iter().map(|&i| rows.ids[i]).collect();
-        let cols = permuted(&rows.cols, &order);
+        let cols = rows.values.permuted(&order);
         let refs: Vec<&[u64]> = cols.iter().map(Vec::as_slice).collect();
-        let p = match encode_block(&ids, &refs, &rows.widths, Codec::Zstd) {
+        let p = match encode_block(&ids, &refs, &rows.values.widths, Codec::Zstd) {
             Ok(block) => {
                 let mut p = row_head(8, counter, stripe, lsn);
                 p.extend_from_slice(&block);
@@ -337,7 +339,8 @@ impl SnapWriter {
                 &cols,
             ),
         };
-        rows.clear();
+        rows.ids.clear();
+        rows.values.clear();
         self.frame(&p)
     }
 
@@ -453,7 +456,7 @@ impl SnapWriter {
         p.put_var(entries.len() as u64);
         for (at, k, t) in entries {
             p.put_var(*at);
-            write_key(&mut p, k);
+            write_key(&mut p, k.as_key());
             p.put_str(t);
         }
         self.frame(&p)
