@@ -17,7 +17,7 @@ use crate::error::{io_err, Error, Result};
 use crate::hash::FastMap;
 use crate::key::Key;
 use crate::log::{FsyncPolicy, Log};
-use crate::record::{encode_set_body, write_key, write_spec};
+use crate::record::{encode_set_body, write_key, write_spec, RunRecord};
 use crate::stripe::Located;
 use crate::{evict, logread, recover, replicated, snapshot};
 use crate::{Applied, LogOfRecord};
@@ -439,6 +439,10 @@ impl Engine {
         let mut log = self.inner.log.batch()?;
         let ts = now_ms();
         let mut newest = Pending::NONE;
+        // The applied values, logged as one record (or one per `RUN_RECORD_ITEMS`) while
+        // every stripe of the run is still locked: a snapshot's copy of a stripe sees all
+        // of the run's writes to it and a mark past the record, or none and a mark below.
+        let mut run = RunRecord::new(counter, col as u16, items.len());
         // Numeric rows go in groups, as in `Table::incr_many`: every op of a group is
         // aimed (its key lines asked for), then located (its value's line asked for),
         // then applied in order; so the memory waits of a group overlap instead of
@@ -466,10 +470,11 @@ impl Engine {
                     .take()
                     .and_then(|located| st.incr_found(located, col, delta, spec))
                 {
-                    let lsn = log.append(ts, |b| {
-                        encode_set_body(b, counter, key, col as u16, value, None)
-                    });
-                    newest = Pending(lsn);
+                    run.push(key, value);
+                    if run.full() {
+                        newest = Pending(log.append(ts, |b| b.extend_from_slice(run.body())));
+                        run.clear();
+                    }
                     out.push(Ok(value));
                     continue;
                 }
@@ -481,19 +486,19 @@ impl Engine {
                     out.push(Err(e));
                     continue;
                 }
-                let mut lsn = 0;
-                let result = st.update(key, col, &schema, |cur| {
-                    let value = apply_delta(cur, delta, spec)?;
-                    lsn = log.append(ts, |b| {
-                        encode_set_body(b, counter, key, col as u16, value, None)
-                    });
-                    Ok(value)
-                });
-                if result.is_ok() {
-                    newest = Pending(lsn);
+                let result = st.update(key, col, &schema, |cur| apply_delta(cur, delta, spec));
+                if let Ok(value) = result {
+                    run.push(key, value);
+                    if run.full() {
+                        newest = Pending(log.append(ts, |b| b.extend_from_slice(run.body())));
+                        run.clear();
+                    }
                 }
                 out.push(result);
             }
+        }
+        if !run.is_empty() {
+            newest = Pending(log.append(ts, |b| b.extend_from_slice(run.body())));
         }
         Ok(newest)
     }

@@ -1,7 +1,10 @@
 //! Log records: what one mutation looks like on disk.
 //!
 //! Increments are logged as the value they produced (`Set`), so replay never has to
-//! re-run a bounds check and applying a record twice is harmless.
+//! re-run a bounds check and applying a record twice is harmless. A run of increments
+//! of one column ([`crate::Engine::incr_run`]) is logged as one `SetRun` record: the
+//! same values, one frame, lsn and CRC for up to [`RUN_RECORD_ITEMS`] of them instead
+//! of one each (a `Set` record of an integer key is ~40 bytes, a run's item ~11).
 
 use crate::codec::{Put, Reader};
 use crate::column::ColumnSpec;
@@ -21,6 +24,13 @@ pub(crate) enum Op {
         col: u16,
         value: u64,
         txid: Option<String>,
+    },
+    /// Column `col` of each row took its value, in order: what `Set` records one by
+    /// one would say (no txids).
+    SetRun {
+        counter: String,
+        col: u16,
+        items: Vec<(OwnedKey, u64)>,
     },
     /// A row was deleted.
     Delete { counter: String, key: OwnedKey },
@@ -103,6 +113,74 @@ pub(crate) fn encode_set_body(
     }
 }
 
+/// Most items one `SetRun` record holds: a run of more is logged as several, so a record
+/// stays well below a JetStream message's limit (~11 bytes an integer-keyed item; string
+/// keys, up to 512 bytes each, also end a record at [`RUN_RECORD_BYTES`]).
+pub(crate) const RUN_RECORD_ITEMS: usize = 4096;
+
+/// Bytes past which a `SetRun` record is ended and another begun (see
+/// [`RUN_RECORD_ITEMS`]).
+const RUN_RECORD_BYTES: usize = 256 << 10;
+
+/// A `SetRun` record's body being gathered: its head, then one item per applied
+/// increment. Exists so a run of increments pays one frame, lsn and CRC, not one per
+/// increment.
+pub(crate) struct RunRecord {
+    body: Vec<u8>,
+    head: usize,
+    items: usize,
+}
+
+impl RunRecord {
+    /// An empty record for column `col` of `counter`, with room for about `items`.
+    pub(crate) fn new(counter: &str, col: u16, items: usize) -> RunRecord {
+        let mut body = Vec::with_capacity(16 + counter.len() + items.min(RUN_RECORD_ITEMS) * 11);
+        body.put_u8(7);
+        body.put_str(counter);
+        body.put_var(col as u64);
+        // The item count, filled in by `body` (a record cut short never parses).
+        body.put_u32(0);
+        let head = body.len();
+        RunRecord {
+            body,
+            head,
+            items: 0,
+        }
+    }
+
+    /// Adds one item: `key`'s column took `value`.
+    #[inline]
+    pub(crate) fn push(&mut self, key: Key<'_>, value: u64) {
+        put_key(&mut self.body, key);
+        self.body.put_var(value);
+        self.items += 1;
+    }
+
+    /// Whether it holds no item (then it is not logged).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.items == 0
+    }
+
+    /// Whether it should be logged now and a new one begun.
+    #[inline]
+    pub(crate) fn full(&self) -> bool {
+        self.items >= RUN_RECORD_ITEMS || self.body.len() >= RUN_RECORD_BYTES
+    }
+
+    /// The body so far, its item count filled in, to append to the log.
+    pub(crate) fn body(&mut self) -> &[u8] {
+        let at = self.head - 4;
+        self.body[at..self.head].copy_from_slice(&(self.items as u32).to_le_bytes());
+        &self.body
+    }
+
+    /// Empties it for the next record of the same counter and column.
+    pub(crate) fn clear(&mut self) {
+        self.body.truncate(self.head);
+        self.items = 0;
+    }
+}
+
 /// Writes the common header of every record payload.
 pub(crate) fn encode_head(out: &mut Vec<u8>, lsn: u64, ts_ms: u64) {
     out.put_u64(lsn);
@@ -133,6 +211,17 @@ impl Record {
                 txid,
             } => {
                 encode_set_body(out, counter, key.as_key(), *col, *value, txid.as_deref());
+            }
+            Op::SetRun {
+                counter,
+                col,
+                items,
+            } => {
+                let mut run = RunRecord::new(counter, *col, items.len());
+                for (key, value) in items {
+                    run.push(key.as_key(), *value);
+                }
+                out.extend_from_slice(run.body());
             }
             Op::Delete { counter, key } => {
                 out.put_u8(5);
@@ -184,6 +273,24 @@ impl Record {
             6 => Op::Clear {
                 counter: r.str()?.to_string(),
             },
+            7 => {
+                let counter = r.str()?.to_string();
+                let col = u16::try_from(r.var()?).ok()?;
+                let n = r.u32()? as usize;
+                if n == 0 {
+                    return None;
+                }
+                // At least 2 bytes an item: a count past the bytes left is garbage.
+                let mut items = Vec::with_capacity(n.min(r.remaining() / 2));
+                for _ in 0..n {
+                    items.push((get_key(&mut r)?, r.var()?));
+                }
+                Op::SetRun {
+                    counter,
+                    col,
+                    items,
+                }
+            }
             _ => return None,
         };
         r.is_empty().then_some(Record { lsn, ts_ms, op })
@@ -241,6 +348,19 @@ mod tests {
                 ts_ms: 9,
                 op: Op::Clear {
                     counter: "w".into(),
+                },
+            },
+            Record {
+                lsn: 6,
+                ts_ms: 10,
+                op: Op::SetRun {
+                    counter: "w".into(),
+                    col: 2,
+                    items: vec![
+                        (OwnedKey::Id(1 << 40), 3),
+                        (OwnedKey::Name("pageviews:/home".into()), 300),
+                        (OwnedKey::Id(7), u64::MAX >> 1),
+                    ],
                 },
             },
         ];

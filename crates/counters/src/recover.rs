@@ -722,26 +722,40 @@ fn replay(
                 report.anomalies += 1;
                 return;
             };
-            let (s, mark) = stripe_mark(marks, &counter, &key);
-            if rec.lsn < mark {
-                return;
-            }
-            let specs = c.schema.read();
-            if col as usize >= specs.len() {
+            let txid = txid.filter(|_| rec.ts_ms >= cutoff_ms);
+            replay_set(
+                c,
+                &counter,
+                marks,
+                (rec.lsn, rec.ts_ms),
+                key,
+                col,
+                value,
+                txid,
+                report,
+            );
+        }
+        Op::SetRun {
+            counter,
+            col,
+            items,
+        } => {
+            let Some(c) = counters.get(&counter) else {
                 report.anomalies += 1;
                 return;
-            }
-            let mut st = c.stripes[s].write();
-            if let Err(e) = st.thaw_for(key.as_key(), &specs) {
-                report.anomalies += 1;
-                report.dropped.push(cold_unreadable(&counter, rec.lsn, &e));
-                return;
-            }
-            st.set(key.as_key(), col as usize, value, &specs);
-            if let Some(t) = txid {
-                if rec.ts_ms >= cutoff_ms {
-                    st.txids.insert(key, &t, rec.ts_ms);
-                }
+            };
+            for (key, value) in items {
+                replay_set(
+                    c,
+                    &counter,
+                    marks,
+                    (rec.lsn, rec.ts_ms),
+                    key,
+                    col,
+                    value,
+                    None,
+                    report,
+                );
             }
         }
         Op::Delete { counter, key } => {
@@ -775,6 +789,44 @@ fn replay(
                 }
             }
         }
+    }
+}
+
+/// Replays one value of a `Set` record or of a `SetRun` record's items: skipped if the
+/// stripe's snapshot copy is newer than the record (`at` = its lsn and time), else the
+/// row is brought back from the cold tier if it is there, set, and `txid` (one still
+/// within the window) noted.
+#[allow(clippy::too_many_arguments)]
+fn replay_set(
+    c: &Counter,
+    counter: &str,
+    marks: &Marks,
+    at: (u64, u64),
+    key: OwnedKey,
+    col: u16,
+    value: u64,
+    txid: Option<String>,
+    report: &mut RecoveryReport,
+) {
+    let (lsn, ts_ms) = at;
+    let (s, mark) = stripe_mark(marks, counter, &key);
+    if lsn < mark {
+        return;
+    }
+    let specs = c.schema.read();
+    if col as usize >= specs.len() {
+        report.anomalies += 1;
+        return;
+    }
+    let mut st = c.stripes[s].write();
+    if let Err(e) = st.thaw_for(key.as_key(), &specs) {
+        report.anomalies += 1;
+        report.dropped.push(cold_unreadable(counter, lsn, &e));
+        return;
+    }
+    st.set(key.as_key(), col as usize, value, &specs);
+    if let Some(t) = txid {
+        st.txids.insert(key, &t, ts_ms);
     }
 }
 

@@ -111,6 +111,24 @@ fn apply_one(
                 }
             }
         }
+        Op::SetRun {
+            counter,
+            col,
+            items,
+        } => {
+            let Some(c) = counters.read().get(counter).cloned() else {
+                return Ok(());
+            };
+            let specs = c.schema.read();
+            if *col as usize >= specs.len() {
+                return Ok(());
+            }
+            for (key, value) in items {
+                let mut st = c.stripes[stripe_of(key.as_key())].write();
+                st.thaw_for(key.as_key(), &specs)?;
+                st.set(key.as_key(), *col as usize, *value, &specs);
+            }
+        }
         Op::Clear { counter } => {
             // FLUSHDB on the leader: every row of the counter goes (columns stay).
             let Some(c) = counters.read().get(counter).cloned() else {

@@ -129,3 +129,47 @@ fn a_refused_batch_is_not_acknowledged_and_stops_writes() {
     assert!(leader.incr("c", Key::Id(1), "v", 5, None).is_err());
     assert_eq!(sink.batches.lock().len(), 2);
 }
+
+/// A run of increments is one record per 4,096 items (`SetRun`): a follower applies it
+/// item by item and ends with the leader's values, integer and string keys alike; a
+/// refused item is in no record.
+#[test]
+fn a_follower_applies_runs_of_increments_as_the_leader_did() {
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (leader, sink) = recording_leader(dirs.0.path(), opts(FsyncPolicy::No), "weibo", "likes");
+    let names: Vec<String> = (0..50).map(|i| format!("pageviews:/a/{i}")).collect();
+    let mut items: Vec<(Key, i64)> = Vec::new();
+    for i in 0..10_000u64 {
+        items.push((Key::Id((i * 7919) % 3_000 + (1 << 40)), 1 + (i % 3) as i64));
+        if i % 97 == 0 {
+            items.push((Key::Name(&names[(i % 50) as usize]), 5));
+        }
+    }
+    // Below zero: refused, logged nowhere.
+    items.push((Key::Id(1 << 40), -1_000_000));
+    let lsn_before = leader.next_lsn();
+    let mut out = Vec::new();
+    let p = leader.incr_run("weibo", "likes", &items, &mut out).unwrap();
+    leader.commit(p).unwrap();
+    assert!(out.last().unwrap().is_err());
+    assert_eq!(out.iter().filter(|r| r.is_ok()).count(), items.len() - 1);
+    // 10,104 applied items: three records.
+    assert_eq!(leader.next_lsn() - lsn_before, 3);
+
+    let follower = Engine::open(dirs.1.path(), opts(FsyncPolicy::No)).unwrap();
+    follower.set_read_only(true);
+    for (_, _, frames) in sink.batches.lock().iter() {
+        follower.apply_replicated(frames).unwrap();
+    }
+    assert_eq!(follower.next_lsn(), leader.next_lsn());
+    for (key, _) in &items {
+        assert_eq!(
+            follower.get("weibo", *key, "likes").unwrap(),
+            leader.get("weibo", *key, "likes").unwrap()
+        );
+    }
+    assert_eq!(
+        follower.stats().counters[0].rows,
+        leader.stats().counters[0].rows
+    );
+}
