@@ -718,19 +718,15 @@ fn replay(
             value,
             txid,
         } => {
-            let Some(c) = counters.get(&counter) else {
-                report.anomalies += 1;
-                return;
-            };
             let txid = txid.filter(|_| rec.ts_ms >= cutoff_ms);
-            replay_set(
-                c,
+            let at = (rec.lsn, rec.ts_ms);
+            replay_values(
+                counters,
                 &counter,
                 marks,
-                (rec.lsn, rec.ts_ms),
-                key,
+                at,
                 col,
-                value,
+                [(key, value)],
                 txid,
                 report,
             );
@@ -740,23 +736,8 @@ fn replay(
             col,
             items,
         } => {
-            let Some(c) = counters.get(&counter) else {
-                report.anomalies += 1;
-                return;
-            };
-            for (key, value) in items {
-                replay_set(
-                    c,
-                    &counter,
-                    marks,
-                    (rec.lsn, rec.ts_ms),
-                    key,
-                    col,
-                    value,
-                    None,
-                    report,
-                );
-            }
+            let at = (rec.lsn, rec.ts_ms);
+            replay_values(counters, &counter, marks, at, col, items, None, report);
         }
         Op::Delete { counter, key } => {
             let Some(c) = counters.get(&counter) else {
@@ -792,41 +773,46 @@ fn replay(
     }
 }
 
-/// Replays one value of a `Set` record or of a `SetRun` record's items: skipped if the
-/// stripe's snapshot copy is newer than the record (`at` = its lsn and time), else the
-/// row is brought back from the cold tier if it is there, set, and `txid` (one still
-/// within the window) noted.
+/// Replays the values of a `Set` record (one, maybe with a txid still within the window)
+/// or of a `SetRun` record's items (many, no txid), `at` = the record's lsn and time:
+/// a value whose stripe's snapshot copy is newer than the record is skipped, else its
+/// row is brought back from the cold tier if it is there and set.
 #[allow(clippy::too_many_arguments)]
-fn replay_set(
-    c: &Counter,
+fn replay_values(
+    counters: &FastMap<String, Arc<Counter>>,
     counter: &str,
     marks: &Marks,
     at: (u64, u64),
-    key: OwnedKey,
     col: u16,
-    value: u64,
+    items: impl IntoIterator<Item = (OwnedKey, u64)>,
     txid: Option<String>,
     report: &mut RecoveryReport,
 ) {
+    let Some(c) = counters.get(counter) else {
+        report.anomalies += 1;
+        return;
+    };
     let (lsn, ts_ms) = at;
-    let (s, mark) = stripe_mark(marks, counter, &key);
-    if lsn < mark {
-        return;
-    }
-    let specs = c.schema.read();
-    if col as usize >= specs.len() {
-        report.anomalies += 1;
-        return;
-    }
-    let mut st = c.stripes[s].write();
-    if let Err(e) = st.thaw_for(key.as_key(), &specs) {
-        report.anomalies += 1;
-        report.dropped.push(cold_unreadable(counter, lsn, &e));
-        return;
-    }
-    st.set(key.as_key(), col as usize, value, &specs);
-    if let Some(t) = txid {
-        st.txids.insert(key, &t, ts_ms);
+    for (key, value) in items {
+        let (s, mark) = stripe_mark(marks, counter, &key);
+        if lsn < mark {
+            continue;
+        }
+        let specs = c.schema.read();
+        if col as usize >= specs.len() {
+            report.anomalies += 1;
+            return;
+        }
+        let mut st = c.stripes[s].write();
+        if let Err(e) = st.thaw_for(key.as_key(), &specs) {
+            report.anomalies += 1;
+            report.dropped.push(cold_unreadable(counter, lsn, &e));
+            continue;
+        }
+        st.set(key.as_key(), col as usize, value, &specs);
+        if let Some(t) = &txid {
+            st.txids.insert(key, t, ts_ms);
+        }
     }
 }
 

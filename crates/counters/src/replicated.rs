@@ -10,6 +10,7 @@ use crate::codec::{unframe, Reader};
 use crate::counter::{stripe_of, Counter};
 use crate::error::{Error, Result};
 use crate::hash::FastMap;
+use crate::key::OwnedKey;
 use crate::log::Log;
 use crate::record::{Op, Record};
 use crate::Applied;
@@ -64,6 +65,38 @@ pub(crate) fn apply(
     Ok(out)
 }
 
+/// Sets column `col` of each row to its value, as a `Set` record (one item, maybe a txid
+/// with the window's cutoff) or a `SetRun` record (many, none) says; a counter or column
+/// this follower does not have yet is skipped, as the leader had it by then.
+fn apply_values<'k>(
+    counters: &RwLock<FastMap<String, Arc<Counter>>>,
+    counter: &str,
+    col: u16,
+    items: impl IntoIterator<Item = (&'k OwnedKey, u64)>,
+    txid: Option<(&str, u64)>,
+    ts_ms: u64,
+) -> Result<()> {
+    let Some(c) = counters.read().get(counter).cloned() else {
+        return Ok(());
+    };
+    let specs = c.schema.read();
+    if col as usize >= specs.len() {
+        return Ok(());
+    }
+    for (key, value) in items {
+        let mut st = c.stripes[stripe_of(key.as_key())].write();
+        st.thaw_for(key.as_key(), &specs)?;
+        st.set(key.as_key(), col as usize, value, &specs);
+        if let Some((t, cutoff_ms)) = txid {
+            st.txids.expire(cutoff_ms);
+            if ts_ms >= cutoff_ms {
+                st.txids.insert(key.clone(), t, ts_ms);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Applies one record the way the leader did (values are absolute, so this is the
 /// same state the leader had after it).
 fn apply_one(
@@ -94,40 +127,16 @@ fn apply_one(
             value,
             txid,
         } => {
-            let Some(c) = counters.read().get(counter).cloned() else {
-                return Ok(());
-            };
-            let specs = c.schema.read();
-            if *col as usize >= specs.len() {
-                return Ok(());
-            }
-            let mut st = c.stripes[stripe_of(key.as_key())].write();
-            st.thaw_for(key.as_key(), &specs)?;
-            st.set(key.as_key(), *col as usize, *value, &specs);
-            if let Some(t) = txid {
-                st.txids.expire(txid_cutoff_ms);
-                if rec.ts_ms >= txid_cutoff_ms {
-                    st.txids.insert(key.clone(), t, rec.ts_ms);
-                }
-            }
+            let txid = txid.as_deref().map(|t| (t, txid_cutoff_ms));
+            apply_values(counters, counter, *col, [(key, *value)], txid, rec.ts_ms)?;
         }
         Op::SetRun {
             counter,
             col,
             items,
         } => {
-            let Some(c) = counters.read().get(counter).cloned() else {
-                return Ok(());
-            };
-            let specs = c.schema.read();
-            if *col as usize >= specs.len() {
-                return Ok(());
-            }
-            for (key, value) in items {
-                let mut st = c.stripes[stripe_of(key.as_key())].write();
-                st.thaw_for(key.as_key(), &specs)?;
-                st.set(key.as_key(), *col as usize, *value, &specs);
-            }
+            let items = items.iter().map(|(key, value)| (key, *value));
+            apply_values(counters, counter, *col, items, None, rec.ts_ms)?;
         }
         Op::Clear { counter } => {
             // FLUSHDB on the leader: every row of the counter goes (columns stay).
