@@ -472,7 +472,7 @@ impl Engine {
                 {
                     run.push(key, value);
                     if run.full() {
-                        newest = Pending(log.append(ts, |b| b.extend_from_slice(run.body())));
+                        newest = Pending(log.append(ts, |b| run.write_body(b)));
                         run.clear();
                     }
                     out.push(Ok(value));
@@ -490,7 +490,7 @@ impl Engine {
                 if let Ok(value) = result {
                     run.push(key, value);
                     if run.full() {
-                        newest = Pending(log.append(ts, |b| b.extend_from_slice(run.body())));
+                        newest = Pending(log.append(ts, |b| run.write_body(b)));
                         run.clear();
                     }
                 }
@@ -498,7 +498,7 @@ impl Engine {
             }
         }
         if !run.is_empty() {
-            newest = Pending(log.append(ts, |b| b.extend_from_slice(run.body())));
+            newest = Pending(log.append(ts, |b| run.write_body(b)));
         }
         Ok(newest)
     }

@@ -125,15 +125,20 @@ const RUN_RECORD_BYTES: usize = 256 << 10;
 /// A `SetRun` record's body being gathered: its head, then one item per applied
 /// increment. Exists so a run of increments pays one frame, lsn and CRC, not one per
 /// increment.
-pub(crate) struct RunRecord {
+pub(crate) struct RunRecord<'k> {
     body: Vec<u8>,
     head: usize,
     items: usize,
+    counter: &'k str,
+    col: u16,
+    /// The last item pushed: a record of one item is written as the `Set` record it
+    /// stands for, 4 bytes shorter (no count) and readable by any build.
+    last: Option<(Key<'k>, u64)>,
 }
 
-impl RunRecord {
+impl<'k> RunRecord<'k> {
     /// An empty record for column `col` of `counter`, with room for about `items`.
-    pub(crate) fn new(counter: &str, col: u16, items: usize) -> RunRecord {
+    pub(crate) fn new(counter: &'k str, col: u16, items: usize) -> RunRecord<'k> {
         let mut body = Vec::with_capacity(16 + counter.len() + items.min(RUN_RECORD_ITEMS) * 11);
         body.put_u8(7);
         body.put_str(counter);
@@ -145,15 +150,19 @@ impl RunRecord {
             body,
             head,
             items: 0,
+            counter,
+            col,
+            last: None,
         }
     }
 
     /// Adds one item: `key`'s column took `value`.
     #[inline]
-    pub(crate) fn push(&mut self, key: Key<'_>, value: u64) {
+    pub(crate) fn push(&mut self, key: Key<'k>, value: u64) {
         put_key(&mut self.body, key);
         self.body.put_var(value);
         self.items += 1;
+        self.last = Some((key, value));
     }
 
     /// Whether it holds no item (then it is not logged).
@@ -167,17 +176,23 @@ impl RunRecord {
         self.items >= RUN_RECORD_ITEMS || self.body.len() >= RUN_RECORD_BYTES
     }
 
-    /// The body so far, its item count filled in, to append to the log.
-    pub(crate) fn body(&mut self) -> &[u8] {
+    /// Writes the record's body (a `Set` record's if it holds one item) to `out`: what
+    /// the log appends.
+    pub(crate) fn write_body(&mut self, out: &mut Vec<u8>) {
+        if let (1, Some((key, value))) = (self.items, self.last) {
+            encode_set_body(out, self.counter, key, self.col, value, None);
+            return;
+        }
         let at = self.head - 4;
         self.body[at..self.head].copy_from_slice(&(self.items as u32).to_le_bytes());
-        &self.body
+        out.extend_from_slice(&self.body);
     }
 
     /// Empties it for the next record of the same counter and column.
     pub(crate) fn clear(&mut self) {
         self.body.truncate(self.head);
         self.items = 0;
+        self.last = None;
     }
 }
 
@@ -221,7 +236,7 @@ impl Record {
                 for (key, value) in items {
                     run.push(key.as_key(), *value);
                 }
-                out.extend_from_slice(run.body());
+                run.write_body(out);
             }
             Op::Delete { counter, key } => {
                 out.put_u8(5);
@@ -300,6 +315,27 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run of one item is logged as the `Set` record it stands for (4 bytes shorter,
+    /// and readable by builds that do not know `SetRun`); more items make a `SetRun`.
+    #[test]
+    fn a_run_of_one_is_a_set_record() {
+        let mut run = RunRecord::new("w", 1, 1);
+        run.push(Key::Id(9), 70000);
+        let (mut one, mut set) = (Vec::new(), Vec::new());
+        run.write_body(&mut one);
+        encode_set_body(&mut set, "w", Key::Id(9), 1, 70000, None);
+        assert_eq!(one, set);
+        run.push(Key::Name("home"), 5);
+        let mut two = Vec::new();
+        run.write_body(&mut two);
+        assert_eq!(two[0], 7);
+        let mut payload = Vec::new();
+        encode_head(&mut payload, 1, 2);
+        payload.extend_from_slice(&two);
+        let rec = Record::decode(&payload).unwrap();
+        assert!(matches!(rec.op, Op::SetRun { ref items, .. } if items.len() == 2));
+    }
 
     #[test]
     fn records_round_trip_and_garbage_is_refused() {
