@@ -173,9 +173,11 @@ pub struct CounterSettings {
     pub role: String,
     /// How long the leader's lease lasts without renewal, ms (renewed every third of it).
     pub lease_ms: u64,
-    /// With the `jetstream` log: snapshots kept in the store's object store (1-16). The
-    /// stream is purged up to what the oldest of them covers, so a damaged newest one
-    /// can fall back on the one before.
+    /// Snapshots kept (1-16), so a damaged newest one can fall back on the one before:
+    /// in the data directory, with the log segments the oldest kept one needs (and the
+    /// cold files it names); with the `jetstream` log also in the store's object store,
+    /// the stream purged up to what the oldest of them covers. 1 keeps the directory
+    /// smallest (a billion cold-tiered rows: about the newest snapshot less on disk).
     pub snapshots_kept: usize,
     /// The cold tier: when the engine's memory passes this size (`"2GiB"`), the least
     /// recently written partitions go to disk. None: no limit, everything in RAM.

@@ -81,7 +81,7 @@ pub(crate) fn engine_options(
             None
         },
         block_cache_bytes: settings.counters.block_cache_bytes()?,
-        ..shardkit_counters::Options::default()
+        keep_snapshots: settings.counters.snapshots_kept,
     })
 }
 

@@ -173,6 +173,36 @@ fn bad_cold_tier_settings_stop_the_start_with_their_name() {
     }
 }
 
+/// `[counters] snapshots_kept` bounds the snapshots in the data directory (each clean
+/// stop writes one): 1 keeps only the newest, the default 2 the one before as well, and
+/// nothing written is lost either way.
+#[test]
+fn snapshots_kept_bounds_the_snapshots_in_the_data_directory() {
+    for (toml, kept) in [("[counters]\nsnapshots_kept = 1\n", 1), ("", 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Node::new(dir.path(), toml);
+        for round in 1..=3i64 {
+            let server = node.start();
+            let mut con = server.redis();
+            let v: i64 = redis::cmd("INCR").arg("kept:7").query(&mut con).unwrap();
+            assert_eq!(v, round, "{toml:?}");
+            assert!(server.terminate().success());
+        }
+        let snaps: Vec<String> = std::fs::read_dir(node.data.join("counters"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("snap-") && n.ends_with(".snap"))
+            .collect();
+        assert_eq!(snaps.len(), kept, "{toml:?}: {snaps:?}");
+        let server = node.start();
+        let v: i64 = redis::cmd("GET")
+            .arg("kept:7")
+            .query(&mut server.redis())
+            .unwrap();
+        assert_eq!(v, 3, "{toml:?}");
+    }
+}
+
 /// String-keyed rows go cold one by one (not by partition): written once, they are on
 /// disk one to two `cold_after` later, read back through RESP, brought back by a write,
 /// and kept across a restart.
