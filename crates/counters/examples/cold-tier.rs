@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, Options};
 
 mod common;
-use common::{drop_page_cache, percentiles, snapshot_then_open, status_bytes};
+use common::{dir_bytes, drop_page_cache, percentiles, snapshot_then_open, status_bytes};
 
 struct Rng(u64);
 
@@ -126,10 +126,17 @@ fn kept(rows: usize) -> Kept {
     k
 }
 
+/// `KEEP_SNAPSHOTS` (the engine's `keep_snapshots`, the server's `[counters]
+/// snapshots_kept`; default 2) decides how much of the directory the older snapshot and
+/// its log take.
 fn opts() -> Options {
     Options {
         fsync: FsyncPolicy::No,
         snapshot_log_bytes: None,
+        keep_snapshots: std::env::var("KEEP_SNAPSHOTS")
+            .ok()
+            .and_then(|k| k.parse().ok())
+            .unwrap_or(2),
         ..Options::default()
     }
 }
@@ -353,8 +360,15 @@ fn main() {
                 s.bytes_disk as f64 / s.cold_rows.max(1) as f64
             );
             let (rate, done, secs) = increments(&e, &k.newest, &mut rng);
+            let after = e.stats().counters[0].clone();
             println!(
-                "increments to the newest 1%: {rate:.2} M/s ({done} in {secs:.1} s, incr_run of 1,024)"
+                "increments to the newest 1%: {rate:.2} M/s ({done} in {secs:.1} s, incr_run of 1,024); \
+                 meanwhile the engine's own passes moved {} rows to the cold tier ({} -> {} hot partitions, engine count {:.1} -> {:.1} MiB)",
+                s.hot_rows.saturating_sub(after.hot_rows),
+                s.dense_partitions,
+                after.dense_partitions,
+                s.bytes as f64 / 1048576.0,
+                after.bytes as f64 / 1048576.0
             );
             println!(
                 "RSS after the increments {:.1} MiB, peak {:.1} MiB",
@@ -364,6 +378,15 @@ fn main() {
             // So that the opens below do not replay the increments from the log.
             e.snapshot().unwrap();
             e.close().unwrap();
+            let parts: Vec<String> = dir_bytes(dir)
+                .iter()
+                .map(|(what, b)| format!("{what} {:.3}", *b as f64 / rows as f64))
+                .collect();
+            println!(
+                "on disk after a snapshot, keep_snapshots {}, bytes per row: {}",
+                opts().keep_snapshots,
+                parts.join(", ")
+            );
             // Cold reads with no block cache (a budget of one byte holds no block): every
             // get reads and decodes its block from the file (which the OS page cache
             // may hold: it was just written, unless DROP_CACHES=1 empties it first).

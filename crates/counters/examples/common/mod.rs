@@ -65,3 +65,29 @@ pub fn percentiles(mut t: Vec<Duration>) -> (f64, f64) {
     let at = |q: f64| t[((t.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e6;
     (at(0.50), at(0.99))
 }
+
+/// Bytes of the files in `dir` by kind (`cold-`, `snap-`, `log-`, the rest), and all of
+/// them: what a data directory costs on disk, and what each part of it is.
+// `cold-names` includes this module too and does not use it.
+#[allow(dead_code)]
+pub fn dir_bytes(dir: &str) -> Vec<(&'static str, u64)> {
+    let mut by = vec![
+        ("cold files", 0),
+        ("snapshots", 0),
+        ("log", 0),
+        ("other", 0),
+    ];
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let len = e.metadata().unwrap().len();
+        let kind = ["cold-", "snap-", "log-"]
+            .iter()
+            .position(|p| name.starts_with(p))
+            .unwrap_or(3);
+        by[kind].1 += len;
+    }
+    let all = by.iter().map(|(_, b)| b).sum();
+    by.push(("the whole directory", all));
+    by
+}
