@@ -151,6 +151,121 @@ fn slot(key: &str) -> u16 {
     shardkit::cluster::slot::key_slot(key.as_bytes())
 }
 
+/// A pipeline of increments to one node, over two of its groups and a slot it does not
+/// own: the increments of one group go to the engine together across commands (one
+/// run), and still each reply comes in its command's place, `-MOVED` included, and
+/// each value lands in its own group once.
+#[test]
+fn a_pipeline_over_groups_and_a_moved_slot_keeps_its_replies_in_order() {
+    let nats = Nats::start();
+    let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let nodes = placed_cluster(&nats, "c0", &dirs);
+    let here = nodes[0].resp.to_string();
+    let owners: Vec<(u16, u16, String)> = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query::<Vec<redis::Value>>(&mut nodes[0].redis())
+        .unwrap()
+        .into_iter()
+        .map(slot_range)
+        .collect();
+    let owner = |key: &str| {
+        let s = slot(key);
+        owners
+            .iter()
+            .find(|(first, last, _)| (*first..=*last).contains(&s))
+            .map(|(_, _, addr)| addr.clone())
+            .unwrap()
+    };
+    let group = |key: &str| u32::from(slot(key)) * u32::from(GROUPS) / 16384;
+    // Three rows of one group led here, two of another, one elsewhere.
+    let keys: Vec<String> = (0..10_000).map(|i| format!("pv:{{{i}}}")).collect();
+    let mine: Vec<&String> = keys.iter().filter(|k| owner(k) == here).collect();
+    let g1 = group(mine[0]);
+    let a: Vec<&String> = mine
+        .iter()
+        .copied()
+        .filter(|k| group(k) == g1)
+        .take(3)
+        .collect();
+    let b: Vec<&String> = mine
+        .iter()
+        .copied()
+        .filter(|k| group(k) != g1)
+        .filter({
+            let g2 = mine.iter().map(|k| group(k)).find(|&g| g != g1).unwrap();
+            move |k| group(k) == g2
+        })
+        .take(2)
+        .collect();
+    let away = keys.iter().find(|k| owner(k) != here).unwrap();
+    assert_eq!((a.len(), b.len()), (3, 2));
+    let commands: Vec<(&str, i64)> = vec![
+        (a[0], 1),
+        (a[1], 2),
+        (a[2], 3),
+        (b[0], 4),
+        (b[1], 5),
+        (away, 6),
+        (a[0], 7),
+        (b[0], 8),
+        (a[0], 0),
+    ];
+    let mut stream = std::net::TcpStream::connect(nodes[0].resp).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut batch = Vec::new();
+    for (key, by) in &commands {
+        let by = by.to_string();
+        batch.extend_from_slice(
+            format!(
+                "*3\r\n$6\r\nINCRBY\r\n${}\r\n{key}\r\n${}\r\n{by}\r\n",
+                key.len(),
+                by.len()
+            )
+            .as_bytes(),
+        );
+    }
+    stream.write_all(&batch).unwrap();
+    let mut replies = BufReader::new(stream);
+    let got: Vec<String> = (0..commands.len())
+        .map(|_| {
+            let mut line = String::new();
+            replies.read_line(&mut line).unwrap();
+            line.trim_end().to_string()
+        })
+        .collect();
+    let moved = format!("-MOVED {} {}", slot(away), owner(away));
+    let want = [
+        ":1",
+        ":2",
+        ":3",
+        ":4",
+        ":5",
+        moved.as_str(),
+        ":8",
+        ":12",
+        ":8",
+    ];
+    assert_eq!(got, want);
+    // Each row holds what was added to it, in its own group, once.
+    let mut con = nodes[0].redis();
+    for (key, value) in [(a[0], 8), (a[1], 2), (a[2], 3), (b[0], 12), (b[1], 5)] {
+        let v: i64 = redis::cmd("GET").arg(key.as_str()).query(&mut con).unwrap();
+        assert_eq!(v, value, "{key}");
+    }
+    let elsewhere = nodes.iter().find(|n| n.resp.to_string() != here).unwrap();
+    let v: Option<i64> = redis::cmd("GET")
+        .arg(away.as_str())
+        .query(&mut elsewhere.redis())
+        .unwrap();
+    assert_eq!(
+        v.unwrap_or(0),
+        0,
+        "the refused increment was not applied anywhere"
+    );
+}
+
 #[test]
 fn three_nodes_serve_their_slots_and_send_the_rest_where_they_live() {
     let nats = Nats::start();

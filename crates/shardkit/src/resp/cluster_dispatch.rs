@@ -47,7 +47,23 @@ pub fn run(
     }
     let args: Vec<&[u8]> = cmd.args().collect();
     let map = live.map();
-    match route(spec, &args, &map, &live.me) {
+    let route = route(spec, &args, &map, &live.me);
+    // The store of the slot's group, when this node has it open.
+    let store = match route {
+        Route::Here { slot } => live.store(map.group_of(slot)),
+        _ => None,
+    };
+    // Increments waiting for another group's store (or for any store, when this
+    // command is not served by one of this node's groups) go first: replies stay in
+    // order, and a run never mixes groups.
+    if !session.incrs.is_empty()
+        && !store
+            .as_ref()
+            .is_some_and(|s| session.incrs.is_for_group(&s.counters))
+    {
+        super::incr_run::flush(&state.counters, session, out);
+    }
+    match route {
         Route::NoKeys if spec.name == "dbsize" => {
             let rows: u64 = live.counter_stats().iter().map(|c| c.rows).sum();
             reply::integer(out, rows as i64);
@@ -94,7 +110,7 @@ pub fn run(
             }
         }
         Route::Here { slot } => {
-            let Some(store) = led_store(live, &map, slot, out) else {
+            let Some(store) = led(store, &map, slot, out) else {
                 return;
             };
             // The writes of this command wait on the group's log, not the node's own.
@@ -106,7 +122,10 @@ pub fn run(
                 session,
                 out,
             });
-            super::incr_run::flush(&store.counters, session, out);
+            // An increment it queued starts or joins this group's run, flushed into
+            // this store later (by the next command of another group, a command that
+            // does not join runs, or the end of the batch).
+            session.incrs.set_group(&store.counters);
             let pending = std::mem::replace(&mut session.pending, before);
             session.wait_for_store(&store.counters, pending);
         }
@@ -122,10 +141,18 @@ pub fn led_store(
     slot: u16,
     out: &mut BytesMut,
 ) -> Option<std::sync::Arc<crate::counter_store::CounterStore>> {
+    led(live.store(map.group_of(slot)), map, slot, out)
+}
+
+/// [`led_store`] for the store already looked up (`None`: not open here).
+fn led(
+    store: Option<std::sync::Arc<crate::counter_store::CounterStore>>,
+    map: &crate::cluster::map::SlotMap,
+    slot: u16,
+    out: &mut BytesMut,
+) -> Option<std::sync::Arc<crate::counter_store::CounterStore>> {
     let group = map.group_of(slot);
-    let store = live
-        .store(group)
-        .filter(|s| matches!(s.replication.role(), Role::Leader));
+    let store = store.filter(|s| matches!(s.replication.role(), Role::Leader));
     if store.is_none() {
         reply::error(
             out,

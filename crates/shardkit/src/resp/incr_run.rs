@@ -11,6 +11,14 @@
 //! before anything else writes a reply or reads a counter, which is before any other
 //! command of the batch, any error reply, and the end of the batch. Nothing of a run is
 //! acknowledged before the batch's commit, as for every write.
+//!
+//! On a cluster node a run belongs to the slot group whose store it was queued for
+//! ([`IncrRun::group`]): it goes on across commands whose keys' slots are in that group
+//! (`redis-benchmark --cluster -P 16` sends one slot a connection; a cluster client's
+//! pipeline to a node holds that node's slots), is flushed into that store wherever the
+//! flush happens, and its writes are waited for as that store's
+//! ([`Session::wait_for_store`]). A command for another group, or one routed elsewhere,
+//! flushes it first (`cluster_dispatch.rs`).
 
 use super::reply;
 use super::session::Session;
@@ -19,6 +27,7 @@ use crate::counter_access::CounterKey;
 use crate::counter_access::Counters;
 use bytes::BytesMut;
 use shardkit_counters::{Error, Key};
+use std::sync::Arc;
 
 /// Increments in one run at most (a longer pipeline makes several runs).
 const MAX_RUN: usize = 512;
@@ -34,6 +43,9 @@ pub struct IncrRun {
     /// Each increment: its row's range in `rows`, and the delta.
     items: Vec<(usize, usize, i64)>,
     results: Vec<Result<u64, Error>>,
+    /// On a cluster node, the store of the slot group the waiting increments are for
+    /// (set by `cluster_dispatch.rs` when a run starts there); `None`: the node's own.
+    group: Option<Arc<Counters>>,
 }
 
 impl IncrRun {
@@ -41,6 +53,22 @@ impl IncrRun {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
+    }
+
+    /// Whether the waiting increments (if any) are for group store `counters`: a
+    /// command of that group may join them, any other must flush them first.
+    pub fn is_for_group(&self, counters: &Arc<Counters>) -> bool {
+        self.group
+            .as_ref()
+            .is_some_and(|g| Arc::ptr_eq(g, counters))
+    }
+
+    /// Marks the waiting increments as group store `counters`'s (after a cluster
+    /// command queued the first of them).
+    pub fn set_group(&mut self, counters: &Arc<Counters>) {
+        if !self.items.is_empty() && self.group.is_none() {
+            self.group = Some(Arc::clone(counters));
+        }
     }
 
     fn joins(&self, counter: &str, column: &str) -> bool {
@@ -90,12 +118,15 @@ pub fn refuse(call: &mut super::table::Call<'_, '_>, msg: &str) {
     reply::error(call.out, msg);
 }
 
-/// Applies the waiting increments and writes their replies, in order.
+/// Applies the waiting increments and writes their replies, in order: to `counters`,
+/// or on a cluster node to the group store they were queued for.
 pub fn flush(counters: &Counters, session: &mut Session, out: &mut BytesMut) {
     let run = &mut session.incrs;
     if run.items.is_empty() {
         return;
     }
+    let group = run.group.take();
+    let counters = group.as_deref().unwrap_or(counters);
     let keys: Vec<(Key<'_>, i64)> = run
         .items
         .iter()
@@ -105,7 +136,7 @@ pub fn flush(counters: &Counters, session: &mut Session, out: &mut BytesMut) {
     let applied = counters.write(counter, column, |e| {
         e.incr_run(counter, column, &keys, results)
     });
-    match applied {
+    let pending = match applied {
         Ok(pending) => {
             for result in results.drain(..) {
                 match result {
@@ -113,7 +144,7 @@ pub fn flush(counters: &Counters, session: &mut Session, out: &mut BytesMut) {
                     Err(e) => engine_error(out, &e),
                 }
             }
-            session.pending = session.pending.max(pending);
+            pending
         }
         // Nothing applied (no such counter or column, the log failed): each command
         // gets the error it would have had alone.
@@ -121,8 +152,13 @@ pub fn flush(counters: &Counters, session: &mut Session, out: &mut BytesMut) {
             for _ in 0..keys.len() {
                 engine_error(out, &e);
             }
+            shardkit_counters::Pending::NONE
         }
-    }
+    };
     drop(keys);
     session.incrs.items.clear();
+    match &group {
+        Some(g) => session.wait_for_store(g, pending),
+        None => session.pending = session.pending.max(pending),
+    }
 }
