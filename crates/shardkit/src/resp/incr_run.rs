@@ -13,9 +13,10 @@
 //! acknowledged before the batch's commit, as for every write.
 //!
 //! On a cluster node a run belongs to the slot group whose store it was queued for
-//! ([`IncrRun::group`]): it goes on across commands whose keys' slots are in that group
-//! (`redis-benchmark --cluster -P 16` sends one slot a connection; a cluster client's
-//! pipeline to a node holds that node's slots), is flushed into that store wherever the
+//! (its `group`, [`IncrRun::is_for_group`]): it goes on across commands whose keys'
+//! slots are in that group (`redis-benchmark --cluster -P 16` sends one slot a
+//! connection; a cluster client's pipeline to a node holds that node's slots), is
+//! flushed into that store wherever the
 //! flush happens, and its writes are waited for as that store's
 //! ([`Session::wait_for_store`]). A command for another group, or one routed elsewhere,
 //! flushes it first (`cluster_dispatch.rs`).
