@@ -187,14 +187,11 @@ fn a_pipeline_over_groups_and_a_moved_slot_keeps_its_replies_in_order() {
         .filter(|k| group(k) == g1)
         .take(3)
         .collect();
+    let g2 = mine.iter().map(|k| group(k)).find(|&g| g != g1).unwrap();
     let b: Vec<&String> = mine
         .iter()
         .copied()
-        .filter(|k| group(k) != g1)
-        .filter({
-            let g2 = mine.iter().map(|k| group(k)).find(|&g| g != g1).unwrap();
-            move |k| group(k) == g2
-        })
+        .filter(|k| group(k) == g2)
         .take(2)
         .collect();
     let away = keys.iter().find(|k| owner(k) != here).unwrap();

@@ -16,10 +16,9 @@
 //! (its `group`, [`IncrRun::is_for_group`]): it goes on across commands whose keys'
 //! slots are in that group (`redis-benchmark --cluster -P 16` sends one slot a
 //! connection; a cluster client's pipeline to a node holds that node's slots), is
-//! flushed into that store wherever the
-//! flush happens, and its writes are waited for as that store's
-//! ([`Session::wait_for_store`]). A command for another group, or one routed elsewhere,
-//! flushes it first (`cluster_dispatch.rs`).
+//! flushed into that store wherever the flush happens, and its writes are waited for as
+//! that store's ([`Session::wait_for_store`]). A command for another group, or one
+//! routed elsewhere, flushes it first (`cluster_dispatch.rs`).
 
 use super::reply;
 use super::session::Session;
