@@ -180,20 +180,16 @@ fn a_pipeline_over_groups_and_a_moved_slot_keeps_its_replies_in_order() {
     // Three rows of one group led here, two of another, one elsewhere.
     let keys: Vec<String> = (0..10_000).map(|i| format!("pv:{{{i}}}")).collect();
     let mine: Vec<&String> = keys.iter().filter(|k| owner(k) == here).collect();
+    let of_group = |g: u32, n: usize| -> Vec<&String> {
+        mine.iter()
+            .copied()
+            .filter(|k| group(k) == g)
+            .take(n)
+            .collect()
+    };
     let g1 = group(mine[0]);
-    let a: Vec<&String> = mine
-        .iter()
-        .copied()
-        .filter(|k| group(k) == g1)
-        .take(3)
-        .collect();
     let g2 = mine.iter().map(|k| group(k)).find(|&g| g != g1).unwrap();
-    let b: Vec<&String> = mine
-        .iter()
-        .copied()
-        .filter(|k| group(k) == g2)
-        .take(2)
-        .collect();
+    let (a, b) = (of_group(g1, 3), of_group(g2, 2));
     let away = keys.iter().find(|k| owner(k) != here).unwrap();
     assert_eq!((a.len(), b.len()), (3, 2));
     let commands: Vec<(&str, i64)> = vec![
