@@ -64,6 +64,11 @@ impl<'a> Reader<'a> {
     pub(crate) fn u8(&mut self) -> Option<u8> {
         Some(self.bytes(1)?[0])
     }
+    pub(crate) fn u16(&mut self) -> Option<u16> {
+        let mut b = [0u8; 2];
+        b.copy_from_slice(self.bytes(2)?);
+        Some(u16::from_le_bytes(b))
+    }
     pub(crate) fn u32(&mut self) -> Option<u32> {
         let mut b = [0u8; 4];
         b.copy_from_slice(self.bytes(4)?);

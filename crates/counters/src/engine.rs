@@ -17,7 +17,7 @@ use crate::error::{io_err, Error, Result};
 use crate::hash::FastMap;
 use crate::key::Key;
 use crate::log::{FsyncPolicy, Log};
-use crate::record::{encode_set_body, write_key, write_spec, RunRecord};
+use crate::record::{encode_set_body, write_key, write_spec, RowsRecord, RunRecord};
 use crate::stripe::Located;
 use crate::{evict, logread, recover, replicated, snapshot};
 use crate::{Applied, LogOfRecord};
@@ -508,9 +508,9 @@ impl Engine {
     /// writers that count many columns of the same rows (a short link's click analytics:
     /// a day's people, bots and label slots): a string-keyed row is looked up and
     /// written once, not once per column as `incr_run` column by column would, and a row
-    /// that gains several columns is moved once. Every increment still appends its own
-    /// log record, the same one `incr_run` appends, so the log, its replay and the
-    /// followers see nothing new. `out` gets one result per item, rows in order and a
+    /// that gains several columns is moved once. The values are logged as one `set rows`
+    /// record (op 8; one per 4,096 items or 256 KiB): each row's key once, then its
+    /// columns and values (one item alone is the op-3 record it stands for). `out` gets one result per item, rows in order and a
     /// row's items in order (the new value, or why it was refused: a bad key, below
     /// zero, past the max); a refused item changes nothing. Every touched stripe stays
     /// locked for the whole call: keep runs short, as `incr_batch` does (1,024 rows).
@@ -530,8 +530,8 @@ impl Engine {
 
     /// [`Engine::incr_rows`] setting values instead of adding to them: each
     /// `(column, value)` item sets that column of its row (refused past the column's
-    /// max), with the same one look-up and one write a row and the same log records as
-    /// [`Engine::set_deferred`] item by item. Exists for the analytics' slot owners: a
+    /// max), with the same one look-up and one write a row and the same `set rows` log
+    /// record. Exists for the analytics' slot owners: a
     /// link's first clicks name owners in several columns of its one owner row.
     pub fn set_rows(
         &self,
@@ -576,6 +576,8 @@ impl Engine {
         let mut log = self.inner.log.batch()?;
         let ts = now_ms();
         let mut newest = Pending::NONE;
+        // Logged while every stripe of the call is still locked, as `incr_run` does.
+        let mut record = RowsRecord::new(counter);
         for &(key, items) in rows {
             let st = &mut guards[slot[crate::counter::stripe_of(key)]];
             let refuse = key
@@ -591,20 +593,25 @@ impl Engine {
                 }
                 continue;
             }
+            record.begin_row(key);
             st.update_row(
                 key,
                 items.iter().map(|&(i, x)| (cols[i], x)),
                 &schema,
                 |col, x, cur| {
                     let value = next(cur, x, &schema[col])?;
-                    let lsn = log.append(ts, |b| {
-                        encode_set_body(b, counter, key, col as u16, value, None)
-                    });
-                    newest = Pending(lsn);
+                    record.push(col as u16, value);
+                    if record.full() {
+                        newest = Pending(log.append(ts, |b| record.write_body(b)));
+                        record.clear();
+                    }
                     Ok(value)
                 },
                 out,
             );
+        }
+        if !record.is_empty() {
+            newest = Pending(log.append(ts, |b| record.write_body(b)));
         }
         Ok(newest)
     }

@@ -739,6 +739,15 @@ fn replay(
             let at = (rec.lsn, rec.ts_ms);
             replay_values(counters, &counter, marks, at, col, items, None, report);
         }
+        Op::SetRows { counter, rows } => {
+            let at = (rec.lsn, rec.ts_ms);
+            for (key, items) in rows {
+                for (col, value) in items {
+                    let one = [(key.clone(), value)];
+                    replay_values(counters, &counter, marks, at, col, one, None, report);
+                }
+            }
+        }
         Op::Delete { counter, key } => {
             let Some(c) = counters.get(&counter) else {
                 report.anomalies += 1;

@@ -138,6 +138,13 @@ fn apply_one(
             let items = items.iter().map(|(key, value)| (key, *value));
             apply_values(counters, counter, *col, items, None, rec.ts_ms)?;
         }
+        Op::SetRows { counter, rows } => {
+            for (key, items) in rows {
+                for &(col, value) in items {
+                    apply_values(counters, counter, col, [(key, value)], None, rec.ts_ms)?;
+                }
+            }
+        }
         Op::Clear { counter } => {
             // FLUSHDB on the leader: every row of the counter goes (columns stay).
             let Some(c) = counters.read().get(counter).cloned() else {

@@ -7,7 +7,7 @@ mod common;
 use std::sync::atomic::Ordering;
 
 use common::{recording_leader, Recorded};
-use shardkit_counters::{Engine, Error, FsyncPolicy, Key, Options};
+use shardkit_counters::{ColumnOptions, Engine, Error, FsyncPolicy, Key, Options};
 use std::sync::Arc;
 
 fn opts(fsync: FsyncPolicy) -> Options {
@@ -171,5 +171,74 @@ fn a_follower_applies_runs_of_increments_as_the_leader_did() {
     assert_eq!(
         follower.stats().counters[0].rows,
         leader.stats().counters[0].rows
+    );
+}
+
+/// Several columns of many rows (`incr_rows`, `set_rows`) are one `SetRows` record per
+/// 4,096 items: a follower applies them item by item and ends with the leader's values;
+/// a refused item is in no record.
+#[test]
+fn a_follower_applies_rows_records_as_the_leader_did() {
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (leader, sink) = recording_leader(dirs.0.path(), opts(FsyncPolicy::No), "days", "a");
+    for column in ["b", "c"] {
+        leader
+            .add_column("days", column, ColumnOptions::default())
+            .unwrap();
+    }
+    let names = ["a", "b", "c"];
+    let keys: Vec<String> = (0..3_000).map(|i| format!("{}:20418", i * 7919)).collect();
+    let items: Vec<Vec<(usize, i64)>> = (0..keys.len())
+        .map(|i| match i % 3 {
+            0 => vec![(0, 1), (2, 4)],
+            1 => vec![(1, 2), (0, 1), (2, 1)],
+            // Below zero: refused, logged nowhere; the row's other item stays.
+            _ => vec![(1, -5), (0, 3)],
+        })
+        .collect();
+    let mut rows: Vec<(Key, &[(usize, i64)])> = keys
+        .iter()
+        .zip(&items)
+        .map(|(k, items)| (Key::Name(k), items.as_slice()))
+        .collect();
+    let ids: Vec<(usize, i64)> = vec![(0, 9), (1, 9)];
+    rows.push((Key::Id(1 << 40), &ids));
+    let lsn_before = leader.next_lsn();
+    let mut out = Vec::new();
+    let p = leader.incr_rows("days", &names, &rows, &mut out).unwrap();
+    leader.commit(p).unwrap();
+    let refused = out.iter().filter(|r| r.is_err()).count();
+    assert_eq!(refused, keys.len() / 3);
+    // 6,002 applied items: two records.
+    assert_eq!(out.len() - refused, 6_002);
+    assert_eq!(leader.next_lsn() - lsn_before, 2);
+    let owners: Vec<(usize, u64)> = vec![(2, 77), (0, 70_000)];
+    let set: Vec<(Key, &[(usize, u64)])> = vec![(Key::Name("7:o"), &owners)];
+    let p = leader.set_rows("days", &names, &set, &mut out).unwrap();
+    leader.commit(p).unwrap();
+    assert_eq!(leader.next_lsn() - lsn_before, 3);
+
+    let follower = Engine::open(dirs.1.path(), opts(FsyncPolicy::No)).unwrap();
+    follower.set_read_only(true);
+    for (_, _, frames) in sink.batches.lock().iter() {
+        follower.apply_replicated(frames).unwrap();
+    }
+    assert_eq!(follower.next_lsn(), leader.next_lsn());
+    let all: Vec<Key> = rows
+        .iter()
+        .map(|(k, _)| *k)
+        .chain([Key::Name("7:o")])
+        .collect();
+    assert_eq!(
+        follower.mget_rows("days", &all).unwrap(),
+        leader.mget_rows("days", &all).unwrap()
+    );
+    assert_eq!(leader.get("days", Key::Name("7:o"), "a").unwrap(), 70_000);
+    // The third row: its refused item changed nothing, its other one counted.
+    assert_eq!(leader.get("days", Key::Name(&keys[2]), "b").unwrap(), 0);
+    assert_eq!(leader.get("days", Key::Name(&keys[2]), "a").unwrap(), 3);
+    assert_eq!(
+        follower.stats().counters[0].named_rows,
+        leader.stats().counters[0].named_rows
     );
 }
