@@ -120,7 +120,7 @@ pub fn tally(id: u64, analytics: &LinkAnalytics) -> Result<Tally, String> {
     for (day, line) in analytics {
         let day = parse_day(day).map_err(|e| format!("analytics: {e}"))?;
         if line.people > 0 || line.bots > 0 {
-            tally.visits.insert((id, day), (line.people, line.bots));
+            tally.add_visits(id, day, line.people, line.bots);
         }
         for dim in Dim::ALL {
             for (label, &n) in line.values(dim) {

@@ -502,52 +502,71 @@ struct NewSlot {
 /// owner, nor an owner without its label. Callers serialize writes.
 pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Error> {
     let mut newest = Pending::NONE;
-    let mut owners = labels.owner_rows(engine, tally.dims.keys().map(|k| k.0))?;
+    let mut owners = labels.owner_rows(
+        engine,
+        tally
+            .days
+            .iter()
+            .filter(|(_, d)| d.labels().next().is_some())
+            .map(|(&(id, _), _)| id),
+    )?;
+    // A link's new slots are pushed together (its day's labels in one go), so they
+    // reach the owner rows grouped by link without a sort.
     let mut new_slots: Vec<NewSlot> = Vec::new();
-    // (link, day) -> its row key's place in `keys`, where `by_row` has the row's
-    // counts by column (a few each: a plain list, summed in place).
-    let mut rows: HashMap<(u64, u64), usize, FastHash> =
-        HashMap::with_capacity_and_hasher(tally.visits.len(), FastHash::default());
-    let mut keys: Vec<String> = Vec::with_capacity(tally.visits.len());
-    let mut by_row: Vec<DayCounts> = Vec::with_capacity(tally.visits.len());
-    let mut count = |id: u64, day: u64, column: usize, n: u64| {
-        let row = *rows.entry((id, day)).or_insert_with(|| {
-            keys.push(day_key(id, day));
-            by_row.push(DayCounts::new());
-            keys.len() - 1
-        });
-        let counts = &mut by_row[row];
-        match counts.iter_mut().find(|(c, _)| *c == column) {
-            Some((_, sum)) => *sum = sum.saturating_add(clamp(n)),
-            None => counts.push((column, clamp(n))),
-        }
-    };
+    // Each day row's key and its counts by column (a few each: a plain list, summed in
+    // place), in the tally's order.
+    let mut keys: Vec<String> = Vec::with_capacity(tally.days.len());
+    let mut by_row: Vec<DayCounts> = Vec::with_capacity(tally.days.len());
     // Site rows by (day, dimension, label): few distinct ones, their keys made once.
     let mut site_labels: HashMap<(u64, Dim, &str), u64, FastHash> = HashMap::default();
-    for ((id, day, dim, label), &n) in &tally.dims {
-        let row = owners.get_mut(*id);
-        let hash = label_hash(*dim, label);
-        let column = |slot| owner_column(*dim, slot);
-        let slot = match (0..SLOTS_PER_DIM).find(|&s| row[column(s)] == hash) {
-            Some(slot) => slot,
-            None => match (0..SLOTS_PER_DIM).find(|&s| row[column(s)] == 0) {
-                Some(free) => {
-                    row[column(free)] = hash;
-                    new_slots.push(NewSlot {
-                        id: *id,
-                        dim: *dim,
-                        column: column(free),
-                        hash,
-                        label: Arc::clone(label),
-                    });
-                    free
-                }
-                None => SLOTS_PER_DIM,
-            },
-        };
-        count(*id, *day, day_column(*dim, slot), n);
-        let site_label = if slot == SLOTS_PER_DIM { OTHER } else { label };
-        *site_labels.entry((*day, *dim, site_label)).or_default() += n;
+    let mut people_by_day: HashMap<u64, u64, FastHash> = HashMap::default();
+    // Label hashes by (dimension, the tally's one copy of the label): a flush's labels
+    // are few, its (link, label) pairs many.
+    let mut hashes: HashMap<(Dim, usize), u64, FastHash> = HashMap::default();
+    for (&(id, day), link_day) in &tally.days {
+        let mut counts = DayCounts::new();
+        if link_day.people > 0 {
+            add_count(&mut counts, PEOPLE_AT, link_day.people);
+            *people_by_day.entry(day).or_default() += link_day.people;
+        }
+        if link_day.bots > 0 {
+            add_count(&mut counts, BOTS_AT, link_day.bots);
+        }
+        // The owner row only for a link with labels (bots' clicks have none).
+        let mut labelled = link_day.labels().peekable();
+        if labelled.peek().is_some() {
+            let row = owners.get_mut(id);
+            for (dim, label, n) in labelled {
+                let hash = *hashes
+                    .entry((dim, Arc::as_ptr(label) as *const u8 as usize))
+                    .or_insert_with(|| label_hash(dim, label));
+                let column = |slot| owner_column(dim, slot);
+                let slot = match (0..SLOTS_PER_DIM).find(|&s| row[column(s)] == hash) {
+                    Some(slot) => slot,
+                    None => match (0..SLOTS_PER_DIM).find(|&s| row[column(s)] == 0) {
+                        Some(free) => {
+                            row[column(free)] = hash;
+                            new_slots.push(NewSlot {
+                                id,
+                                dim,
+                                column: column(free),
+                                hash,
+                                label: Arc::clone(label),
+                            });
+                            free
+                        }
+                        None => SLOTS_PER_DIM,
+                    },
+                };
+                add_count(&mut counts, day_column(dim, slot), n);
+                let site_label = if slot == SLOTS_PER_DIM { OTHER } else { label };
+                *site_labels.entry((day, dim, site_label)).or_default() += n;
+            }
+        }
+        if !counts.is_empty() {
+            keys.push(day_key(id, day));
+            by_row.push(counts);
+        }
     }
     let mut site: HashMap<String, u64, FastHash> = site_labels
         .into_iter()
@@ -569,8 +588,8 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
             label_keys.iter().map(|(k, n)| (k.as_str(), *n)),
         )?);
         // A link's new slots together: its owner row is looked up and written (made,
-        // or moved) once for all of them.
-        new_slots.sort_unstable_by_key(|s| s.id);
+        // or moved) once for all of them (twice for a link clicked on two days of one
+        // flush: the second write sees the first).
         let owner_rows: Vec<(String, Vec<(usize, u64)>)> = new_slots
             .chunk_by(|a, b| a.id == b.id)
             .map(|new| {
@@ -597,16 +616,6 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
         }
         for new in new_slots.chunk_by(|a, b| a.id == b.id) {
             labels.learn(new[0].id, owners.get(new[0].id), new);
-        }
-    }
-    let mut people_by_day: HashMap<u64, u64, FastHash> = HashMap::default();
-    for (&(id, day), &(people, bots)) in &tally.visits {
-        if people > 0 {
-            count(id, day, PEOPLE_AT, people);
-            *people_by_day.entry(day).or_default() += people;
-        }
-        if bots > 0 {
-            count(id, day, BOTS_AT, bots);
         }
     }
     for (day, people) in people_by_day {
@@ -636,6 +645,14 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
 /// One day row's counts of a flush, `(column, count)`: people, bots and a slot of
 /// each dimension seen, most often.
 type DayCounts = smallvec::SmallVec<[(usize, i64); 8]>;
+
+/// Adds `n` to `column` in `counts` (two values past a link's slots share `other`).
+fn add_count(counts: &mut DayCounts, column: usize, n: u64) {
+    match counts.iter_mut().find(|(c, _)| *c == column) {
+        Some((_, sum)) => *sum = sum.saturating_add(clamp(n)),
+        None => counts.push((column, clamp(n))),
+    }
+}
 
 /// Rows (day rows) or increments (one column) handed to the engine at once (its
 /// stripes stay locked that long).
@@ -781,7 +798,7 @@ mod tests {
         // New clicks land beside the moved ones, in the same slots.
         let analytics = super::super::Analytics::open(&engine, None).unwrap();
         let mut tally = Tally::default();
-        tally.visits.insert((7, 10), (1, 0));
+        tally.add_visits(7, 10, 1, 0);
         tally.add_label(7, 10, Dim::Referrer, "b.example", 1);
         analytics.write(&engine, tally).unwrap();
         assert_eq!(
@@ -798,7 +815,7 @@ mod tests {
         ensure_counters(&engine).unwrap();
         let labels = Labels::load(&engine).unwrap();
         let mut tally = Tally::default();
-        tally.visits.insert((9, 20), (1, 0));
+        tally.add_visits(9, 20, 1, 0);
         for (dim, label) in [
             (Dim::Referrer, "direct"),
             (Dim::Browser, "Chrome"),
