@@ -131,6 +131,13 @@ pub(crate) const RUN_RECORD_ITEMS: usize = 4096;
 /// [`RUN_RECORD_ITEMS`]).
 const RUN_RECORD_BYTES: usize = 256 << 10;
 
+/// Whether a `SetRun` or `SetRows` record of `items` items and `bytes` bytes is to be
+/// logged now and another begun.
+#[inline]
+fn past_record_limits(items: usize, bytes: usize) -> bool {
+    items >= RUN_RECORD_ITEMS || bytes >= RUN_RECORD_BYTES
+}
+
 /// A `SetRun` record's body being gathered: its head, then one item per applied
 /// increment. Exists so a run of increments pays one frame, lsn and CRC, not one per
 /// increment.
@@ -182,7 +189,7 @@ impl<'k> RunRecord<'k> {
     /// Whether it should be logged now and a new one begun.
     #[inline]
     pub(crate) fn full(&self) -> bool {
-        self.items >= RUN_RECORD_ITEMS || self.body.len() >= RUN_RECORD_BYTES
+        past_record_limits(self.items, self.body.len())
     }
 
     /// Writes the record's body (a `Set` record's if it holds one item) to `out`: what
@@ -302,7 +309,7 @@ impl<'k> RowsRecord<'k> {
     /// Whether it should be logged now and a new one begun.
     #[inline]
     pub(crate) fn full(&self) -> bool {
-        self.items >= RUN_RECORD_ITEMS || self.body.len() >= RUN_RECORD_BYTES
+        past_record_limits(self.items, self.body.len())
     }
 
     /// Writes the record's body (a `Set` record's if it holds one item) to `out`, the

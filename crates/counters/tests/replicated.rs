@@ -156,11 +156,7 @@ fn a_follower_applies_runs_of_increments_as_the_leader_did() {
     // 10,104 applied items: three records.
     assert_eq!(leader.next_lsn() - lsn_before, 3);
 
-    let follower = Engine::open(dirs.1.path(), opts(FsyncPolicy::No)).unwrap();
-    follower.set_read_only(true);
-    for (_, _, frames) in sink.batches.lock().iter() {
-        follower.apply_replicated(frames).unwrap();
-    }
+    let follower = follower_of(dirs.1.path(), &sink);
     assert_eq!(follower.next_lsn(), leader.next_lsn());
     for (key, _) in &items {
         assert_eq!(
@@ -218,11 +214,7 @@ fn a_follower_applies_rows_records_as_the_leader_did() {
     leader.commit(p).unwrap();
     assert_eq!(leader.next_lsn() - lsn_before, 3);
 
-    let follower = Engine::open(dirs.1.path(), opts(FsyncPolicy::No)).unwrap();
-    follower.set_read_only(true);
-    for (_, _, frames) in sink.batches.lock().iter() {
-        follower.apply_replicated(frames).unwrap();
-    }
+    let follower = follower_of(dirs.1.path(), &sink);
     assert_eq!(follower.next_lsn(), leader.next_lsn());
     let all: Vec<Key> = rows
         .iter()
@@ -241,4 +233,14 @@ fn a_follower_applies_rows_records_as_the_leader_did() {
         follower.stats().counters[0].named_rows,
         leader.stats().counters[0].named_rows
     );
+}
+
+/// A read-only engine in `dir` that applied every batch `sink` recorded, in order.
+fn follower_of(dir: &std::path::Path, sink: &Recorded) -> Engine {
+    let follower = Engine::open(dir, opts(FsyncPolicy::No)).unwrap();
+    follower.set_read_only(true);
+    for (_, _, frames) in sink.batches.lock().iter() {
+        follower.apply_replicated(frames).unwrap();
+    }
+    follower
 }
