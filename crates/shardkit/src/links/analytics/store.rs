@@ -407,9 +407,13 @@ impl Labels {
         // A replica's owners change under it (the leader writes them): no cache there.
         let cached = !engine.is_read_only();
         let ids = ids.into_iter();
+        // Sized for every id the caller may name (a filtered list's upper bound), so
+        // neither the map nor the 640-byte rows are moved as they grow.
+        let (low, high) = ids.size_hint();
+        let expect = high.unwrap_or(low);
         let mut rows = OwnerRows {
-            at: HashMap::with_capacity_and_hasher(ids.size_hint().0, FastHash::default()),
-            rows: Vec::new(),
+            at: HashMap::with_capacity_and_hasher(expect, FastHash::default()),
+            rows: Vec::with_capacity(expect),
         };
         let mut missing: Vec<u64> = Vec::new();
         {
