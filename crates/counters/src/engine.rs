@@ -510,10 +510,11 @@ impl Engine {
     /// written once, not once per column as `incr_run` column by column would, and a row
     /// that gains several columns is moved once. The values are logged as one `set rows`
     /// record (op 8; one per 4,096 items or 256 KiB): each row's key once, then its
-    /// columns and values (one item alone is the op-3 record it stands for). `out` gets one result per item, rows in order and a
-    /// row's items in order (the new value, or why it was refused: a bad key, below
-    /// zero, past the max); a refused item changes nothing. Every touched stripe stays
-    /// locked for the whole call: keep runs short, as `incr_batch` does (1,024 rows).
+    /// columns and values (one item alone is the op-3 record it stands for). `out` gets
+    /// one result per item, rows in order and a row's items in order (the new value, or
+    /// why it was refused: a bad key, below zero, past the max); a refused item changes
+    /// nothing. Every touched stripe stays locked for the whole call: keep runs short,
+    /// as `incr_batch` does (1,024 rows).
     /// `Err` (nothing applied, `out` empty) for a missing counter or column (or a place
     /// past the end of `columns`), or a log that cannot take writes.
     pub fn incr_rows(
@@ -531,8 +532,8 @@ impl Engine {
     /// [`Engine::incr_rows`] setting values instead of adding to them: each
     /// `(column, value)` item sets that column of its row (refused past the column's
     /// max), with the same one look-up and one write a row and the same `set rows` log
-    /// record. Exists for the analytics' slot owners: a
-    /// link's first clicks name owners in several columns of its one owner row.
+    /// record. Exists for the analytics' slot owners: a link's first clicks name owners
+    /// in several columns of its one owner row.
     pub fn set_rows(
         &self,
         counter: &str,
