@@ -12,6 +12,11 @@
 #   cluster1  one node with `[cluster] enabled`, CLUSTER_GROUPS groups, all placed on it by
 #             `shardkit cluster rebalance --replicas 0`
 #   cluster3  three such nodes, the groups spread over them (replicas 0)
+#   lone3     three lone nodes (stores s1, s2, s3 on the one nats-server), each loaded by
+#             its own redis-benchmark with a third of the connections and requests and
+#             cluster3's commands: three servers sharing these two cores and the load
+#             as cluster3's nodes do, without the cluster. cluster3 against lone3 is
+#             what the cluster mode itself costs; against lone, that plus the split.
 # Load: redis-benchmark -t incr,get -n N -c C -P P -r 100000; for cluster3 `--cluster`
 # (it finds the masters and gives each node's connections keys of one slot of that
 # node) with `INCR|GET counter:__rand_int__{tag}` (rows; its own tests' keys would be
@@ -19,9 +24,11 @@
 # --cluster with one node.
 # Reported per setup and test: requests/s, and the CPU time (utime + stime from
 # /proc/<pid>/stat) of the shardkit processes and of nats-server per request, and the
-# ratio of each cluster setup's shardkit CPU per request to `lone`'s. On 2 cores every
-# setup is capped by the load generator near the same rate, so the CPU per request is
-# the figure to read (a three-node cluster cannot show scaling here).
+# ratio of each setup's shardkit CPU per request to `lone`'s (and cluster3's to
+# lone3's), and for increments how many went into one JetStream publish (the streams'
+# messages, from nats-server's monitoring port). On 2 cores every setup is capped by the
+# load generator near the same rate, so the CPU per request is the figure to read (a
+# three-node cluster cannot show scaling here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-2}
@@ -42,12 +49,23 @@ TICK_US=$((1000000 / $(getconf CLK_TCK)))
 sum_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(cpu_total "$p"))); done; echo "$t"; }
 stop() { local p; for p in "$@"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; }
 
-# start_nats: a private nats-server -js; sets NATS_PID, NATS_URL.
+# start_nats: a private nats-server -js; sets NATS_PID, NATS_URL, NATS_MON (its
+# monitoring port).
 start_nats() {
-  local port dir; port=$(free_port); dir=$(mktemp -d "$WORK/nats.XXXX")
-  nats-server -js -a 127.0.0.1 -p "$port" -sd "$dir" > "$dir/log" 2>&1 &
+  local port dir; port=$(free_port); NATS_MON=$(free_port); dir=$(mktemp -d "$WORK/nats.XXXX")
+  nats-server -js -a 127.0.0.1 -p "$port" -m "$NATS_MON" -sd "$dir" > "$dir/log" 2>&1 &
   NATS_PID=$!; PIDS+=("$NATS_PID"); NATS_URL="nats://127.0.0.1:$port"
-  wait_port "$port"
+  wait_port "$port"; wait_port "$NATS_MON"
+}
+
+# stream_messages: messages in all of the nats-server's streams.
+stream_messages() {
+  curl -s "http://127.0.0.1:$NATS_MON/jsz" | python3 -c 'import json,sys; print(json.load(sys.stdin)["messages"])'
+}
+
+# lone_role PORT: until the lone node on PORT leads its store.
+lone_role() {
+  for _ in $(seq 300); do [ "$(timeout 2 redis-cli -p "$1" ROLE 2>/dev/null | head -1)" = master ] && break; sleep 0.1; done
 }
 
 # start_node CONFIG_TEXT: a shardkit node with that config; sets NODE_PID, NODE_PORT.
@@ -74,10 +92,11 @@ until_ok() {
   echo "the cluster never served" >&2; return 1
 }
 
-# setup NAME: starts NAME's servers; sets SERVER_PIDS, PORT, CLUSTER_FLAG.
+# setup NAME: starts NAME's servers; sets SERVER_PIDS, PORT (PORTS for lone3),
+# CLUSTER_FLAG.
 setup() {
   start_nats
-  SERVER_PIDS=(); CLUSTER_FLAG=""
+  SERVER_PIDS=(); CLUSTER_FLAG=""; PORTS=()
   case "$1" in
     lone)
       start_node "[counters]
@@ -86,7 +105,20 @@ lease_ms = 1000
 [nats]
 url = \"$NATS_URL\""
       SERVER_PIDS=("$NODE_PID"); PORT=$NODE_PORT
-      for _ in $(seq 300); do [ "$(timeout 2 redis-cli -p "$PORT" ROLE 2>/dev/null | head -1)" = master ] && break; sleep 0.1; done
+      lone_role "$PORT"
+      ;;
+    lone3)
+      local s
+      for s in s1 s2 s3; do
+        start_node "[counters]
+log = \"jetstream\"
+store = \"$s\"
+lease_ms = 1000
+[nats]
+url = \"$NATS_URL\""
+        SERVER_PIDS+=("$NODE_PID"); PORTS+=("$NODE_PORT")
+      done
+      for s in "${PORTS[@]}"; do lone_role "$s"; done
       ;;
     cluster1|cluster3)
       local n=${1#cluster} ports=() i
@@ -111,41 +143,62 @@ url = \"$NATS_URL\""
   esac
 }
 
-declare -A CPU RPS NATS
+# rps_of: the requests/s figure of redis-benchmark -q output on stdin.
+rps_of() {
+  tr '\r' '\n' | grep -i "requests per second" | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/'
+}
+
+declare -A CPU RPS NATS PER_PUB
+SETUPS="lone lone3 cluster1 cluster3"
 for round in $(seq "$ROUNDS"); do
-  order="lone cluster1 cluster3"
-  [ $((round % 2)) = 0 ] && order="cluster3 cluster1 lone"
+  order=$SETUPS
+  [ $((round % 2)) = 0 ] && order=$(echo "$SETUPS" | tr ' ' '\n' | tac | tr '\n' ' ')
   for name in $order; do
     setup "$name"
     for t in incr get; do
-      s0=$(sum_ticks "${SERVER_PIDS[@]}"); n0=$(cpu_total "$NATS_PID")
+      s0=$(sum_ticks "${SERVER_PIDS[@]}"); n0=$(cpu_total "$NATS_PID"); m0=$(stream_messages)
       # --cluster's own tests write `counter:{tag}:<n>`, which this server reads as
       # column <n> of row {tag}: 100,000 columns made one by one, each a schema change.
       # So the cluster setups send rows of their own, `counter:<n>{tag}` (the node's tag:
-      # every key of a connection in one slot, as redis-benchmark does for Redis).
+      # every key of a connection in one slot, as redis-benchmark does for Redis), and
+      # lone3 the same commands.
       test_args=(-t "$t")
-      if [ -n "$CLUSTER_FLAG" ]; then test_args=("${t^^}" 'counter:__rand_int__{tag}'); fi
-      rps=$(timeout 300 redis-benchmark $CLUSTER_FLAG -h 127.0.0.1 -p "$PORT" -n "$N" \
-        -c "$C" -P "$P" -r 100000 -q "${test_args[@]}" 2>/dev/null | tr '\r' '\n' | grep -i "requests per second" \
-        | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
-      s1=$(sum_ticks "${SERVER_PIDS[@]}"); n1=$(cpu_total "$NATS_PID")
+      if [ -n "$CLUSTER_FLAG" ] || [ "$name" = lone3 ]; then test_args=("${t^^}" 'counter:__rand_int__{tag}'); fi
+      if [ "$name" = lone3 ]; then
+        # Three clients at once, a third of the connections and requests each.
+        start=$(date +%s.%N); parts=()
+        for i in 0 1 2; do
+          timeout 300 redis-benchmark -h 127.0.0.1 -p "${PORTS[$i]}" -n $((N / 3)) \
+            -c $(((C + 2 - i) / 3)) -P "$P" -r 100000 -q "${test_args[@]}" > "$WORK/lone3.$i" 2>/dev/null &
+          parts+=($!)
+        done
+        wait "${parts[@]}"
+        rps=$(python3 -c "import time; print(f'{$((N / 3 * 3)) / (time.time() - $start):.2f}')")
+        for i in 0 1 2; do [ -n "$(rps_of < "$WORK/lone3.$i")" ] || rps=""; done
+      else
+        rps=$(timeout 300 redis-benchmark $CLUSTER_FLAG -h 127.0.0.1 -p "$PORT" -n "$N" \
+          -c "$C" -P "$P" -r 100000 -q "${test_args[@]}" 2>/dev/null | rps_of)
+      fi
+      s1=$(sum_ticks "${SERVER_PIDS[@]}"); n1=$(cpu_total "$NATS_PID"); m1=$(stream_messages)
       key="$round $name $t"
-      RPS[$key]=$rps
+      RPS[$key]=${rps:-failed}
       CPU[$key]=$(python3 -c "print(f'{($s1-$s0)*$TICK_US/$N:.2f}')")
       NATS[$key]=$(python3 -c "print(f'{($n1-$n0)*$TICK_US/$N:.2f}')")
+      PER_PUB[$key]=$(python3 -c "m=$m1-$m0; print(f'{$N/m:.1f}' if m > 0 else '-')")
     done
     stop "${SERVER_PIDS[@]}" "$NATS_PID"
   done
 done
-printf '| round | setup | test | requests/s | shardkit CPU us/req | nats-server CPU us/req | shardkit CPU vs lone |\n'
-printf '|---:|---|---|---:|---:|---:|---:|\n'
+printf '| round | setup | test | requests/s | shardkit CPU us/req | nats-server CPU us/req | requests a publish | shardkit CPU vs lone | vs lone3 |\n'
+printf '|---:|---|---|---:|---:|---:|---:|---:|---:|\n'
 for round in $(seq "$ROUNDS"); do
-  for name in lone cluster1 cluster3; do
+  for name in $SETUPS; do
     for t in incr get; do
       key="$round $name $t"
       ratio=$(python3 -c "print(f'{${CPU[$key]}/${CPU[$round lone $t]}:.2f}x')")
-      printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$round" "$name" "$t" "${RPS[$key]}" \
-        "${CPU[$key]}" "${NATS[$key]}" "$ratio"
+      vs3=""; [ "$name" = cluster3 ] && vs3=$(python3 -c "print(f'{${CPU[$key]}/${CPU[$round lone3 $t]}:.2f}x')")
+      printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$round" "$name" "$t" "${RPS[$key]}" \
+        "${CPU[$key]}" "${NATS[$key]}" "${PER_PUB[$key]}" "$ratio" "$vs3"
     done
   done
 done

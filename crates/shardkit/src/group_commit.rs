@@ -12,8 +12,9 @@
 //! ([`crate::resp_runtime`]) with the local log it fsyncs in place, as Redis does.
 //! With the JetStream log the commit hands its batch to the publisher and awaits the
 //! ack ([`shardkit_counters::Engine::commit_then`]): no thread is parked per publish,
-//! and a cluster node's groups, each with a task like this on the node's runtime, all
-//! publish before any of them waits.
+//! and a cluster node's groups, each with a task like this on the RESP runtime beside
+//! the connections, all commit after the turn's connections have written and publish
+//! before any of them waits.
 
 use crate::counter_access::Counters;
 use shardkit_counters::Pending;

@@ -76,6 +76,12 @@ impl RespRuntime {
         })
     }
 
+    /// A handle to spawn onto this runtime from elsewhere (a cluster node's group
+    /// commits, which its connections wait on).
+    pub fn handle(&self) -> tokio::runtime::Handle {
+        self.handle.clone()
+    }
+
     /// Runs `future` on this runtime.
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where

@@ -41,7 +41,12 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
         let state = Arc::clone(&state);
         tokio::task::spawn_blocking(move || crate::replication::Running::start(&state)).await??
     };
-    let cluster = join_cluster(&state).await?;
+    // RESP (and the fsync task its connections wait on) run on a runtime of their own,
+    // sized by `resp_threads`; HTTP keeps the main one. A cluster node's group commits
+    // run on it too.
+    let resp_runtime = crate::resp_runtime::RespRuntime::start(state.settings.resp_threads)
+        .context("cannot start the RESP runtime")?;
+    let cluster = join_cluster(&state, resp_runtime.handle()).await?;
     tracing::info!(
         http = %http_listener.local_addr()?,
         resp = %resp_listener.local_addr()?,
@@ -64,10 +69,6 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
         })
         .await
     });
-    // RESP (and the fsync task its connections wait on) run on a runtime of their own,
-    // sized by `resp_threads`; HTTP keeps the main one.
-    let resp_runtime = crate::resp_runtime::RespRuntime::start(state.settings.resp_threads)
-        .context("cannot start the RESP runtime")?;
     let (stop_fsync, fsync_stopped) = watch::channel(false);
     let group_commit = resp_runtime.spawn(crate::group_commit::GroupCommit::run(
         Arc::clone(&state.counters),
@@ -208,6 +209,7 @@ async fn wait_for_signal() {
 #[cfg(feature = "nats")]
 async fn join_cluster(
     state: &Arc<AppState>,
+    commits: tokio::runtime::Handle,
 ) -> anyhow::Result<Option<crate::cluster::nats::runner::Runner>> {
     if !state.settings.cluster.enabled {
         return Ok(None);
@@ -223,6 +225,7 @@ async fn join_cluster(
             &state.settings,
             Arc::clone(&live),
             Arc::clone(&state.id_leases),
+            commits,
         )?;
         let _ = state.cluster.set(live);
         anyhow::Ok(runner)
@@ -237,6 +240,6 @@ struct NoCluster;
 
 /// Without the `nats` feature a node cannot join a cluster (the settings refuse it).
 #[cfg(not(feature = "nats"))]
-async fn join_cluster(_: &Arc<AppState>) -> anyhow::Result<NoCluster> {
+async fn join_cluster(_: &Arc<AppState>, _: tokio::runtime::Handle) -> anyhow::Result<NoCluster> {
     Ok(NoCluster)
 }

@@ -85,8 +85,13 @@ impl SlotMap {
 
     /// The node that serves slot `slot`, if any.
     pub fn owner_of(&self, slot: u16) -> Option<&NodeInfo> {
-        let id = self.owner.get(usize::from(self.group_of(slot)))?.as_ref()?;
-        self.nodes.get(id)
+        self.nodes.get(self.owner_id_of(slot)?)
+    }
+
+    /// The id of the node that serves slot `slot`, if any: what a node compares with
+    /// its own on every command, without looking the node up.
+    pub fn owner_id_of(&self, slot: u16) -> Option<&str> {
+        self.owner.get(usize::from(self.group_of(slot)))?.as_deref()
     }
 
     /// Runs of served slots, in slot order, adjacent groups with the same owner and

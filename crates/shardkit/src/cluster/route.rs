@@ -67,9 +67,13 @@ pub fn route(spec: &CommandSpec, args: &[&[u8]], map: &SlotMap, me: &str) -> Rou
     let Some(slot) = slot else {
         return Route::NoKeys;
     };
+    // Served here is the common case: decided on the owner's id, no look-up of its
+    // node (this node is the one named).
+    if map.owner_id_of(slot) == Some(me) {
+        return Route::Here { slot };
+    }
     match map.owner_of(slot) {
         None => Route::Refuse(CLUSTERDOWN.into()),
-        Some(node) if node.id == me => Route::Here { slot },
         Some(node) => Route::Moved {
             slot,
             moved: format!("MOVED {slot} {}:{}", node.host, node.port),

@@ -70,6 +70,12 @@ impl Status {
         *self.role.write() = role;
     }
 
+    /// Whether this node leads its store (a cluster node checks it on every command
+    /// of a group it serves: no copy of the role).
+    pub fn is_leader(&self) -> bool {
+        matches!(*self.role.read(), Role::Leader)
+    }
+
     /// Whether this node may take writes.
     pub fn writable(&self) -> bool {
         matches!(*self.role.read(), Role::Standalone | Role::Leader)

@@ -18,7 +18,6 @@ use super::session::Session;
 use super::table::{Call, CommandSpec};
 use crate::cluster::live::Live;
 use crate::cluster::route::{route, Route};
-use crate::replication::Role;
 use crate::state::AppState;
 use bytes::BytesMut;
 
@@ -45,7 +44,8 @@ pub fn run(
     if spec.name == "ticket.next" {
         return super::cluster_tickets::next(spec, cmd, state, live, session, out);
     }
-    let args: Vec<&[u8]> = cmd.args().collect();
+    // A command's arguments without a heap block for the usual few.
+    let args: smallvec::SmallVec<[&[u8]; 8]> = cmd.args().collect();
     let map = live.map();
     let route = route(spec, &args, &map, &live.me);
     // The store of the slot's group, when this node has it open.
@@ -152,7 +152,7 @@ fn led(
     out: &mut BytesMut,
 ) -> Option<std::sync::Arc<crate::counter_store::CounterStore>> {
     let group = map.group_of(slot);
-    let store = store.filter(|s| matches!(s.replication.role(), Role::Leader));
+    let store = store.filter(|s| s.replication.is_leader());
     if store.is_none() {
         reply::error(
             out,

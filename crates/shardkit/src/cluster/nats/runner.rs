@@ -53,9 +53,14 @@ struct Ctx {
     /// The node's NATS connection, which every group store uses (one per node, not
     /// one per group: publishes of groups committing together share its writes).
     nats: async_nats::Client,
-    /// The node's runtime (the one `nats` runs on): every group's commit task and
-    /// publisher task run here, so commits of many groups wake one thread.
+    /// The node's runtime (the one `nats` runs on): every group's publisher task runs
+    /// here, so publishes of many groups wake one thread.
     shared: tokio::runtime::Handle,
+    /// The RESP runtime, where the connections that wait on the groups' commits run:
+    /// every group's commit task runs there too, so on the one-thread event loop a
+    /// group commits after every connection ready in the same turn has written, as a
+    /// lone node's commit does ([`crate::group_commit`]).
+    commits: tokio::runtime::Handle,
     /// Groups whose store must start over (a lease lost other than by a hand-over, or a
     /// follower behind the purge point): the map watch closes and reopens them.
     reopen: tokio::sync::mpsc::UnboundedSender<u16>,
@@ -85,10 +90,12 @@ impl Runner {
     /// record, starts the heartbeat and the map watch, and takes this node's id shard
     /// leases into `ids` (bucket `shardkit_ids_<cluster>`), so no two nodes of the
     /// cluster issue the same id.
+    /// Every group's commit task runs on `commits`, the RESP runtime.
     pub fn start(
         settings: &Settings,
         live: Arc<Live>,
         ids: Arc<crate::id_leases::IdLeases>,
+        commits: tokio::runtime::Handle,
     ) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -141,6 +148,7 @@ impl Runner {
             open: Default::default(),
             nats,
             shared: runtime.handle().clone(),
+            commits,
             reopen,
         };
         let holder = serde_json::to_string(&crate::replication::LeaderAddr {
@@ -491,10 +499,10 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
     let replicator =
         Replicator::start_group(Arc::clone(&store), ctx.nats.clone(), ctx.shared.clone())?;
     let (stop_commit, stopped) = watch::channel(false);
-    // The group commit's waiters are the RESP connections; its commits (JetStream
-    // publishes) run on a blocking thread of the node's runtime. It ends on
+    // The group commit's waiters are the RESP connections, and it runs beside them;
+    // its publishes go to the group's publisher on the node's runtime. It ends on
     // `stop_commit` (the group closed).
-    ctx.shared.spawn(crate::group_commit::GroupCommit::run(
+    ctx.commits.spawn(crate::group_commit::GroupCommit::run(
         counters, true, stopped,
     ));
     Ok(Open {
