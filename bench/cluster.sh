@@ -11,22 +11,30 @@
 #             the single-node reference with the same durability as a cluster group
 #   cluster1  one node with `[cluster] enabled`, CLUSTER_GROUPS groups, all placed on it by
 #             `shardkit cluster rebalance --replicas 0`
-#   cluster3  three such nodes, the groups spread over them (replicas 0)
+#   cluster3  three such nodes, the groups spread over them (replicas 0), each loaded by
+#             its own redis-benchmark as lone3's are, with keys of one slot it serves
+#   cluster3c the same three nodes loaded by one `redis-benchmark --cluster`
 #   lone3     three lone nodes (stores s1, s2, s3 on the one nats-server), each loaded by
 #             its own redis-benchmark with a third of the connections and requests and
 #             cluster3's commands: three servers sharing these two cores and the load
 #             as cluster3's nodes do, without the cluster. cluster3 against lone3 is
 #             what the cluster mode itself costs; against lone, that plus the split.
-# Load: redis-benchmark -t incr,get -n N -c C -P P -r 100000; for cluster3 `--cluster`
+# Load: redis-benchmark -t incr,get -n N -c C -P P -r 100000; for cluster3c `--cluster`
 # (it finds the masters and gives each node's connections keys of one slot of that
 # node) with `INCR|GET counter:__rand_int__{tag}` (rows; its own tests' keys would be
-# columns here). cluster1's one node owns every slot and redis-benchmark refuses
-# --cluster with one node.
+# columns here), and those commands for lone3 and cluster3. cluster1's one node owns
+# every slot and redis-benchmark refuses --cluster with one node. One client process
+# for three servers (cluster3c) is slower than three (lone3), and the servers' CPU per
+# request depends on how much each read brings: cluster3 against lone3 keeps the
+# client the same. SETUPS="lone cluster3" runs some only (lone is the reference).
 # Reported per setup and test: requests/s, and the CPU time (utime + stime from
 # /proc/<pid>/stat) of the shardkit processes and of nats-server per request, and the
 # ratio of each setup's shardkit CPU per request to `lone`'s (and cluster3's to
 # lone3's), and for increments how many went into one JetStream publish (the streams'
-# messages, from nats-server's monitoring port). On 2 cores every setup is capped by the
+# messages, from nats-server's monitoring port). The idle columns: the servers' CPU per
+# second with no load (IDLE_S=5 seconds measured before the tests: a cluster group's
+# lease renewals and snapshot checks, which do not grow with requests), and the CPU per
+# request net of it for the test's length. On 2 cores every setup is capped by the
 # load generator near the same rate, so the CPU per request is the figure to read (a
 # three-node cluster cannot show scaling here).
 set -euo pipefail
@@ -120,8 +128,9 @@ url = \"$NATS_URL\""
       done
       for s in "${PORTS[@]}"; do lone_role "$s"; done
       ;;
-    cluster1|cluster3)
+    cluster1|cluster3|cluster3c)
       local n=${1#cluster} ports=() i
+      n=${n%c}
       for i in $(seq "$n"); do
         start_node "[cluster]
 enabled = true
@@ -138,9 +147,30 @@ url = \"$NATS_URL\""
       until_ok "${ports[@]}"
       # redis-benchmark refuses --cluster against one node ("Invalid cluster: 1
       # node(s)"); that node owns every slot, so plain mode sends it every key.
-      PORT=${ports[0]}; CLUSTER_FLAG=""; if [ "$n" -gt 1 ]; then CLUSTER_FLAG="--cluster"; fi
+      PORT=${ports[0]}; CLUSTER_FLAG=""
+      case "$1" in
+        cluster3c) CLUSTER_FLAG="--cluster" ;;
+        cluster3)
+          # Each node's client gets keys of one slot that node serves, as --cluster
+          # does, so the load is lone3's: a client per node.
+          PORTS=("${ports[@]}"); TAGS=()
+          for i in 0 1 2; do TAGS+=("$(tag_served_by "${ports[$i]}")"); done
+          ;;
+      esac
       ;;
   esac
+}
+
+# tag_served_by PORT: a hash tag whose slot the cluster node on PORT serves.
+tag_served_by() {
+  local k
+  for k in $(seq 0 999); do
+    case "$(timeout 2 redis-cli -p "$1" GET "counter:0{t$k}" 2>&1)" in
+      *MOVED*|*ASK*|*TRYAGAIN*|*CLUSTERDOWN*|*ERR*) ;;
+      *) echo "t$k"; return 0 ;;
+    esac
+  done
+  echo "no tag served by $1" >&2; return 1
 }
 
 # rps_of: the requests/s figure of redis-benchmark -q output on stdin.
@@ -148,28 +178,40 @@ rps_of() {
   tr '\r' '\n' | grep -i "requests per second" | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/'
 }
 
-declare -A CPU RPS NATS PER_PUB
-SETUPS="lone lone3 cluster1 cluster3"
+declare -A CPU RPS NATS PER_PUB NET IDLE
+IDLE_S=${IDLE_S:-5}
+SETUPS=${SETUPS:-"lone lone3 cluster1 cluster3 cluster3c"}
 for round in $(seq "$ROUNDS"); do
   order=$SETUPS
   [ $((round % 2)) = 0 ] && order=$(echo "$SETUPS" | tr ' ' '\n' | tac | tr '\n' ' ')
   for name in $order; do
     setup "$name"
+    # What the servers burn with no load (a cluster group renews its lease every third
+    # of lease_ms, checks for a snapshot to ship every second...): IDLE_S seconds,
+    # after two to settle. The net columns take it off each test's CPU for its length.
+    sleep 2
+    i0=$(sum_ticks "${SERVER_PIDS[@]}"); sleep "$IDLE_S"; i1=$(sum_ticks "${SERVER_PIDS[@]}")
+    idle_ticks_per_s=$(python3 -c "print(($i1-$i0)/$IDLE_S)")
+    IDLE[$round $name]=$(python3 -c "print(f'{$idle_ticks_per_s*$TICK_US/1000:.0f}')")
     for t in incr get; do
       s0=$(sum_ticks "${SERVER_PIDS[@]}"); n0=$(cpu_total "$NATS_PID"); m0=$(stream_messages)
+      began=$(date +%s.%N)
       # --cluster's own tests write `counter:{tag}:<n>`, which this server reads as
       # column <n> of row {tag}: 100,000 columns made one by one, each a schema change.
       # So the cluster setups send rows of their own, `counter:<n>{tag}` (the node's tag:
       # every key of a connection in one slot, as redis-benchmark does for Redis), and
       # lone3 the same commands.
       test_args=(-t "$t")
-      if [ -n "$CLUSTER_FLAG" ] || [ "$name" = lone3 ]; then test_args=("${t^^}" 'counter:__rand_int__{tag}'); fi
-      if [ "$name" = lone3 ]; then
-        # Three clients at once, a third of the connections and requests each.
+      if [ -n "$CLUSTER_FLAG" ] || [ "${#PORTS[@]}" -gt 0 ]; then test_args=("${t^^}" 'counter:__rand_int__{tag}'); fi
+      if [ "${#PORTS[@]}" -gt 0 ]; then
+        # Three clients at once, a third of the connections and requests each (cluster3:
+        # each with its node's tag in place of {tag}).
         start=$(date +%s.%N); parts=()
         for i in 0 1 2; do
+          node_args=("${test_args[@]}")
+          [ "$name" = cluster3 ] && node_args=("${t^^}" "counter:__rand_int__{${TAGS[$i]}}")
           timeout 300 redis-benchmark -h 127.0.0.1 -p "${PORTS[$i]}" -n $((N / 3)) \
-            -c $(((C + 2 - i) / 3)) -P "$P" -r 100000 -q "${test_args[@]}" > "$WORK/lone3.$i" 2>/dev/null &
+            -c $(((C + 2 - i) / 3)) -P "$P" -r 100000 -q "${node_args[@]}" > "$WORK/lone3.$i" 2>/dev/null &
           parts+=($!)
         done
         wait "${parts[@]}"
@@ -180,25 +222,37 @@ for round in $(seq "$ROUNDS"); do
           -c "$C" -P "$P" -r 100000 -q "${test_args[@]}" 2>/dev/null | rps_of)
       fi
       s1=$(sum_ticks "${SERVER_PIDS[@]}"); n1=$(cpu_total "$NATS_PID"); m1=$(stream_messages)
+      ended=$(date +%s.%N)
       key="$round $name $t"
       RPS[$key]=${rps:-failed}
       CPU[$key]=$(python3 -c "print(f'{($s1-$s0)*$TICK_US/$N:.2f}')")
+      NET[$key]=$(python3 -c "print(f'{max(0, ($s1-$s0) - $idle_ticks_per_s*($ended-$began))*$TICK_US/$N:.2f}')")
       NATS[$key]=$(python3 -c "print(f'{($n1-$n0)*$TICK_US/$N:.2f}')")
       PER_PUB[$key]=$(python3 -c "m=$m1-$m0; print(f'{$N/m:.1f}' if m > 0 else '-')")
     done
     stop "${SERVER_PIDS[@]}" "$NATS_PID"
   done
 done
-printf '| round | setup | test | requests/s | shardkit CPU us/req | nats-server CPU us/req | requests a publish | shardkit CPU vs lone | vs lone3 |\n'
-printf '|---:|---|---|---:|---:|---:|---:|---:|---:|\n'
+# ratio_of A B: A/B as "1.23x", or "-" when either is missing.
+ratio_of() {
+  python3 -c "import sys; a, b = sys.argv[1:]; print(f'{float(a) / max(0.01, float(b)):.2f}x')" "$1" "$2" 2>/dev/null || echo "-"
+}
+printf '| round | setup | test | requests/s | shardkit CPU us/req | nats-server CPU us/req | requests a publish | shardkit CPU vs lone | vs lone3 | idle shardkit CPU ms/s | net of idle us/req | net vs lone | net vs lone3 |\n'
+printf '|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
 for round in $(seq "$ROUNDS"); do
   for name in $SETUPS; do
     for t in incr get; do
       key="$round $name $t"
-      ratio=$(python3 -c "print(f'{${CPU[$key]}/${CPU[$round lone $t]}:.2f}x')")
-      vs3=""; [ "$name" = cluster3 ] && vs3=$(python3 -c "print(f'{${CPU[$key]}/${CPU[$round lone3 $t]}:.2f}x')")
-      printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$round" "$name" "$t" "${RPS[$key]}" \
-        "${CPU[$key]}" "${NATS[$key]}" "${PER_PUB[$key]}" "$ratio" "$vs3"
+      ratio=$(ratio_of "${CPU[$key]:-}" "${CPU[$round lone $t]:-}")
+      net=$(ratio_of "${NET[$key]:-}" "${NET[$round lone $t]:-}")
+      vs3=""; net3=""
+      if [ "$name" = cluster3 ] || [ "$name" = cluster3c ]; then
+        vs3=$(ratio_of "${CPU[$key]:-}" "${CPU[$round lone3 $t]:-}")
+        net3=$(ratio_of "${NET[$key]:-}" "${NET[$round lone3 $t]:-}")
+      fi
+      printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$round" "$name" "$t" "${RPS[$key]}" \
+        "${CPU[$key]:-}" "${NATS[$key]:-}" "${PER_PUB[$key]:-}" "$ratio" "$vs3" "${IDLE[$round $name]:-}" \
+        "${NET[$key]:-}" "$net" "$net3"
     done
   done
 done

@@ -18,6 +18,9 @@ pub struct Live {
     pub me: String,
     /// The newest map seen (version 0, nothing served, before the first).
     map: RwLock<Arc<SlotMap>>,
+    /// `map`'s version, read without the lock: a connection keeps the map it used
+    /// last and takes the newest only when this moved ([`Live::map_after`]).
+    map_version: std::sync::atomic::AtomicU64,
     /// The open store of each group this node owns or follows.
     stores: Vec<RwLock<Option<Arc<CounterStore>>>>,
     /// The newest counter schema read, with its KV revision (0: none yet).
@@ -43,6 +46,7 @@ impl Live {
         Self {
             me,
             map: RwLock::new(Arc::new(empty)),
+            map_version: std::sync::atomic::AtomicU64::new(0),
             stores: (0..groups).map(|_| RwLock::new(None)).collect(),
             schema: RwLock::new(Arc::new((0, Schema::default()))),
             schema_writer: std::sync::OnceLock::new(),
@@ -162,13 +166,30 @@ impl Live {
         Arc::clone(&self.map.read())
     }
 
+    /// `held` if it is still the newest map, else the newest: a command's map without
+    /// the lock or a reference count bumped when the map has not changed (versions
+    /// only go up).
+    pub fn map_after(&self, held: Option<Arc<SlotMap>>) -> Arc<SlotMap> {
+        match held {
+            Some(map)
+                if map.version == self.map_version.load(std::sync::atomic::Ordering::Acquire) =>
+            {
+                map
+            }
+            _ => self.map(),
+        }
+    }
+
     /// Takes `map` if it is newer than the one held; answers whether it did.
     pub fn set_map(&self, map: SlotMap) -> bool {
         let mut held = self.map.write();
         if map.version <= held.version || map.groups != held.groups {
             return false;
         }
+        let version = map.version;
         *held = Arc::new(map);
+        self.map_version
+            .store(version, std::sync::atomic::Ordering::Release);
         true
     }
 

@@ -64,9 +64,20 @@ pub fn route(spec: &CommandSpec, args: &[&[u8]], map: &SlotMap, me: &str) -> Rou
             Some(_) => {}
         }
     }
-    let Some(slot) = slot else {
-        return Route::NoKeys;
-    };
+    match slot {
+        Some(slot) => route_slot(slot, map, me),
+        None => Route::NoKeys,
+    }
+}
+
+/// [`route`] for a command whose one key is `key` (`GET`, `INCR`, `HINCRBY`...):
+/// a node's usual command, routed without walking the key positions.
+pub fn route_key(key: &[u8], map: &SlotMap, me: &str) -> Route {
+    route_slot(key_slot(key), map, me)
+}
+
+/// Where a command on slot `slot` goes, for node `me` under `map`.
+fn route_slot(slot: u16, map: &SlotMap, me: &str) -> Route {
     // Served here is the common case: decided on the owner's id, no look-up of its
     // node (this node is the one named).
     if map.owner_id_of(slot) == Some(me) {
@@ -150,5 +161,29 @@ mod tests {
             route(lookup(b"get").unwrap(), &args, &gap, "x"),
             Route::Refuse(CLUSTERDOWN.into())
         );
+    }
+
+    #[test]
+    fn a_one_key_command_routes_by_its_key_as_the_walk_of_its_keys_does() {
+        let m = map();
+        for key in [
+            "weibo:{123}:likes",
+            "weibo:123",
+            "{}x",
+            "a{b",
+            "k{}{z}",
+            "",
+            "x{y}",
+        ] {
+            let args: Vec<&[u8]> = ["GET", key].map(str::as_bytes).to_vec();
+            for me in [1u8, 2, 3] {
+                let me = format!("{me:040}");
+                assert_eq!(
+                    route_key(key.as_bytes(), &m, &me),
+                    route(lookup(b"get").unwrap(), &args, &m, &me),
+                    "{key}"
+                );
+            }
+        }
     }
 }

@@ -37,8 +37,8 @@ pub fn crc16(bytes: &[u8]) -> u16 {
 /// after it, when that is not empty; else the whole key (Redis's rule, so
 /// `{user}:a` and `{user}:b` share a slot, and `{}x` hashes whole).
 pub fn hash_tag(key: &[u8]) -> &[u8] {
-    if let Some(open) = key.iter().position(|&b| b == b'{') {
-        if let Some(len) = key[open + 1..].iter().position(|&b| b == b'}') {
+    if let Some(open) = memchr::memchr(b'{', key) {
+        if let Some(len) = memchr::memchr(b'}', &key[open + 1..]) {
             if len > 0 {
                 return &key[open + 1..open + 1 + len];
             }

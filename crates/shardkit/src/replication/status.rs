@@ -35,6 +35,9 @@ pub enum Role {
 #[derive(Debug)]
 pub struct Status {
     role: RwLock<Role>,
+    /// Whether `role` is [`Role::Leader`], read without the lock ([`Status::is_leader`],
+    /// on a cluster node's every command).
+    leader: std::sync::atomic::AtomicBool,
     /// This node's id and addresses, as it announces them in the lease.
     pub me: LeaderAddr,
     /// Stream sequence of the last message applied (or published, on the leader).
@@ -51,6 +54,7 @@ impl Status {
     /// A node in `role` with the given addresses.
     pub fn new(role: Role, me: LeaderAddr) -> Self {
         Self {
+            leader: std::sync::atomic::AtomicBool::new(matches!(role, Role::Leader)),
             role: RwLock::new(role),
             me,
             applied_seq: AtomicU64::new(0),
@@ -67,13 +71,16 @@ impl Status {
 
     /// Changes the role.
     pub fn set_role(&self, role: Role) {
-        *self.role.write() = role;
+        let mut held = self.role.write();
+        self.leader
+            .store(matches!(role, Role::Leader), Ordering::Release);
+        *held = role;
     }
 
     /// Whether this node leads its store (a cluster node checks it on every command
     /// of a group it serves: no copy of the role).
     pub fn is_leader(&self) -> bool {
-        matches!(*self.role.read(), Role::Leader)
+        self.leader.load(Ordering::Acquire)
     }
 
     /// Whether this node may take writes.

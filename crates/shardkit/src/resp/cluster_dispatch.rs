@@ -17,7 +17,7 @@ use super::reply;
 use super::session::Session;
 use super::table::{Call, CommandSpec};
 use crate::cluster::live::Live;
-use crate::cluster::route::{route, Route};
+use crate::cluster::route::{route, route_key, Route};
 use crate::state::AppState;
 use bytes::BytesMut;
 
@@ -44,10 +44,30 @@ pub fn run(
     if spec.name == "ticket.next" {
         return super::cluster_tickets::next(spec, cmd, state, live, session, out);
     }
-    // A command's arguments without a heap block for the usual few.
-    let args: smallvec::SmallVec<[&[u8]; 8]> = cmd.args().collect();
-    let map = live.map();
-    let route = route(spec, &args, &map, &live.me);
+    let map = live.map_after(session.cluster_map.take());
+    run_by(spec, cmd, state, live, &map, session, out);
+    session.cluster_map = Some(map);
+}
+
+/// [`run`] by slot map `map`.
+fn run_by(
+    spec: &'static CommandSpec,
+    cmd: &Command<'_>,
+    state: &AppState,
+    live: &Live,
+    map: &crate::cluster::map::SlotMap,
+    session: &mut Session,
+    out: &mut BytesMut,
+) {
+    let route = match cmd.arg(1) {
+        // One key, argument 1: most commands (and their arity is checked).
+        Some(key) if spec.first_key == 1 && spec.last_key == 1 => route_key(key, map, &live.me),
+        _ => {
+            // The arguments without a heap block for the usual few.
+            let args: smallvec::SmallVec<[&[u8]; 8]> = cmd.args().collect();
+            route(spec, &args, map, &live.me)
+        }
+    };
     // The store of the slot's group, when this node has it open.
     let store = match route {
         Route::Here { slot } => live.store(map.group_of(slot)),
@@ -110,7 +130,7 @@ pub fn run(
             }
         }
         Route::Here { slot } => {
-            let Some(store) = led(store, &map, slot, out) else {
+            let Some(store) = led(store, map, slot, out) else {
                 return;
             };
             // The writes of this command wait on the group's log, not the node's own.

@@ -36,6 +36,9 @@ pub struct Session {
     /// After `READONLY` on a cluster node: reads of slots this node follows (but does
     /// not own) are served from its follower copy instead of `-MOVED`.
     pub read_replicas: bool,
+    /// On a cluster node: the slot map this connection routed its last command by,
+    /// kept while it is the newest ([`crate::cluster::live::Live::map_after`]).
+    pub cluster_map: Option<Arc<crate::cluster::map::SlotMap>>,
     /// On a cluster node: the log positions the batch's replies wait for in the stores
     /// of slot groups (one entry per store), besides `pending` of the node's own.
     pub group_pending: Vec<(
@@ -59,6 +62,7 @@ impl Session {
             incrs: Default::default(),
             last_spec: None,
             group_pending: Vec::new(),
+            cluster_map: None,
             read_replicas: false,
         }
     }
