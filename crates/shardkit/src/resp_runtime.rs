@@ -106,6 +106,21 @@ impl RespRuntime {
     }
 }
 
+/// A runtime dropped without [`RespRuntime::shutdown`] (an error on the way out of
+/// `serve` before the shutdown path, say a cluster node that cannot reach NATS) stops
+/// without waiting: tokio would panic dropping a multi-thread runtime inside the async
+/// context the server runs in, where a clear error is due.
+impl Drop for RespRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+        if let Some((_, stop)) = self.driver.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
 /// Runs `work`, which may block (waits for the disk or for JetStream), from a task on
 /// the RESP runtime. On the multi-thread scheduler it is `block_in_place`, which moves
 /// this worker's other tasks to another thread first; the one-thread event loop has
@@ -118,5 +133,19 @@ pub fn block_here<T>(work: impl FnOnce() -> T) -> T {
         tokio::task::block_in_place(work)
     } else {
         work()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RespRuntime;
+
+    #[tokio::test]
+    async fn a_runtime_dropped_in_async_code_stops_without_a_panic() {
+        for threads in [1, 2] {
+            let runtime = RespRuntime::start(threads).unwrap();
+            assert_eq!(runtime.spawn(async { 7 }).await.unwrap(), 7);
+            drop(runtime);
+        }
     }
 }
