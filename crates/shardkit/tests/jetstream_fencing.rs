@@ -19,6 +19,7 @@ use bytes::Bytes;
 use common::nats::Nats;
 use shardkit::replication::jetstream::names::{Names, LSN_HEADER};
 use shardkit::replication::jetstream::publisher::JetStreamLog;
+use shardkit::replication::jetstream::tasks::Tasks;
 use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, LogOfRecord, Options};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -93,7 +94,7 @@ fn a_deposed_writer_is_refused_by_the_stream_and_acknowledges_nothing_after() {
     let a_marker = rt.block_on(marker(&js, &names, 0, 1));
     let a_fenced = Arc::new(AtomicBool::new(false));
     let a_log = JetStreamLog::start(
-        rt.handle(),
+        &Tasks::on(rt.handle().clone()),
         js.clone(),
         &names,
         a_marker,
@@ -147,7 +148,7 @@ fn a_deposed_writer_is_refused_by_the_stream_and_acknowledges_nothing_after() {
 
     // B writes on from there: its batch expects its own marker and lands.
     let b_log = JetStreamLog::start(
-        rt.handle(),
+        &Tasks::on(rt.handle().clone()),
         js.clone(),
         &names,
         b_marker,

@@ -3,8 +3,9 @@
 //! takes it away.
 //!
 //! A group store is one counter store of the JetStream mode (issue 17), named
-//! `<cluster>-g<NNN>`, its local copy in `<data>/cluster/g<NNN>`, run on a runtime of
-//! its own over the node's one NATS connection (shared by all its groups): the group's owner
+//! `<cluster>-g<NNN>`, its local copy in `<data>/cluster/g<NNN>`, its tasks run on the
+//! node's runtime over the node's one NATS connection (both shared by all its groups,
+//! each group's tasks stopped on their own when it closes): the group's owner
 //! stands for its lease and leads once it has it (catching up and fencing as every
 //! JetStream leader does); a replica follows its stream. A group the map moves away
 //! from this node is closed: it stops taking the group's writes, deletes its lease key
@@ -53,8 +54,9 @@ struct Ctx {
     /// The node's NATS connection, which every group store uses (one per node, not
     /// one per group: publishes of groups committing together share its writes).
     nats: async_nats::Client,
-    /// The node's runtime (the one `nats` runs on): every group's publisher task runs
-    /// here, so publishes of many groups wake one thread.
+    /// The node's runtime (the one `nats` runs on): every group's tasks (follower,
+    /// lease renewal, publisher, snapshot shipping) run here, so the publishes and
+    /// timers of many groups wake one thread.
     shared: tokio::runtime::Handle,
     /// The RESP runtime, where the connections that wait on the groups' commits run:
     /// every group's commit task runs there too, so on the one-thread event loop a
@@ -188,13 +190,19 @@ impl Runner {
         };
         let _ = self
             .runtime
-            .block_on(tokio::time::timeout(Duration::from_secs(1), leave));
-        self.runtime.shutdown_timeout(Duration::from_secs(1));
+            .block_on(async { tokio::time::timeout(Duration::from_secs(1), leave).await });
+        // The groups' tasks run on the node's runtime: leases are given back while it
+        // runs, then its shutdown ends every task (the groups' and the map watch's).
         let open = std::mem::take(&mut *self.ctx.open.lock());
-        for (group, open) in open {
+        for (&group, open) in &open {
             self.ctx.live.set_store(group, None);
-            close(open);
+            open.replicator
+                .release_lease(&open.store, Duration::from_secs(1));
+            let _ = open.stop_commit.send(true);
+            open.replicator.cancel();
         }
+        self.runtime.shutdown_timeout(Duration::from_secs(1));
+        drop(open);
     }
 }
 

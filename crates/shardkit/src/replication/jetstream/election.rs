@@ -29,10 +29,11 @@ pub struct Store {
     snapshots: jetstream::object_store::ObjectStore,
     names: Names,
     lease_for: Duration,
-    /// Where the leader's publisher task runs: this store's runtime, or for a cluster
-    /// node's groups the node's shared one (beside its NATS connection), so the commits
-    /// of many groups wake one thread.
-    pub(super) publish_on: tokio::runtime::Handle,
+    /// Where every task of the store runs (follower, renewal, publisher, snapshot
+    /// shipping): this store's runtime, or for a cluster node's groups the node's shared
+    /// one (beside its NATS connection), so the commits and timers of many groups wake
+    /// one thread.
+    pub(super) tasks: super::tasks::Tasks,
 }
 
 impl Store {
@@ -73,7 +74,7 @@ impl Store {
             snapshots,
             names,
             lease_for,
-            publish_on: tokio::runtime::Handle::current(),
+            tasks: super::tasks::Tasks::on(tokio::runtime::Handle::current()),
         })
     }
 }
@@ -131,7 +132,7 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
     let me = state.replication.me.clone();
     let me_json = serde_json::to_string(&me).unwrap_or_default();
     // After what the start restored from a snapshot (0 without one: from the start).
-    let mut follower = tokio::spawn(follow(
+    let mut follower = store.tasks.spawn(follow(
         Arc::clone(&state),
         store.stream.clone(),
         store.names.clone(),
@@ -145,7 +146,7 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
         match changes.as_mut() {
             Some(watch) => {
                 tokio::select! {
-                    _ = tokio::time::sleep(tick) => {}
+                    _ = super::ticks::until_next(tick) => {}
                     event = futures_util::StreamExt::next(watch) => {
                         if !matches!(event, Some(Ok(_))) {
                             changes = None;
@@ -153,20 +154,22 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
                     }
                 }
             }
-            None => tokio::time::sleep(tick).await,
+            None => super::ticks::until_next(tick).await,
         }
         if follower.is_finished() {
             match (&mut follower).await {
-                Ok(Err(e)) if e.is::<super::follower::Behind>() => {
+                Ok(Some(Err(e))) if e.is::<super::follower::Behind>() => {
                     super::follower::start_over(&state, &e);
                     return;
                 }
-                Ok(Err(e)) => tracing::error!(error = %e, "following the counters' stream stopped"),
+                Ok(Some(Err(e))) => {
+                    tracing::error!(error = %e, "following the counters' stream stopped")
+                }
                 _ => tracing::error!("following the counters' stream stopped"),
             }
             // Start again after what was applied (a new ordered consumer).
             let (applied, _, _) = state.replication.progress();
-            follower = tokio::spawn(follow(
+            follower = store.tasks.spawn(follow(
                 Arc::clone(&state),
                 store.stream.clone(),
                 store.names.clone(),
@@ -210,7 +213,7 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
         tracing::info!("took the counters' lease; catching up with the stream");
         let fenced = Arc::new(AtomicBool::new(false));
         let valid_until = Arc::new(parking_lot::Mutex::new(asked + store.lease_for));
-        tokio::spawn(renew(
+        store.tasks.spawn(renew(
             Arc::clone(&state),
             store.lease.clone(),
             me_json.clone(),
@@ -310,7 +313,7 @@ async fn lead(
     // The status, not the state: the engine holds this log, and the state the engine.
     let status = Arc::clone(&state.replication);
     let log = JetStreamLog::start(
-        &store.publish_on,
+        &store.tasks,
         store.js.clone(),
         &store.names,
         marker,
@@ -335,7 +338,7 @@ async fn lead(
     .await??;
     state.replication.set_progress(marker, 0, 0);
     state.replication.set_role(Role::Leader);
-    tokio::spawn(super::snapshots::ship(
+    store.tasks.spawn(super::snapshots::ship(
         Arc::clone(state),
         store.snapshots.clone(),
         store.stream.clone(),
@@ -390,7 +393,8 @@ async fn renew(
 ) {
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(lease_for / 3) => {}
+            // On the grid: a node's groups renew together, in one write to NATS.
+            _ = super::ticks::until_next(lease_for / 3) => {}
             _ = state.release.asked.notified() => {
                 // A cluster group moving away: stop writing, give the lease back so the
                 // new owner need not wait for it to lapse, and stay up.

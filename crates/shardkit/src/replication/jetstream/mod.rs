@@ -18,9 +18,12 @@
 //! - [`lsn_seq`]: which stream sequence a snapshot's lsn corresponds to.
 //! - [`id_leases`]: this node's leases on blocks of id shards, so every node of the
 //!   store issues ids and no two issue the same.
+//! - [`tasks`]: where a store's tasks run and how they are stopped together.
+//! - [`ticks`]: the grid periodic work waits on, so many stores' timers fire at once.
 //!
 //! Everything NATS runs on a runtime of its own (one thread), so an engine commit that
-//! blocks a server thread on a publish can never starve the task doing the publish.
+//! blocks a server thread on a publish can never starve the task doing the publish; a
+//! cluster node's group stores share the node's such runtime.
 
 pub mod election;
 pub mod follower;
@@ -30,6 +33,8 @@ pub mod membership;
 pub mod names;
 pub mod publisher;
 pub mod snapshots;
+pub mod tasks;
+pub mod ticks;
 
 use crate::counter_store::CounterStore;
 use anyhow::Context;
@@ -45,9 +50,12 @@ pub const EXIT_DEPOSED: i32 = 75;
 /// object store (every start does), rather than go on with records missing.
 pub const EXIT_BEHIND: i32 = 76;
 
-/// The running replication: its runtime, stopped with [`Replicator::stop`].
+/// The running replication: its tasks, stopped with [`Replicator::stop`].
 pub struct Replicator {
-    runtime: tokio::runtime::Runtime,
+    /// The server's own store runs its tasks on a runtime of its own; a cluster group's
+    /// run on its node's (`None` here).
+    runtime: Option<tokio::runtime::Runtime>,
+    tasks: tasks::Tasks,
     /// The server's own store announces itself (Sentinel) and leases id shards; a
     /// cluster node's group stores do neither.
     server: Option<(
@@ -77,8 +85,9 @@ impl Replicator {
 
     /// Follows the stream of a cluster node's group store and, when its spec may lead,
     /// stands for its lease: [`Replicator::start`] without the members and id leases,
-    /// over `client`, the node's one NATS connection for all its groups, with the
-    /// leader's publisher task on `shared`, the runtime that connection runs on.
+    /// over `client`, the node's one NATS connection for all its groups, with every
+    /// task on `shared`, the runtime that connection runs on. Call it from a blocking
+    /// thread.
     pub fn start_group(
         state: Arc<CounterStore>,
         client: async_nats::Client,
@@ -92,56 +101,65 @@ impl Replicator {
         ids: Option<Arc<crate::id_leases::IdLeases>>,
         client: Option<(async_nats::Client, tokio::runtime::Handle)>,
     ) -> anyhow::Result<Self> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("shardkit-nats")
-            .enable_all()
-            .build()
-            .context("cannot start the NATS runtime")?;
+        let (runtime, handle) = match &client {
+            Some((_, shared)) => (None, shared.clone()),
+            None => {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("shardkit-nats")
+                    .enable_all()
+                    .build()
+                    .context("cannot start the NATS runtime")?;
+                let handle = runtime.handle().clone();
+                (Some(runtime), handle)
+            }
+        };
+        let tasks = tasks::Tasks::on(handle.clone());
         let client_name = format!("shardkit {}", state.replication.me.resp);
-        let setup = runtime.block_on(async {
+        let setup = handle.block_on(async {
             match client {
-                Some((client, shared)) => {
-                    let mut store = election::Store::on(&state.spec, client).await?;
-                    store.publish_on = shared;
-                    anyhow::Ok(store)
-                }
+                Some((client, _)) => election::Store::on(&state.spec, client).await,
                 None => election::Store::connect(&state.spec, &client_name).await,
             }
         });
-        let store = setup.with_context(|| {
+        let mut store = setup.with_context(|| {
             format!(
                 "cannot reach JetStream at {} for the counters' log",
                 state.spec.nats_url
             )
         })?;
+        store.tasks = tasks.clone();
         let server = match ids {
             Some(ids) => {
-                let membership = runtime
+                let membership = handle
                     .block_on(membership::Membership::open(
                         &store.js,
                         &state.spec,
                         &state.replication.me.node,
                     ))
                     .context("cannot make the counters' members bucket")?;
-                let id_kv = runtime
+                let id_kv = handle
                     .block_on(id_leases::open(&store.js, &state.spec))
                     .context("cannot make the id shard lease bucket")?;
                 let me = serde_json::to_string(&state.replication.me)?;
                 let lease_for = Duration::from_millis(state.spec.lease_ms);
-                runtime.spawn(id_leases::run(
+                tasks.spawn(id_leases::run(
                     Arc::clone(&ids),
                     id_kv.clone(),
                     me,
                     lease_for,
                 ));
-                runtime.spawn(membership::run(Arc::clone(&state), membership.clone()));
+                tasks.spawn(membership::run(Arc::clone(&state), membership.clone()));
                 Some((membership, ids, id_kv))
             }
             None => None,
         };
-        runtime.spawn(election::run(state, store));
-        Ok(Self { runtime, server })
+        tasks.spawn(election::run(state, store));
+        Ok(Self {
+            runtime,
+            tasks,
+            server,
+        })
     }
 
     /// Has the store's lease given back if this node leads it (see
@@ -151,17 +169,13 @@ impl Replicator {
             return;
         }
         store.release.ask();
-        let _ = self
-            .runtime
-            .block_on(tokio::time::timeout(within, store.release.done.notified()));
+        self.tasks.wait_up_to(within, store.release.done.notified());
     }
 
-    /// Runs `task` on the replication's runtime (it stops with it).
-    pub fn spawn<F>(&self, task: F)
-    where
-        F: std::future::Future<Output = ()> + Send + 'static,
-    {
-        self.runtime.spawn(task);
+    /// Tells every task to end, without waiting: for a cluster node shutting its
+    /// runtime down, which then waits for them.
+    pub fn cancel(&self) {
+        self.tasks.cancel();
     }
 
     /// Removes this node from the members, then stops every NATS task, waiting up to a
@@ -173,10 +187,11 @@ impl Replicator {
                 membership.leave().await;
                 id_leases::leave(ids, id_kv).await;
             };
-            let _ = self
-                .runtime
-                .block_on(tokio::time::timeout(Duration::from_secs(1), leave));
+            self.tasks.wait_up_to(Duration::from_secs(1), leave);
         }
-        self.runtime.shutdown_timeout(Duration::from_secs(1));
+        match self.runtime {
+            Some(runtime) => runtime.shutdown_timeout(Duration::from_secs(1)),
+            None => self.tasks.stop(Duration::from_secs(1)),
+        }
     }
 }

@@ -34,11 +34,11 @@ pub struct JetStreamLog {
 }
 
 impl JetStreamLog {
-    /// Starts the publishing task on `runtime`. `last_seq` is the stream's last
+    /// Starts the publishing task among the store's `tasks`. `last_seq` is the stream's last
     /// sequence as this leader left it (its own leader marker). The task ends when the
     /// log is dropped.
     pub fn start(
-        runtime: &tokio::runtime::Handle,
+        tasks: &super::tasks::Tasks,
         js: jetstream::Context,
         names: &Names,
         last_seq: u64,
@@ -48,7 +48,7 @@ impl JetStreamLog {
         let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
         let subject = names.subject.clone();
         let task_fenced = Arc::clone(&fenced);
-        runtime.spawn(async move {
+        tasks.spawn(async move {
             let mut last = last_seq;
             while let Some(job) = queue.recv().await {
                 // The callback is not `Sync`: out of the job before anything is awaited.

@@ -139,7 +139,9 @@ pub async fn publish(
 }
 
 /// While this node leads: every second, puts the engine's newest snapshot file if it is
-/// newer than the newest stored one. Failures are logged and tried again.
+/// newer than the newest stored one. The files are listed at the first look and then
+/// only once the engine wrote another snapshot (an idle group reads no directory).
+/// Failures are logged and tried again.
 pub async fn ship(state: Arc<CounterStore>, bucket: ObjectStore, log: stream::Stream) {
     let kept = state.spec.snapshots_kept;
     let mut newest_stored = match list(&bucket).await {
@@ -149,10 +151,16 @@ pub async fn ship(state: Arc<CounterStore>, bucket: ObjectStore, log: stream::St
             0
         }
     };
+    // What the engine had written when the files were last listed (none yet).
+    let mut listed_at: Option<u64> = None;
     loop {
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        super::ticks::until_next(Duration::from_secs(1)).await;
         if state.replication.role() != Role::Leader {
             return;
+        }
+        let written = state.counters.engine.snapshots_written();
+        if listed_at == Some(written) {
+            continue;
         }
         let engine_state = Arc::clone(&state);
         let newest = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
@@ -169,7 +177,10 @@ pub async fn ship(state: Arc<CounterStore>, bucket: ObjectStore, log: stream::St
         .await;
         let (lsn, bytes) = match newest {
             Ok(Ok(Some(found))) => found,
-            Ok(Ok(None)) => continue,
+            Ok(Ok(None)) => {
+                listed_at = Some(written);
+                continue;
+            }
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "cannot read the newest snapshot; trying again");
                 continue;
@@ -183,6 +194,7 @@ pub async fn ship(state: Arc<CounterStore>, bucket: ObjectStore, log: stream::St
         match publish(&bucket, &log, lsn, &bytes, kept).await {
             Ok((stored, first)) => {
                 newest_stored = lsn;
+                listed_at = Some(written);
                 tracing::info!(
                     snapshot = %stored.name,
                     bytes = bytes.len(),
