@@ -36,18 +36,6 @@ if [ -z "${BIN:-}" ]; then
   BIN=${CARGO_TARGET_DIR:-target}/release/shardkit
 fi
 
-# tag_served_by PORT: a hash tag whose slot the cluster node on PORT serves.
-tag_served_by() {
-  local k
-  for k in $(seq 0 999); do
-    case "$(timeout 2 redis-cli -p "$1" GET "counter:0{t$k}" 2>&1)" in
-      *MOVED*|*ASK*|*TRYAGAIN*|*CLUSTERDOWN*|*ERR*) ;;
-      *) echo "t$k"; return 0 ;;
-    esac
-  done
-  echo "no tag served by $1" >&2; return 1
-}
-
 echo "| round | lease_ms | groups | load | victim's keys | first served again s | all served again s | lost or doubled |"
 echo "|---:|---:|---:|---|---:|---:|---:|---|"
 for round in $(seq "$ROUNDS"); do

@@ -161,18 +161,6 @@ url = \"$NATS_URL\""
   esac
 }
 
-# tag_served_by PORT: a hash tag whose slot the cluster node on PORT serves.
-tag_served_by() {
-  local k
-  for k in $(seq 0 999); do
-    case "$(timeout 2 redis-cli -p "$1" GET "counter:0{t$k}" 2>&1)" in
-      *MOVED*|*ASK*|*TRYAGAIN*|*CLUSTERDOWN*|*ERR*) ;;
-      *) echo "t$k"; return 0 ;;
-    esac
-  done
-  echo "no tag served by $1" >&2; return 1
-}
-
 # rps_of: the requests/s figure of redis-benchmark -q output on stdin.
 rps_of() {
   tr '\r' '\n' | grep -i "requests per second" | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/'

@@ -104,3 +104,16 @@ cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12, $13 }' "/proc/$1/stat"; }
 
 # cpu_total PID: utime + stime of the process in clock ticks.
 cpu_total() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+
+# tag_served_by PORT: a hash tag whose slot the cluster node on PORT serves (it answers
+# `GET counter:0{<tag>}` itself, without -MOVED and the like).
+tag_served_by() {
+  local k
+  for k in $(seq 0 999); do
+    case "$(timeout 2 redis-cli -p "$1" GET "counter:0{t$k}" 2>&1)" in
+      *MOVED*|*ASK*|*TRYAGAIN*|*CLUSTERDOWN*|*ERR*) ;;
+      *) echo "t$k"; return 0 ;;
+    esac
+  done
+  echo "no tag served by $1" >&2; return 1
+}
