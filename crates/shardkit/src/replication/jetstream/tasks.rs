@@ -31,11 +31,6 @@ impl Tasks {
         }
     }
 
-    /// The runtime the tasks run on (to wait on something from a blocking thread).
-    pub fn handle(&self) -> &Handle {
-        &self.handle
-    }
-
     /// Runs `task` until it ends or the store's tasks are stopped, whichever is first.
     pub fn spawn<F>(&self, task: F) -> JoinHandle<Option<F::Output>>
     where
