@@ -92,7 +92,8 @@ fn every_survivor_has(nodes: &mut [Server], total: usize) -> usize {
         while seen != Some(total as i64) {
             assert!(
                 Instant::now() < deadline,
-                "node {i} has {seen:?} increments, {total} were acknowledged"
+                "node {i} has {seen:?} increments, {total} were acknowledged ({})",
+                whereabouts(&mut nodes[i])
             );
             std::thread::sleep(Duration::from_millis(20));
             seen = load_total(&nodes[i]);
@@ -101,9 +102,26 @@ fn every_survivor_has(nodes: &mut [Server], total: usize) -> usize {
     // Still exact a moment later: nothing is applied twice on the way.
     std::thread::sleep(Duration::from_millis(300));
     for &i in &live {
-        assert_eq!(load_total(&nodes[i]), Some(total as i64), "node {i}");
+        let now = load_total(&nodes[i]);
+        assert_eq!(
+            now,
+            Some(total as i64),
+            "node {i} ({})",
+            whereabouts(&mut nodes[i])
+        );
     }
     leader.unwrap()
+}
+
+/// What a failing check says of a node: its RESP address and whether its process still
+/// runs (with its exit code if not), so a node that left (exit 75: deposed) is told
+/// from one that does not answer.
+fn whereabouts(node: &mut Server) -> String {
+    match node.child.try_wait() {
+        Ok(None) => format!("{} running", node.resp),
+        Ok(Some(status)) => format!("{} exited: {status}", node.resp),
+        Err(e) => format!("{} unknown: {e}", node.resp),
+    }
 }
 
 #[test]
