@@ -9,6 +9,7 @@ use super::map::SlotMap;
 use super::schema::{Schema, SchemaWriter};
 use crate::counter_store::CounterStore;
 use parking_lot::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The node's view of the cluster.
@@ -20,7 +21,7 @@ pub struct Live {
     map: RwLock<Arc<SlotMap>>,
     /// `map`'s version, read without the lock: a connection keeps the map it used
     /// last and takes the newest only when this moved ([`Live::map_after`]).
-    map_version: std::sync::atomic::AtomicU64,
+    map_version: AtomicU64,
     /// The open store of each group this node owns or follows.
     stores: Vec<RwLock<Option<Arc<CounterStore>>>>,
     /// The newest counter schema read, with its KV revision (0: none yet).
@@ -46,7 +47,7 @@ impl Live {
         Self {
             me,
             map: RwLock::new(Arc::new(empty)),
-            map_version: std::sync::atomic::AtomicU64::new(0),
+            map_version: AtomicU64::new(0),
             stores: (0..groups).map(|_| RwLock::new(None)).collect(),
             schema: RwLock::new(Arc::new((0, Schema::default()))),
             schema_writer: std::sync::OnceLock::new(),
@@ -171,11 +172,7 @@ impl Live {
     /// only go up).
     pub fn map_after(&self, held: Option<Arc<SlotMap>>) -> Arc<SlotMap> {
         match held {
-            Some(map)
-                if map.version == self.map_version.load(std::sync::atomic::Ordering::Acquire) =>
-            {
-                map
-            }
+            Some(map) if map.version == self.map_version.load(Ordering::Acquire) => map,
             _ => self.map(),
         }
     }
@@ -188,8 +185,7 @@ impl Live {
         }
         let version = map.version;
         *held = Arc::new(map);
-        self.map_version
-            .store(version, std::sync::atomic::Ordering::Release);
+        self.map_version.store(version, Ordering::Release);
         true
     }
 

@@ -37,21 +37,30 @@ pub struct Store {
 }
 
 impl Store {
-    /// Connects and makes the stream and the lease bucket if missing.
-    pub async fn connect(spec: &StoreSpec, client_name: &str) -> anyhow::Result<Self> {
+    /// Connects and makes the stream and the lease bucket if missing; the store's tasks
+    /// will run among `tasks`.
+    pub async fn connect(
+        spec: &StoreSpec,
+        client_name: &str,
+        tasks: super::tasks::Tasks,
+    ) -> anyhow::Result<Self> {
         let client = async_nats::ConnectOptions::new()
             .connection_timeout(Duration::from_secs(5))
             .name(client_name)
             .connect(spec.nats_url.as_str())
             .await?;
-        Self::on(spec, client).await
+        Self::on(spec, client, tasks).await
     }
 
     /// [`Store::connect`] over a connection already made: a cluster node's group
     /// stores share one, so the publishes of groups committing together go out in one
     /// write and their acks come back in one read (and the NATS server serves one
     /// client, not one per group).
-    pub async fn on(spec: &StoreSpec, client: async_nats::Client) -> anyhow::Result<Self> {
+    pub async fn on(
+        spec: &StoreSpec,
+        client: async_nats::Client,
+        tasks: super::tasks::Tasks,
+    ) -> anyhow::Result<Self> {
         let names = Names::new(&spec.name);
         let lease_for = Duration::from_millis(spec.lease_ms);
         let js = jetstream::new(client);
@@ -74,7 +83,7 @@ impl Store {
             snapshots,
             names,
             lease_for,
-            tasks: super::tasks::Tasks::on(tokio::runtime::Handle::current()),
+            tasks,
         })
     }
 }

@@ -118,17 +118,16 @@ impl Replicator {
         let client_name = format!("shardkit {}", state.replication.me.resp);
         let setup = handle.block_on(async {
             match client {
-                Some((client, _)) => election::Store::on(&state.spec, client).await,
-                None => election::Store::connect(&state.spec, &client_name).await,
+                Some((client, _)) => election::Store::on(&state.spec, client, tasks.clone()).await,
+                None => election::Store::connect(&state.spec, &client_name, tasks.clone()).await,
             }
         });
-        let mut store = setup.with_context(|| {
+        let store = setup.with_context(|| {
             format!(
                 "cannot reach JetStream at {} for the counters' log",
                 state.spec.nats_url
             )
         })?;
-        store.tasks = tasks.clone();
         let server = match ids {
             Some(ids) => {
                 let membership = handle
