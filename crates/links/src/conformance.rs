@@ -52,6 +52,11 @@ pub fn run(store: &dyn LinkStore) {
     assert_eq!(store.resolve("b000001").unwrap(), Some(b.clone()));
     assert_eq!(store.resolve("nope").unwrap(), None);
     assert_eq!(store.resolve("z999999").unwrap(), None);
+    // A batch's codes checked at once: what `resolve` would find, and only that.
+    let asked = ["a000001", "z999999", "bee-alias", "nope", "c000001"].map(String::from);
+    let mut held: Vec<String> = store.held_codes(&asked).unwrap().into_iter().collect();
+    held.sort();
+    assert_eq!(held, ["a000001", "bee-alias", "c000001"]);
 
     // A taken alias names its owner's code; the rest of the batch is stored.
     let mut d = link(40, "d000001", "https://example.com/d");

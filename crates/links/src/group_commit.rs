@@ -269,6 +269,13 @@ impl LinkStore for GroupCommit {
         self.inner.resolve_cached(path)
     }
 
+    fn held_codes(
+        &self,
+        codes: &[String],
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        self.inner.held_codes(codes)
+    }
+
     fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
         self.inner.find_reusable(url)
     }

@@ -8,6 +8,7 @@
 
 use crate::error::StoreError;
 use crate::model::Link;
+use std::collections::HashSet;
 
 /// What happened to one link of a batch insert.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +83,20 @@ pub trait LinkStore: Send + Sync {
         self.is_local().then(|| self.resolve(path))
     }
 
+    /// Which of `codes` the store holds (what [`LinkStore::resolve`] would find):
+    /// exists so a batch of freshly minted or restored codes is checked in one call,
+    /// which a sharded store answers with one query a server instead of one a code.
+    /// The default resolves each code.
+    fn held_codes(&self, codes: &[String]) -> Result<HashSet<String>, StoreError> {
+        let mut held = HashSet::new();
+        for code in codes {
+            if self.resolve(code)?.is_some() {
+                held.insert(code.clone());
+            }
+        }
+        Ok(held)
+    }
+
     /// A link for normalized URL `url` that `"reuse": true` may hand out again: one
     /// with no alias, no expiry and no visit limit, the oldest first.
     fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError>;
@@ -153,6 +168,9 @@ impl<T: LinkStore + ?Sized> LinkStore for std::sync::Arc<T> {
     }
     fn resolve_cached(&self, path: &str) -> Option<Result<Option<Link>, StoreError>> {
         (**self).resolve_cached(path)
+    }
+    fn held_codes(&self, codes: &[String]) -> Result<HashSet<String>, StoreError> {
+        (**self).held_codes(codes)
     }
     fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
         (**self).find_reusable(url)

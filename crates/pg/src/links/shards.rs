@@ -8,12 +8,12 @@ use crate::connect::query_error;
 use crate::error::PgError;
 use crate::schema::shard_schema;
 use shardkit_links::{group_of, Codec, InsertOutcome, Link, StoreError, GROUPS};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::time::SystemTime;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
+mod batch;
 mod group;
 
 /// Whether `path` has the shape of a generated code (7 to 11 base62 characters);
@@ -196,38 +196,6 @@ impl Shards {
             .map_err(|e| query_failed(&server, what, &e))
     }
 
-    /// Ids for links with these codes, from the `next_id()` of each code's shard (one
-    /// query per shard), in the order of `codes`.
-    pub(super) async fn next_ids(&self, codes: &[String]) -> Result<Vec<u64>, StoreError> {
-        let mut by_shard: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (i, code) in codes.iter().enumerate() {
-            by_shard
-                .entry(self.shard_of_code(code)?)
-                .or_default()
-                .push(i);
-        }
-        let mut ids = vec![0u64; codes.len()];
-        for (shard, positions) in by_shard {
-            let (client, server) = self.client(shard).await?;
-            let sql = format!(
-                "SELECT {}.next_id() FROM generate_series(1, $1::int)",
-                shard_schema(shard)
-            );
-            let statement = client
-                .prepare_cached(&sql)
-                .await
-                .map_err(|e| query_failed(&server, "making ids", &e))?;
-            let rows = client
-                .query(&statement, &[&(positions.len() as i32)])
-                .await
-                .map_err(|e| query_failed(&server, "making ids", &e))?;
-            for (&i, row) in positions.iter().zip(&rows) {
-                ids[i] = row.get::<_, i64>(0) as u64;
-            }
-        }
-        Ok(ids)
-    }
-
     /// The link with id `id`. Ids the store made ([`Shards::next_ids`]) carry their
     /// shard, so one query usually finds it; a link imported with an id of another
     /// kind is looked for on every shard.
@@ -347,57 +315,6 @@ impl Shards {
         Ok(())
     }
 
-    /// Refuses the batch if a code or id in it is already stored or repeated.
-    async fn check_duplicates(&self, links: &[Link]) -> Result<(), StoreError> {
-        let mut ids = HashSet::new();
-        let mut codes = HashSet::new();
-        let mut codes_by_shard: HashMap<u32, Vec<String>> = HashMap::new();
-        for link in links {
-            if !ids.insert(link.id) {
-                return Err(StoreError::Duplicate(format!("link id {}", link.id)));
-            }
-            if !codes.insert(link.code.as_str()) {
-                return Err(StoreError::Duplicate(format!("code {}", link.code)));
-            }
-            codes_by_shard
-                .entry(self.shard_of_code(&link.code)?)
-                .or_default()
-                .push(link.code.clone());
-        }
-        // Ids are unique by construction (the id generator); this check guards against
-        // a minting bug. The primary key enforces it within each shard; across shards
-        // it asks every server that answers, so a lost server does not stop creates
-        // for the shards of the others (the writes below still need their own shards).
-        let id_list: Vec<i64> = links.iter().map(|l| l.id as i64).collect();
-        let rows = self
-            .scatter_to(
-                "SELECT id FROM {s}.links WHERE id = ANY($1)",
-                &[&id_list],
-                "checking ids",
-                true,
-            )
-            .await?;
-        if let Some(row) = rows.first() {
-            return Err(StoreError::Duplicate(format!(
-                "link id {}",
-                row.get::<_, i64>(0)
-            )));
-        }
-        for (shard, codes) in codes_by_shard {
-            let sql = "SELECT code FROM {s}.links WHERE code = ANY($1) LIMIT 1";
-            if let Some(row) = self
-                .query_opt_in(shard, sql, &[&codes], "checking codes")
-                .await?
-            {
-                return Err(StoreError::Duplicate(format!(
-                    "code {}",
-                    row.get::<_, String>(0)
-                )));
-            }
-        }
-        Ok(())
-    }
-
     /// Claims `link`'s alias in the alias's shard: `None` if claimed, else the owner's
     /// code. A claim this link already holds counts as claimed, so a batch retried
     /// after a failure (a shard that moved between the claim and the write) goes on.
@@ -477,105 +394,6 @@ impl Shards {
         for &(alias, id) in claimed {
             let _ = self.release_alias(alias, id).await;
         }
-    }
-
-    /// Writes `links` to their code shards, one transaction per shard holding one
-    /// multi-row insert of the links (arrays through `unnest`, so a batch of 10,000
-    /// is one round trip, not 10,000) and one of the URL index rows that belong to the
-    /// same shard; other URL index rows follow.
-    async fn write_links(&self, links: &[&Link]) -> Result<(), StoreError> {
-        let mut by_shard: BTreeMap<u32, Vec<&Link>> = BTreeMap::new();
-        for &link in links {
-            by_shard
-                .entry(self.shard_of_code(&link.code)?)
-                .or_default()
-                .push(link);
-        }
-        let mut elsewhere = Vec::new();
-        for (shard, links) in by_shard {
-            let (mut client, server) = self.client(shard).await?;
-            let s = shard_schema(shard);
-            let fail = |what: &str, e: tokio_postgres::Error| query_failed(&server, what, &e);
-            let insert = format!(
-                "INSERT INTO {s}.links (id, code, alias, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags, password_hash, author) \
-                 SELECT id, code, alias_name IS NOT NULL, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, \
-                        ARRAY(SELECT json_array_elements_text(tags::json)), password_hash, author \
-                 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], \
-                             $7::timestamptz[], $8::bigint[], $9::smallint[], $10::text[], $11::text[], $12::text[]) \
-                   AS t(id, code, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags, password_hash, author)"
-            );
-            let index = format!(
-                "INSERT INTO {s}.link_urls (id, url_hash, url, code, created_at) \
-                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[])"
-            );
-            let ids: Vec<i64> = links.iter().map(|l| l.id as i64).collect();
-            let codes: Vec<&str> = links.iter().map(|l| l.code.as_str()).collect();
-            let aliases: Vec<Option<&str>> = links.iter().map(|l| l.alias.as_deref()).collect();
-            let urls: Vec<&str> = links.iter().map(|l| l.url.as_str()).collect();
-            let hashes: Vec<i64> = links.iter().map(|l| url_hash(&l.url)).collect();
-            let created: Vec<SystemTime> = links.iter().map(|l| to_time(l.created_at)).collect();
-            let expires: Vec<Option<SystemTime>> =
-                links.iter().map(|l| l.expires_at.map(to_time)).collect();
-            let visits: Vec<Option<i64>> = links
-                .iter()
-                .map(|l| l.max_visits.map(|v| v as i64))
-                .collect();
-            let statuses: Vec<i16> = links.iter().map(|l| l.redirect.status() as i16).collect();
-            let tags: Vec<String> = links.iter().map(|l| tags_json(&l.tags)).collect();
-            let passwords: Vec<Option<&str>> =
-                links.iter().map(|l| l.password_hash.as_deref()).collect();
-            let authors: Vec<Option<&str>> = links.iter().map(|l| l.author.as_deref()).collect();
-            let here: Vec<usize> = (0..links.len())
-                .filter(|&i| reusable(links[i]) && self.shard_of(group_of(&links[i].url)) == shard)
-                .collect();
-            elsewhere.extend(
-                links
-                    .iter()
-                    .filter(|l| reusable(l) && self.shard_of(group_of(&l.url)) != shard)
-                    .copied(),
-            );
-
-            let tx = client
-                .transaction()
-                .await
-                .map_err(|e| fail("starting a transaction", e))?;
-            tx.execute(
-                &insert,
-                &[
-                    &ids, &codes, &aliases, &urls, &hashes, &created, &expires, &visits, &statuses,
-                    &tags, &passwords, &authors,
-                ],
-            )
-            .await
-            .map_err(|e| fail("storing links", e))?;
-            if !here.is_empty() {
-                let pick = |column: &dyn Fn(usize) -> i64| {
-                    here.iter().map(|&i| column(i)).collect::<Vec<i64>>()
-                };
-                let index_ids = pick(&|i| ids[i]);
-                let index_hashes = pick(&|i| hashes[i]);
-                let index_urls: Vec<&str> = here.iter().map(|&i| urls[i]).collect();
-                let index_codes: Vec<&str> = here.iter().map(|&i| codes[i]).collect();
-                let index_created: Vec<SystemTime> = here.iter().map(|&i| created[i]).collect();
-                tx.execute(
-                    &index,
-                    &[
-                        &index_ids,
-                        &index_hashes,
-                        &index_urls,
-                        &index_codes,
-                        &index_created,
-                    ],
-                )
-                .await
-                .map_err(|e| fail("writing the URL index", e))?;
-            }
-            tx.commit().await.map_err(|e| fail("committing links", e))?;
-        }
-        for link in elsewhere {
-            self.index_url(link).await?;
-        }
-        Ok(())
     }
 
     /// Replaces the link with `link.id` and `link.code`, found on its code's shard.

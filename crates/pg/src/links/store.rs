@@ -121,6 +121,17 @@ impl LinkStore for PgLinkStore {
         })
     }
 
+    fn held_codes(
+        &self,
+        codes: &[String],
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        let codes: Arc<Vec<String>> = Arc::new(codes.to_vec());
+        self.run(move |s| {
+            let codes = Arc::clone(&codes);
+            async move { s.held_codes(&codes).await }
+        })
+    }
+
     fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
         let url: Arc<str> = url.into();
         self.run(move |s| {

@@ -382,7 +382,8 @@ impl Links {
 
     /// A fresh code for a new link: in the alias's group for an aliased link (a sharded
     /// store then finds the alias and the link in one shard), else the URL's. Codes that
-    /// are taken (restored by an import) are passed over.
+    /// are taken (restored by this import) are passed over; whether the store holds the
+    /// code is asked for the whole batch afterwards ([`Links::prepare`]).
     fn mint_free(
         &self,
         alias: Option<&str>,
@@ -402,10 +403,64 @@ impl Links {
                 (Some(alias), None) => self.minter.mint_in(group_of(alias))?,
                 (None, None) => self.minter.mint(url)?,
             };
-            if !taken.contains(&code) && self.store.resolve(&code)?.is_none() {
+            if !taken.contains(&code) {
                 return Ok((group, code));
             }
         }
+    }
+
+    /// [`Links::mint_free`], also passing over codes the store holds: for the few codes
+    /// of a batch that [`Links::prepare`] found held.
+    fn mint_unheld(
+        &self,
+        alias: Option<&str>,
+        url: &str,
+        taken: &HashSet<String>,
+    ) -> Result<(u8, String), LinkOpError> {
+        loop {
+            let (group, code) = self.mint_free(alias, url, taken)?;
+            if self.store.resolve(&code)?.is_none() {
+                return Ok((group, code));
+            }
+        }
+    }
+
+    /// Gives the minted links of `results` whose code the store already holds (a code
+    /// restored by an earlier import) a fresh one of the same group: the store is asked
+    /// about all of them at once, and again only about the replacements.
+    fn mint_again_where_held(
+        &self,
+        items: &[Result<BulkItem, String>],
+        results: &mut [Result<Link, LinkOpError>],
+        taken: &HashSet<String>,
+    ) -> Result<(), LinkOpError> {
+        let minted =
+            |(result, item): (&Result<Link, LinkOpError>, &Result<BulkItem, String>)| match (
+                result, item,
+            ) {
+                (Ok(link), Ok(item)) if item.restore.is_none() => Some(link.code.clone()),
+                _ => None,
+            };
+        let codes: Vec<String> = results.iter().zip(items).filter_map(minted).collect();
+        if codes.is_empty() {
+            return Ok(());
+        }
+        let held = self.store.held_codes(&codes)?;
+        if held.is_empty() {
+            return Ok(());
+        }
+        for (result, item) in results.iter_mut().zip(items) {
+            let (Ok(link), Ok(item)) = (result, item) else {
+                continue;
+            };
+            if item.restore.is_none() && held.contains(&link.code) {
+                // The same group (by the same alias or URL), so the link's id stands.
+                let (_, code) =
+                    self.mint_unheld(item.request.alias.as_deref(), &link.url, taken)?;
+                link.code = code;
+            }
+        }
+        Ok(())
     }
 
     /// The group of a restored code, if it is one this server could mint.
@@ -546,15 +601,20 @@ impl Links {
             };
             taken.insert(code.clone());
         }
+        // The store is asked once for the batch's restored codes, once for its minted
+        // ones (a sharded store: one query a server, not one a code).
+        let restored: Vec<String> = taken.iter().cloned().collect();
+        let held = if restored.is_empty() {
+            HashSet::new()
+        } else {
+            self.store.held_codes(&restored)?
+        };
         let mut restoring: HashSet<&str> = HashSet::new();
         for item in &items {
             let result = match item {
                 Err(reason) => Err(LinkOpError::Invalid(reason.clone())),
                 Ok(item) => match &item.restore {
-                    Some(r)
-                        if !restoring.insert(r.code.as_str())
-                            || self.store.resolve(&r.code)?.is_some() =>
-                    {
+                    Some(r) if !restoring.insert(r.code.as_str()) || held.contains(&r.code) => {
                         Err(LinkOpError::CodeTaken(r.code.clone()))
                     }
                     _ => self.draft(item, &taken, ids, now),
@@ -562,6 +622,7 @@ impl Links {
             };
             results.push(result);
         }
+        self.mint_again_where_held(&items, &mut results, &taken)?;
         let mut drafts: Vec<Link> = results
             .iter()
             .filter_map(|r| r.as_ref().ok().cloned())
