@@ -29,11 +29,13 @@
 //! calls for its shards (the HTTP layer answers 503 with the error, which names the
 //! server); the pools reconnect when it is back.
 //!
-//! Atomicity. Within one shard, writes share a transaction. A batch spanning shards is
-//! not one distributed transaction: duplicates are checked on every shard before
-//! anything is written, aliases are claimed first (a unique key in their shard, so two
-//! servers never hand one alias to two links), and a failure afterwards undoes the
-//! claims, best effort.
+//! Atomicity. Within one server, a batch's inserts share a transaction (all its
+//! shards'; see `shards/batch.rs`). A batch spanning servers is not one distributed
+//! transaction: duplicates are checked before anything is written (a code on its
+//! shard; an id on the shard it names when the link is written there, else on every
+//! shard), aliases are claimed first (a unique key in their shard, so two servers never
+//! hand one alias to two links), and a failure afterwards undoes the claims, best
+//! effort.
 
 mod live_map;
 mod rows;

@@ -230,10 +230,14 @@ impl Shards {
         what: &str,
         skip_unreachable: bool,
     ) -> Result<Option<String>, StoreError> {
-        let found = match self.client(*shards.keys().next().expect("a shard")).await {
-            Err(_) if skip_unreachable => return Ok(None),
-            _ => self.found(shards, template, " LIMIT 1", what).await?,
-        };
+        if skip_unreachable {
+            // Asked and given back at once: `found` takes its own connection.
+            let first = *shards.keys().next().expect("a server has a shard");
+            if self.client(first).await.is_err() {
+                return Ok(None);
+            }
+        }
+        let found = self.found(shards, template, " LIMIT 1", what).await?;
         Ok(found.into_iter().next())
     }
 
