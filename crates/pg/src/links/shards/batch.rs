@@ -230,14 +230,9 @@ impl Shards {
         what: &str,
         skip_unreachable: bool,
     ) -> Result<Option<String>, StoreError> {
-        if skip_unreachable {
-            // Asked and given back at once: `found` takes its own connection.
-            let first = *shards.keys().next().expect("a server has a shard");
-            if self.client(first).await.is_err() {
-                return Ok(None);
-            }
-        }
-        let found = self.found(shards, template, " LIMIT 1", what).await?;
+        let found = self
+            .found(shards, template, " LIMIT 1", what, skip_unreachable)
+            .await?;
         Ok(found.into_iter().next())
     }
 
@@ -248,18 +243,20 @@ impl Shards {
         template: &str,
         what: &str,
     ) -> Result<Vec<String>, StoreError> {
-        self.found(shards, template, "", what).await
+        self.found(shards, template, "", what, false).await
     }
 
     /// `template` on each of `shards` with its own array, `limit` after each part and
     /// after the whole, one `UNION ALL` query (the whole a subquery: a lone part's
-    /// `LIMIT` and the whole's cannot follow each other).
+    /// `LIMIT` and the whole's cannot follow each other). With `skip_unreachable`, a
+    /// server that cannot be reached finds nothing.
     async fn found<T: ToSql + Sync>(
         &self,
         shards: &BTreeMap<u32, Vec<T>>,
         template: &str,
         limit: &str,
         what: &str,
+        skip_unreachable: bool,
     ) -> Result<Vec<String>, StoreError> {
         let Some(&first) = shards.keys().next() else {
             return Ok(Vec::new());
@@ -277,7 +274,11 @@ impl Shards {
             .join(" UNION ALL ");
         let params: Vec<&(dyn ToSql + Sync)> =
             shards.values().map(|v| v as &(dyn ToSql + Sync)).collect();
-        let (client, server) = self.client(first).await?;
+        let (client, server) = match self.client(first).await {
+            Ok(found) => found,
+            Err(_) if skip_unreachable => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
         // Not prepared: the plan for the actual arrays beats a generic one.
         let rows = client
             .query(&format!("SELECT * FROM ({sql}) AS found{limit}"), &params)
