@@ -6,9 +6,11 @@
 #   for each size N in SIZES and each store: load N links through the bulk endpoint
 #   (`shardkit links import`, batches of 10,000, each one fsynced commit), then wrk
 #   -t2 -c50 for D on GET /{code}, codes picked uniformly and with a Zipf(1.0)
-#   popularity (rank r with probability ~1/r, ranks scattered over the links); then
-#   the server's resident memory and the bytes of links.redb (+ links.segments/) per
-#   link beyond the URL's own bytes. Server on its defaults (100,000-entry redirect cache, 256 MiB
+#   popularity (rank r with probability ~1/r, ranks scattered over the links), with
+#   the server's CPU a request over each run (from /proc: on 2 cores wrk takes what
+#   the server leaves, so the rates alone understate a costlier request); then the
+#   server's resident memory and the bytes of links.redb (+ links.segments/) per link
+#   beyond the URL's own bytes. Server on its defaults (100,000-entry redirect cache, 256 MiB
 #   store cache) but with the creation limit off.
 # Loopback only; each wrk run is bounded by -d.
 #
@@ -22,9 +24,14 @@
 #     # (`shardkit pg init`, 64 logical shards; build feature `sql`); its disk is what
 #     # the two databases grew by (pg_database_size after a CHECKPOINT: tables, indexes,
 #     # TOAST; the WAL not counted); its RSS is the shardkit server's alone
-# The script's own files (the links, the import's results, the codes) are dropped from
-# the page cache (`uncache`) before the redirects are measured: on a VM whose page
-# cache holds a few GB they would push the store's pages out.
+# The script's own files (the links, the codes) are dropped from the page cache
+# (`uncache`) before the redirects are measured: on a VM whose page cache holds a few GB
+# they would push the store's pages out. The import's output is not kept (the codes are
+# taken from it as it comes, `import_codes`).
+#   WARM=1 bash bench/links-scale.sh 10000 100000000
+#     # the store's files (links.segments/, links.redb) read once before wrk, as a
+#     # server that has served a while holds them: the redirects' CPU apart from the
+#     # VM's disk (the default measures from whatever the load left in the page cache)
 # Disk: apparent (file sizes, `du -sb`) and allocated (`du -sB1`; redb's file has an
 # unallocated tail) bytes of links.redb + links.segments/, per link beyond the URL's bytes.
 # (wrk's scripts keep the codes in one fixed-width string per Lua state: 0.8 GB at 100 M,
@@ -33,6 +40,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=${*:-10000 1000000}
 D=${D:-10s}
+WARM=${WARM:-0}
 STORES=${STORES:-redb redb-compact}
 REF=${REF:-$( [ -n "${BASE_BIN:-}" ] && echo redb-base || echo redb-compact)}   # the store the ratios are against
 . bench/common.sh
@@ -85,10 +93,13 @@ out = sys.stdin.read()
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
 p99 = re.search(r"99%\s+([\d.]+\w+)", out).group(1)
 non = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
-print(f"{rps:.0f} {p99} {int(non.group(1)) if non else 0}")'; }
+reqs = int(re.search(r"(\d+) requests in", out).group(1))
+print(f"{rps:.0f} {p99} {int(non.group(1)) if non else 0} {reqs}")'; }
+# cpu_us TICKS0 TICKS1 REQUESTS: the server's CPU a request in µs, from /proc ticks.
+cpu_us() { python3 -c "import os, sys; print(round((int(sys.argv[2]) - int(sys.argv[1])) * 1e6 / os.sysconf('SC_CLK_TCK') / max(int(sys.argv[3]), 1), 1))" "$@"; }
 
 port=18110
-printf 'links\tstore\tload_per_s\tuniform_rps\tuniform_p99\tuniform_errors\tzipf_rps\tzipf_p99\tzipf_errors\trss_mib\tdisk_bytes\tbytes_per_link_beyond_url\talloc_per_link_beyond_url\n' > "$WORK/results.tsv"
+printf 'links\tstore\tload_per_s\tuniform_rps\tuniform_p99\tuniform_errors\tzipf_rps\tzipf_p99\tzipf_errors\tuniform_cpu_us\tzipf_cpu_us\trss_mib\tdisk_bytes\tbytes_per_link_beyond_url\talloc_per_link_beyond_url\n' > "$WORK/results.tsv"
 for n in $SIZES; do
   links_jsonl "$n" "$WORK/links.jsonl"
   # Each line is {"url":"..."} and a newline, no escapes (links_jsonl): 11 bytes around the URL.
@@ -110,15 +121,18 @@ for n in $SIZES; do
     server=$!
     wait_port $port
     start=$(date +%s.%N)
-    "$WORK/shardkit" links import "$WORK/links.jsonl" --batch 10000 --server http://127.0.0.1:$port > "$WORK/results.jsonl" 2>/dev/null
+    import_codes "$WORK/shardkit" http://127.0.0.1:$port "$WORK/links.jsonl" "$WORK/codes.txt"
     end=$(date +%s.%N)
-    codes_of "$WORK/results.jsonl" "$WORK/codes.txt"
-    rm -f "$WORK/results.jsonl"
     random_codes_lua "$WORK/codes.txt" "$WORK/uniform.lua"
     zipf_codes_lua "$WORK/codes.txt" "$WORK/zipf.lua"
     uncache "$WORK/links.jsonl" "$WORK/codes.txt" "$WORK/codes.txt.packed"
-    read -r u_rps u_p99 u_err < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/uniform.lua" http://127.0.0.1:$port | figures)
-    read -r z_rps z_p99 z_err < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/zipf.lua" http://127.0.0.1:$port | figures)
+    if [ "$WARM" = 1 ] && [ "$store" != postgres ]; then warm "$WORK/data/links.segments" "$WORK/data/links.redb"; fi
+    t0=$(cpu_total "$server")
+    read -r u_rps u_p99 u_err u_n < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/uniform.lua" http://127.0.0.1:$port | figures)
+    t1=$(cpu_total "$server")
+    read -r z_rps z_p99 z_err z_n < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/zipf.lua" http://127.0.0.1:$port | figures)
+    t2=$(cpu_total "$server")
+    u_cpu=$(cpu_us "$t0" "$t1" "$u_n"); z_cpu=$(cpu_us "$t1" "$t2" "$z_n")
     rss=$(rss_mib "$server")
     if [ "$store" = postgres ]; then
       psql -q "$PG" -c CHECKPOINT >/dev/null
@@ -128,22 +142,23 @@ for n in $SIZES; do
       disk=$( (du -sb "$WORK/data/links.redb" "$WORK/data/links.segments" 2>/dev/null || true) | awk '{s += $1} END {print s}')
       alloc=$( (du -sB1 "$WORK/data/links.redb" "$WORK/data/links.segments" 2>/dev/null || true) | awk '{s += $1} END {print s}')
     fi
-    python3 - "$n" "$store" "$start" "$end" "$u_rps" "$u_p99" "$u_err" "$z_rps" "$z_p99" "$z_err" "$rss" "$disk" "$url_bytes" "$alloc" >> "$WORK/results.tsv" <<'PY'
+    python3 - "$n" "$store" "$start" "$end" "$u_rps" "$u_p99" "$u_err" "$z_rps" "$z_p99" "$z_err" "$u_cpu" "$z_cpu" "$rss" "$disk" "$url_bytes" "$alloc" >> "$WORK/results.tsv" <<'PY'
 import sys
-n, store, start, end, ur, up, ue, zr, zp, ze, rss, disk, url, alloc = sys.argv[1:]
+n, store, start, end, ur, up, ue, zr, zp, ze, uc, zc, rss, disk, url, alloc = sys.argv[1:]
 n = int(n)
-print("\t".join(map(str, [n, store, round(n / (float(end) - float(start))), ur, up, ue, zr, zp, ze, rss, disk, round((int(disk) - int(url)) / n, 1), round((int(alloc) - int(url)) / n, 1)])))
+print("\t".join(map(str, [n, store, round(n / (float(end) - float(start))), ur, up, ue, zr, zp, ze, uc, zc, rss, disk, round((int(disk) - int(url)) / n, 1), round((int(alloc) - int(url)) / n, 1)])))
 PY
     kill "$server"; wait "$server" 2>/dev/null || true
   done
 done
-python3 - "$WORK/results.tsv" "$REF" <<'PY'
+python3 - "$WORK/results.tsv" "$REF" "$WARM" <<'PY'
 import csv, sys
 ref = sys.argv[2]
+print("store files read before wrk (WARM=1)" if sys.argv[3] == "1" else "page cache as the load left it (WARM=0)")
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-print(f"{'links':>11} {'store':<10} {'load/s':>8} {'uniform/s':>10} {'p99':>8} {'zipf/s':>8} {'p99':>8} {'RSS MiB':>8} {'disk B/link-url':>16} {'allocated':>10} {'err':>4}")
+print(f"{'links':>11} {'store':<10} {'load/s':>8} {'uniform/s':>10} {'p99':>8} {'zipf/s':>8} {'p99':>8} {'µs/req u':>8} {'z':>5} {'RSS MiB':>8} {'disk B/link-url':>16} {'allocated':>10} {'err':>4}")
 for r in rows:
-    print(f"{int(r['links']):>11,} {r['store']:<10} {int(r['load_per_s']):>8,} {int(r['uniform_rps']):>10,} {r['uniform_p99']:>8} {int(r['zipf_rps']):>8,} {r['zipf_p99']:>8} {r['rss_mib']:>8} {r['bytes_per_link_beyond_url']:>16} {r['alloc_per_link_beyond_url']:>10} {int(r['uniform_errors']) + int(r['zipf_errors']):>4}")
+    print(f"{int(r['links']):>11,} {r['store']:<10} {int(r['load_per_s']):>8,} {int(r['uniform_rps']):>10,} {r['uniform_p99']:>8} {int(r['zipf_rps']):>8,} {r['zipf_p99']:>8} {r['uniform_cpu_us']:>8} {r['zipf_cpu_us']:>5} {r['rss_mib']:>8} {r['bytes_per_link_beyond_url']:>16} {r['alloc_per_link_beyond_url']:>10} {int(r['uniform_errors']) + int(r['zipf_errors']):>4}")
 by = {(r["links"], r["store"]): r for r in rows}
 base = rows[0]["links"] if rows else None
 for r in rows:

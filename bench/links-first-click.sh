@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# What a redirect of a link nobody clicked yet today costs against one the server has
+# at hand (issue 25: why the rate at 100 M links is not the rate at 10,000), on one
+# store of N links loaded once, three kinds of round alternated R times:
+#   hot    wrk on the first 10,000 codes only: after the first second every request is
+#          a redirect-cache hit and a repeat click (what a 10,000-link run measures)
+#   held   wrk on all N codes, uniform, the click flusher held off (click_flush_ms
+#          600000): redirect-cache misses and store reads, no click rows written
+#   flush  the same with the server's defaults (click_flush_ms 100): each click of a
+#          new link also makes its rows (clicks, day, analytics owner and day rows)
+# so held - hot is what a miss costs and flush - held what the first click's writes
+# cost. Each round starts with the clicks' counters removed (every round alike) and
+# the store's files read once (warm: no disk in the figures). wrk -t2 -c50 for D;
+# prints req/s, p99 and the server's CPU a request (from /proc).
+# Loopback only; each wrk run is bounded by -d.
+#
+#   bash bench/links-first-click.sh                 # N=10000000 R=2 D=10s
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-10000000}
+R=${R:-2}
+D=${D:-10s}
+. bench/common.sh
+need wrk "apt-get install -y wrk"
+TARGET=${CARGO_TARGET_DIR:-target}
+cargo build --release -q -p shardkit --bin shardkit
+cp "$TARGET/release/shardkit" "$WORK/"
+port=$(free_port)
+start() { # start FLUSH_MS
+  printf '[links]\ncreate_per_second = 0\nclick_flush_ms = %s\n' "$1" > "$WORK/shardkit.toml"
+  SHARDKIT_LOG=warn "$WORK/shardkit" serve --config "$WORK/shardkit.toml" --data "$WORK/data" --http 127.0.0.1:$port --resp 127.0.0.1:$((port + 1)) 2>>"$WORK/server.log" &
+  server=$!; PIDS+=($server); wait_port $port
+}
+stop() { kill "$server"; wait "$server" 2>/dev/null || true; }
+start 100
+links_jsonl "$N" "$WORK/links.jsonl"
+start_s=$(date +%s.%N)
+import_codes "$WORK/shardkit" http://127.0.0.1:$port "$WORK/links.jsonl" "$WORK/codes.txt"
+end_s=$(date +%s.%N)
+stop
+head -n 10000 "$WORK/codes.txt" > "$WORK/hot.txt"
+random_codes_lua "$WORK/codes.txt" "$WORK/all.lua"
+random_codes_lua "$WORK/hot.txt" "$WORK/hot.lua"
+uncache "$WORK/links.jsonl" "$WORK/codes.txt" "$WORK/codes.txt.packed"
+echo "$N links loaded at $(python3 -c "print(round($N / ($end_s - $start_s)))") links/s"
+printf 'round\tkind\treq_s\tp99\tcpu_us\n' > "$WORK/results.tsv"
+for round in $(seq "$R"); do
+  for kind in hot held flush; do
+    rm -rf "$WORK/data/counters"
+    case $kind in held) start 600000 ;; *) start 100 ;; esac
+    warm "$WORK/data/links.segments" "$WORK/data/links.redb"
+    lua="$WORK/all.lua"; [ "$kind" = hot ] && lua="$WORK/hot.lua"
+    t0=$(cpu_total "$server")
+    wrk -t2 -c50 -d"$D" --latency -s "$lua" http://127.0.0.1:$port > "$WORK/wrk.txt"
+    t1=$(cpu_total "$server")
+    stop
+    python3 - "$round" "$kind" "$t0" "$t1" "$WORK/wrk.txt" >> "$WORK/results.tsv" <<'PY'
+import os, re, sys
+round_, kind, t0, t1, path = sys.argv[1:]
+out = open(path).read()
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+p99 = re.search(r"99%\s+([\d.]+\w+)", out).group(1)
+n = int(re.search(r"(\d+) requests in", out).group(1))
+bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+assert not bad, f"{kind}: {bad.group(1)} answers were not redirects"
+cpu = (int(t1) - int(t0)) * 1e6 / os.sysconf("SC_CLK_TCK") / n
+print(f"{round_}\t{kind}\t{rps:.0f}\t{p99}\t{cpu:.1f}")
+PY
+  done
+done
+python3 - "$WORK/results.tsv" "$N" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+n = int(sys.argv[2])
+print(f"{'round':>5} {'kind':<6} {'req/s':>8} {'p99':>8} {'CPU µs/req':>10}")
+for r in rows:
+    print(f"{r['round']:>5} {r['kind']:<6} {int(r['req_s']):>8,} {r['p99']:>8} {r['cpu_us']:>10}")
+med = {k: (statistics.median(int(r["req_s"]) for r in rows if r["kind"] == k),
+           statistics.median(float(r["cpu_us"]) for r in rows if r["kind"] == k))
+       for k in ("hot", "held", "flush")}
+print(f"medians over {n:,} links: " + ", ".join(f"{k} {v[0]:,.0f} req/s {v[1]:.1f} µs" for k, v in med.items()))
+print(f"a miss (held - hot): {med['held'][1] - med['hot'][1]:+.1f} µs a request; "
+      f"the first click's writes (flush - held): {med['flush'][1] - med['held'][1]:+.1f} µs")
+print(f"rate against hot: held {med['held'][0] / med['hot'][0]:.2f}x, flush {med['flush'][0] / med['hot'][0]:.2f}x")
+PY
