@@ -23,7 +23,8 @@
 #     # store `postgres`: two fresh databases on the machine's PostgreSQL as two servers
 #     # (`shardkit pg init`, 64 logical shards; build feature `sql`); its disk is what
 #     # the two databases grew by (pg_database_size after a CHECKPOINT: tables, indexes,
-#     # TOAST; the WAL not counted); its RSS is the shardkit server's alone
+#     # TOAST; the WAL not counted); its RSS and CPU a request are the shardkit
+#     # server's alone (PostgreSQL's backends are not in them)
 # The script's own files (the links, the codes) are dropped from the page cache
 # (`uncache`) before the redirects are measured: on a VM whose page cache holds a few GB
 # they would push the store's pages out. The import's output is not kept (the codes are
