@@ -33,11 +33,15 @@ links_jsonl() {
 # lines, and sed's regex 21 µs a line on a 2-vCPU VM against awk's 0.6; the import
 # writes each result as {"code":"...",...}, and a line without a code fails the bench.)
 codes_of() {
-  LC_ALL=C awk -F'"' '$2 == "code" { print $4 }' "$1" > "$2"
+  codes_in "$1" > "$2"
   local lines codes
   lines=$(wc -l < "$1"); codes=$(wc -l < "$2")
   [ "$lines" = "$codes" ] || { echo "codes_of: $((lines - codes)) of $lines results have no code" >&2; return 1; }
 }
+
+# codes_in [RESULTS]: the code of each `{"code":"...",...}` line of RESULTS (or stdin),
+# one per line; the one parsing rule of codes_of and import_codes.
+codes_in() { LC_ALL=C awk -F'"' '$2 == "code" { print $4 }' "$@"; }
 
 # import_codes BIN SERVER LINKS CODES [ARGS...]: `BIN links import LINKS --batch 10000
 # --server SERVER ARGS...` with the codes taken from its output as it comes (codes_of's
@@ -47,7 +51,7 @@ import_codes() {
   local bin="$1" server="$2" links="$3" codes="$4"
   shift 4
   "$bin" links import "$links" --batch 10000 --server "$server" "$@" 2>/dev/null \
-    | LC_ALL=C awk -F'"' '$2 == "code" { print $4 }' > "$codes"
+    | codes_in > "$codes"
   local lines got
   lines=$(wc -l < "$links"); got=$(wc -l < "$codes")
   [ "$lines" = "$got" ] || { echo "import_codes: $((lines - got)) of $lines links have no code" >&2; return 1; }
@@ -114,6 +118,19 @@ LUA
 random_codes_lua() {
   { codes_lua "$1"; echo 'request = function() return wrk.format("GET", path(math.random(n) - 1)) end'; } > "$2"
 }
+
+# wrk_figures: from wrk's --latency output on stdin, "REQ_PER_S P99 NON_3XX REQUESTS".
+wrk_figures() { python3 -c '
+import re, sys
+out = sys.stdin.read()
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+p99 = re.search(r"99%\s+([\d.]+\w+)", out).group(1)
+non = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+reqs = int(re.search(r"(\d+) requests in", out).group(1))
+print(f"{rps:.0f} {p99} {int(non.group(1)) if non else 0} {reqs}")'; }
+
+# cpu_us TICKS0 TICKS1 REQUESTS: a server's CPU a request in µs, from cpu_total's ticks.
+cpu_us() { python3 -c "import os, sys; print(round((int(sys.argv[2]) - int(sys.argv[1])) * 1e6 / os.sysconf('SC_CLK_TCK') / max(int(sys.argv[3]), 1), 1))" "$@"; }
 
 # free_port: a loopback port nothing listens on now (the kernel's pick).
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

@@ -51,21 +51,11 @@ for round in $(seq "$R"); do
     warm "$WORK/data/links.segments" "$WORK/data/links.redb"
     lua="$WORK/all.lua"; [ "$kind" = hot ] && lua="$WORK/hot.lua"
     t0=$(cpu_total "$server")
-    wrk -t2 -c50 -d"$D" --latency -s "$lua" http://127.0.0.1:$port > "$WORK/wrk.txt"
+    read -r rps p99 bad n < <(wrk -t2 -c50 -d"$D" --latency -s "$lua" http://127.0.0.1:$port | wrk_figures)
     t1=$(cpu_total "$server")
     stop
-    python3 - "$round" "$kind" "$t0" "$t1" "$WORK/wrk.txt" >> "$WORK/results.tsv" <<'PY'
-import os, re, sys
-round_, kind, t0, t1, path = sys.argv[1:]
-out = open(path).read()
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-p99 = re.search(r"99%\s+([\d.]+\w+)", out).group(1)
-n = int(re.search(r"(\d+) requests in", out).group(1))
-bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
-assert not bad, f"{kind}: {bad.group(1)} answers were not redirects"
-cpu = (int(t1) - int(t0)) * 1e6 / os.sysconf("SC_CLK_TCK") / n
-print(f"{round_}\t{kind}\t{rps:.0f}\t{p99}\t{cpu:.1f}")
-PY
+    [ "$bad" = 0 ] || { echo "$kind: $bad answers were not redirects" >&2; exit 1; }
+    printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$kind" "$rps" "$p99" "$(cpu_us "$t0" "$t1" "$n")" >> "$WORK/results.tsv"
   done
 done
 python3 - "$WORK/results.tsv" "$N" <<'PY'

@@ -88,16 +88,6 @@ pg_fresh() {
 }
 pg_bytes() { psql -At "$PG" -c "SELECT sum(pg_database_size(datname)) FROM pg_database WHERE datname IN ('$DB_A', '$DB_B')"; }
 rss_mib() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
-figures() { python3 -c '
-import re, sys
-out = sys.stdin.read()
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-p99 = re.search(r"99%\s+([\d.]+\w+)", out).group(1)
-non = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
-reqs = int(re.search(r"(\d+) requests in", out).group(1))
-print(f"{rps:.0f} {p99} {int(non.group(1)) if non else 0} {reqs}")'; }
-# cpu_us TICKS0 TICKS1 REQUESTS: the server's CPU a request in µs, from /proc ticks.
-cpu_us() { python3 -c "import os, sys; print(round((int(sys.argv[2]) - int(sys.argv[1])) * 1e6 / os.sysconf('SC_CLK_TCK') / max(int(sys.argv[3]), 1), 1))" "$@"; }
 
 port=18110
 printf 'links\tstore\tload_per_s\tuniform_rps\tuniform_p99\tuniform_errors\tzipf_rps\tzipf_p99\tzipf_errors\tuniform_cpu_us\tzipf_cpu_us\trss_mib\tdisk_bytes\tbytes_per_link_beyond_url\talloc_per_link_beyond_url\n' > "$WORK/results.tsv"
@@ -129,9 +119,9 @@ for n in $SIZES; do
     uncache "$WORK/links.jsonl" "$WORK/codes.txt" "$WORK/codes.txt.packed"
     if [ "$WARM" = 1 ] && [ "$store" != postgres ]; then warm "$WORK/data/links.segments" "$WORK/data/links.redb"; fi
     t0=$(cpu_total "$server")
-    read -r u_rps u_p99 u_err u_n < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/uniform.lua" http://127.0.0.1:$port | figures)
+    read -r u_rps u_p99 u_err u_n < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/uniform.lua" http://127.0.0.1:$port | wrk_figures)
     t1=$(cpu_total "$server")
-    read -r z_rps z_p99 z_err z_n < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/zipf.lua" http://127.0.0.1:$port | figures)
+    read -r z_rps z_p99 z_err z_n < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/zipf.lua" http://127.0.0.1:$port | wrk_figures)
     t2=$(cpu_total "$server")
     u_cpu=$(cpu_us "$t0" "$t1" "$u_n"); z_cpu=$(cpu_us "$t1" "$t2" "$z_n")
     rss=$(rss_mib "$server")
