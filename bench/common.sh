@@ -84,6 +84,13 @@ PY
 # codes_lua CODES: the head of a wrk script that holds the codes of CODES (one per line)
 # as "/CODE" paths in one string at a fixed width (a Lua table of 100 M codes is ~6 GB
 # per wrk thread, the string under 1 GB), with path(i) the i-th (0-based) and n how many.
+# The script sets LuaJIT's GC pause to 100%: with its default (200%) a collection starts
+# only when the heap is twice its live size, and the live size is the codes' string
+# (80 MB at 10 M codes), so wrk piled up ~80 MB of request strings, all distinct when
+# drawn from millions of codes, and stalled its connections while collecting them and
+# resizing its string table: at 10 M links the p99 of redirects the server answered from
+# its cache went from 3.9 ms to 157 ms with distinct strings, and back to 3.8 ms with the
+# pause at 100% (bench/README.md, thirty-second session).
 codes_lua() {
   local packed="$1.packed" width padded
   read -r width padded < <(python3 - "$1" "$packed" <<'PY'
@@ -100,6 +107,7 @@ print(width, int(len(lengths) > 1))
 PY
 )
   cat <<LUA
+collectgarbage("setpause", 100)
 local W, PADDED = $width, $padded
 local f = assert(io.open("$packed", "rb"))
 local all = f:read("*a")
@@ -117,6 +125,21 @@ LUA
 # random_codes_lua CODES LUA: a wrk script that GETs /CODE for a random code per request.
 random_codes_lua() {
   { codes_lua "$1"; echo 'request = function() return wrk.format("GET", path(math.random(n) - 1)) end'; } > "$2"
+}
+
+# zipf_codes_lua CODES LUA: like random_codes_lua, with rank r drawn as floor((n+1)^u)
+# (Zipf with s = 1, continuous inverse CDF) and scattered by a multiplier.
+zipf_codes_lua() {
+  {
+    codes_lua "$1"
+    cat <<'LUA'
+request = function()
+  local r = math.floor((n + 1) ^ math.random())
+  if r > n then r = n end
+  return wrk.format("GET", path(((r - 1) * 7919) % n))
+end
+LUA
+  } > "$2"
 }
 
 # wrk_figures: from wrk's --latency output on stdin, "REQ_PER_S P99 NON_3XX REQUESTS".

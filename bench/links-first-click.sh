@@ -8,6 +8,9 @@
 #          600000): redirect-cache misses and store reads, no click rows written
 #   flush  the same with the server's defaults (click_flush_ms 100): each click of a
 #          new link also makes its rows (clicks, day, analytics owner and day rows)
+#   zipf   all N codes with a Zipf(1.0) popularity (links-scale.sh's draw), defaults:
+#          what a Zipf run costs on a server of its own (links-scale.sh runs Zipf
+#          after uniform on one server, so it inherits the uniform run's counter rows)
 # so held - hot is what a miss costs and flush - held what the first click's writes
 # cost. Each round starts with the clicks' counters removed (every round alike) and
 # the store's files read once (warm: no disk in the figures). wrk -t2 -c50 for D;
@@ -15,11 +18,15 @@
 # Loopback only; each wrk run is bounded by -d.
 #
 #   bash bench/links-first-click.sh                 # N=10000000 R=2 D=10s
+#   KINDS="hot zipf" bash bench/links-first-click.sh    # some kinds only (hot always
+#                                                       # runs: the others are against it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-10000000}
 R=${R:-2}
 D=${D:-10s}
+KINDS=${KINDS:-hot held flush zipf}
+case " $KINDS " in *" hot "*) ;; *) KINDS="hot $KINDS" ;; esac
 . bench/common.sh
 need wrk "apt-get install -y wrk"
 TARGET=${CARGO_TARGET_DIR:-target}
@@ -41,15 +48,16 @@ stop
 head -n 10000 "$WORK/codes.txt" > "$WORK/hot.txt"
 random_codes_lua "$WORK/codes.txt" "$WORK/all.lua"
 random_codes_lua "$WORK/hot.txt" "$WORK/hot.lua"
+zipf_codes_lua "$WORK/codes.txt" "$WORK/zipf.lua"
 uncache "$WORK/links.jsonl" "$WORK/codes.txt" "$WORK/codes.txt.packed"
 echo "$N links loaded at $(python3 -c "print(round($N / ($end_s - $start_s)))") links/s"
 printf 'round\tkind\treq_s\tp99\tcpu_us\n' > "$WORK/results.tsv"
 for round in $(seq "$R"); do
-  for kind in hot held flush; do
+  for kind in $KINDS; do
     rm -rf "$WORK/data/counters"
     case $kind in held) start 600000 ;; *) start 100 ;; esac
     warm "$WORK/data/links.segments" "$WORK/data/links.redb"
-    lua="$WORK/all.lua"; [ "$kind" = hot ] && lua="$WORK/hot.lua"
+    case $kind in hot) lua="$WORK/hot.lua" ;; zipf) lua="$WORK/zipf.lua" ;; *) lua="$WORK/all.lua" ;; esac
     t0=$(cpu_total "$server")
     read -r rps p99 bad n < <(wrk -t2 -c50 -d"$D" --latency -s "$lua" http://127.0.0.1:$port | wrk_figures)
     t1=$(cpu_total "$server")
@@ -65,11 +73,15 @@ n = int(sys.argv[2])
 print(f"{'round':>5} {'kind':<6} {'req/s':>8} {'p99':>8} {'CPU µs/req':>10}")
 for r in rows:
     print(f"{r['round']:>5} {r['kind']:<6} {int(r['req_s']):>8,} {r['p99']:>8} {r['cpu_us']:>10}")
+kinds = list(dict.fromkeys(r["kind"] for r in rows))
 med = {k: (statistics.median(int(r["req_s"]) for r in rows if r["kind"] == k),
            statistics.median(float(r["cpu_us"]) for r in rows if r["kind"] == k))
-       for k in ("hot", "held", "flush")}
+       for k in kinds}
 print(f"medians over {n:,} links: " + ", ".join(f"{k} {v[0]:,.0f} req/s {v[1]:.1f} µs" for k, v in med.items()))
-print(f"a miss (held - hot): {med['held'][1] - med['hot'][1]:+.1f} µs a request; "
-      f"the first click's writes (flush - held): {med['flush'][1] - med['held'][1]:+.1f} µs")
-print(f"rate against hot: held {med['held'][0] / med['hot'][0]:.2f}x, flush {med['flush'][0] / med['hot'][0]:.2f}x")
+if "held" in med:
+    print(f"a miss (held - hot): {med['held'][1] - med['hot'][1]:+.1f} µs a request")
+if "held" in med and "flush" in med:
+    print(f"the first click's writes (flush - held): {med['flush'][1] - med['held'][1]:+.1f} µs")
+print("against hot: " + ", ".join(f"{k} {v[0] / med['hot'][0]:.2f}x by rate, {med['hot'][1] / v[1]:.2f}x by CPU a request"
+                                  for k, v in med.items() if k != "hot"))
 PY

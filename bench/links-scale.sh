@@ -58,20 +58,6 @@ esac
 cp "$TARGET/release/shardkit" "$WORK/"
 if [ -n "${BASE_BIN:-}" ]; then cp "$BASE_BIN" "$WORK/shardkit-base"; fi
 
-# zipf_codes_lua CODES LUA: like random_codes_lua, with rank r drawn as floor((n+1)^u)
-# (Zipf with s = 1, continuous inverse CDF) and scattered by a multiplier.
-zipf_codes_lua() {
-  {
-    codes_lua "$1"
-    cat <<'LUA'
-request = function()
-  local r = math.floor((n + 1) ^ math.random())
-  if r > n then r = n end
-  return wrk.format("GET", path(((r - 1) * 7919) % n))
-end
-LUA
-  } > "$2"
-}
 # pg_fresh: drops and makes the two bench databases, initialised; prints their URLs.
 DB_A="sk_bench_scale_a_$$"
 DB_B="sk_bench_scale_b_$$"
