@@ -84,9 +84,17 @@ mod tests {
         let stopped = one.spawn(forever());
         let running = other.spawn(forever());
         one.stop(Duration::from_secs(5));
-        assert!(stopped.is_finished(), "the stopped store's task still runs");
+        // `stop` returns once the task's future is dropped (what it held let go); its
+        // JoinHandle turns finished a moment later, on the worker thread, so it is
+        // awaited (bounded) rather than read at once: `is_finished()` right here lost
+        // that race on a loaded machine (CI, 2026-11-27).
+        let ended =
+            runtime.block_on(async { tokio::time::timeout(Duration::from_secs(5), stopped).await });
         assert!(
-            runtime.block_on(stopped).unwrap().is_none(),
+            ended
+                .expect("the stopped store's task still runs")
+                .unwrap()
+                .is_none(),
             "a stopped task reports that it did not finish"
         );
         assert!(
