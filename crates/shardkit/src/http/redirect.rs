@@ -217,16 +217,12 @@ fn click_and_redirect(
     counted: bool,
 ) -> Response {
     if !counted
-        && state
-            .links
-            .clicks
-            .hit(
-                &state.counters.engine,
-                link.id,
-                day_of(now),
-                link.max_visits,
-            )
-            .is_none()
+        && !state.links.clicks.hit(
+            &state.counters.engine,
+            link.id,
+            day_of(now),
+            link.max_visits,
+        )
     {
         return pages::gone(html, code, "it has reached its visit limit");
     }

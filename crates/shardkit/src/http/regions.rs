@@ -237,7 +237,7 @@ pub async fn hit(
         day_of(now),
         link.max_visits,
     );
-    Ok(if counted.is_some() {
+    Ok(if counted {
         StatusCode::NO_CONTENT
     } else {
         StatusCode::GONE

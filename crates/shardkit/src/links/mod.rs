@@ -5,6 +5,7 @@
 
 pub mod analytics;
 pub mod clicks;
+mod doorkeeper;
 pub mod lines;
 pub mod password;
 
@@ -157,6 +158,8 @@ pub struct Links {
     store: GroupCommit,
     minter: Minter,
     cache: quick_cache::sync::Cache<String, Arc<Link>>,
+    /// Which misses of `cache` are cached: a code's second, not its first.
+    admit: doorkeeper::Doorkeeper,
     /// Clicks in memory, flushed to the counter engine.
     pub clicks: ClickBook,
     /// Where the clicks came from, classified off the redirect path.
@@ -216,6 +219,7 @@ impl Links {
             store: GroupCommit::new(store),
             minter,
             cache: quick_cache::sync::Cache::new(cache_entries.max(16)),
+            admit: doorkeeper::Doorkeeper::new(cache_entries.max(16)),
             clicks: ClickBook::default(),
             analytics,
             own,
@@ -722,7 +726,9 @@ impl Links {
     /// at 10,000); reading the disk on a worker stalls it (two workers served 10.7 k
     /// redirects/s at 100 million links); `block_in_place`, which moves the worker's
     /// queue to a new thread instead, was 7% of the server's CPU at 10 million links
-    /// with 15% of reads on the disk (bench/README.md, issue 25).
+    /// with 15% of reads on the disk (bench/README.md, issue 25). A link read from the
+    /// store is cached on its code's second miss (`links/doorkeeper.rs`), so codes asked for
+    /// once do not push the popular ones out nor pay for an insert.
     pub async fn lookup(&self, path: &str) -> Result<Option<Arc<Link>>, StoreError> {
         if let Some(link) = self.cache.get(path) {
             return Ok(Some(link));
@@ -742,7 +748,9 @@ impl Links {
             return Ok(None);
         };
         let link = Arc::new(link);
-        self.cache.insert(path.to_string(), Arc::clone(&link));
+        if self.admit.seen_before(path) {
+            self.cache.insert(path.to_string(), Arc::clone(&link));
+        }
         Ok(Some(link))
     }
 
