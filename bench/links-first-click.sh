@@ -20,6 +20,11 @@
 #   bash bench/links-first-click.sh                 # N=10000000 R=2 D=10s
 #   KINDS="hot zipf" bash bench/links-first-click.sh    # some kinds only (hot always
 #                                                       # runs: the others are against it)
+#   BASE_BIN=/tmp/base/target/release/shardkit bash bench/links-first-click.sh   # A/B: each kind also on
+#       another build (one that reads the same store, e.g. the parent commit's:
+#       git worktree add /tmp/base HEAD~1 && cargo build --release
+#       --manifest-path /tmp/base/Cargo.toml -p shardkit --bin shardkit), its rounds
+#       labelled KIND@base, run right after this build's; the summary adds base -> this
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-10000000}
@@ -27,15 +32,22 @@ R=${R:-2}
 D=${D:-10s}
 KINDS=${KINDS:-hot held flush zipf}
 case " $KINDS " in *" hot "*) ;; *) KINDS="hot $KINDS" ;; esac
+for kind in $KINDS; do
+  case $kind in hot | held | flush | zipf) ;; *) echo "unknown kind $kind (hot, held, flush, zipf)" >&2; exit 1 ;; esac
+done
+BASE=${BASE_BIN:-}
+[ -z "$BASE" ] || [ -x "$BASE" ] || { echo "BASE_BIN=$BASE is not an executable" >&2; exit 1; }
 . bench/common.sh
 need wrk "apt-get install -y wrk"
 TARGET=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p shardkit --bin shardkit
 cp "$TARGET/release/shardkit" "$WORK/"
+builds=this
+[ -z "$BASE" ] || { cp "$BASE" "$WORK/shardkit-base"; builds="this base"; }
 port=$(free_port)
-start() { # start FLUSH_MS
+start() { # start FLUSH_MS [BINARY]
   printf '[links]\ncreate_per_second = 0\nclick_flush_ms = %s\n' "$1" > "$WORK/shardkit.toml"
-  SHARDKIT_LOG=warn "$WORK/shardkit" serve --config "$WORK/shardkit.toml" --data "$WORK/data" --http 127.0.0.1:$port --resp 127.0.0.1:$((port + 1)) 2>>"$WORK/server.log" &
+  SHARDKIT_LOG=warn "${2:-$WORK/shardkit}" serve --config "$WORK/shardkit.toml" --data "$WORK/data" --http 127.0.0.1:$port --resp 127.0.0.1:$((port + 1)) 2>>"$WORK/server.log" &
   server=$!; PIDS+=($server); wait_port $port
 }
 stop() { kill "$server"; wait "$server" 2>/dev/null || true; }
@@ -54,25 +66,29 @@ echo "$N links loaded at $(python3 -c "print(round($N / ($end_s - $start_s)))") 
 printf 'round\tkind\treq_s\tp99\tcpu_us\n' > "$WORK/results.tsv"
 for round in $(seq "$R"); do
   for kind in $KINDS; do
-    rm -rf "$WORK/data/counters"
-    case $kind in held) start 600000 ;; *) start 100 ;; esac
-    warm "$WORK/data/links.segments" "$WORK/data/links.redb"
-    case $kind in hot) lua="$WORK/hot.lua" ;; zipf) lua="$WORK/zipf.lua" ;; *) lua="$WORK/all.lua" ;; esac
-    t0=$(cpu_total "$server")
-    read -r rps p99 bad n < <(wrk -t2 -c50 -d"$D" --latency -s "$lua" http://127.0.0.1:$port | wrk_figures)
-    t1=$(cpu_total "$server")
-    stop
-    [ "$bad" = 0 ] || { echo "$kind: $bad answers were not redirects" >&2; exit 1; }
-    printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$kind" "$rps" "$p99" "$(cpu_us "$t0" "$t1" "$n")" >> "$WORK/results.tsv"
+    for build in $builds; do
+      rm -rf "$WORK/data/counters"
+      bin="$WORK/shardkit" label=$kind
+      [ "$build" = this ] || { bin="$WORK/shardkit-base"; label="$kind@base"; }
+      case $kind in held) start 600000 "$bin" ;; *) start 100 "$bin" ;; esac
+      warm "$WORK/data/links.segments" "$WORK/data/links.redb"
+      case $kind in hot) lua="$WORK/hot.lua" ;; zipf) lua="$WORK/zipf.lua" ;; *) lua="$WORK/all.lua" ;; esac
+      t0=$(cpu_total "$server")
+      read -r rps p99 bad n < <(wrk -t2 -c50 -d"$D" --latency -s "$lua" http://127.0.0.1:$port | wrk_figures)
+      t1=$(cpu_total "$server")
+      stop
+      [ "$bad" = 0 ] || { echo "$kind: $bad answers were not redirects" >&2; exit 1; }
+      printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$label" "$rps" "$p99" "$(cpu_us "$t0" "$t1" "$n")" >> "$WORK/results.tsv"
+    done
   done
 done
 python3 - "$WORK/results.tsv" "$N" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 n = int(sys.argv[2])
-print(f"{'round':>5} {'kind':<6} {'req/s':>8} {'p99':>8} {'CPU µs/req':>10}")
+print(f"{'round':>5} {'kind':<11} {'req/s':>8} {'p99':>8} {'CPU µs/req':>10}")
 for r in rows:
-    print(f"{r['round']:>5} {r['kind']:<6} {int(r['req_s']):>8,} {r['p99']:>8} {r['cpu_us']:>10}")
+    print(f"{r['round']:>5} {r['kind']:<11} {int(r['req_s']):>8,} {r['p99']:>8} {r['cpu_us']:>10}")
 kinds = list(dict.fromkeys(r["kind"] for r in rows))
 med = {k: (statistics.median(int(r["req_s"]) for r in rows if r["kind"] == k),
            statistics.median(float(r["cpu_us"]) for r in rows if r["kind"] == k))
@@ -82,6 +98,15 @@ if "held" in med:
     print(f"a miss (held - hot): {med['held'][1] - med['hot'][1]:+.1f} µs a request")
 if "held" in med and "flush" in med:
     print(f"the first click's writes (flush - held): {med['flush'][1] - med['held'][1]:+.1f} µs")
-print("against hot: " + ", ".join(f"{k} {v[0] / med['hot'][0]:.2f}x by rate, {med['hot'][1] / v[1]:.2f}x by CPU a request"
-                                  for k, v in med.items() if k != "hot"))
+for suffix, name in (("", "this build"), ("@base", "base")):
+    hot = med.get("hot" + suffix)
+    others = [(k, v) for k, v in med.items() if k.endswith(suffix) and k != "hot" + suffix
+              and (suffix or "@" not in k)]
+    if hot and others:
+        print(f"against hot ({name}): " + ", ".join(
+            f"{k} {v[0] / hot[0]:.2f}x by rate, {hot[1] / v[1]:.2f}x by CPU a request" for k, v in others))
+pairs = [(k, med[k], med[k + "@base"]) for k in med if "@" not in k and k + "@base" in med]
+if pairs:
+    print("base -> this build: " + ", ".join(
+        f"{k} {b[1]:.1f} -> {t[1]:.1f} µs ({t[1] - b[1]:+.1f}), {t[0] / b[0]:.2f}x the rate" for k, t, b in pairs))
 PY
