@@ -69,17 +69,19 @@ const CHUNK_ROWS: usize = 65_536;
 
 /// The column values of a chunk of rows, column by column, and the columns' widths:
 /// what both block frames gather before sorting.
+#[derive(Default)]
 struct Columns {
     cols: Vec<Vec<u64>>,
     widths: Vec<u8>,
 }
 
 impl Columns {
-    fn new(specs: &[ColumnSpec]) -> Columns {
-        Columns {
-            cols: vec![Vec::new(); specs.len()],
-            widths: specs.iter().map(|s| s.bits).collect(),
-        }
+    /// Empties the columns (keeping what they have allocated) for a counter of `specs`.
+    fn reset(&mut self, specs: &[ColumnSpec]) {
+        self.cols.resize_with(specs.len(), Vec::new);
+        self.cols.iter_mut().for_each(Vec::clear);
+        self.widths.clear();
+        self.widths.extend(specs.iter().map(|s| s.bits));
     }
 
     fn push(&mut self, vals: &[u64]) {
@@ -88,12 +90,14 @@ impl Columns {
         }
     }
 
-    /// Each column's values in `order` (the chunk's rows sorted for its block).
-    fn permuted(&self, order: &[usize]) -> Vec<Vec<u64>> {
-        self.cols
-            .iter()
-            .map(|c| order.iter().map(|&i| c[i]).collect())
-            .collect()
+    /// Each column's values in `order` (the chunk's rows sorted for its block), into
+    /// `out` (its buffers reused).
+    fn permute_into(&self, order: &[usize], out: &mut Vec<Vec<u64>>) {
+        out.resize_with(self.cols.len(), Vec::new);
+        for (c, o) in self.cols.iter().zip(out.iter_mut()) {
+            o.clear();
+            o.extend(order.iter().map(|&i| c[i]));
+        }
     }
 
     fn clear(&mut self) {
@@ -102,6 +106,7 @@ impl Columns {
 }
 
 /// A chunk of a stripe's integer-keyed rows on their way into a frame `8`.
+#[derive(Default)]
 struct IdRows {
     ids: Vec<u64>,
     values: Columns,
@@ -135,6 +140,7 @@ fn rows_frame3(
 
 /// A chunk of a stripe's string-keyed rows on their way into a frame `10`: the keys'
 /// bytes back to back.
+#[derive(Default)]
 struct NameRows {
     bytes: Vec<u8>,
     ends: Vec<usize>,
@@ -180,6 +186,22 @@ pub(crate) struct SnapWriter {
     path: PathBuf,
     frames: u64,
     scratch: Vec<u8>,
+    /// The chunk buffers, kept from stripe to stripe for the snapshot's life: made anew
+    /// for each of a counter's 32 stripes they were allocated, grown and zero-filled by
+    /// the kernel each time (a counter of 80 columns gathers 40 MiB a 65,536-row
+    /// chunk), which was half of a big snapshot's CPU (bench/README.md, issue 25).
+    chunks: Chunks,
+}
+
+/// [`SnapWriter`]'s reusable buffers for one chunk of rows.
+#[derive(Default)]
+struct Chunks {
+    ids: IdRows,
+    names: NameRows,
+    /// The chunk's row order, sorted by key.
+    order: Vec<usize>,
+    /// The chunk's columns in that order.
+    sorted: Vec<Vec<u64>>,
 }
 
 impl SnapWriter {
@@ -194,6 +216,7 @@ impl SnapWriter {
             path,
             frames: 0,
             scratch: Vec::new(),
+            chunks: Chunks::default(),
         };
         w.out.write_all(MAGIC).map_err(io_err(&w.tmp))?;
         let mut p = Vec::new();
@@ -222,15 +245,13 @@ impl SnapWriter {
     ) -> Result<u64> {
         let mut total = 0u64;
         let mut err = None;
-        let mut ids = IdRows {
-            ids: Vec::new(),
-            values: Columns::new(specs),
-        };
-        let mut names = NameRows {
-            bytes: Vec::new(),
-            ends: Vec::new(),
-            values: Columns::new(specs),
-        };
+        let Chunks {
+            mut ids, mut names, ..
+        } = std::mem::take(&mut self.chunks);
+        ids.ids.clear();
+        ids.values.reset(specs);
+        names.clear();
+        names.values.reset(specs);
         copy.for_each_row(specs, |k, vals| {
             total += 1;
             let written = match k {
@@ -263,6 +284,8 @@ impl SnapWriter {
         if !names.ends.is_empty() {
             self.name_rows(counter, stripe, lsn, &mut names)?;
         }
+        self.chunks.ids = ids;
+        self.chunks.names = names;
         // Every stripe ends with a frame `3` (no rows now): it marks the stripe's L even
         // when the stripe holds no row.
         let no_rows = vec![Vec::new(); specs.len()];
@@ -285,10 +308,13 @@ impl SnapWriter {
         lsn: u64,
         rows: &mut NameRows,
     ) -> Result<()> {
-        let mut order: Vec<usize> = (0..rows.ends.len()).collect();
+        let mut order = std::mem::take(&mut self.chunks.order);
+        let mut cols = std::mem::take(&mut self.chunks.sorted);
+        order.clear();
+        order.extend(0..rows.ends.len());
         order.sort_unstable_by(|&a, &b| rows.key(a).cmp(rows.key(b)));
         let keys: Vec<&[u8]> = order.iter().map(|&i| rows.key(i)).collect();
-        let cols = rows.values.permuted(&order);
+        rows.values.permute_into(&order, &mut cols);
         let refs: Vec<&[u64]> = cols.iter().map(Vec::as_slice).collect();
         let widths = &rows.values.widths;
         let p = match crate::name_block::encode_at_level(&keys, &refs, widths, Codec::Zstd, 1) {
@@ -308,8 +334,10 @@ impl SnapWriter {
                 rows_frame3(row_head(3, counter, stripe, lsn), names, &cols)
             }
         };
-        drop(keys);
+        drop((keys, refs));
         rows.clear();
+        self.chunks.order = order;
+        self.chunks.sorted = cols;
         self.frame(&p)
     }
 
@@ -322,10 +350,13 @@ impl SnapWriter {
         lsn: u64,
         rows: &mut IdRows,
     ) -> Result<()> {
-        let mut order: Vec<usize> = (0..rows.ids.len()).collect();
+        let mut order = std::mem::take(&mut self.chunks.order);
+        let mut cols = std::mem::take(&mut self.chunks.sorted);
+        order.clear();
+        order.extend(0..rows.ids.len());
         order.sort_unstable_by_key(|&i| rows.ids[i]);
         let ids: Vec<u64> = order.iter().map(|&i| rows.ids[i]).collect();
-        let cols = rows.values.permuted(&order);
+        rows.values.permute_into(&order, &mut cols);
         let refs: Vec<&[u64]> = cols.iter().map(Vec::as_slice).collect();
         let p = match encode_block(&ids, &refs, &rows.values.widths, Codec::Zstd) {
             Ok(block) => {
@@ -339,8 +370,11 @@ impl SnapWriter {
                 &cols,
             ),
         };
+        drop(refs);
         rows.ids.clear();
         rows.values.clear();
+        self.chunks.order = order;
+        self.chunks.sorted = cols;
         self.frame(&p)
     }
 
