@@ -322,7 +322,15 @@ pub fn site_key(day: u64, dim: Dim, label: &str) -> String {
 #[derive(Debug, Default)]
 pub struct Labels {
     inner: Mutex<LabelsInner>,
+    /// The owner rows of the last write, kept for the next (see [`KEPT_OWNER_ROWS`]).
+    scratch: Mutex<OwnerRows>,
 }
+
+/// Owner rows (640 bytes each) a write leaves allocated for the next: made anew each
+/// flush, the rows of a flush of thousands of new links were fresh pages the kernel
+/// zero-filled (0.3 µs of a first click at 100 M links, bench/README.md); past this
+/// many (10 MiB) a flush's rows are freed instead (an import's analytics).
+const KEPT_OWNER_ROWS: usize = 16_384;
 
 #[derive(Debug, Default)]
 struct LabelsInner {
@@ -342,7 +350,20 @@ struct OwnerRows {
     rows: Vec<OwnerRow>,
 }
 
+impl std::fmt::Debug for OwnerRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnerRows")
+            .field("rows", &self.rows.len())
+            .finish()
+    }
+}
+
 impl OwnerRows {
+    /// Empties the rows, keeping what they allocated.
+    fn clear(&mut self) {
+        self.at.clear();
+        self.rows.clear();
+    }
     /// The row of `id` (all free if it was never read).
     fn get(&self, id: u64) -> &OwnerRow {
         self.at
@@ -375,6 +396,7 @@ impl Labels {
                 names: read_labels(engine)?,
                 owners: HashMap::default(),
             }),
+            scratch: Mutex::default(),
         })
     }
 
@@ -392,18 +414,21 @@ impl Labels {
 
     /// The slot owners of link `id` in `dim`, from the cache or the engine.
     pub fn slots(&self, engine: &Engine, id: u64, dim: Dim) -> Result<SlotRow, Error> {
-        let rows = self.owner_rows(engine, [id])?;
+        let mut rows = OwnerRows::default();
+        self.owner_rows(engine, [id], &mut rows)?;
         let row = rows.get(id);
         Ok(std::array::from_fn(|slot| row[owner_column(dim, slot)]))
     }
 
-    /// The owner rows of `ids`: cached ones copied, the others read from the engine
-    /// in one call (a flush of many new links asks once, not once per link).
+    /// The owner rows of `ids` into `rows` (emptied first): cached ones copied, the
+    /// others read from the engine in one call (a flush of many new links asks once,
+    /// not once per link).
     fn owner_rows(
         &self,
         engine: &Engine,
         ids: impl IntoIterator<Item = u64>,
-    ) -> Result<OwnerRows, Error> {
+        rows: &mut OwnerRows,
+    ) -> Result<(), Error> {
         // A replica's owners change under it (the leader writes them): no cache there.
         let cached = !engine.is_read_only();
         let ids = ids.into_iter();
@@ -411,10 +436,9 @@ impl Labels {
         // neither the map nor the 640-byte rows are moved as they grow.
         let (low, high) = ids.size_hint();
         let expect = high.unwrap_or(low);
-        let mut rows = OwnerRows {
-            at: HashMap::with_capacity_and_hasher(expect, FastHash::default()),
-            rows: Vec::with_capacity(expect),
-        };
+        rows.clear();
+        rows.at.reserve(expect);
+        rows.rows.reserve(expect);
         let mut missing: Vec<u64> = Vec::new();
         {
             let inner = self.inner.lock();
@@ -430,7 +454,7 @@ impl Labels {
             }
         }
         if missing.is_empty() {
-            return Ok(rows);
+            return Ok(());
         }
         let keys: Vec<String> = missing.iter().map(|&id| owner_key(id)).collect();
         let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::Name(k)).collect();
@@ -455,7 +479,7 @@ impl Labels {
                 inner.owners.insert(*id, trimmed(row));
             }
         }
-        Ok(rows)
+        Ok(())
     }
 
     fn learn(&self, id: u64, row: &OwnerRow, new: &[NewSlot]) {
@@ -506,13 +530,16 @@ struct NewSlot {
 /// owner, nor an owner without its label. Callers serialize writes.
 pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Error> {
     let mut newest = Pending::NONE;
-    let mut owners = labels.owner_rows(
+    let mut scratch = labels.scratch.lock();
+    let owners = &mut *scratch;
+    labels.owner_rows(
         engine,
         tally
             .days
             .iter()
             .filter(|(_, d)| d.labels().next().is_some())
             .map(|(&(id, _), _)| id),
+        owners,
     )?;
     // A link's new slots are pushed together (its day's labels in one go), so they
     // reach the owner rows grouped by link without a sort.
@@ -643,6 +670,9 @@ pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Erro
         site.iter().map(|(k, &n)| (k.as_str(), n)),
     )?);
     engine.commit(newest)?;
+    if owners.rows.capacity() > KEPT_OWNER_ROWS {
+        *owners = OwnerRows::default();
+    }
     Ok(())
 }
 
