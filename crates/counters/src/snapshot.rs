@@ -68,41 +68,68 @@ pub(crate) const MAGIC_1: &[u8; 8] = b"SKCSNAP1";
 const CHUNK_ROWS: usize = 65_536;
 
 /// The column values of a chunk of rows, column by column, and the columns' widths:
-/// what both block frames gather before sorting.
+/// what both block frames gather before sorting. A column holds values up to its last
+/// non-zero one; the rows past that are zeros (a string-keyed row of a counter of 80
+/// columns often uses five, so most of its columns are never touched).
 #[derive(Default)]
 struct Columns {
     cols: Vec<Vec<u64>>,
     widths: Vec<u8>,
+    /// Rows pushed.
+    rows: usize,
 }
 
 impl Columns {
     /// Empties the columns (keeping what they have allocated) for a counter of `specs`.
     fn reset(&mut self, specs: &[ColumnSpec]) {
         self.cols.resize_with(specs.len(), Vec::new);
-        self.cols.iter_mut().for_each(Vec::clear);
+        self.clear();
         self.widths.clear();
         self.widths.extend(specs.iter().map(|s| s.bits));
     }
 
+    /// Adds a row (`vals` may be shorter than the columns: the rest are zeros).
     fn push(&mut self, vals: &[u64]) {
-        for (i, c) in self.cols.iter_mut().enumerate() {
-            c.push(vals.get(i).copied().unwrap_or_default());
+        let row = self.rows;
+        for (c, &v) in self.cols.iter_mut().zip(vals) {
+            if v != 0 {
+                c.resize(row, 0);
+                c.push(v);
+            }
         }
+        self.rows += 1;
     }
 
     /// Each column's values in `order` (the chunk's rows sorted for its block), into
-    /// `out` (its buffers reused).
+    /// `out` (its buffers reused); a column of zeros alone stays empty there (see
+    /// [`sorted_refs`]).
     fn permute_into(&self, order: &[usize], out: &mut Vec<Vec<u64>>) {
         out.resize_with(self.cols.len(), Vec::new);
         for (c, o) in self.cols.iter().zip(out.iter_mut()) {
             o.clear();
-            o.extend(order.iter().map(|&i| c[i]));
+            if !c.is_empty() {
+                o.extend(order.iter().map(|&i| c.get(i).copied().unwrap_or(0)));
+            }
         }
     }
 
     fn clear(&mut self) {
         self.cols.iter_mut().for_each(Vec::clear);
+        self.rows = 0;
     }
+}
+
+/// The sorted columns of a chunk of `zeros.len()` rows as the block encoders take them:
+/// an empty one (all zeros, [`Columns::permute_into`]) is `zeros`.
+fn sorted_refs<'a>(cols: &'a [Vec<u64>], zeros: &'a [u64]) -> Vec<&'a [u64]> {
+    cols.iter()
+        .map(|c| if c.is_empty() { zeros } else { c.as_slice() })
+        .collect()
+}
+
+/// [`sorted_refs`] copied whole, for a frame `3`.
+fn whole(refs: &[&[u64]]) -> Vec<Vec<u64>> {
+    refs.iter().map(|c| c.to_vec()).collect()
 }
 
 /// A chunk of a stripe's integer-keyed rows on their way into a frame `8`.
@@ -202,6 +229,8 @@ struct Chunks {
     order: Vec<usize>,
     /// The chunk's columns in that order.
     sorted: Vec<Vec<u64>>,
+    /// Zeros, as many as the largest chunk's rows: every all-zero column's values.
+    zeros: Vec<u64>,
 }
 
 impl SnapWriter {
@@ -315,7 +344,11 @@ impl SnapWriter {
         order.sort_unstable_by(|&a, &b| rows.key(a).cmp(rows.key(b)));
         let keys: Vec<&[u8]> = order.iter().map(|&i| rows.key(i)).collect();
         rows.values.permute_into(&order, &mut cols);
-        let refs: Vec<&[u64]> = cols.iter().map(Vec::as_slice).collect();
+        let mut zeros = std::mem::take(&mut self.chunks.zeros);
+        if zeros.len() < order.len() {
+            zeros.resize(order.len(), 0);
+        }
+        let refs = sorted_refs(&cols, &zeros[..order.len()]);
         let widths = &rows.values.widths;
         let p = match crate::name_block::encode_at_level(&keys, &refs, widths, Codec::Zstd, 1) {
             Ok(block) => {
@@ -331,13 +364,14 @@ impl SnapWriter {
                 let names = keys
                     .iter()
                     .map(|k| OwnedKey::Name(String::from_utf8_lossy(k).into_owned().into()));
-                rows_frame3(row_head(3, counter, stripe, lsn), names, &cols)
+                rows_frame3(row_head(3, counter, stripe, lsn), names, &whole(&refs))
             }
         };
         drop((keys, refs));
         rows.clear();
         self.chunks.order = order;
         self.chunks.sorted = cols;
+        self.chunks.zeros = zeros;
         self.frame(&p)
     }
 
@@ -357,7 +391,11 @@ impl SnapWriter {
         order.sort_unstable_by_key(|&i| rows.ids[i]);
         let ids: Vec<u64> = order.iter().map(|&i| rows.ids[i]).collect();
         rows.values.permute_into(&order, &mut cols);
-        let refs: Vec<&[u64]> = cols.iter().map(Vec::as_slice).collect();
+        let mut zeros = std::mem::take(&mut self.chunks.zeros);
+        if zeros.len() < order.len() {
+            zeros.resize(order.len(), 0);
+        }
+        let refs = sorted_refs(&cols, &zeros[..order.len()]);
         let p = match encode_block(&ids, &refs, &rows.values.widths, Codec::Zstd) {
             Ok(block) => {
                 let mut p = row_head(8, counter, stripe, lsn);
@@ -367,7 +405,7 @@ impl SnapWriter {
             Err(_) => rows_frame3(
                 row_head(3, counter, stripe, lsn),
                 ids.iter().map(|&id| OwnedKey::Id(id)),
-                &cols,
+                &whole(&refs),
             ),
         };
         drop(refs);
@@ -375,6 +413,7 @@ impl SnapWriter {
         rows.values.clear();
         self.chunks.order = order;
         self.chunks.sorted = cols;
+        self.chunks.zeros = zeros;
         self.frame(&p)
     }
 
