@@ -274,9 +274,9 @@ impl SnapWriter {
     ) -> Result<u64> {
         let mut total = 0u64;
         let mut err = None;
-        let Chunks {
-            mut ids, mut names, ..
-        } = std::mem::take(&mut self.chunks);
+        // Only these two out: `name_rows` and `id_rows` use the others meanwhile.
+        let mut ids = std::mem::take(&mut self.chunks.ids);
+        let mut names = std::mem::take(&mut self.chunks.names);
         ids.ids.clear();
         ids.values.reset(specs);
         names.clear();
