@@ -102,7 +102,7 @@ impl Columns {
 
     /// Each column's values in `order` (the chunk's rows sorted for its block), into
     /// `out` (its buffers reused); a column of zeros alone stays empty there (see
-    /// [`sorted_refs`]).
+    /// [`SortedChunk::sort`]).
     fn permute_into(&self, order: &[usize], out: &mut Vec<Vec<u64>>) {
         out.resize_with(self.cols.len(), Vec::new);
         for (c, o) in self.cols.iter().zip(out.iter_mut()) {
@@ -119,15 +119,44 @@ impl Columns {
     }
 }
 
-/// The sorted columns of a chunk of `zeros.len()` rows as the block encoders take them:
-/// an empty one (all zeros, [`Columns::permute_into`]) is `zeros`.
-fn sorted_refs<'a>(cols: &'a [Vec<u64>], zeros: &'a [u64]) -> Vec<&'a [u64]> {
-    cols.iter()
-        .map(|c| if c.is_empty() { zeros } else { c.as_slice() })
-        .collect()
+/// A chunk's rows in key order: the buffers one chunk sorts into, kept for the next.
+#[derive(Default)]
+struct SortedChunk {
+    /// The chunk's row order.
+    order: Vec<usize>,
+    /// The chunk's columns in that order (an all-zero one empty, see `zeros`).
+    cols: Vec<Vec<u64>>,
+    /// Zeros, as many as the largest chunk's rows: every all-zero column's values.
+    zeros: Vec<u64>,
 }
 
-/// [`sorted_refs`] copied whole, for a frame `3`.
+impl SortedChunk {
+    /// Orders `rows` rows by `cmp` and `values` the same way: the order, and each column
+    /// as the block encoders take it (an all-zero column a run of `zeros`).
+    fn sort(
+        &mut self,
+        rows: usize,
+        cmp: impl FnMut(&usize, &usize) -> std::cmp::Ordering,
+        values: &Columns,
+    ) -> (&[usize], Vec<&[u64]>) {
+        self.order.clear();
+        self.order.extend(0..rows);
+        self.order.sort_unstable_by(cmp);
+        values.permute_into(&self.order, &mut self.cols);
+        if self.zeros.len() < rows {
+            self.zeros.resize(rows, 0);
+        }
+        let zeros = &self.zeros[..rows];
+        let refs = self
+            .cols
+            .iter()
+            .map(|c| if c.is_empty() { zeros } else { c.as_slice() })
+            .collect();
+        (&self.order, refs)
+    }
+}
+
+/// Sorted columns copied whole, for a frame `3`.
 fn whole(refs: &[&[u64]]) -> Vec<Vec<u64>> {
     refs.iter().map(|c| c.to_vec()).collect()
 }
@@ -225,12 +254,7 @@ pub(crate) struct SnapWriter {
 struct Chunks {
     ids: IdRows,
     names: NameRows,
-    /// The chunk's row order, sorted by key.
-    order: Vec<usize>,
-    /// The chunk's columns in that order.
-    sorted: Vec<Vec<u64>>,
-    /// Zeros, as many as the largest chunk's rows: every all-zero column's values.
-    zeros: Vec<u64>,
+    sorted: SortedChunk,
 }
 
 impl SnapWriter {
@@ -337,18 +361,12 @@ impl SnapWriter {
         lsn: u64,
         rows: &mut NameRows,
     ) -> Result<()> {
-        let mut order = std::mem::take(&mut self.chunks.order);
-        let mut cols = std::mem::take(&mut self.chunks.sorted);
-        order.clear();
-        order.extend(0..rows.ends.len());
-        order.sort_unstable_by(|&a, &b| rows.key(a).cmp(rows.key(b)));
+        let (order, refs) = self.chunks.sorted.sort(
+            rows.ends.len(),
+            |&a, &b| rows.key(a).cmp(rows.key(b)),
+            &rows.values,
+        );
         let keys: Vec<&[u8]> = order.iter().map(|&i| rows.key(i)).collect();
-        rows.values.permute_into(&order, &mut cols);
-        let mut zeros = std::mem::take(&mut self.chunks.zeros);
-        if zeros.len() < order.len() {
-            zeros.resize(order.len(), 0);
-        }
-        let refs = sorted_refs(&cols, &zeros[..order.len()]);
         let widths = &rows.values.widths;
         let p = match crate::name_block::encode_at_level(&keys, &refs, widths, Codec::Zstd, 1) {
             Ok(block) => {
@@ -367,11 +385,7 @@ impl SnapWriter {
                 rows_frame3(row_head(3, counter, stripe, lsn), names, &whole(&refs))
             }
         };
-        drop((keys, refs));
         rows.clear();
-        self.chunks.order = order;
-        self.chunks.sorted = cols;
-        self.chunks.zeros = zeros;
         self.frame(&p)
     }
 
@@ -384,18 +398,12 @@ impl SnapWriter {
         lsn: u64,
         rows: &mut IdRows,
     ) -> Result<()> {
-        let mut order = std::mem::take(&mut self.chunks.order);
-        let mut cols = std::mem::take(&mut self.chunks.sorted);
-        order.clear();
-        order.extend(0..rows.ids.len());
-        order.sort_unstable_by_key(|&i| rows.ids[i]);
+        let (order, refs) = self.chunks.sorted.sort(
+            rows.ids.len(),
+            |&a, &b| rows.ids[a].cmp(&rows.ids[b]),
+            &rows.values,
+        );
         let ids: Vec<u64> = order.iter().map(|&i| rows.ids[i]).collect();
-        rows.values.permute_into(&order, &mut cols);
-        let mut zeros = std::mem::take(&mut self.chunks.zeros);
-        if zeros.len() < order.len() {
-            zeros.resize(order.len(), 0);
-        }
-        let refs = sorted_refs(&cols, &zeros[..order.len()]);
         let p = match encode_block(&ids, &refs, &rows.values.widths, Codec::Zstd) {
             Ok(block) => {
                 let mut p = row_head(8, counter, stripe, lsn);
@@ -408,12 +416,8 @@ impl SnapWriter {
                 &whole(&refs),
             ),
         };
-        drop(refs);
         rows.ids.clear();
         rows.values.clear();
-        self.chunks.order = order;
-        self.chunks.sorted = cols;
-        self.chunks.zeros = zeros;
         self.frame(&p)
     }
 

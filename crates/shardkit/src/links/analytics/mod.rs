@@ -244,8 +244,9 @@ pub struct Analytics {
     pub labels: store::Labels,
     /// Classified but not yet written (kept for the next try when a write fails).
     waiting: Mutex<Tally>,
-    /// One write at a time: slot assignment reads, then writes, the slot rows.
-    writing: Mutex<()>,
+    /// One write at a time: slot assignment reads, then writes, the slot rows. Holds
+    /// the owner rows the last write left, for the next to reuse.
+    writing: Mutex<store::OwnerRows>,
 }
 
 impl std::fmt::Debug for Analytics {
@@ -267,7 +268,7 @@ impl Analytics {
             referrers: Mutex::new(HashMap::default()),
             labels: store::Labels::load(engine)?,
             waiting: Mutex::new(Tally::default()),
-            writing: Mutex::new(()),
+            writing: Mutex::default(),
         })
     }
 
@@ -348,13 +349,13 @@ impl Analytics {
     /// Writes `tally` (and whatever a failed write left) to the engine; on failure
     /// keeps it all for the next flush. Also the path of imported analytics.
     pub fn write(&self, engine: &Engine, tally: Tally) -> Result<(), Error> {
-        let _one_at_a_time = self.writing.lock();
+        let mut owners = self.writing.lock();
         let mut all = std::mem::take(&mut *self.waiting.lock());
         all.merge(tally);
         if all.is_empty() {
             return Ok(());
         }
-        match store::write(engine, &self.labels, &all) {
+        match store::write(engine, &self.labels, &all, &mut owners) {
             Ok(()) => Ok(()),
             Err(e) => {
                 // Kept for the next try (a partly applied write may then count twice, never lose).

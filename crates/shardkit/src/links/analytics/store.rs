@@ -322,8 +322,6 @@ pub fn site_key(day: u64, dim: Dim, label: &str) -> String {
 #[derive(Debug, Default)]
 pub struct Labels {
     inner: Mutex<LabelsInner>,
-    /// The owner rows of the last write, kept for the next (see [`KEPT_OWNER_ROWS`]).
-    scratch: Mutex<OwnerRows>,
 }
 
 /// Owner rows (640 bytes each) a write leaves allocated for the next: made anew each
@@ -343,9 +341,10 @@ struct LabelsInner {
 type OwnerRow = [u64; OWNER_COLUMNS];
 
 /// Owner rows of the links of one write, by link id (the rows side by side, so the
-/// map moves small entries, not 640-byte rows).
+/// map moves small entries, not 640-byte rows). The writer keeps one from write to
+/// write ([`write()`]; up to `KEPT_OWNER_ROWS`, 16,384) so a flush reuses the last one's rows.
 #[derive(Default)]
-struct OwnerRows {
+pub struct OwnerRows {
     at: HashMap<u64, usize, FastHash>,
     rows: Vec<OwnerRow>,
 }
@@ -396,7 +395,6 @@ impl Labels {
                 names: read_labels(engine)?,
                 owners: HashMap::default(),
             }),
-            scratch: Mutex::default(),
         })
     }
 
@@ -527,11 +525,15 @@ struct NewSlot {
 /// (their labels, then the slots), then the counts, all made durable by one commit at
 /// the end (one fsync a flush): the log keeps records in the order they were appended
 /// and a crash loses only a suffix of them, so a count is never kept without its slot's
-/// owner, nor an owner without its label. Callers serialize writes.
-pub fn write(engine: &Engine, labels: &Labels, tally: &Tally) -> Result<(), Error> {
+/// owner, nor an owner without its label. Callers serialize writes; `owners` is the
+/// rows the last write left (emptied here, freed at the end past `KEPT_OWNER_ROWS`).
+pub fn write(
+    engine: &Engine,
+    labels: &Labels,
+    tally: &Tally,
+    owners: &mut OwnerRows,
+) -> Result<(), Error> {
     let mut newest = Pending::NONE;
-    let mut scratch = labels.scratch.lock();
-    let owners = &mut *scratch;
     labels.owner_rows(
         engine,
         tally
@@ -858,7 +860,7 @@ mod tests {
         ] {
             tally.add_label(9, 20, dim, label, 1);
         }
-        write(&engine, &labels, &tally).unwrap();
+        write(&engine, &labels, &tally, &mut OwnerRows::default()).unwrap();
         let rows = |counter: &str| -> Vec<String> {
             (0..shardkit_counters::STRIPES)
                 .flat_map(|s| engine.row_keys(counter, s).unwrap())
