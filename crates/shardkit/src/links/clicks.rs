@@ -18,6 +18,7 @@
 //! unflushed is dropped at the next flush; flushes run one at a time, so by then the
 //! engine holds every earlier click and a reload from it is exact.
 
+use super::analytics::store::KeyText;
 use super::analytics::FastHash;
 use parking_lot::Mutex;
 use shardkit_counters::{ColumnOptions, Engine, Error, Key};
@@ -286,7 +287,11 @@ impl ClickBook {
         if totals.is_empty() {
             return Ok(0);
         }
-        let day_keys: Vec<String> = days.iter().map(|&(id, d, _)| day_key(id, d)).collect();
+        // `day_key`'s spelling, every key in one string (not a `String` a link).
+        let mut day_keys = KeyText::with_capacity(days.len());
+        for &(id, d, _) in &days {
+            day_keys.push(id, itoa::Buffer::new().format(d));
+        }
         let total_items: Vec<(Key<'_>, i64)> = totals
             .iter()
             .map(|&(id, n)| (Key::Id(id), n as i64))

@@ -28,6 +28,10 @@ use std::sync::Arc;
 /// Clicks waiting for the classifier; past this the newest ones' analytics are dropped.
 pub const QUEUE: usize = 65_536;
 
+/// The referrer of a click without a `Referer` header, made once.
+static DIRECT: std::sync::LazyLock<Arc<str>> =
+    std::sync::LazyLock::new(|| classify::referrer(None).into());
+
 /// User-Agents whose reading is remembered (most traffic has few distinct ones).
 const AGENTS_CACHED: usize = 10_000;
 
@@ -198,6 +202,14 @@ impl Tally {
         }
     }
 
+    /// Empties the tally, keeping its maps' room for the next flush: a tally grown
+    /// from empty rehashed its map at every doubling (a sixth of a new link's
+    /// `Tally::add`, callgrind), and a new one each flush was fresh pages to fault in.
+    pub fn clear(&mut self) {
+        self.days.clear();
+        self.names.clear();
+    }
+
     /// Nothing to write.
     pub fn is_empty(&self) -> bool {
         self.days.is_empty()
@@ -209,8 +221,8 @@ impl Tally {
 pub struct Visitor {
     /// A robot: counted apart, in no dimension.
     pub bot: bool,
-    /// Referrer host or `direct`.
-    pub referrer: String,
+    /// Referrer host or `direct` (shared with the classifier's cache: no copy a click).
+    pub referrer: Arc<str>,
     /// The User-Agent's reading.
     pub agent: Arc<Agent>,
     /// Country code, or `unknown`; `None` without a GeoIP database.
@@ -221,7 +233,7 @@ impl Visitor {
     /// The (dimension, value) pairs this visitor counts in.
     pub fn labels(&self) -> impl Iterator<Item = (Dim, &str)> {
         [
-            (Dim::Referrer, Some(self.referrer.as_str())),
+            (Dim::Referrer, Some(&*self.referrer)),
             (Dim::Browser, Some(self.agent.browser.as_str())),
             (Dim::Os, Some(self.agent.os.as_str())),
             (Dim::Device, Some(self.agent.device.as_str())),
@@ -239,7 +251,9 @@ pub struct Analytics {
     geo: Option<GeoIp>,
     agents: Mutex<HashMap<Box<str>, Arc<Agent>, FastHash>>,
     /// Referrer host by `Referer` header, [`REFERRERS_CACHED`] at most.
-    referrers: Mutex<HashMap<Box<str>, Box<str>, FastHash>>,
+    referrers: Mutex<HashMap<Box<str>, Arc<str>, FastHash>>,
+    /// The last written tally, emptied: the next flush adds up into its room.
+    spare: Mutex<Tally>,
     /// Labels by hash, and the slot rows read so far.
     pub labels: store::Labels,
     /// Classified but not yet written (kept for the next try when a write fails).
@@ -269,6 +283,7 @@ impl Analytics {
             labels: store::Labels::load(engine)?,
             waiting: Mutex::new(Tally::default()),
             writing: Mutex::default(),
+            spare: Mutex::default(),
         })
     }
 
@@ -298,19 +313,19 @@ impl Analytics {
 
     /// [`classify::referrer`] through the cache of recent headers (cleared whole
     /// when full, as the User-Agents' is).
-    fn referrer(&self, header: Option<&str>) -> String {
+    fn referrer(&self, header: Option<&str>) -> Arc<str> {
         let Some(header) = header else {
-            return classify::referrer(None);
+            return Arc::clone(&DIRECT);
         };
         if let Some(host) = self.referrers.lock().get(header) {
-            return host.to_string();
+            return Arc::clone(host);
         }
-        let host = classify::referrer(Some(header));
+        let host: Arc<str> = classify::referrer(Some(header)).into();
         let mut referrers = self.referrers.lock();
         if referrers.len() >= REFERRERS_CACHED {
             referrers.clear();
         }
-        referrers.insert(header.into(), host.as_str().into());
+        referrers.insert(header.into(), Arc::clone(&host));
         host
     }
 
@@ -332,7 +347,7 @@ impl Analytics {
     /// write left, to the engine (durable when this returns). Answers the clicks
     /// classified.
     pub fn flush(&self, engine: &Engine) -> Result<usize, Error> {
-        let mut tally = Tally::default();
+        let mut tally = std::mem::take(&mut *self.spare.lock());
         let mut classified = 0;
         {
             let inbox = self.inbox.lock();
@@ -356,7 +371,14 @@ impl Analytics {
             return Ok(());
         }
         match store::write(engine, &self.labels, &all, &mut owners) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                // A flush's room is kept; an import's bigger tally is freed.
+                if all.days.capacity() <= QUEUE {
+                    all.clear();
+                    *self.spare.lock() = all;
+                }
+                Ok(())
+            }
             Err(e) => {
                 // Kept for the next try (a partly applied write may then count twice, never lose).
                 self.waiting.lock().merge(all);
@@ -421,27 +443,27 @@ mod tests {
         ] {
             let parsed = classify::referrer(Some(header));
             assert_eq!(
-                analytics.referrer(Some(header)),
+                &*analytics.referrer(Some(header)),
                 parsed,
                 "first: {header:?}"
             );
             assert_eq!(
-                analytics.referrer(Some(header)),
+                &*analytics.referrer(Some(header)),
                 parsed,
                 "cached: {header:?}"
             );
         }
         assert_eq!(
-            analytics.referrer(Some("https://News.Example.com/a?x=1")),
+            &*analytics.referrer(Some("https://News.Example.com/a?x=1")),
             "news.example.com"
         );
-        assert_eq!(analytics.referrer(None), "direct");
+        assert_eq!(&*analytics.referrer(None), "direct");
         for i in 0..REFERRERS_CACHED + 10 {
             analytics.referrer(Some(&format!("https://h{i}.example/")));
         }
         assert!(analytics.referrers.lock().len() <= REFERRERS_CACHED);
         assert_eq!(
-            analytics.referrer(Some("https://h3.example/x")),
+            &*analytics.referrer(Some("https://h3.example/x")),
             "h3.example"
         );
     }

@@ -270,13 +270,52 @@ pub fn owner_key(id: u64) -> String {
 /// `<id>:<tail>`, written with `itoa`: a first click makes three such keys, and
 /// `format!` took ~1,000 instructions for each (callgrind, `examples/analytics_flush`).
 fn id_and(id: u64, tail: &str) -> String {
-    let mut digits = itoa::Buffer::new();
-    let id = digits.format(id);
-    let mut key = String::with_capacity(id.len() + 1 + tail.len());
-    key.push_str(id);
-    key.push(':');
-    key.push_str(tail);
+    let mut key = String::with_capacity(20 + 1 + tail.len());
+    push_id_and(&mut key, id, tail);
     key
+}
+
+/// Appends `<id>:<tail>` to `text`.
+fn push_id_and(text: &mut String, id: u64, tail: &str) {
+    text.push_str(itoa::Buffer::new().format(id));
+    text.push(':');
+    text.push_str(tail);
+}
+
+/// Row keys of one write side by side in one string: a flush of thousands of new
+/// links allocates one buffer for its owner or day keys, not a `String` a key (each
+/// was a `malloc` and a `free` of a first click's flush, callgrind).
+#[derive(Debug, Default)]
+pub(crate) struct KeyText {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl KeyText {
+    /// Room for `n` keys of about `<id>:<day>`'s length.
+    pub(crate) fn with_capacity(n: usize) -> KeyText {
+        KeyText {
+            text: String::with_capacity(n * 26),
+            ends: Vec::with_capacity(n),
+        }
+    }
+
+    /// Adds the key `<id>:<tail>`.
+    pub(crate) fn push(&mut self, id: u64, tail: &str) {
+        push_id_and(&mut self.text, id, tail);
+        self.ends.push(self.text.len());
+    }
+
+    /// Key `i`, in the order pushed.
+    pub(crate) fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    /// Every key, in the order pushed.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
+        (0..self.ends.len()).map(|i| self.get(i))
+    }
 }
 
 /// The row of a link and day: in [`DAY_STATS`], and in the click counter `link_days`
@@ -333,8 +372,9 @@ const KEPT_OWNER_ROWS: usize = 16_384;
 #[derive(Debug, Default)]
 struct LabelsInner {
     names: HashMap<u64, Arc<str>, FastHash>,
-    /// A link's [`OWNERS`] row up to its last owned slot (most links own a handful).
-    owners: HashMap<u64, Box<[u64]>, FastHash>,
+    /// A link's [`OWNERS`] row up to its last owned slot (most links own a handful:
+    /// a slot of each dimension fits inline, no allocation a link).
+    owners: HashMap<u64, CachedRow, FastHash>,
 }
 
 /// One link's owner row, every column ([`OWNER_COLUMNS`]).
@@ -381,10 +421,13 @@ impl OwnerRows {
     }
 }
 
+/// An owner row as the cache keeps it: up to its last owned slot.
+type CachedRow = smallvec::SmallVec<[u64; DIMS]>;
+
 /// `row` without its trailing free slots, as the cache keeps it.
-fn trimmed(row: &[u64]) -> Box<[u64]> {
+fn trimmed(row: &[u64]) -> CachedRow {
     let used = row.iter().rposition(|&h| h != 0).map_or(0, |i| i + 1);
-    row[..used].into()
+    CachedRow::from_slice(&row[..used])
 }
 
 impl Labels {
@@ -454,8 +497,24 @@ impl Labels {
         if missing.is_empty() {
             return Ok(());
         }
-        let keys: Vec<String> = missing.iter().map(|&id| owner_key(id)).collect();
-        let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::Name(k)).collect();
+        let mut keys = KeyText::with_capacity(missing.len());
+        for &id in &missing {
+            keys.push(id, "o");
+        }
+        // Only the rows stored are read (a link's first click has none: its row is all
+        // free, as `rows` already holds it): a read makes every column of the row, 80,
+        // ~2,000 instructions a new link where the look-up alone is a few hundred.
+        let mut stored: Vec<u64> = Vec::new();
+        let mut parsed: Vec<Key<'_>> = Vec::new();
+        for (&id, key) in missing.iter().zip(keys.iter()) {
+            if engine.exists(OWNERS, Key::Name(key))? {
+                stored.push(id);
+                parsed.push(Key::Name(key));
+            }
+        }
+        if parsed.is_empty() {
+            return Ok(());
+        }
         let (names, read) = engine.mget_rows(OWNERS, &parsed)?;
         // Columns by name, so a store whose columns were made in another order reads right.
         let place: Vec<Option<usize>> = names
@@ -463,10 +522,10 @@ impl Labels {
             .map(|n| (0..OWNER_COLUMNS).find(|&i| owner_name(i) == n))
             .collect();
         let mut inner = self.inner.lock();
-        if inner.owners.len() + missing.len() > MAX_CACHED {
+        if inner.owners.len() + stored.len() > MAX_CACHED {
             inner.owners.clear();
         }
-        for (id, values) in missing.iter().zip(read) {
+        for (id, values) in stored.iter().zip(read) {
             let row = rows.get_mut(*id);
             for (at, value) in place.iter().zip(values) {
                 if let Some(i) = at {
@@ -548,7 +607,7 @@ pub fn write(
     let mut new_slots: Vec<NewSlot> = Vec::new();
     // Each day row's key and its counts by column (a few each: a plain list, summed in
     // place), in the tally's order.
-    let mut keys: Vec<String> = Vec::with_capacity(tally.days.len());
+    let mut keys = KeyText::with_capacity(tally.days.len());
     let mut by_row: Vec<DayCounts> = Vec::with_capacity(tally.days.len());
     // Site rows by (day, dimension, label): few distinct ones, their keys made once.
     let mut site_labels: HashMap<(u64, Dim, &str), u64, FastHash> = HashMap::default();
@@ -597,7 +656,7 @@ pub fn write(
             }
         }
         if !counts.is_empty() {
-            keys.push(day_key(id, day));
+            keys.push(id, itoa::Buffer::new().format(day));
             by_row.push(counts);
         }
     }
@@ -623,16 +682,20 @@ pub fn write(
         // A link's new slots together: its owner row is looked up and written (made,
         // or moved) once for all of them (twice for a link clicked on two days of one
         // flush: the second write sees the first).
-        let owner_rows: Vec<(String, Vec<(usize, u64)>)> = new_slots
-            .chunk_by(|a, b| a.id == b.id)
-            .map(|new| {
-                let items = new.iter().map(|s| (s.column, s.hash)).collect();
-                (owner_key(new[0].id), items)
-            })
-            .collect();
-        let rows: Vec<(Key<'_>, &[(usize, u64)])> = owner_rows
+        // Every new owner in one list and every key in one string: no allocation a link.
+        let items: Vec<(usize, u64)> = new_slots.iter().map(|s| (s.column, s.hash)).collect();
+        let mut owner_keys = KeyText::with_capacity(new_slots.len());
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        let mut start = 0;
+        for new in new_slots.chunk_by(|a, b| a.id == b.id) {
+            owner_keys.push(new[0].id, "o");
+            spans.push((start, start + new.len()));
+            start += new.len();
+        }
+        let rows: Vec<(Key<'_>, &[(usize, u64)])> = owner_keys
             .iter()
-            .map(|(key, items)| (Key::Name(key), items.as_slice()))
+            .zip(&spans)
+            .map(|(key, &(from, to))| (Key::Name(key), &items[from..to]))
             .collect();
         let mut results = Vec::new();
         for run in rows.chunks(RUN) {
@@ -735,6 +798,16 @@ mod tests {
         assert_eq!(day_key(7, 20_418), "7:20418");
         assert_eq!(day_key(0, 0), "0:0");
         assert_eq!(owner_key(u64::MAX), format!("{}:o", u64::MAX));
+        // The write spells them in one shared string: the same keys.
+        let mut keys = KeyText::with_capacity(2);
+        keys.push(7, "o");
+        keys.push(u64::MAX, itoa::Buffer::new().format(20_418u64));
+        keys.push(0, "0");
+        let spelled: Vec<&str> = keys.iter().collect();
+        assert_eq!(
+            spelled,
+            [owner_key(7), day_key(u64::MAX, 20_418), day_key(0, 0)]
+        );
         assert_eq!(
             day_key(u64::MAX, u64::MAX),
             format!("{}:{}", u64::MAX, u64::MAX)
