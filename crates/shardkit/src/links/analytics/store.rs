@@ -963,6 +963,53 @@ mod tests {
         );
     }
 
+    /// A link's owner row read back from the engine (not the cache: a fresh start) goes
+    /// on where it stopped: the next new value takes the last free slot, the one after
+    /// it counts as `other`, and the values already owned keep their slots.
+    #[test]
+    fn an_owner_row_read_after_a_restart_gives_out_its_last_free_slot_then_other() {
+        use super::super::query::{self, Days};
+        let dir = tempfile::tempdir().unwrap();
+        let host = |i: usize| format!("h{i:02}.example");
+        let tally = |hosts: std::ops::Range<usize>| {
+            let mut tally = Tally::default();
+            for i in hosts {
+                tally.add_visits(9, 20, 1, 0);
+                tally.add_label(9, 20, Dim::Referrer, &host(i), 1);
+            }
+            tally
+        };
+        {
+            let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+            ensure_counters(&engine).unwrap();
+            let labels = Labels::load(&engine).unwrap();
+            write(&engine, &labels, &tally(0..15), &mut OwnerRows::default()).unwrap();
+        }
+        let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+        ensure_counters(&engine).unwrap();
+        let labels = Labels::load(&engine).unwrap();
+        let mut again = tally(14..17);
+        again.add_label(9, 20, Dim::Referrer, &host(0), 1);
+        write(&engine, &labels, &again, &mut OwnerRows::default()).unwrap();
+        let slots = labels.slots(&engine, 9, Dim::Referrer).unwrap();
+        assert_eq!(slots[14], label_hash(Dim::Referrer, &host(14)));
+        assert_eq!(slots[15], label_hash(Dim::Referrer, &host(15)));
+        let values = query::link_values(
+            &engine,
+            &labels,
+            9,
+            Dim::Referrer,
+            Days::new(20, 20).unwrap(),
+        )
+        .unwrap();
+        let count = |name: &str| values.iter().find(|(v, _)| v == name).map(|(_, n)| *n);
+        assert_eq!(count(&host(0)), Some(2), "{values:?}");
+        assert_eq!(count(&host(14)), Some(2), "{values:?}");
+        assert_eq!(count(&host(15)), Some(1), "{values:?}");
+        assert_eq!(count(&host(16)), None, "{values:?}");
+        assert_eq!(count(OTHER), Some(1), "{values:?}");
+    }
+
     #[test]
     fn a_label_hash_is_xxh3_of_tag_colon_label_as_stored() {
         // Slot rows on disk hold these values: the streamed digest must be the one-shot one.
