@@ -4,17 +4,21 @@
 # (`[links] store = "redb-compact"`: records in redb; `"redb-json"`: JSON records; both
 # kept for this comparison):
 #   for each size N in SIZES and each store: load N links through the bulk endpoint
-#   (`shardkit links import`, batches of 10,000, each one fsynced commit), then wrk
-#   -t2 -c50 for D on GET /{code}, codes picked uniformly and with a Zipf(1.0)
-#   popularity (rank r with probability ~1/r, ranks scattered over the links), with
-#   the server's CPU a request over each run (from /proc: on 2 cores wrk takes what
-#   the server leaves, so the rates alone understate a costlier request); then the
-#   server's resident memory and the bytes of links.redb (+ links.segments/) per link
-#   beyond the URL's own bytes. Server on its defaults (100,000-entry redirect cache, 256 MiB
-#   store cache) but with the creation limit off.
+#   (`shardkit links import`, batches of 10,000, each one fsynced commit), then R
+#   rounds of: wrk -t2 -c50 for D on GET /{code} with codes picked uniformly, then
+#   with a Zipf(1.0) popularity (rank r with probability ~1/r, ranks scattered over the
+#   links), each run on a server started for it with no click counters (every run
+#   from the same state: a Zipf run does not inherit the uniform run's click rows,
+#   and neither does the 10,000-link baseline's); the server's CPU a request over
+#   each run (from /proc: on 2 cores wrk takes what the server leaves, so the rates
+#   alone understate a costlier request); the medians of the R runs (this VM's single
+#   runs move ±8% or more), the largest resident memory after a run, and the bytes of
+#   links.redb (+ links.segments/) per link beyond the URL's own bytes. Server on its
+#   defaults (100,000-entry redirect cache, 256 MiB store cache) but with the creation
+#   limit off.
 # Loopback only; each wrk run is bounded by -d.
 #
-#   bash bench/links-scale.sh                       # SIZES "10000 1000000", D=10s
+#   bash bench/links-scale.sh                       # SIZES "10000 1000000", D=10s, R=3
 #   STORES="redb redb-compact redb-json" bash bench/links-scale.sh 10000   # any stores
 #   bash bench/links-scale.sh 10000 1000000 10000000 100000000   # the issue's sizes
 #   BASE_BIN=/path/to/older/shardkit STORES="redb redb-base" bash bench/links-scale.sh 10000 1000000
@@ -41,11 +45,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=${*:-10000 1000000}
 D=${D:-10s}
+R=${R:-3}
 WARM=${WARM:-0}
 STORES=${STORES:-redb redb-compact}
 REF=${REF:-$( [ -n "${BASE_BIN:-}" ] && echo redb-base || echo redb-compact)}   # the store the ratios are against
 . bench/common.sh
 need wrk "apt-get install -y wrk"
+need curl "apt-get install -y curl"
 TARGET=${CARGO_TARGET_DIR:-target}
 PG=${SHARDKIT_PG_URL:-postgres://postgres@127.0.0.1:5432/test}
 case " $STORES " in
@@ -94,23 +100,57 @@ for n in $SIZES; do
       pg_empty=$(pg_bytes)
       printf 'servers = ["%s", "%s"]\n' "${servers%,*}" "${servers#*,}" >> "$WORK/shardkit.toml"
     fi
-    SHARDKIT_LOG=warn "$bin" serve --config "$WORK/shardkit.toml" --data "$WORK/data" --http 127.0.0.1:$port --resp 127.0.0.1:$((port + 1)) 2>/dev/null & PIDS+=($!)
-    server=$!
-    wait_port $port
+    start_server() {
+      SHARDKIT_LOG=warn "$bin" serve --config "$WORK/shardkit.toml" --data "$WORK/data" --http 127.0.0.1:$port --resp 127.0.0.1:$((port + 1)) 2>/dev/null & PIDS+=($!)
+      server=$!
+      wait_port $port
+    }
+    stop_server() { kill "$server"; wait "$server" 2>/dev/null || true; }
+    start_server
     start=$(date +%s.%N)
     import_codes "$WORK/shardkit" http://127.0.0.1:$port "$WORK/links.jsonl" "$WORK/codes.txt"
     end=$(date +%s.%N)
+    stop_server
     random_codes_lua "$WORK/codes.txt" "$WORK/uniform.lua"
     zipf_codes_lua "$WORK/codes.txt" "$WORK/zipf.lua"
     uncache "$WORK/links.jsonl" "$WORK/codes.txt" "$WORK/codes.txt.packed"
-    if [ "$WARM" = 1 ] && [ "$store" != postgres ]; then warm "$WORK/data/links.segments" "$WORK/data/links.redb"; fi
-    t0=$(cpu_total "$server")
-    read -r u_rps u_p99 u_err u_n < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/uniform.lua" http://127.0.0.1:$port | wrk_figures)
-    t1=$(cpu_total "$server")
-    read -r z_rps z_p99 z_err z_n < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/zipf.lua" http://127.0.0.1:$port | wrk_figures)
-    t2=$(cpu_total "$server")
-    u_cpu=$(cpu_us "$t0" "$t1" "$u_n"); z_cpu=$(cpu_us "$t1" "$t2" "$z_n")
-    rss=$(rss_mib "$server")
+    printf 'draw\trps\tp99\terrors\tcpu_us\trss_mib\tdisk_reads\n' > "$WORK/runs.tsv"
+    for round in $(seq "$R"); do
+      for draw in uniform zipf; do
+        # Every run from the same state: the links, no click counters.
+        rm -rf "$WORK/data/counters"
+        start_server
+        if [ "$WARM" = 1 ] && [ "$store" != postgres ]; then warm "$WORK/data/links.segments" "$WORK/data/links.redb"; fi
+        t0=$(cpu_total "$server")
+        read -r rps p99 bad reqs < <(wrk -t2 -c50 -d"$D" --latency -s "$WORK/$draw.lua" http://127.0.0.1:$port | wrk_figures)
+        t1=$(cpu_total "$server")
+        # Look-ups the page cache could not answer (read on a blocking thread): the
+        # share of a run that waited for the disk.
+        disk=$(curl -s "http://127.0.0.1:$port/metrics" | awk '/^shardkit_link_disk_reads_total/ {print $2}')
+        disk_share=$(python3 -c "print(round(${disk:-0} / max($reqs, 1), 4))")
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$draw" "$rps" "$p99" "$bad" "$(cpu_us "$t0" "$t1" "$reqs")" "$(rss_mib "$server")" "$disk_share" >> "$WORK/runs.tsv"
+        echo "$n $store round $round $draw: $rps req/s, p99 $p99, server $(cpu_us "$t0" "$t1" "$reqs") µs a request, disk reads $disk_share a request" >&2
+        stop_server
+      done
+    done
+    # Medians over the rounds; the largest RSS; every run's errors.
+    read -r u_rps u_p99 u_err u_cpu z_rps z_p99 z_err z_cpu rss < <(python3 - "$WORK/runs.tsv" <<'PY'
+import csv, re, statistics, sys
+runs = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+def ms(text):  # wrk's p99: 950.00us, 4.89ms, 1.02s
+    value, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()
+    return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+out = []
+for draw in ("uniform", "zipf"):
+    mine = [r for r in runs if r["draw"] == draw]
+    out += [round(statistics.median(float(r["rps"]) for r in mine)),
+            f"{statistics.median(ms(r['p99']) for r in mine):.2f}ms",
+            sum(int(r["errors"]) for r in mine),
+            round(statistics.median(float(r["cpu_us"]) for r in mine), 1)]
+out.append(max(int(r["rss_mib"]) for r in runs))
+print(*out)
+PY
+)
     if [ "$store" = postgres ]; then
       psql -q "$PG" -c CHECKPOINT >/dev/null
       disk=$(( $(pg_bytes) - pg_empty ))
@@ -125,7 +165,6 @@ n, store, start, end, ur, up, ue, zr, zp, ze, uc, zc, rss, disk, url, alloc = sy
 n = int(n)
 print("\t".join(map(str, [n, store, round(n / (float(end) - float(start))), ur, up, ue, zr, zp, ze, uc, zc, rss, disk, round((int(disk) - int(url)) / n, 1), round((int(alloc) - int(url)) / n, 1)])))
 PY
-    kill "$server"; wait "$server" 2>/dev/null || true
   done
 done
 python3 - "$WORK/results.tsv" "$REF" "$WARM" <<'PY'
