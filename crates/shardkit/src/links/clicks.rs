@@ -290,7 +290,7 @@ impl ClickBook {
         // `day_key`'s spelling, every key in one string (not a `String` a link).
         let mut day_keys = KeyText::with_capacity(days.len());
         for &(id, d, _) in &days {
-            day_keys.push(id, itoa::Buffer::new().format(d));
+            day_keys.push_day(id, d);
         }
         let total_items: Vec<(Key<'_>, i64)> = totals
             .iter()

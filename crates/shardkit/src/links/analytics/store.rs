@@ -301,9 +301,19 @@ impl KeyText {
     }
 
     /// Adds the key `<id>:<tail>`.
-    pub(crate) fn push(&mut self, id: u64, tail: &str) {
+    fn push(&mut self, id: u64, tail: &str) {
         push_id_and(&mut self.text, id, tail);
         self.ends.push(self.text.len());
+    }
+
+    /// Adds [`owner_key`]`(id)`.
+    pub(crate) fn push_owner(&mut self, id: u64) {
+        self.push(id, "o");
+    }
+
+    /// Adds [`day_key`]`(id, day)`.
+    pub(crate) fn push_day(&mut self, id: u64, day: u64) {
+        self.push(id, itoa::Buffer::new().format(day));
     }
 
     /// Key `i`, in the order pushed.
@@ -499,7 +509,7 @@ impl Labels {
         }
         let mut keys = KeyText::with_capacity(missing.len());
         for &id in &missing {
-            keys.push(id, "o");
+            keys.push_owner(id);
         }
         // Only the rows stored are read (a link's first click has none: its row is all
         // free, as `rows` already holds it): a read makes every column of the row, 80,
@@ -656,7 +666,7 @@ pub fn write(
             }
         }
         if !counts.is_empty() {
-            keys.push(id, itoa::Buffer::new().format(day));
+            keys.push_day(id, day);
             by_row.push(counts);
         }
     }
@@ -688,7 +698,7 @@ pub fn write(
         let mut spans: Vec<(usize, usize)> = Vec::new();
         let mut start = 0;
         for new in new_slots.chunk_by(|a, b| a.id == b.id) {
-            owner_keys.push(new[0].id, "o");
+            owner_keys.push_owner(new[0].id);
             spans.push((start, start + new.len()));
             start += new.len();
         }
@@ -800,9 +810,9 @@ mod tests {
         assert_eq!(owner_key(u64::MAX), format!("{}:o", u64::MAX));
         // The write spells them in one shared string: the same keys.
         let mut keys = KeyText::with_capacity(2);
-        keys.push(7, "o");
-        keys.push(u64::MAX, itoa::Buffer::new().format(20_418u64));
-        keys.push(0, "0");
+        keys.push_owner(7);
+        keys.push_day(u64::MAX, 20_418);
+        keys.push_day(0, 0);
         let spelled: Vec<&str> = keys.iter().collect();
         assert_eq!(
             spelled,
