@@ -106,7 +106,7 @@ bench_cleanup_extra() {
 # pg_fresh N: makes and initialises the two bench databases of size N; prints their URLs.
 pg_fresh() {
   local a="sk_bench_scale_$1_a_$$" b="sk_bench_scale_$1_b_$$"
-  psql -q "$PG" -c "DROP DATABASE IF EXISTS $a WITH (FORCE)" -c "DROP DATABASE IF EXISTS $b WITH (FORCE)" -c "CREATE DATABASE $a" -c "CREATE DATABASE $b" >/dev/null
+  PGOPTIONS="-c client_min_messages=warning" psql -q "$PG" -c "DROP DATABASE IF EXISTS $a WITH (FORCE)" -c "DROP DATABASE IF EXISTS $b WITH (FORCE)" -c "CREATE DATABASE $a" -c "CREATE DATABASE $b" >/dev/null
   "$WORK/shardkit" pg init --servers "${PG%/*}/$a,${PG%/*}/$b" --logical-shards 64 >/dev/null
   echo "${PG%/*}/$a,${PG%/*}/$b"
 }
