@@ -25,6 +25,12 @@
 #       git worktree add /tmp/base HEAD~1 && cargo build --release
 #       --manifest-path /tmp/base/Cargo.toml -p shardkit --bin shardkit), its rounds
 #       labelled KIND@base, run right after this build's; the summary adds base -> this
+#       and the base's kinds against this build's hot. What counting clicks costs: a
+#       base built with bench/patches/redirect-without-counting.patch (the redirect
+#       neither counts nor queues analytics; a measurement build, never a server):
+#       git worktree add /tmp/nocount HEAD && git -C /tmp/nocount apply
+#       "$PWD/bench/patches/redirect-without-counting.patch" && cargo build --release
+#       --manifest-path /tmp/nocount/Cargo.toml -p shardkit --bin shardkit
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-10000000}
@@ -105,6 +111,10 @@ for suffix, name in (("", "this build"), ("@base", "base")):
     if hot and others:
         print(f"against hot ({name}): " + ", ".join(
             f"{k} {v[0] / hot[0]:.2f}x by rate, {hot[1] / v[1]:.2f}x by CPU a request" for k, v in others))
+if "hot" in med and any(k.endswith("@base") for k in med):
+    print("base against this build's hot: " + ", ".join(
+        f"{k} {v[0] / med['hot'][0]:.2f}x by rate, {med['hot'][1] / v[1]:.2f}x by CPU a request"
+        for k, v in med.items() if k.endswith("@base")))
 pairs = [(k, med[k], med[k + "@base"]) for k in med if "@" not in k and k + "@base" in med]
 if pairs:
     print("base -> this build: " + ", ".join(
