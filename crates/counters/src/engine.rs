@@ -72,6 +72,15 @@ pub struct Engine {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// One item of [`Engine::update_rows`]: what happens to one column of a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowOp {
+    /// Sets the column to this value (refused past the column's max).
+    Set(u64),
+    /// Adds this to the column (refused below zero or past the column's max).
+    Add(i64),
+}
+
 impl Engine {
     /// Opens (or creates) the engine in `dir`: loads the newest usable snapshot, replays
     /// the log tail, cuts any torn or corrupt tail (see [`Engine::recovery`]) and starts
@@ -562,6 +571,24 @@ impl Engine {
     ) -> Result<Pending> {
         self.write_rows(counter, columns, rows, out, |_, value, spec| {
             check_set(value, spec)
+        })
+    }
+
+    /// [`Engine::incr_rows`] and [`Engine::set_rows`] in one: each item sets its column
+    /// or adds to it ([`RowOp`]), with the same one look-up and one write a row and the
+    /// same `set rows` log record (it logs the values written). Exists for the short
+    /// links' total rows: a link's first click names its slot owners (set) and adds its
+    /// clicks (add) in one row, made once rather than made and then moved to widen it.
+    pub fn update_rows(
+        &self,
+        counter: &str,
+        columns: &[&str],
+        rows: &[(Key<'_>, &[(usize, RowOp)])],
+        out: &mut Vec<Result<u64>>,
+    ) -> Result<Pending> {
+        self.write_rows(counter, columns, rows, out, |cur, op, spec| match op {
+            RowOp::Set(value) => check_set(value, spec),
+            RowOp::Add(delta) => apply_delta(cur, delta, spec),
         })
     }
 

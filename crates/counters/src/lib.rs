@@ -46,7 +46,7 @@ use std::time::Duration;
 
 pub use column::{check_name, ColumnSpec, MAX_VALUE};
 pub use counter::STRIPES;
-pub use engine::{Engine, Pending, MAX_TXID_LEN};
+pub use engine::{Engine, Pending, RowOp, MAX_TXID_LEN};
 pub use error::{Error, Result};
 pub use key::{Key, OwnedKey, MAX_KEY_LEN};
 pub use log::FsyncPolicy;

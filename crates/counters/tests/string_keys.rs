@@ -719,3 +719,54 @@ fn incr_rows_writes_in_place_moves_once_and_frees_a_row_back_at_its_defaults() {
     assert!(!e.exists("s", Key::Name("a")).unwrap());
     assert_eq!(named(&e), 1);
 }
+
+/// `update_rows` sets some columns of a row and adds to others in one write: a new row
+/// made with both at once, an existing one where a set replaces and an add adds, a
+/// refused item (an add below zero) alone left out; the log replays to the same rows.
+#[test]
+fn update_rows_sets_and_adds_in_one_row_and_replays() {
+    use shardkit_counters::RowOp::{Add, Set};
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(dir.path(), engine_opts()).unwrap();
+    e.create_counter("s").unwrap();
+    let names = ["total", "o0", "o1"];
+    e.add_column("s", "total", ColumnOptions::default())
+        .unwrap();
+    for n in &names[1..] {
+        e.add_column("s", n, ColumnOptions::new(64, 64)).unwrap();
+    }
+    let run = |e: &Engine, key: &str, items: &[(usize, shardkit_counters::RowOp)]| {
+        let mut out = Vec::new();
+        let pending = e
+            .update_rows("s", &names, &[(Key::Name(key), items)], &mut out)
+            .unwrap();
+        e.commit(pending).unwrap();
+        out.into_iter().map(Result::ok).collect::<Vec<_>>()
+    };
+    let row = |e: &Engine, key: &str| -> Vec<u64> {
+        e.get_row("s", Key::Name(key))
+            .unwrap()
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()
+    };
+    let hash = (1 << 60) + 12_345;
+    assert_eq!(
+        run(&e, "7:t", &[(1, Set(hash)), (0, Add(3))]),
+        [Some(hash), Some(3)]
+    );
+    assert_eq!(row(&e, "7:t"), [3, hash, 0]);
+    assert_eq!(
+        run(&e, "7:t", &[(0, Add(2)), (2, Set(9)), (1, Set(hash))]),
+        [Some(5), Some(9), Some(hash)]
+    );
+    assert_eq!(
+        run(&e, "7:t", &[(0, Add(-6)), (2, Set(4))]),
+        [None, Some(4)],
+        "below zero: refused, the set goes through"
+    );
+    assert_eq!(row(&e, "7:t"), [5, hash, 4]);
+    drop(e);
+    let e = Engine::open(dir.path(), engine_opts()).unwrap();
+    assert_eq!(row(&e, "7:t"), [5, hash, 4]);
+}

@@ -1,8 +1,10 @@
-//! The click analytics' flush alone, in process: `ROUNDS` flushes of `CLICKS` clicks
+//! The click flusher alone, in process: `ROUNDS` flushes of `CLICKS` clicks
 //! each (a browser User-Agent and a Referer on every click), written to a fresh engine
 //! with no fsync; `new`: every click is a new link's first of the day (what a uniform
-//! draw over many links gives), `again`: the first round's links clicked again. Prints
-//! the time per click. For a figure that this VM's noise does not move, run it under
+//! draw over many links gives), `again`: the first round's links clicked again. Each
+//! click is also counted in the click book ([`ClickBook::hit`], written with the
+//! analytics, as the server's flusher does), so the figure is what the flusher spends
+//! on a click whole. Prints the time per click. For a figure that this VM's noise does not move, run it under
 //! `valgrind --tool=callgrind` and compare two builds' instructions in
 //! `store::write` (`callgrind_annotate --inclusive=yes`): bench/README.md.
 //!
@@ -10,7 +12,8 @@
 //! cargo run --release --example analytics_flush -- 50000 4 new
 //! ```
 
-use shardkit::links::analytics::{store, Analytics, RawClick};
+use shardkit::links::analytics::{Analytics, RawClick};
+use shardkit::links::clicks::{self, ClickBook};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant;
 
@@ -40,14 +43,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..shardkit_counters::Options::default()
     };
     let engine = shardkit_counters::Engine::open(dir.path(), options)?;
-    store::ensure_counters(&engine)?;
+    clicks::ensure_counters(&engine)?;
+    let book = ClickBook::default();
     let analytics = Analytics::open(&engine, None)?;
     let mut spent = std::time::Duration::ZERO;
     for round in 0..rounds {
         let first = if again { 0 } else { round * clicks };
         for i in first..first + clicks {
+            let id = 7_300_000_000_000_000_000 + i * 7919;
+            book.hit(&engine, id, 20_418, None);
             analytics.record(RawClick {
-                id: 7_300_000_000_000_000_000 + i * 7919,
+                id,
                 day: 20_418,
                 referrer: Some(format!("https://news{}.example.com/a", i % 40).into()),
                 agent: Some(CHROME.into()),
@@ -55,9 +61,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             });
         }
         let start = Instant::now();
-        let written = analytics.flush(&engine)?;
+        let written = analytics.flush(&engine, &book)?;
         spent += start.elapsed();
         assert_eq!(written as u64, clicks, "every click classified and written");
+        let counted = book.total(&engine, 7_300_000_000_000_000_000 + first * 7919);
+        assert_eq!(
+            counted,
+            if again { round + 1 } else { 1 },
+            "the clicks written"
+        );
     }
     println!(
         "{} clicks in {rounds} flushes: {:.2} µs a click",

@@ -138,8 +138,10 @@ async fn flush_clicks(state: Arc<AppState>, mut stopped: watch::Receiver<bool>) 
         let flushing = Arc::clone(&state);
         match tokio::task::spawn_blocking(move || {
             let engine = &flushing.counters.engine;
-            flushing.links.clicks.flush(engine)?;
-            flushing.links.analytics.flush(engine)
+            flushing
+                .links
+                .analytics
+                .flush(engine, &flushing.links.clicks)
         })
         .await
         {

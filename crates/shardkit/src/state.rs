@@ -354,8 +354,7 @@ impl AppState {
             ..
         } = self;
         drop(store);
-        links.clicks.flush(&counters.engine)?;
-        links.analytics.flush(&counters.engine)?;
+        links.analytics.flush(&counters.engine, &links.clicks)?;
         counters.engine.snapshot()?;
         match Arc::try_unwrap(counters) {
             Ok(counters) => counters.engine.close()?,

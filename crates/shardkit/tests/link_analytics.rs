@@ -215,7 +215,7 @@ fn analytics_rows_go_cold_and_the_stats_read_and_add_to_them() {
         info_field(&info, "cold_rows")
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while cold(&mut con, "link_owners") < 1 || cold(&mut con, "link_day_stats") < 1 {
+    while cold(&mut con, "link_totals") < 1 || cold(&mut con, "link_daily") < 1 {
         assert!(
             std::time::Instant::now() < deadline,
             "the analytics rows never went cold"

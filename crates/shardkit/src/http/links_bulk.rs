@@ -180,7 +180,7 @@ pub async fn export(
         let mut analytics = state
             .links
             .analytics
-            .flush(engine)
+            .flush(engine, &state.links.clicks)
             .and_then(|_| {
                 crate::links::analytics::export::all(engine, &state.links.analytics.labels)
             })

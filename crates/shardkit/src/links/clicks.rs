@@ -1,12 +1,12 @@
 //! Click counting without a storage write on the redirect path.
 //!
 //! A redirect adds one click to an in-memory slot (a sharded mutex-guarded map);
-//! a flusher writes the accumulated clicks to the counter engine every
-//! `links.click_flush_ms` with [`Engine::incr_batch_deferred`] and one commit (one
-//! fsync per flush): counter
-//! `links` column `clicks` keyed by link id (the total), and counter `link_days`
-//! column `clicks` keyed `<id>:<day>` (UTC days since 1970). A SIGKILL loses at most
-//! the clicks of one flush interval; a clean stop flushes everything.
+//! a flusher takes the accumulated clicks every `links.click_flush_ms`
+//! ([`ClickBook::flush_with`]) and writes them with the click analytics, into the same
+//! rows and with one commit (one fsync per flush, `analytics::store::write`): column
+//! `clicks` of counter `link_totals` row `<id>:t` (the total) and of counter
+//! `link_daily` row `<id>:<day>` (UTC days since 1970). A SIGKILL loses at most the
+//! clicks of one flush interval; a clean stop flushes everything.
 //!
 //! For a link with `max_visits` the slot's `total` is the authoritative count while
 //! the slot exists (engine value at load + every click since), so the limit is
@@ -18,18 +18,20 @@
 //! unflushed is dropped at the next flush; flushes run one at a time, so by then the
 //! engine holds every earlier click and a reload from it is exact.
 
-use super::analytics::store::KeyText;
-use super::analytics::FastHash;
+use super::analytics::store::{self, total_key, Clicks, KeyText, Labels, OwnerRows};
+use super::analytics::{FastHash, Tally};
 use parking_lot::Mutex;
-use shardkit_counters::{ColumnOptions, Engine, Error, Key};
+use shardkit_counters::{Engine, Error, Key};
 use std::collections::HashMap;
 
-/// Counter holding each link's total clicks (row = link id).
-pub const TOTAL_COUNTER: &str = "links";
-/// Counter holding clicks per link and day (row = `<id>:<day>`).
-pub const DAILY_COUNTER: &str = "link_days";
+/// Counter holding each link's total clicks (row = `<id>:t`, with its analytics' slot
+/// owners).
+pub const TOTAL_COUNTER: &str = store::TOTALS;
+/// Counter holding clicks per link and day (row = `<id>:<day>`, with that day's
+/// analytics).
+pub const DAILY_COUNTER: &str = store::DAILY;
 /// The column of both counters.
-pub const COLUMN: &str = "clicks";
+pub const COLUMN: &str = store::CLICKS;
 
 const SHARDS: usize = 64;
 
@@ -88,27 +90,19 @@ impl Default for ClickBook {
 
 /// The engine's stored total of a link (0 if none or unreadable).
 fn stored_total(engine: &Engine, id: u64) -> u64 {
-    engine.get(TOTAL_COUNTER, Key::Id(id), COLUMN).unwrap_or(0)
+    engine
+        .get(TOTAL_COUNTER, Key::Name(&total_key(id)), COLUMN)
+        .unwrap_or(0)
 }
 
 /// The `link_days` row of a link and day: `<id>:<day>` (the analytics' day rows are
 /// keyed the same; one function spells both).
 pub use super::analytics::store::day_key;
 
-/// Makes the two counters, and the analytics' ones, if they do not exist yet.
+/// Makes the two counters (the analytics' ones, which hold the clicks too) if they do
+/// not exist yet, moving the rows of earlier layouts into them.
 pub fn ensure_counters(engine: &Engine) -> Result<(), Error> {
-    super::analytics::store::ensure_counters(engine)?;
-    for counter in [TOTAL_COUNTER, DAILY_COUNTER] {
-        match engine.create_counter(counter) {
-            Ok(()) | Err(Error::CounterExists(_)) => {}
-            Err(e) => return Err(e),
-        }
-        match engine.add_column(counter, COLUMN, ColumnOptions::default()) {
-            Ok(()) | Err(Error::ColumnExists { .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+    store::ensure_counters(engine)
 }
 
 /// Adds one click of `id` on `day` to its slot in `shard` (made if absent: with the
@@ -209,9 +203,14 @@ impl ClickBook {
     ) -> Result<(), Error> {
         let clamp = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         if !totals.is_empty() {
-            let items: Vec<(Key<'_>, i64)> = totals
+            let mut keys = KeyText::with_capacity(totals.len());
+            for &(id, _) in totals {
+                keys.push_total(id);
+            }
+            let items: Vec<(Key<'_>, i64)> = keys
                 .iter()
-                .map(|&(id, n)| (Key::Id(id), clamp(n)))
+                .zip(totals)
+                .map(|(k, &(_, n))| (Key::Name(k), clamp(n)))
                 .collect();
             engine.incr_batch(TOTAL_COUNTER, COLUMN, &items)?;
         }
@@ -228,7 +227,7 @@ impl ClickBook {
     }
 
     /// Every link's clicks per day, `(day, clicks)` oldest first, for the days that had
-    /// any: unflushed clicks are written first, then the whole `link_days` counter is
+    /// any: unflushed clicks are written first, then the whole `link_daily` counter is
     /// read stripe by stripe. Exists for the export, which carries each link's series.
     pub fn all_daily(&self, engine: &Engine) -> Result<HashMap<u64, Vec<(u64, u64)>>, Error> {
         self.flush(engine)?;
@@ -259,70 +258,69 @@ impl ClickBook {
         Ok(series)
     }
 
-    /// Drops the clicks of a deleted link (memory and engine total).
+    /// Drops the clicks of a deleted link (memory, and the engine's total row with its
+    /// analytics' slot owners).
     pub fn forget(&self, engine: &Engine, id: u64) {
         self.shard(id).lock().remove(&id);
-        let _ = engine.delete(TOTAL_COUNTER, Key::Id(id));
+        let _ = engine.delete(TOTAL_COUNTER, Key::Name(&total_key(id)));
     }
 
-    /// Writes every unflushed click to the engine (durable when this returns).
-    /// On failure the clicks stay in memory for the next try.
+    /// Writes every unflushed click to the engine (durable when this returns), with no
+    /// analytics: [`ClickBook::flush_with`] writing them alone. On failure the clicks
+    /// stay in memory for the next try.
     pub fn flush(&self, engine: &Engine) -> Result<usize, Error> {
+        self.flush_with(|clicks| {
+            if clicks.is_empty() {
+                return Ok(());
+            }
+            store::write(
+                engine,
+                &Labels::default(),
+                &Tally::default(),
+                clicks,
+                &mut OwnerRows::default(),
+            )
+        })
+    }
+
+    /// Takes every unflushed click and hands them to `write` (the analytics' write,
+    /// which stores them with the clicks' analytics, durable when it returns); answers
+    /// the links whose clicks it took. `write` runs even with no click (it may have
+    /// analytics to write). On failure the clicks go back to memory for the next try.
+    /// One flush at a time: a reader of a total waits for the one in progress.
+    pub fn flush_with(
+        &self,
+        write: impl FnOnce(&Clicks) -> Result<(), Error>,
+    ) -> Result<usize, Error> {
         let _one_at_a_time = self.flushing.lock();
-        let mut totals: Vec<(u64, u64)> = Vec::new();
-        let mut days: Vec<(u64, u64, u64)> = Vec::new();
+        let mut clicks = Clicks::default();
         for shard in self.shards.iter() {
             let mut shard = shard.lock();
             shard.retain(|&id, slot| {
                 if slot.pending == 0 {
                     return false;
                 }
-                totals.push((id, std::mem::take(&mut slot.pending)));
-                days.extend(slot.days().map(|(d, n)| (id, d, n)));
+                clicks.totals.push((id, std::mem::take(&mut slot.pending)));
+                clicks.days.extend(slot.days().map(|(d, n)| (id, d, n)));
                 slot.day_pending = 0;
                 slot.older.clear();
                 true
             });
         }
-        if totals.is_empty() {
-            return Ok(0);
-        }
-        // `day_key`'s spelling, every key in one string (not a `String` a link).
-        let mut day_keys = KeyText::with_capacity(days.len());
-        for &(id, d, _) in &days {
-            day_keys.push_day(id, d);
-        }
-        let total_items: Vec<(Key<'_>, i64)> = totals
-            .iter()
-            .map(|&(id, n)| (Key::Id(id), n as i64))
-            .collect();
-        let day_items: Vec<(Key<'_>, i64)> = day_keys
-            .iter()
-            .zip(&days)
-            .map(|(k, &(_, _, n))| (Key::parse(k), n as i64))
-            .collect();
-        // Both counters' increments, then one commit (one fsync) for the two.
-        let result = engine
-            .incr_batch_deferred(DAILY_COUNTER, COLUMN, &day_items)
-            .and_then(|(_, days)| {
-                let (_, totals) =
-                    engine.incr_batch_deferred(TOTAL_COUNTER, COLUMN, &total_items)?;
-                engine.commit(days.max(totals))
-            });
-        if let Err(e) = result {
+        if let Err(e) = write(&clicks) {
             // Put them back; a later flush retries (a partly applied batch may then count twice, never lose).
-            for &(id, n) in &totals {
+            for &(id, n) in &clicks.totals {
                 let mut shard = self.shard(id).lock();
                 let slot = shard.entry(id).or_default();
                 slot.pending += n;
             }
-            for &(id, d, n) in &days {
+            for &(id, d, n) in &clicks.days {
                 let mut shard = self.shard(id).lock();
                 shard.entry(id).or_default().add_day(d, n);
             }
             return Err(e);
         }
-        Ok(totals.len())
+        Ok(clicks.totals.len())
     }
 }
 
@@ -369,7 +367,7 @@ mod tests {
         let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
         ensure_counters(&engine).unwrap();
         engine
-            .incr(TOTAL_COUNTER, Key::Id(9), COLUMN, 5, None)
+            .incr(TOTAL_COUNTER, Key::Name("9:t"), COLUMN, 5, None)
             .expect("clicks from before this book");
         let book = ClickBook::default();
         assert!(book.hit(&engine, 9, 100, None));
@@ -384,7 +382,10 @@ mod tests {
         assert!(!book.hit(&engine, 9, 100, Some(9)));
         assert_eq!(book.total(&engine, 9), 9);
         book.flush(&engine).unwrap();
-        assert_eq!(engine.get(TOTAL_COUNTER, Key::Id(9), COLUMN).unwrap(), 9);
+        assert_eq!(
+            engine.get(TOTAL_COUNTER, Key::Name("9:t"), COLUMN).unwrap(),
+            9
+        );
         assert_eq!(book.daily(&engine, 9, &[100]), [4]);
     }
 }

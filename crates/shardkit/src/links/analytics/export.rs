@@ -5,7 +5,7 @@
 
 use super::classify::{self, Dim};
 use super::query::{self, Days};
-use super::store::{self, Labels, BOTS, DAY_STATS, PEOPLE};
+use super::store::{self, Labels, BOTS, DAILY, PEOPLE};
 use super::Tally;
 use serde::{Deserialize, Serialize};
 use shardkit_counters::{Engine, Error, Key};
@@ -76,10 +76,10 @@ pub type LinkAnalytics = BTreeMap<String, DayLine>;
 pub fn all(engine: &Engine, labels: &Labels) -> Result<HashMap<u64, LinkAnalytics>, Error> {
     let mut visits: HashMap<(u64, u64), (u64, u64)> = HashMap::new();
     for stripe in 0..shardkit_counters::STRIPES {
-        let keys = store::name_keys(engine, DAY_STATS, stripe)?;
+        let keys = store::name_keys(engine, DAILY, stripe)?;
         let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::Name(k)).collect();
-        let people = engine.mget(DAY_STATS, &parsed, PEOPLE)?;
-        let bots = engine.mget(DAY_STATS, &parsed, BOTS)?;
+        let people = engine.mget(DAILY, &parsed, PEOPLE)?;
+        let bots = engine.mget(DAILY, &parsed, BOTS)?;
         for ((key, p), b) in keys.iter().zip(people).zip(bots) {
             let Some((id, day)) = key.split_once(':') else {
                 continue;

@@ -4,8 +4,9 @@
 //! The redirect only queues a [`RawClick`] (its referrer, User-Agent and address) in
 //! a bounded queue; the click flusher, every `click_flush_ms`, classifies the queued
 //! clicks ([`classify`]), adds them up per link, day and value ([`Tally`]) and writes
-//! them to the counter engine ([`store`]), so a SIGKILL loses at most one flush
-//! interval of them, as it does of the clicks themselves. The address is used for the
+//! them to the counter engine ([`store`]) with the clicks the click book counted, into
+//! the same rows, so a SIGKILL loses at most one flush interval of them, as it does of
+//! the clicks themselves. The address is used for the
 //! country look-up and dropped; nothing that identifies a person is kept. A full
 //! queue drops the click's analytics (never the click) and counts it in
 //! `shardkit_link_analytics_dropped_total`.
@@ -16,6 +17,7 @@ pub mod geo;
 pub mod query;
 pub mod store;
 
+use super::clicks::ClickBook;
 use classify::{Agent, Dim};
 use geo::GeoIp;
 use parking_lot::Mutex;
@@ -24,6 +26,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
+use store::Clicks;
 
 /// Clicks waiting for the classifier; past this the newest ones' analytics are dropped.
 pub const QUEUE: usize = 65_536;
@@ -344,9 +347,9 @@ impl Analytics {
     }
 
     /// Classifies every queued click and writes them, with any earlier tally a failed
-    /// write left, to the engine (durable when this returns). Answers the clicks
-    /// classified.
-    pub fn flush(&self, engine: &Engine) -> Result<usize, Error> {
+    /// write left and the clicks `book` counted (one write, one commit), to the engine
+    /// (durable when this returns). Answers the clicks classified.
+    pub fn flush(&self, engine: &Engine, book: &ClickBook) -> Result<usize, Error> {
         let mut tally = std::mem::take(&mut *self.spare.lock());
         let mut classified = 0;
         {
@@ -357,20 +360,27 @@ impl Analytics {
                 classified += 1;
             }
         }
-        self.write(engine, tally)?;
+        book.flush_with(|clicks| self.write_with(engine, tally, clicks))?;
         Ok(classified)
     }
 
     /// Writes `tally` (and whatever a failed write left) to the engine; on failure
-    /// keeps it all for the next flush. Also the path of imported analytics.
+    /// keeps it all for the next flush. The path of imported analytics.
     pub fn write(&self, engine: &Engine, tally: Tally) -> Result<(), Error> {
+        self.write_with(engine, tally, &Clicks::default())
+    }
+
+    /// [`Analytics::write`] with counted clicks written into the same rows; on failure
+    /// the tally is kept here and the clicks are the caller's to keep
+    /// ([`ClickBook::flush_with`] puts them back).
+    fn write_with(&self, engine: &Engine, tally: Tally, clicks: &Clicks) -> Result<(), Error> {
         let mut owners = self.writing.lock();
         let mut all = std::mem::take(&mut *self.waiting.lock());
         all.merge(tally);
-        if all.is_empty() {
+        if all.is_empty() && clicks.is_empty() {
             return Ok(());
         }
-        match store::write(engine, &self.labels, &all, &mut owners) {
+        match store::write(engine, &self.labels, &all, clicks, &mut owners) {
             Ok(()) => {
                 // A flush's room is kept; an import's bigger tally is freed.
                 if all.days.capacity() <= QUEUE {

@@ -4,7 +4,7 @@
 
 use super::classify::Dim;
 use super::store::{
-    self, Labels, BOTS_AT, COLUMN, DAY_STATS, OTHER, PEOPLE, PEOPLE_AT, SITE, SLOTS_PER_DIM,
+    self, Labels, BOTS_AT, COLUMN, DAILY, OTHER, PEOPLE, PEOPLE_AT, SITE, SLOTS_PER_DIM,
 };
 use shardkit_counters::{Engine, Error, Key};
 use std::collections::HashMap;
@@ -49,7 +49,7 @@ fn mget(engine: &Engine, counter: &str, column: &str, keys: &[String]) -> Result
     engine.mget(counter, &parsed, column)
 }
 
-/// The [`DAY_STATS`] rows of link `id` over `days`, in order.
+/// The [`DAILY`] rows of link `id` over `days`, in order.
 fn day_rows(engine: &Engine, id: u64, days: Days) -> Result<Vec<Vec<u64>>, Error> {
     let keys: Vec<String> = days.iter().map(|d| store::day_key(id, d)).collect();
     store::day_rows(engine, &keys)
@@ -147,7 +147,7 @@ pub fn site_values(
 /// filters and cuts).
 pub fn site_links(engine: &Engine, days: Days) -> Result<Vec<(u64, u64)>, Error> {
     let mut links: HashMap<u64, u64> = HashMap::new();
-    names(engine, DAY_STATS, PEOPLE, |key, n| {
+    names(engine, DAILY, PEOPLE, |key, n| {
         let Some((id, day)) = key.split_once(':') else {
             return;
         };
@@ -198,13 +198,13 @@ mod tests {
             for i in 0..16 {
                 analytics.record(click(7, 10, &format!("https://h{i:02}.example/"), FIREFOX));
             }
-            assert_eq!(analytics.flush(&engine).unwrap(), 16);
+            assert_eq!(analytics.flush(&engine, &Default::default()).unwrap(), 16);
             for i in 16..20 {
                 analytics.record(click(7, 10, &format!("https://h{i:02}.example/"), FIREFOX));
             }
             analytics.record(click(7, 11, "", FIREFOX));
             analytics.record(click(7, 11, "", BOT));
-            assert_eq!(analytics.flush(&engine).unwrap(), 6);
+            assert_eq!(analytics.flush(&engine, &Default::default()).unwrap(), 6);
             let values = link_values(&engine, &analytics.labels, 7, Dim::Referrer, days).unwrap();
             assert_eq!(values[0], ("other".to_string(), 5), "{values:?}");
             assert_eq!(values.len(), 1 + 16, "16 hosts of their own: {values:?}");

@@ -1,44 +1,53 @@
-//! Where click analytics live in the counter engine, and the one write path to them.
+//! Where a link's clicks and their analytics live in the counter engine, and the one
+//! write path to them.
 //!
-//! Two rows per link, so a link's first click makes two rows, not ten:
-//! - `link_owners`: `<id>:o`, the label (as its hash) that owns each of the link's 16
-//!   slots per dimension, in columns `<tag><slot>` (`r0 b0 o0 d0 c0 r1 … c15`, slot by
-//!   slot, so a link with one value per dimension uses the first five); a slot is given
-//!   to a new label while one is free and never taken back, so a link has at most 16
-//!   values per dimension and the rest count as `other`.
-//! - `link_day_stats`: `<id>:<day>` per link and UTC day, columns `people`, `bots`
-//!   (kept apart and in no other column), then people's clicks per dimension and slot,
-//!   `r0 b0 o0 d0 c0 r1 … c16` (slot 16 = `other`). A row holds only the columns up to
-//!   the last one written (the engine's string rows), so a typical day costs a handful.
+//! Two rows per link, so a link's first click makes two rows, not four (issue 25: each
+//! row a first click makes is a table insert, ~1,300-4,800 instructions):
+//! - `link_totals`: `<id>:t`, column `clicks` (the link's total clicks), then the label
+//!   (as its hash) that owns each of the link's 16 slots per dimension, in columns
+//!   `<tag><slot>` (`r0 b0 o0 d0 c0 r1 … c15`, slot by slot, so a link with one value
+//!   per dimension uses the first five); a slot is given to a new label while one is
+//!   free and never taken back, so a link has at most 16 values per dimension and the
+//!   rest count as `other`.
+//! - `link_daily`: `<id>:<day>` per link and UTC day, columns `clicks` (every counted
+//!   click), `people`, `bots` (the classified ones, kept apart and in no other column;
+//!   a click whose analytics were dropped is in `clicks` only), then people's clicks
+//!   per dimension and slot, `r0 b0 o0 d0 c0 r1 … c16` (slot 16 = `other`). A row holds
+//!   only the columns up to the last one written (the engine's string rows), so a
+//!   typical day costs a handful.
 //! - `site_stats`: `<day>:<tag>:<label>` (label `other` for a link's overflow) and
 //!   `<day>:p`: the same clicks summed over every link, for the site-wide tops.
 //! - `link_labels`: `<tag>:<label>`, one row per label any link holds (its value: how
 //!   many slots took it), read at start to turn slot hashes back into labels.
 //!
-//! Data of the earlier layout (`link_visits`, `link_slots`, `link_stats`, one row per
-//! dimension) is moved into these rows once, when the counters are ensured
-//! ([`migrate_old_layout`]). No row holds an address.
+//! Data of the earlier layouts is moved into these rows once, when the counters are
+//! ensured: the first (`link_visits`, `link_slots`, `link_stats`, one row per dimension;
+//! [`migrate_old_layout`]) and the second (`links` and `link_days` beside
+//! `link_owners` and `link_day_stats`, four rows per link; [`migrate_four_rows`]).
+//! No row holds an address.
 
 use super::classify::Dim;
 use super::{FastHash, Tally};
 use parking_lot::Mutex;
-use shardkit_counters::{ColumnOptions, Engine, Error, Key, OwnedKey, Pending};
+use shardkit_counters::{ColumnOptions, Engine, Error, Key, OwnedKey, Pending, RowOp};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-/// Slot owners per link, every dimension in one row.
-pub const OWNERS: &str = "link_owners";
-/// People, bots and people's clicks per dimension and slot, per link and day.
-pub const DAY_STATS: &str = "link_day_stats";
+/// Total clicks and slot owners per link, every dimension in one row.
+pub const TOTALS: &str = "link_totals";
+/// Clicks, people, bots and people's clicks per dimension and slot, per link and day.
+pub const DAILY: &str = "link_daily";
+/// The column of every counted click in [`TOTALS`] and [`DAILY`] (the first of each).
+pub const CLICKS: &str = "clicks";
 /// People's clicks per day, dimension and label, over every link.
 pub const SITE: &str = "site_stats";
 /// Every label some link holds.
 pub const LABELS: &str = "link_labels";
 /// The column of [`SITE`] and [`LABELS`].
 pub const COLUMN: &str = "clicks";
-/// The [`DAY_STATS`] column of people's clicks.
+/// The [`DAILY`] column of people's clicks.
 pub const PEOPLE: &str = "people";
-/// The [`DAY_STATS`] column of bots' clicks.
+/// The [`DAILY`] column of bots' clicks.
 pub const BOTS: &str = "bots";
 /// Values a link keeps apart per dimension; the rest count as [`OTHER`].
 pub const SLOTS_PER_DIM: usize = 16;
@@ -50,11 +59,11 @@ pub type SlotRow = [u64; SLOTS_PER_DIM];
 
 /// Dimensions side by side in a slot's columns.
 const DIMS: usize = Dim::ALL.len();
-/// Columns of [`OWNERS`]: one per dimension and slot.
+/// Owner columns of [`TOTALS`]: one per dimension and slot (after [`CLICKS`]).
 const OWNER_COLUMNS: usize = SLOTS_PER_DIM * DIMS;
-/// [`DAY_STATS`] columns before the slots' ([`PEOPLE`], [`BOTS`]).
-const DAY_FIRST_SLOT: usize = 2;
-/// Columns of [`DAY_STATS`]: people, bots, then every dimension's slots and `other`.
+/// [`DAILY`] columns before the slots' ([`CLICKS`], [`PEOPLE`], [`BOTS`]).
+const DAY_FIRST_SLOT: usize = 3;
+/// Columns of [`DAILY`]: clicks, people, bots, then every dimension's slots and `other`.
 const DAY_COLUMNS: usize = DAY_FIRST_SLOT + (SLOTS_PER_DIM + 1) * DIMS;
 
 /// Links whose owner rows are cached before the cache is emptied, to bound its memory.
@@ -71,20 +80,22 @@ fn dim_index(dim: Dim) -> usize {
     }
 }
 
-/// The column of slot `slot` of `dim` in [`OWNERS`] (below [`SLOTS_PER_DIM`]).
+/// Which owner column of [`TOTALS`] slot `slot` of `dim` is (below [`SLOTS_PER_DIM`];
+/// the row's column is one more, after [`CLICKS`]).
 pub fn owner_column(dim: Dim, slot: usize) -> usize {
     slot * DIMS + dim_index(dim)
 }
 
-/// The column of slot `slot` of `dim` in [`DAY_STATS`] ([`SLOTS_PER_DIM`]: `other`).
+/// The column of slot `slot` of `dim` in [`DAILY`] ([`SLOTS_PER_DIM`]: `other`).
 pub fn day_column(dim: Dim, slot: usize) -> usize {
     DAY_FIRST_SLOT + slot * DIMS + dim_index(dim)
 }
 
-/// Column names of [`DAY_STATS`] in order; those of [`OWNERS`] are its slot columns
-/// without the last slot's. Made once, so a write names columns without allocating.
+/// Column names of [`DAILY`] in order; those of [`TOTALS`] are [`CLICKS`] and its slot
+/// columns without the last slot's. Made once, so a write names columns without
+/// allocating.
 static DAY_NAMES: LazyLock<Vec<String>> = LazyLock::new(|| {
-    let mut names = vec![PEOPLE.to_string(), BOTS.to_string()];
+    let mut names = vec![CLICKS.to_string(), PEOPLE.to_string(), BOTS.to_string()];
     for slot in 0..=SLOTS_PER_DIM {
         for dim in Dim::ALL {
             names.push(format!("{}{slot}", dim.tag()));
@@ -99,18 +110,31 @@ static DAY_NAMES: LazyLock<Vec<String>> = LazyLock::new(|| {
 static DAY_NAME_REFS: LazyLock<Vec<&'static str>> =
     LazyLock::new(|| DAY_NAMES.iter().map(String::as_str).collect());
 
-/// The name of [`DAY_STATS`] column `i`.
+/// [`TOTALS`]' columns as the engine's `set_rows` and `incr_rows` take them: clicks
+/// (place 0), then owner column `i` at place `1 + i`.
+static TOTAL_NAME_REFS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    std::iter::once(CLICKS)
+        .chain(
+            DAY_NAME_REFS[DAY_FIRST_SLOT..DAY_FIRST_SLOT + OWNER_COLUMNS]
+                .iter()
+                .copied(),
+        )
+        .collect()
+});
+
+/// The name of [`DAILY`] column `i`.
 fn day_name(i: usize) -> &'static str {
     &DAY_NAMES[i]
 }
 
-/// The name of [`OWNERS`] column `i` (the same `<tag><slot>` as in [`DAY_STATS`]).
+/// The name of [`TOTALS`] column `i` (the same `<tag><slot>` as in [`DAILY`]).
 fn owner_name(i: usize) -> &'static str {
     &DAY_NAMES[DAY_FIRST_SLOT + i]
 }
 
-/// Makes the counters and columns if they do not exist yet, and moves data of the
-/// earlier layout into them ([`migrate_old_layout`]).
+/// Makes the counters and columns if they do not exist yet (in order: [`CLICKS`]
+/// first), and moves data of the earlier layouts into them ([`migrate_old_layout`],
+/// [`migrate_four_rows`]).
 pub fn ensure_counters(engine: &Engine) -> Result<(), Error> {
     let make = |counter: &str, column: &str, opts: ColumnOptions| -> Result<(), Error> {
         match engine.create_counter(counter) {
@@ -126,12 +150,14 @@ pub fn ensure_counters(engine: &Engine) -> Result<(), Error> {
         make(counter, COLUMN, ColumnOptions::default())?;
     }
     for i in 0..DAY_COLUMNS {
-        make(DAY_STATS, day_name(i), ColumnOptions::default())?;
+        make(DAILY, day_name(i), ColumnOptions::default())?;
     }
+    make(TOTALS, CLICKS, ColumnOptions::default())?;
     for i in 0..OWNER_COLUMNS {
-        make(OWNERS, owner_name(i), ColumnOptions::new(64, 64))?;
+        make(TOTALS, owner_name(i), ColumnOptions::new(64, 64))?;
     }
     migrate_old_layout(engine)?;
+    migrate_four_rows(engine)?;
     Ok(())
 }
 
@@ -143,7 +169,7 @@ const OLD_SLOTS: &str = "link_slots";
 const OLD_STATS: &str = "link_stats";
 
 /// Moves the rows of the earlier layout (one row per link and dimension, and per link,
-/// day, dimension and slot) into [`OWNERS`] and [`DAY_STATS`], then empties the old
+/// day, dimension and slot) into [`TOTALS`] and [`DAILY`], then empties the old
 /// counters (they stay, empty). Every value is *set*, not added, so a move cut short by
 /// a crash is simply done again at the next start; nothing counts twice. Answers the
 /// rows moved.
@@ -180,10 +206,108 @@ pub fn migrate_old_layout(engine: &Engine) -> Result<u64, Error> {
     if moved > 0 {
         tracing::info!(
             rows = moved,
-            "click analytics moved to link_owners and link_day_stats"
+            "click analytics moved to link_totals and link_daily"
         );
     }
     Ok(moved)
+}
+
+/// The second layout: total clicks by link id (an id key).
+const FOUR_TOTAL: &str = "links";
+/// The second layout: clicks per link and day, `<id>:<day>`.
+const FOUR_DAYS: &str = "link_days";
+/// The second layout: slot owners per link, `<id>:o`.
+const FOUR_OWNERS: &str = "link_owners";
+/// The second layout: people, bots and slots per link and day, `<id>:<day>`.
+const FOUR_DAY_STATS: &str = "link_day_stats";
+
+/// Moves the rows of the second layout (four rows per link: `links`, `link_days`,
+/// `link_owners`, `link_day_stats`) into [`TOTALS`] and [`DAILY`], each value into the
+/// column of the same name, then empties the old counters (they stay, empty). As in
+/// [`migrate_old_layout`], every value is *set*, so a move cut short by a crash is done
+/// again at the next start and nothing counts twice. Answers the rows moved.
+pub fn migrate_four_rows(engine: &Engine) -> Result<u64, Error> {
+    let counters = engine.counters();
+    let old: Vec<&str> = [FOUR_TOTAL, FOUR_DAYS, FOUR_OWNERS, FOUR_DAY_STATS]
+        .into_iter()
+        .filter(|c| counters.iter().any(|have| have == c))
+        .collect();
+    let mut moved = 0;
+    let mut newest = Pending::NONE;
+    let mut results = Vec::new();
+    for &counter in &old {
+        let (to, columns): (&str, &[&str]) = match counter {
+            FOUR_TOTAL | FOUR_OWNERS => (TOTALS, &TOTAL_NAME_REFS),
+            _ => (DAILY, &DAY_NAME_REFS),
+        };
+        for stripe in 0..shardkit_counters::STRIPES {
+            let keys = engine.row_keys(counter, stripe)?;
+            let (from, targets): (Vec<Key<'_>>, Vec<String>) = keys
+                .iter()
+                .filter_map(|key| Some((key.as_key(), four_rows_key(counter, key)?)))
+                .unzip();
+            if from.is_empty() {
+                continue;
+            }
+            let (names, rows) = engine.mget_rows(counter, &from)?;
+            let place: Vec<Option<usize>> = names
+                .iter()
+                .map(|n| columns.iter().position(|c| c == n))
+                .collect();
+            let items: Vec<Vec<(usize, u64)>> = rows
+                .iter()
+                .map(|values| {
+                    place
+                        .iter()
+                        .zip(values)
+                        .filter_map(|(at, &v)| Some((*at.as_ref()?, v)).filter(|_| v > 0))
+                        .collect()
+                })
+                .collect();
+            let rows: Vec<(Key<'_>, &[(usize, u64)])> = targets
+                .iter()
+                .zip(&items)
+                .filter(|(_, items)| !items.is_empty())
+                .map(|(key, items)| (Key::Name(key), items.as_slice()))
+                .collect();
+            for run in rows.chunks(RUN) {
+                newest = newest.max(engine.set_rows(to, columns, run, &mut results)?);
+                // The same columns at the same widths: any refusal is an error.
+                for result in results.drain(..) {
+                    result?;
+                }
+            }
+            moved += rows.len() as u64;
+        }
+    }
+    engine.commit(newest)?;
+    for counter in old {
+        let (_, pending) = engine.clear_deferred(counter)?;
+        engine.commit(pending)?;
+    }
+    if moved > 0 {
+        tracing::info!(
+            rows = moved,
+            "link clicks and analytics moved to link_totals and link_daily"
+        );
+    }
+    Ok(moved)
+}
+
+/// Where a row of the second layout's `counter` goes: its [`TOTALS`] or [`DAILY`] key
+/// (`None` for a key that layout never wrote).
+fn four_rows_key(counter: &str, key: &OwnedKey) -> Option<String> {
+    match (counter, key) {
+        (FOUR_TOTAL, OwnedKey::Id(id)) => Some(total_key(*id)),
+        (FOUR_OWNERS, OwnedKey::Name(name)) => {
+            Some(total_key(name.strip_suffix(":o")?.parse().ok()?))
+        }
+        (FOUR_DAYS | FOUR_DAY_STATS, OwnedKey::Name(name)) => {
+            let (id, day) = name.split_once(':')?;
+            Some(day_key(id.parse().ok()?, day.parse().ok()?))
+        }
+        _ => None,
+    }
 }
 
 /// The string keys of the rows in `stripe` of `counter` (the analytics' rows are all
@@ -215,7 +339,7 @@ fn old_place(
                 _ => return None,
             };
             Some((
-                DAY_STATS,
+                DAILY,
                 column,
                 format!("{}:{}", id.parse::<u64>().ok()?, day.parse::<u64>().ok()?),
             ))
@@ -225,9 +349,9 @@ fn old_place(
             let slot: usize = column.strip_prefix('s')?.parse().ok()?;
             (slot < SLOTS_PER_DIM).then_some(())?;
             Some((
-                OWNERS,
+                TOTALS,
                 owner_name(owner_column(dim, slot)),
-                owner_key(id.parse().ok()?),
+                total_key(id.parse().ok()?),
             ))
         }
         (OLD_STATS, [id, day, tag_slot]) if column == COLUMN => {
@@ -236,7 +360,7 @@ fn old_place(
             let slot: usize = chars.as_str().parse().ok()?;
             (slot <= SLOTS_PER_DIM).then_some(())?;
             Some((
-                DAY_STATS,
+                DAILY,
                 day_name(day_column(dim, slot)),
                 format!("{}:{}", id.parse::<u64>().ok()?, day.parse::<u64>().ok()?),
             ))
@@ -252,7 +376,7 @@ fn single_char(text: &str) -> Option<char> {
     chars.next().is_none().then_some(c)
 }
 
-/// The number a label is known by in [`OWNERS`]: nonzero, at most the engine's largest value.
+/// The number a label is known by in [`TOTALS`]: nonzero, at most the engine's largest value.
 pub fn label_hash(dim: Dim, label: &str) -> u64 {
     // XXH3 of `<tag>:<label>`, stored in owner rows: it must never change. Streamed in
     // two parts (the same digest as one buffer) so no buffer is built.
@@ -262,9 +386,9 @@ pub fn label_hash(dim: Dim, label: &str) -> u64 {
     (hasher.digest() & shardkit_counters::MAX_VALUE).max(1)
 }
 
-/// The [`OWNERS`] row of a link.
-pub fn owner_key(id: u64) -> String {
-    id_and(id, "o")
+/// The [`TOTALS`] row of a link.
+pub fn total_key(id: u64) -> String {
+    id_and(id, "t")
 }
 
 /// `<id>:<tail>`, written with `itoa`: a first click makes three such keys, and
@@ -306,9 +430,9 @@ impl KeyText {
         self.ends.push(self.text.len());
     }
 
-    /// Adds [`owner_key`]`(id)`.
-    pub(crate) fn push_owner(&mut self, id: u64) {
-        self.push(id, "o");
+    /// Adds [`total_key`]`(id)`.
+    pub(crate) fn push_total(&mut self, id: u64) {
+        self.push(id, "t");
     }
 
     /// Adds [`day_key`]`(id, day)`.
@@ -328,22 +452,26 @@ impl KeyText {
     }
 }
 
-/// The row of a link and day: in [`DAY_STATS`], and in the click counter `link_days`
+/// The row of a link and day: in [`DAILY`], and in the click counter `link_days`
 /// (`clicks::DAILY_COUNTER`), which spells it the same.
 pub fn day_key(id: u64, day: u64) -> String {
     id_and(id, itoa::Buffer::new().format(day))
 }
 
-/// The [`DAY_STATS`] column of people's clicks, by position.
-pub const PEOPLE_AT: usize = 0;
-/// The [`DAY_STATS`] column of bots' clicks, by position.
-pub const BOTS_AT: usize = 1;
+/// The [`DAILY`] (and [`TOTALS`]) column of every counted click, by position.
+pub const CLICKS_AT: usize = 0;
+/// The [`DAILY`] column of people's clicks, by position.
+pub const PEOPLE_AT: usize = 1;
+/// The [`DAILY`] column of bots' clicks, by position.
+pub const BOTS_AT: usize = 2;
+/// The [`TOTALS`] column of the first owner column ([`owner_column`] 0), by position.
+const FIRST_OWNER_AT: usize = 1;
 
-/// The [`DAY_STATS`] rows of `keys`, each as its values in column order, by column
+/// The [`DAILY`] rows of `keys`, each as its values in column order, by column
 /// name (0 for a row or a column not stored).
 pub fn day_rows(engine: &Engine, keys: &[String]) -> Result<Vec<Vec<u64>>, Error> {
     let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::Name(k)).collect();
-    let (names, rows) = engine.mget_rows(DAY_STATS, &parsed)?;
+    let (names, rows) = engine.mget_rows(DAILY, &parsed)?;
     let place: Vec<Option<usize>> = names
         .iter()
         .map(|n| DAY_NAMES.iter().position(|d| d == n))
@@ -382,7 +510,7 @@ const KEPT_OWNER_ROWS: usize = 16_384;
 #[derive(Debug, Default)]
 struct LabelsInner {
     names: HashMap<u64, Arc<str>, FastHash>,
-    /// A link's [`OWNERS`] row up to its last owned slot (most links own a handful:
+    /// A link's [`TOTALS`] row up to its last owned slot (most links own a handful:
     /// a slot of each dimension fits inline, no allocation a link).
     owners: HashMap<u64, CachedRow, FastHash>,
 }
@@ -509,7 +637,7 @@ impl Labels {
         }
         let mut keys = KeyText::with_capacity(missing.len());
         for &id in &missing {
-            keys.push_owner(id);
+            keys.push_total(id);
         }
         // Only the rows stored are read (a link's first click has none: its row is all
         // free, as `rows` already holds it): a read makes every column of the row, 80,
@@ -517,7 +645,7 @@ impl Labels {
         let mut stored: Vec<u64> = Vec::new();
         let mut parsed: Vec<Key<'_>> = Vec::new();
         for (&id, key) in missing.iter().zip(keys.iter()) {
-            if engine.exists(OWNERS, Key::Name(key))? {
+            if engine.exists(TOTALS, Key::Name(key))? {
                 stored.push(id);
                 parsed.push(Key::Name(key));
             }
@@ -525,7 +653,7 @@ impl Labels {
         if parsed.is_empty() {
             return Ok(());
         }
-        let (names, read) = engine.mget_rows(OWNERS, &parsed)?;
+        let (names, read) = engine.mget_rows(TOTALS, &parsed)?;
         // Columns by name, so a store whose columns were made in another order reads right.
         let place: Vec<Option<usize>> = names
             .iter()
@@ -584,22 +712,42 @@ fn read_labels(engine: &Engine) -> Result<HashMap<u64, Arc<str>, FastHash>, Erro
 struct NewSlot {
     id: u64,
     dim: Dim,
-    /// Its [`OWNERS`] column.
+    /// Its [`TOTALS`] column.
     column: usize,
     hash: u64,
     label: Arc<str>,
 }
 
-/// Writes `tally` to the engine (durable when this returns): new slot owners first
-/// (their labels, then the slots), then the counts, all made durable by one commit at
-/// the end (one fsync a flush): the log keeps records in the order they were appended
-/// and a crash loses only a suffix of them, so a count is never kept without its slot's
-/// owner, nor an owner without its label. Callers serialize writes; `owners` is the
-/// rows the last write left (emptied here, freed at the end past `KEPT_OWNER_ROWS`).
+/// Counted clicks of one flush (the click book's, `links::clicks`), written into the
+/// rows the analytics write: a link's first click makes its two rows once, not four.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Clicks {
+    /// `(link id, clicks)`, each link once: added to its [`TOTALS`] `clicks`.
+    pub totals: Vec<(u64, u64)>,
+    /// `(link id, day, clicks)`, each link and day once: added to its [`DAILY`] `clicks`.
+    pub days: Vec<(u64, u64, u64)>,
+}
+
+impl Clicks {
+    /// No click to write.
+    pub fn is_empty(&self) -> bool {
+        self.totals.is_empty() && self.days.is_empty()
+    }
+}
+
+/// Writes `clicks` and `tally` to the engine (durable when this returns): new slot
+/// owners first (their labels, then the slots), then the counts, all made durable by
+/// one commit at the end (one fsync a flush): the log keeps records in the order they
+/// were appended and a crash loses only a suffix of them, so a count is never kept
+/// without its slot's owner, nor an owner without its label. A link and day's clicks
+/// and analytics go to its one [`DAILY`] row in one write. Callers serialize writes;
+/// `owners` is the rows the last write left (emptied here, freed at the end past
+/// `KEPT_OWNER_ROWS`).
 pub fn write(
     engine: &Engine,
     labels: &Labels,
     tally: &Tally,
+    clicks: &Clicks,
     owners: &mut OwnerRows,
 ) -> Result<(), Error> {
     let mut newest = Pending::NONE;
@@ -617,8 +765,16 @@ pub fn write(
     let mut new_slots: Vec<NewSlot> = Vec::new();
     // Each day row's key and its counts by column (a few each: a plain list, summed in
     // place), in the tally's order.
-    let mut keys = KeyText::with_capacity(tally.days.len());
-    let mut by_row: Vec<DayCounts> = Vec::with_capacity(tally.days.len());
+    let mut keys = KeyText::with_capacity(tally.days.len().max(clicks.days.len()));
+    let mut by_row: Vec<DayCounts> = Vec::with_capacity(tally.days.len().max(clicks.days.len()));
+    // The counted clicks' rows first; the analytics of the same link and day join them.
+    let mut row_at: HashMap<(u64, u64), usize, FastHash> = HashMap::default();
+    row_at.reserve(clicks.days.len());
+    for &(id, day, n) in &clicks.days {
+        row_at.insert((id, day), by_row.len());
+        keys.push_day(id, day);
+        by_row.push(smallvec::smallvec![(CLICKS_AT, clamp(n))]);
+    }
     // Site rows by (day, dimension, label): few distinct ones, their keys made once.
     let mut site_labels: HashMap<(u64, Dim, &str), u64, FastHash> = HashMap::default();
     let mut people_by_day: HashMap<u64, u64, FastHash> = HashMap::default();
@@ -666,8 +822,14 @@ pub fn write(
             }
         }
         if !counts.is_empty() {
-            keys.push_day(id, day);
-            by_row.push(counts);
+            match row_at.get(&(id, day)) {
+                // Columns apart from the clicks': no sum needed.
+                Some(&i) => by_row[i].extend(counts),
+                None => {
+                    keys.push_day(id, day);
+                    by_row.push(counts);
+                }
+            }
         }
     }
     let mut site: HashMap<String, u64, FastHash> = site_labels
@@ -689,54 +851,62 @@ pub fn write(
             LABELS,
             label_keys.iter().map(|(k, n)| (k.as_str(), *n)),
         )?);
-        // A link's new slots together: its owner row is looked up and written (made,
-        // or moved) once for all of them (twice for a link clicked on two days of one
-        // flush: the second write sees the first).
-        // Every new owner in one list and every key in one string: no allocation a link.
-        let items: Vec<(usize, u64)> = new_slots.iter().map(|s| (s.column, s.hash)).collect();
-        let mut owner_keys = KeyText::with_capacity(new_slots.len());
-        let mut spans: Vec<(usize, usize)> = Vec::new();
-        let mut start = 0;
-        for new in new_slots.chunk_by(|a, b| a.id == b.id) {
-            owner_keys.push_owner(new[0].id);
-            spans.push((start, start + new.len()));
-            start += new.len();
-        }
-        let rows: Vec<(Key<'_>, &[(usize, u64)])> = owner_keys
-            .iter()
-            .zip(&spans)
-            .map(|(key, &(from, to))| (Key::Name(key), &items[from..to]))
-            .collect();
-        let mut results = Vec::new();
-        for run in rows.chunks(RUN) {
-            newest = newest.max(engine.set_rows(
-                OWNERS,
-                &DAY_NAME_REFS[DAY_FIRST_SLOT..DAY_FIRST_SLOT + OWNER_COLUMNS],
-                run,
-                &mut results,
-            )?);
-            // A slot owner is a hash below the column's max: any refusal is an error.
-            for result in results.drain(..) {
-                result?;
+    }
+    // Each link's total row, written once for all its columns: its clicks added, its
+    // new slot owners set (a link's first click makes the row once, with every column,
+    // not once and then again to widen it). Every key in one string: no allocation a
+    // link.
+    let mut total_at: HashMap<u64, usize, FastHash> = HashMap::default();
+    total_at.reserve(clicks.totals.len());
+    let mut total_ids: Vec<u64> = Vec::with_capacity(clicks.totals.len());
+    let mut total_items: Vec<TotalItems> = Vec::with_capacity(clicks.totals.len());
+    for &(id, n) in &clicks.totals {
+        total_at.insert(id, total_items.len());
+        total_ids.push(id);
+        total_items.push(smallvec::smallvec![(CLICKS_AT, RowOp::Add(clamp(n)))]);
+    }
+    for new in &new_slots {
+        let i = match total_at.get(&new.id) {
+            Some(&i) => i,
+            None => {
+                total_at.insert(new.id, total_items.len());
+                total_ids.push(new.id);
+                total_items.push(TotalItems::new());
+                total_items.len() - 1
             }
-        }
-        for new in new_slots.chunk_by(|a, b| a.id == b.id) {
-            labels.learn(new[0].id, owners.get(new[0].id), new);
-        }
+        };
+        total_items[i].push((FIRST_OWNER_AT + new.column, RowOp::Set(new.hash)));
+    }
+    let mut total_keys = KeyText::with_capacity(total_ids.len());
+    for &id in &total_ids {
+        total_keys.push_total(id);
+    }
+    let rows: Vec<(Key<'_>, &[(usize, RowOp)])> = total_keys
+        .iter()
+        .zip(&total_items)
+        .map(|(key, items)| (Key::Name(key), items.as_slice()))
+        .collect();
+    let mut results = Vec::new();
+    for run in rows.chunks(RUN) {
+        newest = newest.max(engine.update_rows(TOTALS, &TOTAL_NAME_REFS, run, &mut results)?);
+        // A slot owner is a hash below the column's max, so only a count is refused.
+        refused(&mut results)?;
+    }
+    for new in new_slots.chunk_by(|a, b| a.id == b.id) {
+        labels.learn(new[0].id, owners.get(new[0].id), new);
     }
     for (day, people) in people_by_day {
         *site.entry(format!("{day}:p")).or_default() += people;
     }
     // Each day row's counts together: the engine looks a row up and writes it once
     // for all its columns.
-    let mut results = Vec::new();
     let rows: Vec<(Key<'_>, &[(usize, i64)])> = keys
         .iter()
         .zip(&by_row)
         .map(|(key, items)| (Key::Name(key), items.as_slice()))
         .collect();
     for run in rows.chunks(RUN) {
-        newest = newest.max(engine.incr_rows(DAY_STATS, &DAY_NAME_REFS, run, &mut results)?);
+        newest = newest.max(engine.incr_rows(DAILY, &DAY_NAME_REFS, run, &mut results)?);
         refused(&mut results)?;
     }
     newest = newest.max(incr_deferred(
@@ -750,6 +920,10 @@ pub fn write(
     }
     Ok(())
 }
+
+/// One link's total row items of a flush: its clicks added and its new slot owners
+/// set (one a dimension, most often).
+type TotalItems = smallvec::SmallVec<[(usize, RowOp); 1 + DIMS]>;
 
 /// One day row's counts of a flush, `(column, count)`: people, bots and a slot of
 /// each dimension seen, most often.
@@ -800,23 +974,23 @@ fn incr_deferred<'a>(
 mod tests {
     use super::*;
 
-    /// The row keys are part of the files on disk (docs/design.md): `<id>:o` and
+    /// The row keys are part of the files on disk (docs/design.md): `<id>:t` and
     /// `<id>:<day>`, the numbers in decimal, the largest id included.
     #[test]
-    fn row_keys_are_the_id_a_colon_and_o_or_the_day() {
-        assert_eq!(owner_key(7), "7:o");
+    fn row_keys_are_the_id_a_colon_and_t_or_the_day() {
+        assert_eq!(total_key(7), "7:t");
         assert_eq!(day_key(7, 20_418), "7:20418");
         assert_eq!(day_key(0, 0), "0:0");
-        assert_eq!(owner_key(u64::MAX), format!("{}:o", u64::MAX));
+        assert_eq!(total_key(u64::MAX), format!("{}:t", u64::MAX));
         // The write spells them in one shared string: the same keys.
         let mut keys = KeyText::with_capacity(2);
-        keys.push_owner(7);
+        keys.push_total(7);
         keys.push_day(u64::MAX, 20_418);
         keys.push_day(0, 0);
         let spelled: Vec<&str> = keys.iter().collect();
         assert_eq!(
             spelled,
-            [owner_key(7), day_key(u64::MAX, 20_418), day_key(0, 0)]
+            [total_key(7), day_key(u64::MAX, 20_418), day_key(0, 0)]
         );
         assert_eq!(
             day_key(u64::MAX, u64::MAX),
@@ -869,6 +1043,105 @@ mod tests {
         for label in ["r:a.example", "r:b.example", "b:Firefox"] {
             set(LABELS, label, COLUMN, 1);
         }
+    }
+
+    /// Writes rows as the four-row layout did: link 7, five clicks on day 10, four
+    /// people (all from `a.example`) and one bot; link 8, two clicks and nothing else.
+    fn four_rows(engine: &Engine) {
+        for (counter, columns) in [
+            (FOUR_TOTAL, vec![COLUMN.to_string()]),
+            (FOUR_DAYS, vec![COLUMN.to_string()]),
+            (FOUR_OWNERS, vec!["r0".to_string(), "b0".to_string()]),
+            (
+                FOUR_DAY_STATS,
+                ["people", "bots", "r0", "b0"].map(String::from).to_vec(),
+            ),
+        ] {
+            let _ = engine.create_counter(counter);
+            for column in columns {
+                let opts = if counter == FOUR_OWNERS {
+                    ColumnOptions::new(64, 64)
+                } else {
+                    ColumnOptions::default()
+                };
+                let _ = engine.add_column(counter, &column, opts);
+            }
+        }
+        let set = |counter: &str, key: Key<'_>, column: &str, value: u64| {
+            engine.set(counter, key, column, value).unwrap()
+        };
+        set(FOUR_TOTAL, Key::Id(7), COLUMN, 5);
+        set(FOUR_TOTAL, Key::Id(8), COLUMN, 2);
+        set(FOUR_DAYS, Key::Name("7:10"), COLUMN, 5);
+        set(FOUR_DAYS, Key::Name("8:10"), COLUMN, 2);
+        let a = label_hash(Dim::Referrer, "a.example");
+        set(FOUR_OWNERS, Key::Name("7:o"), "r0", a);
+        set(FOUR_DAY_STATS, Key::Name("7:10"), "people", 4);
+        set(FOUR_DAY_STATS, Key::Name("7:10"), "bots", 1);
+        set(FOUR_DAY_STATS, Key::Name("7:10"), "r0", 4);
+        let _ = engine.create_counter(LABELS);
+        let _ = engine.add_column(LABELS, COLUMN, ColumnOptions::default());
+        set(LABELS, Key::Name("r:a.example"), COLUMN, 1);
+    }
+
+    /// The four-row layout's clicks, owners and day counts read the same from the
+    /// two-row one, the old counters are emptied, a move done again counts nothing
+    /// twice, and new clicks add to the moved ones.
+    #[test]
+    fn the_four_row_layout_moves_into_two_rows_once_and_a_redo_counts_nothing_twice() {
+        use super::super::super::clicks::ClickBook;
+        use super::super::query::{self, Days};
+        let dir = tempfile::tempdir().unwrap();
+        let days = Days::new(10, 10).unwrap();
+        let check = |engine: &Engine, total: u64, day: u64| {
+            let labels = Labels::load(engine).unwrap();
+            let book = ClickBook::default();
+            assert_eq!(book.total(engine, 7), total);
+            assert_eq!(book.daily(engine, 7, &[9, 10]), [0, day]);
+            assert_eq!(book.total(engine, 8), 2);
+            assert_eq!(query::link_days(engine, 7, days).unwrap(), [(10, 4, 1)]);
+            assert_eq!(
+                query::link_values(engine, &labels, 7, Dim::Referrer, days).unwrap(),
+                [("a.example".to_string(), 4)]
+            );
+            for old in [FOUR_TOTAL, FOUR_DAYS, FOUR_OWNERS, FOUR_DAY_STATS] {
+                let rows: usize = (0..shardkit_counters::STRIPES)
+                    .map(|s| engine.row_keys(old, s).unwrap().len())
+                    .sum();
+                assert_eq!(rows, 0, "{old} emptied");
+            }
+        };
+        {
+            let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+            four_rows(&engine);
+            ensure_counters(&engine).unwrap();
+            check(&engine, 5, 5);
+            four_rows(&engine);
+            assert_eq!(migrate_four_rows(&engine).unwrap(), 6);
+            check(&engine, 5, 5);
+            assert_eq!(
+                migrate_four_rows(&engine).unwrap(),
+                0,
+                "nothing left to move"
+            );
+        }
+        let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+        ensure_counters(&engine).unwrap();
+        check(&engine, 5, 5);
+        let analytics = super::super::Analytics::open(&engine, None).unwrap();
+        let book = ClickBook::default();
+        book.hit(&engine, 7, 10, None);
+        let mut tally = Tally::default();
+        tally.add_visits(7, 10, 1, 0);
+        tally.add_label(7, 10, Dim::Referrer, "b.example", 1);
+        analytics.write(&engine, tally).unwrap();
+        book.flush(&engine).unwrap();
+        assert_eq!(
+            query::link_values(&engine, &analytics.labels, 7, Dim::Referrer, days).unwrap(),
+            [("a.example".to_string(), 4), ("b.example".to_string(), 1)]
+        );
+        assert_eq!(book.total(&engine, 7), 6);
+        assert_eq!(book.daily(&engine, 7, &[10]), [6]);
     }
 
     #[test]
@@ -927,8 +1200,10 @@ mod tests {
         assert_eq!(query::link_days(&engine, 7, days).unwrap(), [(10, 4, 1)]);
     }
 
+    /// A link's first click, counted and classified, makes two rows: its total row
+    /// (clicks, then the owners) and its day row (clicks, people, then the slots).
     #[test]
-    fn a_first_click_makes_one_owner_row_and_one_day_row_holding_only_the_columns_used() {
+    fn a_first_click_makes_one_total_row_and_one_day_row_holding_only_the_columns_used() {
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
         ensure_counters(&engine).unwrap();
@@ -943,7 +1218,11 @@ mod tests {
         ] {
             tally.add_label(9, 20, dim, label, 1);
         }
-        write(&engine, &labels, &tally, &mut OwnerRows::default()).unwrap();
+        let clicks = Clicks {
+            totals: vec![(9, 1)],
+            days: vec![(9, 20, 1)],
+        };
+        write(&engine, &labels, &tally, &clicks, &mut OwnerRows::default()).unwrap();
         let rows = |counter: &str| -> Vec<String> {
             (0..shardkit_counters::STRIPES)
                 .flat_map(|s| engine.row_keys(counter, s).unwrap())
@@ -953,24 +1232,45 @@ mod tests {
                 })
                 .collect()
         };
-        assert_eq!(rows(OWNERS), ["9:o"]);
-        assert_eq!(rows(DAY_STATS), ["9:20"]);
-        let day = engine.get_row(DAY_STATS, Key::Name("9:20")).unwrap();
+        assert_eq!(rows(TOTALS), ["9:t"]);
+        assert_eq!(rows(DAILY), ["9:20"]);
+        let day = engine.get_row(DAILY, Key::Name("9:20")).unwrap();
         let used: Vec<&str> = day
             .iter()
             .filter(|(_, v)| *v > 0)
             .map(|(c, _)| c.as_str())
             .collect();
-        assert_eq!(used, ["people", "r0", "b0", "o0", "d0"]);
-        let owners = engine.get_row(OWNERS, Key::Name("9:o")).unwrap();
+        assert_eq!(used, ["clicks", "people", "r0", "b0", "o0", "d0"]);
+        let total = engine.get_row(TOTALS, Key::Name("9:t")).unwrap();
+        assert_eq!(total[0], ("clicks".to_string(), 1));
         assert_eq!(
-            owners[0],
+            total[1],
             ("r0".to_string(), label_hash(Dim::Referrer, "direct"))
         );
         assert_eq!(
-            owners[3],
+            total[4],
             ("d0".to_string(), label_hash(Dim::Device, "desktop"))
         );
+        // A second click of the same day and a bot's of the next add to those rows.
+        let mut again = Tally::default();
+        again.add_visits(9, 21, 0, 1);
+        let clicks = Clicks {
+            totals: vec![(9, 2)],
+            days: vec![(9, 20, 1), (9, 21, 1)],
+        };
+        write(&engine, &labels, &again, &clicks, &mut OwnerRows::default()).unwrap();
+        assert_eq!(rows(TOTALS), ["9:t"]);
+        assert_eq!(engine.get(TOTALS, Key::Name("9:t"), CLICKS).unwrap(), 3);
+        let day = |key: &str, column: &str| engine.get(DAILY, Key::Name(key), column).unwrap();
+        assert_eq!(
+            (
+                day("9:20", CLICKS),
+                day("9:20", PEOPLE),
+                day("9:21", CLICKS)
+            ),
+            (2, 1, 1)
+        );
+        assert_eq!(day("9:21", BOTS), 1);
     }
 
     /// A link's owner row read back from the engine (not the cache: a fresh start) goes
@@ -993,14 +1293,28 @@ mod tests {
             let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
             ensure_counters(&engine).unwrap();
             let labels = Labels::load(&engine).unwrap();
-            write(&engine, &labels, &tally(0..15), &mut OwnerRows::default()).unwrap();
+            write(
+                &engine,
+                &labels,
+                &tally(0..15),
+                &Clicks::default(),
+                &mut OwnerRows::default(),
+            )
+            .unwrap();
         }
         let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
         ensure_counters(&engine).unwrap();
         let labels = Labels::load(&engine).unwrap();
         let mut again = tally(14..17);
         again.add_label(9, 20, Dim::Referrer, &host(0), 1);
-        write(&engine, &labels, &again, &mut OwnerRows::default()).unwrap();
+        write(
+            &engine,
+            &labels,
+            &again,
+            &Clicks::default(),
+            &mut OwnerRows::default(),
+        )
+        .unwrap();
         let slots = labels.slots(&engine, 9, Dim::Referrer).unwrap();
         assert_eq!(slots[14], label_hash(Dim::Referrer, &host(14)));
         assert_eq!(slots[15], label_hash(Dim::Referrer, &host(15)));
