@@ -639,6 +639,15 @@ fn a_row_costs_at_most_32_bytes_plus_its_key() {
     assert!(per_row <= 32.0 + 18.0, "{per_row:.1} bytes per row");
 }
 
+/// The values of row `key` of `counter`, column by column.
+fn row_values(e: &Engine, counter: &str, key: &str) -> Vec<u64> {
+    e.get_row(counter, Key::Name(key))
+        .unwrap()
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect()
+}
+
 /// `incr_rows` writes several columns of a row with one look-up: in place, by one move
 /// when the row gains columns or widens, a refused item alone left out, and a row
 /// brought back to all its defaults removed; the log replays to the same rows.
@@ -659,13 +668,7 @@ fn incr_rows_writes_in_place_moves_once_and_frees_a_row_back_at_its_defaults() {
         e.commit(pending).unwrap();
         out.into_iter().map(Result::ok).collect()
     };
-    let row = |e: &Engine, key: &str| -> Vec<u64> {
-        e.get_row("s", Key::Name(key))
-            .unwrap()
-            .into_iter()
-            .map(|(_, v)| v)
-            .collect()
-    };
+    let row = |e: &Engine, key: &str| row_values(e, "s", key);
     let named = |e: &Engine| -> u64 { e.stats().counters.iter().map(|c| c.named_rows).sum() };
     // A new row, two columns.
     assert_eq!(run(&e, "a", &[(0, 5), (2, 7)]), [Some(5), Some(7)]);
@@ -743,13 +746,7 @@ fn update_rows_sets_and_adds_in_one_row_and_replays() {
         e.commit(pending).unwrap();
         out.into_iter().map(Result::ok).collect::<Vec<_>>()
     };
-    let row = |e: &Engine, key: &str| -> Vec<u64> {
-        e.get_row("s", Key::Name(key))
-            .unwrap()
-            .into_iter()
-            .map(|(_, v)| v)
-            .collect()
-    };
+    let row = |e: &Engine, key: &str| row_values(e, "s", key);
     let hash = (1 << 60) + 12_345;
     assert_eq!(
         run(&e, "7:t", &[(1, Set(hash)), (0, Add(3))]),

@@ -174,11 +174,7 @@ const OLD_STATS: &str = "link_stats";
 /// a crash is simply done again at the next start; nothing counts twice. Answers the
 /// rows moved.
 pub fn migrate_old_layout(engine: &Engine) -> Result<u64, Error> {
-    let counters = engine.counters();
-    let old: Vec<&str> = [OLD_VISITS, OLD_SLOTS, OLD_STATS]
-        .into_iter()
-        .filter(|c| counters.iter().any(|have| have == c))
-        .collect();
+    let old = present(engine, &[OLD_VISITS, OLD_SLOTS, OLD_STATS]);
     let mut moved = 0;
     let mut newest = Pending::NONE;
     for &counter in &old {
@@ -198,6 +194,22 @@ pub fn migrate_old_layout(engine: &Engine) -> Result<u64, Error> {
             }
         }
     }
+    finish_move(engine, newest, &old, moved)
+}
+
+/// The counters of `names` the engine has.
+fn present<'a>(engine: &Engine, names: &[&'a str]) -> Vec<&'a str> {
+    let counters = engine.counters();
+    names
+        .iter()
+        .copied()
+        .filter(|c| counters.iter().any(|have| have == c))
+        .collect()
+}
+
+/// The end of a move of `moved` rows: what it wrote made durable (`newest`), then the
+/// `old` counters emptied (after, so a crash before leaves them to be moved again).
+fn finish_move(engine: &Engine, newest: Pending, old: &[&str], moved: u64) -> Result<u64, Error> {
     engine.commit(newest)?;
     for counter in old {
         let (_, pending) = engine.clear_deferred(counter)?;
@@ -206,7 +218,8 @@ pub fn migrate_old_layout(engine: &Engine) -> Result<u64, Error> {
     if moved > 0 {
         tracing::info!(
             rows = moved,
-            "click analytics moved to link_totals and link_daily"
+            from = ?old,
+            "link clicks and analytics moved to link_totals and link_daily"
         );
     }
     Ok(moved)
@@ -227,11 +240,10 @@ const FOUR_DAY_STATS: &str = "link_day_stats";
 /// [`migrate_old_layout`], every value is *set*, so a move cut short by a crash is done
 /// again at the next start and nothing counts twice. Answers the rows moved.
 pub fn migrate_four_rows(engine: &Engine) -> Result<u64, Error> {
-    let counters = engine.counters();
-    let old: Vec<&str> = [FOUR_TOTAL, FOUR_DAYS, FOUR_OWNERS, FOUR_DAY_STATS]
-        .into_iter()
-        .filter(|c| counters.iter().any(|have| have == c))
-        .collect();
+    let old = present(
+        engine,
+        &[FOUR_TOTAL, FOUR_DAYS, FOUR_OWNERS, FOUR_DAY_STATS],
+    );
     let mut moved = 0;
     let mut newest = Pending::NONE;
     let mut results = Vec::new();
@@ -280,18 +292,7 @@ pub fn migrate_four_rows(engine: &Engine) -> Result<u64, Error> {
             moved += rows.len() as u64;
         }
     }
-    engine.commit(newest)?;
-    for counter in old {
-        let (_, pending) = engine.clear_deferred(counter)?;
-        engine.commit(pending)?;
-    }
-    if moved > 0 {
-        tracing::info!(
-            rows = moved,
-            "link clicks and analytics moved to link_totals and link_daily"
-        );
-    }
-    Ok(moved)
+    finish_move(engine, newest, &old, moved)
 }
 
 /// Where a row of the second layout's `counter` goes: its [`TOTALS`] or [`DAILY`] key
@@ -1045,6 +1046,13 @@ mod tests {
         }
     }
 
+    /// The rows of `counter`, every stripe's.
+    fn rows_in(engine: &Engine, counter: &str) -> usize {
+        (0..shardkit_counters::STRIPES)
+            .map(|s| engine.row_keys(counter, s).unwrap().len())
+            .sum()
+    }
+
     /// Writes rows as the four-row layout did: link 7, five clicks on day 10, four
     /// people (all from `a.example`) and one bot; link 8, two clicks and nothing else.
     fn four_rows(engine: &Engine) {
@@ -1105,10 +1113,7 @@ mod tests {
                 [("a.example".to_string(), 4)]
             );
             for old in [FOUR_TOTAL, FOUR_DAYS, FOUR_OWNERS, FOUR_DAY_STATS] {
-                let rows: usize = (0..shardkit_counters::STRIPES)
-                    .map(|s| engine.row_keys(old, s).unwrap().len())
-                    .sum();
-                assert_eq!(rows, 0, "{old} emptied");
+                assert_eq!(rows_in(engine, old), 0, "{old} emptied");
             }
         };
         {
@@ -1162,10 +1167,7 @@ mod tests {
             );
             assert_eq!(query::site_links(engine, days).unwrap(), [(7, 3)]);
             for old in [OLD_VISITS, OLD_SLOTS, OLD_STATS] {
-                let rows: usize = (0..shardkit_counters::STRIPES)
-                    .map(|s| engine.row_keys(old, s).unwrap().len())
-                    .sum();
-                assert_eq!(rows, 0, "{old} emptied");
+                assert_eq!(rows_in(engine, old), 0, "{old} emptied");
             }
         };
         {
