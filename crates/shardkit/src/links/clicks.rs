@@ -95,8 +95,8 @@ fn stored_total(engine: &Engine, id: u64) -> u64 {
         .unwrap_or(0)
 }
 
-/// The `link_days` row of a link and day: `<id>:<day>` (the analytics' day rows are
-/// keyed the same; one function spells both).
+/// The `link_daily` row of a link and day, `<id>:<day>`: its clicks and its analytics
+/// (one function spells it for both).
 pub use super::analytics::store::day_key;
 
 /// Makes the two counters (the analytics' ones, which hold the clicks too) if they do

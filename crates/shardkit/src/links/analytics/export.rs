@@ -72,7 +72,8 @@ impl DayLine {
 pub type LinkAnalytics = BTreeMap<String, DayLine>;
 
 /// Every link's analytics as stored (the caller flushes first): the days come from
-/// `link_day_stats`, each day's values from the link's slots.
+/// `link_daily` (those with people or bots: a day of dropped analytics has clicks
+/// only), each day's values from the link's slots.
 pub fn all(engine: &Engine, labels: &Labels) -> Result<HashMap<u64, LinkAnalytics>, Error> {
     let mut visits: HashMap<(u64, u64), (u64, u64)> = HashMap::new();
     for stripe in 0..shardkit_counters::STRIPES {

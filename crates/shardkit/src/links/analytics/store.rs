@@ -453,8 +453,8 @@ impl KeyText {
     }
 }
 
-/// The row of a link and day: in [`DAILY`], and in the click counter `link_days`
-/// (`clicks::DAILY_COUNTER`), which spells it the same.
+/// The [`DAILY`] row of a link and day (`clicks::DAILY_COUNTER` is the same counter:
+/// the clicks and the analytics share the row).
 pub fn day_key(id: u64, day: u64) -> String {
     id_and(id, itoa::Buffer::new().format(day))
 }
