@@ -57,6 +57,7 @@ mod segment_log;
 mod segment_store;
 #[cfg(test)]
 mod segment_store_tests;
+mod slot_table;
 mod sorted_run;
 mod store;
 mod url_rules;

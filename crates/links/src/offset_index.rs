@@ -12,9 +12,14 @@
 //! count and fsynced only at checkpoints; the segment frames after the last checkpoint
 //! are replayed into it on open ([`crate::SegmentLinkStore`]). Readers and the writer
 //! share a lock so a slot is never read half written.
+//!
+//! Once the store is open, [`OffsetIndex::hold`] loads the slots into memory, packed
+//! ([`crate::slot_table`], ~2.1 bytes a link within a budget), and the files are read
+//! only for a slot the table does not hold: a redirect's record is then one `pread`.
 
 use crate::error::StoreError;
 use crate::nowait::Wait;
+use crate::slot_table::SlotTable;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -34,8 +39,9 @@ pub(crate) fn is_dense(key: u64) -> bool {
 pub(crate) struct OffsetIndex {
     dir: PathBuf,
     files: [OnceLock<File>; 64],
-    /// Held shared by readers of a slot, exclusively while slots are written.
-    lock: RwLock<()>,
+    /// The slots held in memory; held shared by readers of a slot, exclusively while
+    /// slots are written (to the files and the table alike).
+    table: RwLock<SlotTable>,
 }
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> StoreError {
@@ -48,8 +54,46 @@ impl OffsetIndex {
         Self {
             dir: dir.to_path_buf(),
             files: std::array::from_fn(|_| OnceLock::new()),
-            lock: RwLock::new(()),
+            table: RwLock::new(SlotTable::new(0)),
         }
+    }
+
+    /// Loads the slots of every file into memory, as many as `budget` bytes hold (see
+    /// [`crate::slot_table`]); from then on a slot the table holds is read from it.
+    pub(crate) fn hold(&self, budget: usize) -> Result<(), StoreError> {
+        let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
+        *table = SlotTable::new(budget);
+        // 8,192 slots (64 KiB) a read.
+        let mut buf = vec![0u8; 8 * 8192];
+        for group in 0..64 {
+            let Some(file) = self.file(group, false)? else {
+                continue;
+            };
+            let mut at = 0u64;
+            let mut slots = Vec::with_capacity(8192);
+            while table.has_room(group) {
+                let n = crate::nowait::read_at(file, &mut buf, at, Wait::Disk)
+                    .map_err(|e| io("read", &self.path(group), e))?
+                    .unwrap_or(0);
+                if n < 8 {
+                    break;
+                }
+                slots.clear();
+                slots.extend(
+                    buf[..n - n % 8]
+                        .chunks_exact(8)
+                        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))),
+                );
+                table.load(group, (at / 8 / 64) as usize, &slots);
+                at += (n - n % 8) as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes of slots held in memory, and the budget ([`OffsetIndex::hold`]).
+    pub(crate) fn held(&self) -> (usize, usize) {
+        self.table.read().unwrap_or_else(|p| p.into_inner()).usage()
     }
 
     fn path(&self, group: usize) -> PathBuf {
@@ -92,12 +136,15 @@ impl OffsetIndex {
     /// `key`'s slot; the outer `None` only when `wait` is [`Wait::Never`] and the disk
     /// was needed.
     fn get_with(&self, key: u64, wait: Wait) -> Result<Option<Option<u64>>, StoreError> {
+        let table = self.table.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(loc) = table.get(key) {
+            return Ok(Some(Some(loc).filter(|&loc| loc != 0)));
+        }
         let group = (key & 63) as usize;
         let Some(file) = self.file(group, false)? else {
             return Ok(Some(None));
         };
         let mut slot = [0u8; 8];
-        let _shared = self.lock.read().unwrap_or_else(|p| p.into_inner());
         let got = crate::nowait::read_at(file, &mut slot, (key >> GROUP_BITS) * 8, wait)
             .map_err(|e| io("read", &self.path(group), e))?;
         Ok(match got {
@@ -122,7 +169,7 @@ impl OffsetIndex {
                 _ => slots.push((key, loc)),
             }
         }
-        let _exclusive = self.lock.write().unwrap_or_else(|p| p.into_inner());
+        let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
         let mut run: Vec<u8> = Vec::new();
         let mut i = 0;
         while i < slots.len() {
@@ -140,6 +187,9 @@ impl OffsetIndex {
             let file = self.file(group, true)?.expect("made on demand");
             file.write_all_at(&run, first * 8)
                 .map_err(|e| io("write", &self.path(group), e))?;
+            for &(key, loc) in &slots[i..j] {
+                table.set(key, loc);
+            }
             i = j;
         }
         Ok(())

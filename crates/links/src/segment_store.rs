@@ -27,8 +27,9 @@
 //! the pairs of deleted and replaced links).
 //!
 //! A generated code is turned into its record key by inverting the Feistel step
-//! ([`crate::locator`]); its slot gives the record's location; so a redirect is two
-//! `pread`s and no redb read. An alias takes one redb read first.
+//! ([`crate::locator`]); its slot gives the record's location; so a redirect is one
+//! `pread` (the slot held in memory, [`crate::slot_table`]) or two (a slot past the
+//! budget) and no redb read. An alias takes one redb read first.
 //!
 //! A commit (a whole write group): frames appended and fsynced, then one redb commit
 //! (aliases, ids, tags, reuse entries and the new `end`), then the slots written. After
@@ -38,9 +39,12 @@
 //! stay: there is no compaction, so the segments hold every version ever written
 //! (bound: the bytes of all records and replacements written, plus 16 per delete).
 //!
-//! Memory: redb's page cache is `cache_bytes` ([`SegmentLinkStore::open`]); segments
-//! and index are read with `pread` (no mmap), so they sit in the kernel's page cache,
-//! not in the process: resident memory does not grow with the number of links.
+//! Memory: `cache_bytes` ([`SegmentLinkStore::open`]) is split between redb's page
+//! cache ([`redb_cache_bytes`]) and the offset index's slots held packed in memory
+//! (the rest: ~2.1 bytes a link, so the default 256 MiB holds 100 M links' slots);
+//! segments, and the slots past that budget, are read with `pread` (no mmap), so they
+//! sit in the kernel's page cache, not in the process: resident memory does not grow
+//! past `cache_bytes` with the number of links.
 
 use crate::code::{looks_generated, Codec};
 use crate::compact_store::{backend, ALIASES, IDS, META, TAGS, URLS, WIDE};
@@ -55,6 +59,14 @@ use crate::store::{write_one, InsertOutcome, LinkStore, Write, Written};
 use redb::{Database, ReadableTable, ReadableTableMetadata, WriteTransaction};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+/// The part of the store's `cache_bytes` that is redb's page cache: an eighth, and
+/// at least half of it up to 16 MiB. redb holds aliases, tags and the ids and URLs of
+/// the links made since the last fold, so a redirect of a generated code never reads
+/// it; the rest holds the offset index's slots ([`crate::slot_table`]).
+pub(crate) fn redb_cache_bytes(cache_bytes: usize) -> usize {
+    (cache_bytes / 8).max((cache_bytes / 2).min(16 << 20))
+}
 
 /// The layout version in `link_meta` `format`: 4 since ids and URLs are folded into
 /// runs (a store of format 3 is the same without runs, and is read as it is).
@@ -173,7 +185,8 @@ fn set_meta_u64(txn: &WriteTransaction, name: &str, value: u64) -> Result<(), St
 
 impl SegmentLinkStore {
     /// Opens (or creates) the store whose redb file is `path` (segments in
-    /// [`segments_dir`]) with a redb page cache of `cache_bytes`. A new store keeps
+    /// [`segments_dir`]) in `cache_bytes` of memory: redb's page cache and the offset
+    /// index's slots held in memory share it (the module's "Memory"). A new store keeps
     /// `codec` for its keys; an existing one its own. A `links.redb` of either older
     /// format (JSON records, or [`crate::CompactLinkStore`]'s records in redb) is
     /// converted first. Fails if another process has it open, or it is of a newer format.
@@ -186,7 +199,7 @@ impl SegmentLinkStore {
         let dir = segments_dir(path);
         crate::segment_convert::older_to_compact(path, &codec, cache_bytes)?;
         let db = redb::Builder::new()
-            .set_cache_size(cache_bytes)
+            .set_cache_size(redb_cache_bytes(cache_bytes))
             .create(path)
             .map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
         let txn = db.begin_write().map_err(backend)?;
@@ -302,6 +315,7 @@ impl SegmentLinkStore {
             .insert("format", [FORMAT].as_slice())
             .map_err(backend)?;
         txn.commit().map_err(backend)?;
+        index.hold(cache_bytes - redb_cache_bytes(cache_bytes))?;
         Ok(Self {
             db,
             locator,
@@ -323,6 +337,12 @@ impl SegmentLinkStore {
             }),
             rebuilt,
         })
+    }
+
+    /// Bytes of the offset index's slots held in memory, and the most they may take
+    /// (`cache_bytes` less redb's share): a slot past that is read from its file.
+    pub fn index_memory(&self) -> (usize, usize) {
+        self.index.held()
     }
 
     /// The groups (a bit each, group `g` is bit `g`) whose offset-index file was

@@ -338,3 +338,63 @@ fn readers_never_see_a_half_written_slot_or_a_missing_acknowledged_link() {
     });
     assert_eq!(store.count().unwrap(), 20_000);
 }
+
+#[test]
+fn slots_past_the_memory_budget_are_read_from_their_files_before_and_after_a_reopen() {
+    // 128 KiB: half redb's, 1 KiB a group for slots (7 blocks of 64): of each group's
+    // 640 links the first 448 slots are held, the rest read from `index-gNN`.
+    const SMALL: usize = 128 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("links.redb");
+    let link_at = |i: u64| {
+        let code = codec().encode((i % 62) as u8, i / 62).unwrap();
+        sample_link(1 + i, &code, &format!("https://example.com/{i}"))
+    };
+    let mut links: Vec<Link> = (0..62 * 640).map(link_at).collect();
+    let store = SegmentLinkStore::open(&path, codec(), SMALL).unwrap();
+    for batch in links.chunks(5000) {
+        store.insert_batch(batch).unwrap();
+    }
+    // Replaced (a later record: its block kept whole, or not held past the share) and
+    // deleted, in held and unheld blocks alike.
+    for i in (0..links.len()).step_by(97) {
+        links[i].url = format!("https://v2.example/{i}");
+        store.replace(&links[i]).unwrap();
+    }
+    let deleted: Vec<Link> = (0..links.len())
+        .step_by(101)
+        .rev()
+        .map(|i| links.remove(i))
+        .collect();
+    for link in &deleted {
+        store.delete(link.id).unwrap();
+    }
+    let check_all = |store: &SegmentLinkStore| {
+        for link in &links {
+            assert_eq!(store.resolve(&link.code).unwrap().as_ref(), Some(link));
+            if let Some(cached) = store.resolve_cached(&link.code) {
+                assert_eq!(cached.unwrap().as_ref(), Some(link), "cached = blocking");
+            }
+        }
+        for link in &deleted {
+            assert_eq!(store.resolve(&link.code).unwrap(), None, "{}", link.code);
+        }
+    };
+    check_all(&store);
+    let (used, budget) = store.index_memory();
+    assert_eq!(budget, SMALL / 2);
+    assert!(used <= budget && used > budget / 2, "{used} of {budget}");
+    drop(store);
+    let store = SegmentLinkStore::open(&path, codec(), SMALL).unwrap();
+    check_all(&store);
+    drop(store);
+    // With room for every slot: 62 groups of 10 packed blocks, and the replaced
+    // links' blocks kept whole.
+    let store = SegmentLinkStore::open(&path, codec(), 64 << 20).unwrap();
+    check_all(&store);
+    let (used, _) = store.index_memory();
+    assert!(
+        (62 * 10 * 136..62 * 10 * (136 + 560)).contains(&used),
+        "{used}"
+    );
+}

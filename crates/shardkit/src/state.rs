@@ -259,6 +259,13 @@ impl AppState {
                              rebuilt from the segments (links.segments/index-gNN)"
                         );
                     }
+                    let (held, budget) = store.index_memory();
+                    tracing::info!(
+                        held_mib = format!("{:.1}", held as f64 / f64::from(1 << 20)),
+                        budget_mib = format!("{:.1}", budget as f64 / f64::from(1 << 20)),
+                        "offset index of the links held in memory (slots past the budget \
+                         are read from links.segments/index-gNN)"
+                    );
                     (Arc::new(store), Box::new(embedded_sequences))
                 }
             };

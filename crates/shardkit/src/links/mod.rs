@@ -717,8 +717,8 @@ impl Links {
     }
 
     /// The link at `/{path}`, from the cache or the store. On a cache miss what the
-    /// store can answer from the kernel's page cache (the embedded store's two
-    /// `pread`s, `RWF_NOWAIT`) is read in place; a read that would wait for the disk,
+    /// store can answer from the kernel's page cache (the embedded store's record
+    /// `pread`, and its slot's when not held in memory, `RWF_NOWAIT`) is read in place; a read that would wait for the disk,
     /// or a remote store (a PostgreSQL round trip), goes to the blocking pool
     /// (`spawn_blocking`) while this task waits, so the worker goes on with its other
     /// connections. Handing every read off costs more than a cached read (at 1 million
