@@ -17,6 +17,10 @@
 # prints req/s, p99 and the server's CPU a request (from /proc).
 # Loopback only; each wrk run is bounded by -d.
 #
+#   STORE=/var/tmp/links-100m bash bench/links-first-click.sh   # keeps the loaded store
+#       (data, codes, wrk scripts) in STORE and, the next time, starts from it instead of
+#       importing N links again (a 100 M import is ~22 minutes); delete STORE when done
+#
 #   bash bench/links-first-click.sh                 # N=10000000 R=2 D=10s
 #   KINDS="hot zipf" bash bench/links-first-click.sh    # some kinds only (hot always
 #                                                       # runs: the others are against it)
@@ -57,18 +61,32 @@ start() { # start FLUSH_MS [BINARY]
   server=$!; PIDS+=($server); wait_port $port
 }
 stop() { kill "$server"; wait "$server" 2>/dev/null || true; }
-start 100
-links_jsonl "$N" "$WORK/links.jsonl"
-start_s=$(date +%s.%N)
-import_codes "$WORK/shardkit" http://127.0.0.1:$port "$WORK/links.jsonl" "$WORK/codes.txt"
-end_s=$(date +%s.%N)
-stop
-head -n 10000 "$WORK/codes.txt" > "$WORK/hot.txt"
-random_codes_lua "$WORK/codes.txt" "$WORK/all.lua"
-random_codes_lua "$WORK/hot.txt" "$WORK/hot.lua"
-zipf_codes_lua "$WORK/codes.txt" "$WORK/zipf.lua"
-uncache "$WORK/links.jsonl" "$WORK/codes.txt" "$WORK/codes.txt.packed"
-echo "$N links loaded at $(python3 -c "print(round($N / ($end_s - $start_s)))") links/s"
+STORE=${STORE:-}
+# What the rounds read: the store, the codes and the wrk scripts, in STORE when kept.
+KEEP=${STORE:-$WORK}
+if [ -n "$STORE" ] && [ -f "$STORE/loaded-$N" ]; then
+  echo "$N links from $STORE (loaded by an earlier run)"
+  ln -s "$STORE/data" "$WORK/data"
+else
+  if [ -n "$STORE" ]; then
+    [ ! -e "$STORE" ] || [ -z "$(ls -A "$STORE")" ] || { echo "STORE=$STORE is not empty and holds no store of $N links" >&2; exit 1; }
+    mkdir -p "$STORE/data" && ln -s "$STORE/data" "$WORK/data"
+  fi
+  start 100
+  links_jsonl "$N" "$WORK/links.jsonl"
+  start_s=$(date +%s.%N)
+  import_codes "$WORK/shardkit" http://127.0.0.1:$port "$WORK/links.jsonl" "$KEEP/codes.txt"
+  end_s=$(date +%s.%N)
+  stop
+  head -n 10000 "$KEEP/codes.txt" > "$KEEP/hot.txt"
+  random_codes_lua "$KEEP/codes.txt" "$KEEP/all.lua"
+  random_codes_lua "$KEEP/hot.txt" "$KEEP/hot.lua"
+  zipf_codes_lua "$KEEP/codes.txt" "$KEEP/zipf.lua"
+  uncache "$WORK/links.jsonl" "$KEEP/codes.txt" "$KEEP/codes.txt.packed"
+  rm -f "$WORK/links.jsonl"
+  echo "$N links loaded at $(python3 -c "print(round($N / ($end_s - $start_s)))") links/s"
+  [ -z "$STORE" ] || touch "$STORE/loaded-$N"
+fi
 printf 'round\tkind\treq_s\tp99\tcpu_us\n' > "$WORK/results.tsv"
 for round in $(seq "$R"); do
   for kind in $KINDS; do
@@ -78,7 +96,7 @@ for round in $(seq "$R"); do
       [ "$build" = this ] || { bin="$WORK/shardkit-base"; label="$kind@base"; }
       case $kind in held) start 600000 "$bin" ;; *) start 100 "$bin" ;; esac
       warm "$WORK/data/links.segments" "$WORK/data/links.redb"
-      case $kind in hot) lua="$WORK/hot.lua" ;; zipf) lua="$WORK/zipf.lua" ;; *) lua="$WORK/all.lua" ;; esac
+      case $kind in hot) lua="$KEEP/hot.lua" ;; zipf) lua="$KEEP/zipf.lua" ;; *) lua="$KEEP/all.lua" ;; esac
       t0=$(cpu_total "$server")
       read -r rps p99 bad n < <(wrk -t2 -c50 -d"$D" --latency -s "$lua" http://127.0.0.1:$port | wrk_figures)
       t1=$(cpu_total "$server")
