@@ -14,7 +14,7 @@
 //! share a lock so a slot is never read half written.
 //!
 //! Once the store is open, [`OffsetIndex::hold`] loads the slots into memory, packed
-//! ([`crate::slot_table`], ~2.1 bytes a link within a budget), and the files are read
+//! ([`crate::slot_table`], ~2.25 bytes a link within a budget), and the files are read
 //! only for a slot the table does not hold: a redirect's record is then one `pread`.
 
 use crate::error::StoreError;

@@ -41,7 +41,7 @@
 //!
 //! Memory: `cache_bytes` ([`SegmentLinkStore::open`]) is split between redb's page
 //! cache ([`redb_cache_bytes`]) and the offset index's slots held packed in memory
-//! (the rest: ~2.1 bytes a link, so the default 256 MiB holds 100 M links' slots);
+//! (the rest: ~2.25 bytes a link, so the default 256 MiB holds 100 M links' slots);
 //! segments, and the slots past that budget, are read with `pread` (no mmap), so they
 //! sit in the kernel's page cache, not in the process: resident memory does not grow
 //! past `cache_bytes` with the number of links.

@@ -394,7 +394,7 @@ fn slots_past_the_memory_budget_are_read_from_their_files_before_and_after_a_reo
     check_all(&store);
     let (used, _) = store.index_memory();
     assert!(
-        (62 * 10 * 136..62 * 10 * (136 + 560)).contains(&used),
+        (62 * 10 * 144..62 * 10 * (144 + 560)).contains(&used),
         "{used}"
     );
 }
