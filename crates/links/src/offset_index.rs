@@ -187,9 +187,7 @@ impl OffsetIndex {
             let file = self.file(group, true)?.expect("made on demand");
             file.write_all_at(&run, first * 8)
                 .map_err(|e| io("write", &self.path(group), e))?;
-            for &(key, loc) in &slots[i..j] {
-                table.set(key, loc);
-            }
+            table.set_all(&slots[i..j]);
             i = j;
         }
         Ok(())

@@ -204,15 +204,37 @@ impl SlotTable {
         self.groups[(key & 63) as usize].get(n / BLOCK, n % BLOCK)
     }
 
-    /// Sets `key`'s slot to `loc` (0: none) if the table holds it or it is at most
-    /// [`GROWTH_BLOCKS`] past the group's held blocks and the share allows.
+    /// Sets `key`'s slot to `loc` (0: none); see [`SlotTable::set_all`].
+    #[cfg(test)]
     pub(crate) fn set(&mut self, key: u64, loc: u64) {
-        let Ok(n) = usize::try_from(key >> 6) else {
+        self.set_all(&[(key, loc)]);
+    }
+
+    /// Sets each `(key, location)` slot (0: none) the table holds, or that is at most
+    /// [`GROWTH_BLOCKS`] past its group's held blocks while the share allows; a run of
+    /// slots in one block (a batch's, in key order) unpacks and packs that block once.
+    pub(crate) fn set_all(&mut self, updates: &[(u64, u64)]) {
+        let block_of = |key: u64| (key & 63, (key >> 6) / BLOCK as u64);
+        let mut i = 0;
+        while i < updates.len() {
+            let here = block_of(updates[i].0);
+            let mut j = i + 1;
+            while j < updates.len() && block_of(updates[j].0) == here {
+                j += 1;
+            }
+            self.set_block(&updates[i..j]);
+            i = j;
+        }
+    }
+
+    /// [`SlotTable::set_all`] for updates that all fall in one block.
+    fn set_block(&mut self, updates: &[(u64, u64)]) {
+        let Ok(n) = usize::try_from(updates[0].0 >> 6) else {
             return;
         };
-        let (b, i) = (n / BLOCK, n % BLOCK);
+        let b = n / BLOCK;
         let share = self.share;
-        let group = &mut self.groups[(key & 63) as usize];
+        let group = &mut self.groups[(updates[0].0 & 63) as usize];
         let mut slots = match group.slots(b) {
             Some(slots) => slots,
             None if b >= group.blocks.len()
@@ -226,7 +248,9 @@ impl SlotTable {
             }
             None => return,
         };
-        slots[i] = loc;
+        for &(key, loc) in updates {
+            slots[(key >> 6) as usize % BLOCK] = loc;
+        }
         group.put(b, &slots, share);
     }
 
