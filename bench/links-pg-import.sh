@@ -53,10 +53,10 @@ run() {
     t1=$(date +%s.%N); c1=$(cpu_total "$server")
     total=$((total + 250000))
     created=$(grep -c '^{"code"' "$WORK/results.jsonl" || true)
-    python3 -c 'import sys
+    python3 -c 'import os, sys
 name, total, t0, t1, created, c0, c1 = sys.argv[1:]
 t = float(t1) - float(t0)
-cpu = (int(c1) - int(c0)) / 100
+cpu = (int(c1) - int(c0)) / os.sysconf("SC_CLK_TCK")
 print(f"{name:>5} {int(total):>11,} {250000 / t:>10,.0f} {int(created):>9,} {cpu:>10.1f} {cpu / 250000 * 1e6:>10.1f}")' \
       "$name" "$total" "$t0" "$t1" "$created" "$c0" "$c1"
   done
