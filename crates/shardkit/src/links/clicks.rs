@@ -271,7 +271,7 @@ impl ClickBook {
     pub fn flush(&self, engine: &Engine) -> Result<usize, Error> {
         self.flush_with(|clicks| {
             if clicks.is_empty() {
-                return Ok(());
+                return Ok(Clicks::default());
             }
             store::write(
                 engine,
@@ -280,17 +280,20 @@ impl ClickBook {
                 clicks,
                 &mut OwnerRows::default(),
             )
+            .map(|refused| refused.clicks)
         })
     }
 
     /// Takes every unflushed click and hands them to `write` (the analytics' write,
-    /// which stores them with the clicks' analytics, durable when it returns); answers
-    /// the links whose clicks it took. `write` runs even with no click (it may have
-    /// analytics to write). On failure the clicks go back to memory for the next try.
-    /// One flush at a time: a reader of a total waits for the one in progress.
+    /// which stores them with the clicks' analytics, durable when it returns, and
+    /// answers the clicks of rows it could not write); answers the links whose clicks
+    /// it wrote. `write` runs even with no click (it may have analytics to write). The
+    /// clicks `write` left out, or all of them when it fails, go back to memory for
+    /// the next try. One flush at a time: a reader of a total waits for the one in
+    /// progress.
     pub fn flush_with(
         &self,
-        write: impl FnOnce(&Clicks) -> Result<(), Error>,
+        write: impl FnOnce(&Clicks) -> Result<Clicks, Error>,
     ) -> Result<usize, Error> {
         let _one_at_a_time = self.flushing.lock();
         let mut clicks = Clicks::default();
@@ -307,20 +310,32 @@ impl ClickBook {
                 true
             });
         }
-        if let Err(e) = write(&clicks) {
-            // Put them back; a later flush retries (a partly applied batch may then count twice, never lose).
-            for &(id, n) in &clicks.totals {
-                let mut shard = self.shard(id).lock();
-                let slot = shard.entry(id).or_default();
-                slot.pending += n;
+        match write(&clicks) {
+            Ok(left_out) => {
+                self.put_back(&left_out);
+                Ok(clicks.totals.len() - left_out.totals.len())
             }
-            for &(id, d, n) in &clicks.days {
-                let mut shard = self.shard(id).lock();
-                shard.entry(id).or_default().add_day(d, n);
+            Err(e) => {
+                // A whole engine call refused: a later flush retries them all (one
+                // refused after an earlier call applied may then count twice; see
+                // `store::write`).
+                self.put_back(&clicks);
+                Err(e)
             }
-            return Err(e);
         }
-        Ok(clicks.totals.len())
+    }
+
+    /// Puts clicks taken by a flush back in memory, for the next one.
+    fn put_back(&self, clicks: &Clicks) {
+        for &(id, n) in &clicks.totals {
+            let mut shard = self.shard(id).lock();
+            let slot = shard.entry(id).or_default();
+            slot.pending += n;
+        }
+        for &(id, d, n) in &clicks.days {
+            let mut shard = self.shard(id).lock();
+            shard.entry(id).or_default().add_day(d, n);
+        }
     }
 }
 
@@ -387,5 +402,70 @@ mod tests {
             9
         );
         assert_eq!(book.daily(&engine, 9, &[100]), [4]);
+    }
+
+    /// A row the engine refuses (its cold block damaged) costs its own clicks a retry,
+    /// never the others a second count: every other link's total reads exactly its
+    /// clicks however many flushes follow, and the refused ones stay in memory.
+    #[test]
+    fn a_refused_row_keeps_its_clicks_and_the_rest_are_counted_once() {
+        const LINKS: u64 = 4_000;
+        let dir = tempfile::tempdir().unwrap();
+        let options = || shardkit_counters::Options {
+            snapshot_log_bytes: None,
+            ..shardkit_counters::Options::default()
+        };
+        {
+            let engine = Engine::open(dir.path(), options()).unwrap();
+            ensure_counters(&engine).unwrap();
+            let book = ClickBook::default();
+            for id in 0..LINKS {
+                assert!(book.hit(&engine, id, 100, None));
+            }
+            assert_eq!(book.flush(&engine).unwrap(), LINKS as usize);
+            engine.evict(std::time::Duration::ZERO).unwrap();
+            engine.snapshot().unwrap();
+        }
+        // Damage the first block of every cold file (as counters/tests/cold_names.rs).
+        let mut damaged_files = 0;
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with("cold-") && name.ends_with(".blk") {
+                let mut bytes = std::fs::read(&path).unwrap();
+                for b in &mut bytes[40..48] {
+                    *b ^= 0x5A;
+                }
+                std::fs::write(&path, &bytes).unwrap();
+                damaged_files += 1;
+            }
+        }
+        assert!(damaged_files > 0, "the rows went cold");
+        let engine = Engine::open(dir.path(), options()).unwrap();
+        let book = ClickBook::default();
+        for id in 0..LINKS {
+            assert!(book.hit(&engine, id, 101, None));
+        }
+        for _ in 0..3 {
+            let _ = book.flush(&engine);
+        }
+        let (mut sound, mut refused) = (0, 0);
+        for id in 0..LINKS {
+            match engine.get(TOTAL_COUNTER, Key::Name(&total_key(id)), COLUMN) {
+                Ok(total) => {
+                    assert_eq!(total, 2, "link {id} counted twice");
+                    sound += 1;
+                }
+                Err(_) => {
+                    // Still in memory for a later flush: one click before, one now.
+                    assert_eq!(book.shard(id).lock().get(&id).map(|s| s.pending), Some(1));
+                    refused += 1;
+                }
+            }
+        }
+        assert!(
+            refused > 0 && sound > refused,
+            "{sound} sound, {refused} refused"
+        );
     }
 }

@@ -360,34 +360,47 @@ impl Analytics {
                 classified += 1;
             }
         }
-        book.flush_with(|clicks| self.write_with(engine, tally, clicks))?;
+        book.flush_with(|clicks| {
+            self.write_with(engine, tally, clicks)
+                .map(|refused| refused.clicks)
+        })?;
         Ok(classified)
     }
 
     /// Writes `tally` (and whatever a failed write left) to the engine; on failure
-    /// keeps it all for the next flush. The path of imported analytics.
+    /// keeps it all for the next flush. The path of imported analytics: a row the
+    /// engine refused (its cold block unreadable) is an error here, the rest written.
     pub fn write(&self, engine: &Engine, tally: Tally) -> Result<(), Error> {
-        self.write_with(engine, tally, &Clicks::default())
+        match self.write_with(engine, tally, &Clicks::default())?.first {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
-    /// [`Analytics::write`] with counted clicks written into the same rows; on failure
-    /// the tally is kept here and the clicks are the caller's to keep
+    /// [`Analytics::write`] with counted clicks written into the same rows; answers
+    /// the rows the engine refused one by one (their clicks the caller's to keep); on
+    /// failure the tally is kept here and the clicks are the caller's to keep
     /// ([`ClickBook::flush_with`] puts them back).
-    fn write_with(&self, engine: &Engine, tally: Tally, clicks: &Clicks) -> Result<(), Error> {
+    fn write_with(
+        &self,
+        engine: &Engine,
+        tally: Tally,
+        clicks: &Clicks,
+    ) -> Result<store::Refused, Error> {
         let mut owners = self.writing.lock();
         let mut all = std::mem::take(&mut *self.waiting.lock());
         all.merge(tally);
         if all.is_empty() && clicks.is_empty() {
-            return Ok(());
+            return Ok(store::Refused::default());
         }
         match store::write(engine, &self.labels, &all, clicks, &mut owners) {
-            Ok(()) => {
+            Ok(refused) => {
                 // A flush's room is kept; an import's bigger tally is freed.
                 if all.days.capacity() <= QUEUE {
                     all.clear();
                     *self.spare.lock() = all;
                 }
-                Ok(())
+                Ok(refused)
             }
             Err(e) => {
                 // Kept for the next try (a partly applied write may then count twice, never lose).

@@ -744,13 +744,20 @@ impl Clicks {
 /// and analytics go to its one [`DAILY`] row in one write. Callers serialize writes;
 /// `owners` is the rows the last write left (emptied here, freed at the end past
 /// `KEPT_OWNER_ROWS`).
+///
+/// A row the engine refuses (its cold block cannot be read) is left out and the rest
+/// written: the clicks of refused rows come back in [`Refused`] for the caller to keep
+/// and retry, so no other click is ever added twice; the analytics of a refused day
+/// row are dropped (logged). `Err` is a whole engine call refused (a failed log, a
+/// follower's engine) after the calls before it applied.
 pub fn write(
     engine: &Engine,
     labels: &Labels,
     tally: &Tally,
     clicks: &Clicks,
     owners: &mut OwnerRows,
-) -> Result<(), Error> {
+) -> Result<Refused, Error> {
+    let mut refused = Refused::default();
     let mut newest = Pending::NONE;
     labels.owner_rows(
         engine,
@@ -888,10 +895,14 @@ pub fn write(
         .map(|(key, items)| (Key::Name(key), items.as_slice()))
         .collect();
     let mut results = Vec::new();
-    for run in rows.chunks(RUN) {
+    for (k, run) in rows.chunks(RUN).enumerate() {
         newest = newest.max(engine.update_rows(TOTALS, &TOTAL_NAME_REFS, run, &mut results)?);
-        // A slot owner is a hash below the column's max, so only a count is refused.
-        refused(&mut results)?;
+        // The first rows are the counted clicks', in their order.
+        for i in refused_rows(run, &mut results, &mut refused.first) {
+            if let Some(&total) = clicks.totals.get(k * RUN + i) {
+                refused.clicks.totals.push(total);
+            }
+        }
     }
     for new in new_slots.chunk_by(|a, b| a.id == b.id) {
         labels.learn(new[0].id, owners.get(new[0].id), new);
@@ -906,9 +917,14 @@ pub fn write(
         .zip(&by_row)
         .map(|(key, items)| (Key::Name(key), items.as_slice()))
         .collect();
-    for run in rows.chunks(RUN) {
+    for (k, run) in rows.chunks(RUN).enumerate() {
         newest = newest.max(engine.incr_rows(DAILY, &DAY_NAME_REFS, run, &mut results)?);
-        refused(&mut results)?;
+        // As above: the counted clicks' day rows first, in their order.
+        for i in refused_rows(run, &mut results, &mut refused.first) {
+            if let Some(&day) = clicks.days.get(k * RUN + i) {
+                refused.clicks.days.push(day);
+            }
+        }
     }
     newest = newest.max(incr_deferred(
         engine,
@@ -916,10 +932,28 @@ pub fn write(
         site.iter().map(|(k, &n)| (k.as_str(), n)),
     )?);
     engine.commit(newest)?;
-    if owners.rows.capacity() > KEPT_OWNER_ROWS {
+    if let Some(e) = &refused.first {
+        // The kept owner rows may name owners a refused total row did not take.
+        *owners = OwnerRows::default();
+        tracing::warn!(
+            totals = refused.clicks.totals.len(),
+            days = refused.clicks.days.len(),
+            error = %e,
+            "click rows refused by the counter engine; their clicks are kept for the next flush"
+        );
+    } else if owners.rows.capacity() > KEPT_OWNER_ROWS {
         *owners = OwnerRows::default();
     }
-    Ok(())
+    Ok(refused)
+}
+
+/// What a [`write`] left out: the rows the engine refused one by one.
+#[derive(Debug, Default)]
+pub struct Refused {
+    /// The clicks of refused rows: not added anywhere, the caller's to keep.
+    pub clicks: Clicks,
+    /// Why the first row was refused (`None`: every row was written).
+    pub first: Option<Error>,
 }
 
 /// One link's total row items of a flush: its clicks added and its new slot owners
@@ -947,16 +981,34 @@ fn clamp(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// Stops on an increment the engine refused for a reason other than its value (the
-/// value ones, past the column's max, are left as they were, as `incr_batch` does).
-fn refused(results: &mut Vec<Result<u64, Error>>) -> Result<(), Error> {
-    for result in results.drain(..) {
-        match result {
-            Ok(_) | Err(Error::Negative { .. } | Error::TooLarge { .. }) => {}
-            Err(e) => return Err(e),
+/// The rows of `run` (indices) the engine refused for a reason other than a value,
+/// from its `results` (one an item, rows in order), keeping the first such error in
+/// `first`. Value refusals (below zero, past a column's max) leave that value as it
+/// was, as `incr_batch` does; a row refused otherwise (its cold block unreadable)
+/// changed nothing.
+fn refused_rows<T>(
+    run: &[(Key<'_>, &[T])],
+    results: &mut Vec<Result<u64, Error>>,
+    first: &mut Option<Error>,
+) -> Vec<usize> {
+    let mut rows = Vec::new();
+    let mut results = results.drain(..);
+    for (i, (_, items)) in run.iter().enumerate() {
+        let mut whole = true;
+        for result in results.by_ref().take(items.len()) {
+            match result {
+                Ok(_) | Err(Error::Negative { .. } | Error::TooLarge { .. }) => {}
+                Err(e) => {
+                    whole = false;
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        if !whole {
+            rows.push(i);
         }
     }
-    Ok(())
+    rows
 }
 
 /// Adds `(row key, count)` pairs to [`COLUMN`] of `counter`, not yet durable (the
