@@ -947,7 +947,7 @@ pub fn write(
     Ok(refused)
 }
 
-/// What a [`write`] left out: the rows the engine refused one by one.
+/// What a [`write()`] left out: the rows the engine refused one by one.
 #[derive(Debug, Default)]
 pub struct Refused {
     /// The clicks of refused rows: not added anywhere, the caller's to keep.
