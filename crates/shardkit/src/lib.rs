@@ -17,6 +17,7 @@ pub mod group_commit;
 pub mod http;
 pub mod id_leases;
 pub mod links;
+pub mod log_every;
 pub mod plural;
 pub mod regions;
 pub mod replication;

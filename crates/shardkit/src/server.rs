@@ -130,6 +130,9 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
 /// `links.click_flush_ms` until told to stop (`AppState::close` flushes the rest).
 async fn flush_clicks(state: Arc<AppState>, mut stopped: watch::Receiver<bool>) {
     let every = Duration::from_millis(state.settings.links.click_flush_ms.max(1));
+    // A failing write is retried every flush: logged the first time, then once a minute.
+    let failure_log = crate::log_every::LogEvery::minute();
+    let mut failed_flushes = 0u64;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
@@ -146,10 +149,21 @@ async fn flush_clicks(state: Arc<AppState>, mut stopped: watch::Receiver<bool>) 
         .await
         {
             Ok(Err(e)) => {
-                tracing::warn!(error = %e, "clicks could not be written to the counter engine; retrying")
+                failed_flushes += 1;
+                if failure_log.due() {
+                    tracing::warn!(error = %e, failed_flushes, "clicks could not be written to the counter engine; kept in memory and retried every flush");
+                }
             }
             Err(e) => tracing::warn!(error = %e, "the click flusher failed"),
-            Ok(Ok(_)) => {}
+            Ok(Ok(_)) => {
+                if failed_flushes > 0 {
+                    tracing::info!(
+                        failed_flushes,
+                        "clicks are written to the counter engine again"
+                    );
+                    failed_flushes = 0;
+                }
+            }
         }
     }
 }

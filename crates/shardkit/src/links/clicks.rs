@@ -18,8 +18,8 @@
 //! unflushed is dropped at the next flush; flushes run one at a time, so by then the
 //! engine holds every earlier click and a reload from it is exact.
 
-use super::analytics::store::{self, total_key, Clicks, KeyText, Labels, OwnerRows};
-use super::analytics::{FastHash, Tally};
+use super::analytics::store::{self, total_key, Backlog, Clicks, KeyText, Labels, OwnerRows};
+use super::analytics::FastHash;
 use parking_lot::Mutex;
 use shardkit_counters::{Engine, Error, Key};
 use std::collections::HashMap;
@@ -271,57 +271,54 @@ impl ClickBook {
     pub fn flush(&self, engine: &Engine) -> Result<usize, Error> {
         self.flush_with(|clicks| {
             if clicks.is_empty() {
-                return Ok(Clicks::default());
+                return store::Written::default();
             }
             store::write(
                 engine,
                 &Labels::default(),
-                &Tally::default(),
+                &Backlog::default(),
                 clicks,
                 &mut OwnerRows::default(),
             )
-            .map(|refused| refused.clicks)
         })
     }
 
     /// Takes every unflushed click and hands them to `write` (the analytics' write,
     /// which stores them with the clicks' analytics, durable when it returns, and
-    /// answers the clicks of rows it could not write); answers the links whose clicks
-    /// it wrote. `write` runs even with no click (it may have analytics to write). The
-    /// clicks `write` left out, or all of them when it fails, go back to memory for
-    /// the next try. One flush at a time: a reader of a total waits for the one in
-    /// progress.
+    /// answers the clicks it did not store: rows it could not write, and, when it
+    /// stopped at a refused engine call, the rows it did not reach); answers the links
+    /// whose clicks it wrote, or why it stopped. `write` runs even with no click (it
+    /// may have analytics to write). The clicks `write` did not store go back to
+    /// memory for the next try, and only those: none is counted twice. One flush at a
+    /// time: a reader of a total waits for the one in progress.
     pub fn flush_with(
         &self,
-        write: impl FnOnce(&Clicks) -> Result<Clicks, Error>,
+        write: impl FnOnce(&Clicks) -> store::Written,
     ) -> Result<usize, Error> {
         let _one_at_a_time = self.flushing.lock();
         let mut clicks = Clicks::default();
         for shard in self.shards.iter() {
             let mut shard = shard.lock();
             shard.retain(|&id, slot| {
-                if slot.pending == 0 {
+                // A slot may hold day clicks alone: a write that stored the link's
+                // total but not its day row gave back only the day's.
+                if slot.pending == 0 && slot.day_pending == 0 && slot.older.is_empty() {
                     return false;
                 }
-                clicks.totals.push((id, std::mem::take(&mut slot.pending)));
+                if slot.pending > 0 {
+                    clicks.totals.push((id, std::mem::take(&mut slot.pending)));
+                }
                 clicks.days.extend(slot.days().map(|(d, n)| (id, d, n)));
                 slot.day_pending = 0;
                 slot.older.clear();
                 true
             });
         }
-        match write(&clicks) {
-            Ok(left_out) => {
-                self.put_back(&left_out);
-                Ok(clicks.totals.len() - left_out.totals.len())
-            }
-            Err(e) => {
-                // A whole engine call refused: a later flush retries them all (one
-                // refused after an earlier call applied may then count twice; see
-                // `store::write`).
-                self.put_back(&clicks);
-                Err(e)
-            }
+        let written = write(&clicks);
+        self.put_back(&written.left);
+        match written.stopped {
+            Some(e) => Err(e),
+            None => Ok(clicks.totals.len() - written.left.totals.len()),
         }
     }
 

@@ -259,8 +259,8 @@ pub struct Analytics {
     spare: Mutex<Tally>,
     /// Labels by hash, and the slot rows read so far.
     pub labels: store::Labels,
-    /// Classified but not yet written (kept for the next try when a write fails).
-    waiting: Mutex<Tally>,
+    /// Classified but not yet written: what a stopped write left, for the next.
+    waiting: Mutex<store::Backlog>,
     /// One write at a time: slot assignment reads, then writes, the slot rows. Holds
     /// the owner rows the last write left, for the next to reuse.
     writing: Mutex<store::OwnerRows>,
@@ -284,7 +284,7 @@ impl Analytics {
             agents: Mutex::new(HashMap::default()),
             referrers: Mutex::new(HashMap::default()),
             labels: store::Labels::load(engine)?,
-            waiting: Mutex::new(Tally::default()),
+            waiting: Mutex::default(),
             writing: Mutex::default(),
             spare: Mutex::default(),
         })
@@ -360,54 +360,44 @@ impl Analytics {
                 classified += 1;
             }
         }
-        book.flush_with(|clicks| {
-            self.write_with(engine, tally, clicks)
-                .map(|refused| refused.clicks)
-        })?;
+        book.flush_with(|clicks| self.write_with(engine, tally, clicks))?;
         Ok(classified)
     }
 
-    /// Writes `tally` (and whatever a failed write left) to the engine; on failure
-    /// keeps it all for the next flush. The path of imported analytics: a row the
+    /// Writes `tally` (and whatever a stopped write left) to the engine; what it did
+    /// not store is kept for the next flush. The path of imported analytics: a row the
     /// engine refused (its cold block unreadable) is an error here, the rest written.
     pub fn write(&self, engine: &Engine, tally: Tally) -> Result<(), Error> {
-        match self.write_with(engine, tally, &Clicks::default())?.first {
+        let written = self.write_with(engine, tally, &Clicks::default());
+        match written.stopped.or(written.refused) {
             Some(e) => Err(e),
             None => Ok(()),
         }
     }
 
     /// [`Analytics::write`] with counted clicks written into the same rows; answers
-    /// the rows the engine refused one by one (their clicks the caller's to keep); on
-    /// failure the tally is kept here and the clicks are the caller's to keep
-    /// ([`ClickBook::flush_with`] puts them back).
-    fn write_with(
-        &self,
-        engine: &Engine,
-        tally: Tally,
-        clicks: &Clicks,
-    ) -> Result<store::Refused, Error> {
+    /// the clicks it did not store (the caller's to keep: [`ClickBook::flush_with`]
+    /// puts them back); the analytics it did not store are kept here for the next
+    /// write ([`store::Backlog`]), so a retry counts nothing twice.
+    fn write_with(&self, engine: &Engine, tally: Tally, clicks: &Clicks) -> store::Written {
         let mut owners = self.writing.lock();
-        let mut all = std::mem::take(&mut *self.waiting.lock());
-        all.merge(tally);
-        if all.is_empty() && clicks.is_empty() {
-            return Ok(store::Refused::default());
+        let mut backlog = std::mem::take(&mut *self.waiting.lock());
+        backlog.tally.merge(tally);
+        if backlog.is_empty() && clicks.is_empty() {
+            return store::Written::default();
         }
-        match store::write(engine, &self.labels, &all, clicks, &mut owners) {
-            Ok(refused) => {
-                // A flush's room is kept; an import's bigger tally is freed.
-                if all.days.capacity() <= QUEUE {
-                    all.clear();
-                    *self.spare.lock() = all;
-                }
-                Ok(refused)
-            }
-            Err(e) => {
-                // Kept for the next try (a partly applied write may then count twice, never lose).
-                self.waiting.lock().merge(all);
-                Err(e)
-            }
+        let mut written = store::write(engine, &self.labels, &backlog, clicks, &mut owners);
+        let owed = std::mem::take(&mut written.backlog);
+        if !owed.is_empty() {
+            self.waiting.lock().merge(owed);
         }
+        // A flush's room is kept; an import's bigger tally is freed.
+        let mut room = backlog.tally;
+        if room.days.capacity() <= QUEUE {
+            room.clear();
+            *self.spare.lock() = room;
+        }
+        written
     }
 }
 

@@ -230,4 +230,107 @@ mod tests {
         assert_eq!(site.len(), 3);
         assert!(Days::new(11, 10).is_err() && Days::new(0, 366).is_err());
     }
+
+    /// A write stopped before any one of its engine calls (the engine turned follower
+    /// there) and retried once it leads again, with more clicks come meanwhile, stores
+    /// every click and count exactly once: totals, days, people, slots, labels and the
+    /// site's rows, and the part stored before the stop survives a reopen. The links
+    /// were clicked and flushed once before (rows stored, owners cached).
+    #[test]
+    fn a_write_stopped_at_any_engine_call_stores_each_click_once_when_retried() {
+        use super::super::super::clicks::ClickBook;
+        // Three runs of total rows and three of day rows (runs of 1,024).
+        const LINKS: u64 = 2_500;
+        let days = Days::new(10, 10).unwrap();
+        let [a, b, c] =
+            ["a", "b", "c"].map(|h| store::label_hash(Dim::Referrer, &format!("{h}.example")));
+        let mut stops = 0;
+        for stop_at in 0.. {
+            let dir = tempfile::tempdir().unwrap();
+            let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+            store::ensure_counters(&engine).unwrap();
+            let analytics = Analytics::open(&engine, None).unwrap();
+            let book = ClickBook::default();
+            for host in ["a", "b"] {
+                for id in 0..LINKS {
+                    assert!(book.hit(&engine, id, 10, None));
+                    analytics.record(click(id, 10, &format!("https://{host}.example/"), FIREFOX));
+                }
+                if host == "a" {
+                    analytics.flush(&engine, &book).unwrap();
+                }
+            }
+            store::stop_before_call(Some(stop_at));
+            let first = analytics.flush(&engine, &book);
+            if store::stop_before_call(None).is_some() {
+                // Fewer calls than `stop_at`: every one was a stop.
+                first.unwrap();
+                break;
+            }
+            assert!(
+                matches!(first, Err(Error::ReadOnly)),
+                "stop {stop_at}: {first:?}"
+            );
+            stops += 1;
+            engine.set_read_only(false);
+            // More clicks before the retry: every other link from c.example.
+            for id in (0..LINKS).step_by(2) {
+                assert!(book.hit(&engine, id, 10, None));
+                analytics.record(click(id, 10, "https://c.example/", FIREFOX));
+            }
+            analytics.flush(&engine, &book).unwrap();
+            let check = |engine: &Engine, book: &ClickBook| {
+                let labels = store::Labels::load(engine).unwrap();
+                for id in 0..LINKS {
+                    let twice = id % 2 == 0;
+                    let want = 2 + u64::from(twice);
+                    let at = format!("stop {stop_at}, link {id}");
+                    assert_eq!(book.total(engine, id), want, "{at}");
+                    assert_eq!(book.daily(engine, id, &[10]), [want], "{at}");
+                    assert_eq!(
+                        link_days(engine, id, days).unwrap(),
+                        [(10, want, 0)],
+                        "{at}"
+                    );
+                    let slots = labels.slots(engine, id, Dim::Referrer).unwrap();
+                    assert_eq!(slots[..4], [a, b, if twice { c } else { 0 }, 0], "{at}");
+                    let mut values =
+                        vec![("a.example".to_string(), 1), ("b.example".to_string(), 1)];
+                    if twice {
+                        values.push(("c.example".to_string(), 1));
+                    }
+                    assert_eq!(
+                        link_values(engine, &labels, id, Dim::Referrer, days).unwrap(),
+                        values,
+                        "{at}"
+                    );
+                }
+                assert_eq!(site_people(engine, days).unwrap(), 2 * LINKS + LINKS / 2);
+                assert_eq!(
+                    site_values(engine, Dim::Referrer, days, 3).unwrap(),
+                    [
+                        ("a.example".to_string(), LINKS),
+                        ("b.example".to_string(), LINKS),
+                        ("c.example".to_string(), LINKS / 2)
+                    ],
+                    "stop {stop_at}"
+                );
+                assert_eq!(
+                    site_values(engine, Dim::Browser, days, 3).unwrap(),
+                    [("Firefox".to_string(), 2 * LINKS + LINKS / 2)],
+                    "stop {stop_at}"
+                );
+            };
+            check(&engine, &book);
+            assert_eq!(book.flush(&engine).unwrap(), 0, "nothing left over");
+            drop(analytics);
+            drop(engine);
+            let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
+            check(&engine, &ClickBook::default());
+        }
+        assert!(
+            stops >= 8,
+            "labels, 3 total runs, 3 day runs, site: {stops}"
+        );
+    }
 }

@@ -678,6 +678,18 @@ impl Labels {
         Ok(())
     }
 
+    /// Forgets the cached owner rows of the links given `new` slots (not all stored:
+    /// the next write reads them again from the engine) and learns the slots' labels.
+    fn forget_owners(&self, new: &[NewSlot]) {
+        let mut inner = self.inner.lock();
+        for s in new {
+            inner.owners.remove(&s.id);
+            inner.names.insert(s.hash, Arc::clone(&s.label));
+        }
+    }
+
+    /// Caches the owner row of link `id` after a write stored its `new` slots, and
+    /// learns their labels.
     fn learn(&self, id: u64, row: &OwnerRow, new: &[NewSlot]) {
         let mut inner = self.inner.lock();
         inner.owners.insert(id, trimmed(row));
@@ -736,7 +748,64 @@ impl Clicks {
     }
 }
 
-/// Writes `clicks` and `tally` to the engine (durable when this returns): new slot
+/// Classified clicks a [`write()`] is to store: the new ones, and what an earlier
+/// write stopped before storing ([`Written::backlog`]), kept apart by how far they got
+/// so that a retry stores each part once.
+#[derive(Debug, Default, Clone)]
+pub struct Backlog {
+    /// Clicks none of whose rows were written: their day rows and site rows to write.
+    pub tally: Tally,
+    /// Clicks whose site rows are counted already (written, or in `site`) but whose
+    /// day rows were not written: their day rows only (their slots were given out).
+    pub day_only: Tally,
+    /// [`SITE`] rows and the counts not written to them yet.
+    pub site: HashMap<String, u64, FastHash>,
+}
+
+impl Backlog {
+    /// Nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.tally.is_empty() && self.day_only.is_empty() && self.site.is_empty()
+    }
+
+    /// Adds `other` to this backlog, each part to its own.
+    pub fn merge(&mut self, other: Backlog) {
+        self.tally.merge(other.tally);
+        self.day_only.merge(other.day_only);
+        for (key, n) in other.site {
+            *self.site.entry(key).or_default() += n;
+        }
+    }
+}
+
+impl From<Tally> for Backlog {
+    fn from(tally: Tally) -> Backlog {
+        Backlog {
+            tally,
+            ..Backlog::default()
+        }
+    }
+}
+
+/// What a [`write()`] did not store, for the caller to keep and hand to the next one:
+/// exact, so that the retry adds nothing twice.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Clicks added nowhere: those of the rows the engine refused one by one and,
+    /// when the write stopped, those of the rows it did not reach.
+    pub left: Clicks,
+    /// Analytics not stored because the write stopped (empty otherwise: the analytics
+    /// of a row refused one by one are dropped, and logged).
+    pub backlog: Backlog,
+    /// Why the first row was refused (`None`: no row was).
+    pub refused: Option<Error>,
+    /// The whole engine call the write stopped at (a follower's engine, a failed log):
+    /// what the calls before it stored is committed and not owed again. Or the commit
+    /// that failed: then the log refuses every later write, and nothing is owed.
+    pub stopped: Option<Error>,
+}
+
+/// Writes `clicks` and `backlog` to the engine (durable when this returns): new slot
 /// owners first (their labels, then the slots), then the counts, all made durable by
 /// one commit at the end (one fsync a flush): the log keeps records in the order they
 /// were appended and a crash loses only a suffix of them, so a count is never kept
@@ -745,36 +814,41 @@ impl Clicks {
 /// `owners` is the rows the last write left (emptied here, freed at the end past
 /// `KEPT_OWNER_ROWS`).
 ///
-/// A row the engine refuses (its cold block cannot be read) is left out and the rest
-/// written: the clicks of refused rows come back in [`Refused`] for the caller to keep
-/// and retry, so no other click is ever added twice; the analytics of a refused day
-/// row are dropped (logged). `Err` is a whole engine call refused (a failed log, a
-/// follower's engine) after the calls before it applied.
+/// Nothing is written twice by a caller that keeps what [`Written`] hands back and
+/// retries it: a row the engine refuses (its cold block cannot be read) is left out
+/// and the rest written, its clicks handed back; a whole engine call refused stops the
+/// write there, and every click and count the calls before it did not store is handed
+/// back, split by how far it got ([`Backlog`]).
 pub fn write(
     engine: &Engine,
     labels: &Labels,
-    tally: &Tally,
+    backlog: &Backlog,
     clicks: &Clicks,
     owners: &mut OwnerRows,
-) -> Result<Refused, Error> {
-    let mut refused = Refused::default();
+) -> Written {
+    let mut out = Written::default();
     let mut newest = Pending::NONE;
-    labels.owner_rows(
-        engine,
-        tally
-            .days
-            .iter()
-            .filter(|(_, d)| d.labels().next().is_some())
-            .map(|(&(id, _), _)| id),
-        owners,
-    )?;
+    let with_labels =
+        |(&(id, _), d): (&(u64, u64), &super::LinkDay)| d.labels().next().is_some().then_some(id);
+    let ids = backlog
+        .tally
+        .days
+        .iter()
+        .chain(&backlog.day_only.days)
+        .filter_map(with_labels);
+    if let Err(e) = labels.owner_rows(engine, ids, owners) {
+        out.left = clicks.clone();
+        out.backlog = backlog.clone();
+        return stop(engine, newest, out, e);
+    }
     // A link's new slots are pushed together (its day's labels in one go), so they
     // reach the owner rows grouped by link without a sort.
     let mut new_slots: Vec<NewSlot> = Vec::new();
+    let rows_hint = backlog.tally.days.len() + backlog.day_only.days.len();
     // Each day row's key and its counts by column (a few each: a plain list, summed in
     // place), in the tally's order.
-    let mut keys = KeyText::with_capacity(tally.days.len().max(clicks.days.len()));
-    let mut by_row: Vec<DayCounts> = Vec::with_capacity(tally.days.len().max(clicks.days.len()));
+    let mut keys = KeyText::with_capacity(rows_hint.max(clicks.days.len()));
+    let mut by_row: Vec<DayCounts> = Vec::with_capacity(rows_hint.max(clicks.days.len()));
     // The counted clicks' rows first; the analytics of the same link and day join them.
     let mut row_at: HashMap<(u64, u64), usize, FastHash> = HashMap::default();
     row_at.reserve(clicks.days.len());
@@ -789,51 +863,66 @@ pub fn write(
     // Label hashes by (dimension, the tally's one copy of the label): a flush's labels
     // are few, its (link, label) pairs many.
     let mut hashes: HashMap<(Dim, usize), u64, FastHash> = HashMap::default();
-    for (&(id, day), link_day) in &tally.days {
-        let mut counts = DayCounts::new();
-        if link_day.people > 0 {
-            add_count(&mut counts, PEOPLE_AT, link_day.people);
-            *people_by_day.entry(day).or_default() += link_day.people;
-        }
-        if link_day.bots > 0 {
-            add_count(&mut counts, BOTS_AT, link_day.bots);
-        }
-        // The owner row only for a link with labels (bots' clicks have none).
-        let mut labelled = link_day.labels().peekable();
-        if labelled.peek().is_some() {
-            let row = owners.get_mut(id);
-            for (dim, label, n) in labelled {
-                let hash = *hashes
-                    .entry((dim, Arc::as_ptr(label) as *const u8 as usize))
-                    .or_insert_with(|| label_hash(dim, label));
-                let column = |slot| owner_column(dim, slot);
-                let slot = match (0..SLOTS_PER_DIM).find(|&s| row[column(s)] == hash) {
-                    Some(slot) => slot,
-                    None => match (0..SLOTS_PER_DIM).find(|&s| row[column(s)] == 0) {
-                        Some(free) => {
-                            row[column(free)] = hash;
-                            new_slots.push(NewSlot {
-                                id,
-                                dim,
-                                column: column(free),
-                                hash,
-                                label: Arc::clone(label),
-                            });
-                            free
-                        }
-                        None => SLOTS_PER_DIM,
-                    },
-                };
-                add_count(&mut counts, day_column(dim, slot), n);
-                let site_label = if slot == SLOTS_PER_DIM { OTHER } else { label };
-                *site_labels.entry((day, dim, site_label)).or_default() += n;
+    // A day row met twice (in both tallies) is found again only when there are two.
+    let two_tallies = !backlog.day_only.is_empty();
+    for (tally, counts_site) in [(&backlog.tally, true), (&backlog.day_only, false)] {
+        for (&(id, day), link_day) in &tally.days {
+            let mut counts = DayCounts::new();
+            if link_day.people > 0 {
+                add_count(&mut counts, PEOPLE_AT, clamp(link_day.people));
+                if counts_site {
+                    *people_by_day.entry(day).or_default() += link_day.people;
+                }
             }
-        }
-        if !counts.is_empty() {
+            if link_day.bots > 0 {
+                add_count(&mut counts, BOTS_AT, clamp(link_day.bots));
+            }
+            // The owner row only for a link with labels (bots' clicks have none).
+            let mut labelled = link_day.labels().peekable();
+            if labelled.peek().is_some() {
+                let row = owners.get_mut(id);
+                for (dim, label, n) in labelled {
+                    let hash = *hashes
+                        .entry((dim, Arc::as_ptr(label) as *const u8 as usize))
+                        .or_insert_with(|| label_hash(dim, label));
+                    let column = |slot| owner_column(dim, slot);
+                    let slot = match (0..SLOTS_PER_DIM).find(|&s| row[column(s)] == hash) {
+                        Some(slot) => slot,
+                        None => match (0..SLOTS_PER_DIM).find(|&s| row[column(s)] == 0) {
+                            Some(free) => {
+                                row[column(free)] = hash;
+                                new_slots.push(NewSlot {
+                                    id,
+                                    dim,
+                                    column: column(free),
+                                    hash,
+                                    label: Arc::clone(label),
+                                });
+                                free
+                            }
+                            None => SLOTS_PER_DIM,
+                        },
+                    };
+                    add_count(&mut counts, day_column(dim, slot), clamp(n));
+                    if counts_site {
+                        let site_label = if slot == SLOTS_PER_DIM { OTHER } else { label };
+                        *site_labels.entry((day, dim, site_label)).or_default() += n;
+                    }
+                }
+            }
+            if counts.is_empty() {
+                continue;
+            }
             match row_at.get(&(id, day)) {
-                // Columns apart from the clicks': no sum needed.
-                Some(&i) => by_row[i].extend(counts),
+                Some(&i) => {
+                    for (column, n) in counts {
+                        add_count(&mut by_row[i], column, n);
+                    }
+                }
                 None => {
+                    if two_tallies {
+                        row_at.insert((id, day), by_row.len());
+                    }
                     keys.push_day(id, day);
                     by_row.push(counts);
                 }
@@ -844,8 +933,16 @@ pub fn write(
         .into_iter()
         .map(|((day, dim, label), n)| (site_key(day, dim, label), n))
         .collect();
+    for (day, people) in people_by_day {
+        *site.entry(format!("{day}:p")).or_default() += people;
+    }
+    for (key, n) in &backlog.site {
+        *site.entry(key.clone()).or_default() += n;
+    }
     if !new_slots.is_empty() {
-        // Summed per label: a flush of many new links gives each label once.
+        // Summed per label: a flush of many new links gives each label once. A write
+        // stopped after these were counted counts them again when retried: a label's
+        // count only says that some slot took it.
         let mut label_counts: HashMap<(Dim, &str), u64, FastHash> = HashMap::default();
         for s in &new_slots {
             *label_counts.entry((s.dim, &*s.label)).or_default() += 1;
@@ -854,11 +951,15 @@ pub fn write(
             .into_iter()
             .map(|((dim, label), n)| (format!("{}:{label}", dim.tag()), n))
             .collect();
-        newest = newest.max(incr_deferred(
-            engine,
-            LABELS,
-            label_keys.iter().map(|(k, n)| (k.as_str(), *n)),
-        )?);
+        match incr_column(engine, LABELS, &label_keys, &mut out.refused, &mut 0) {
+            Ok(pending) => newest = newest.max(pending),
+            Err(e) => {
+                out.left = clicks.clone();
+                out.backlog = backlog.clone();
+                labels.forget_owners(&new_slots);
+                return stop(engine, newest, out, e);
+            }
+        }
     }
     // Each link's total row, written once for all its columns: its clicks added, its
     // new slot owners set (a link's first click makes the row once, with every column,
@@ -895,20 +996,38 @@ pub fn write(
         .map(|(key, items)| (Key::Name(key), items.as_slice()))
         .collect();
     let mut results = Vec::new();
+    // Links whose total row was refused: the owners the write gave them are not stored.
+    let mut refused_links: Vec<u64> = Vec::new();
     for (k, run) in rows.chunks(RUN).enumerate() {
-        newest = newest.max(engine.update_rows(TOTALS, &TOTAL_NAME_REFS, run, &mut results)?);
+        before_call(engine);
+        match engine.update_rows(TOTALS, &TOTAL_NAME_REFS, run, &mut results) {
+            Ok(pending) => newest = newest.max(pending),
+            Err(e) => {
+                // The runs before are stored; the owners they set are read again by
+                // the retry (the cache forgets them), which finds them taken.
+                out.left
+                    .totals
+                    .extend_from_slice(&clicks.totals[(k * RUN).min(clicks.totals.len())..]);
+                out.left.days = clicks.days.clone();
+                out.backlog = backlog.clone();
+                labels.forget_owners(&new_slots);
+                return stop(engine, newest, out, e);
+            }
+        }
         // The first rows are the counted clicks', in their order.
-        for i in refused_rows(run, &mut results, &mut refused.first) {
+        for i in refused_rows(run, &mut results, &mut out.refused) {
+            refused_links.push(total_ids[k * RUN + i]);
             if let Some(&total) = clicks.totals.get(k * RUN + i) {
-                refused.clicks.totals.push(total);
+                out.left.totals.push(total);
             }
         }
     }
     for new in new_slots.chunk_by(|a, b| a.id == b.id) {
-        labels.learn(new[0].id, owners.get(new[0].id), new);
-    }
-    for (day, people) in people_by_day {
-        *site.entry(format!("{day}:p")).or_default() += people;
+        if refused_links.contains(&new[0].id) {
+            labels.forget_owners(new);
+        } else {
+            labels.learn(new[0].id, owners.get(new[0].id), new);
+        }
     }
     // Each day row's counts together: the engine looks a row up and writes it once
     // for all its columns.
@@ -918,43 +1037,124 @@ pub fn write(
         .map(|(key, items)| (Key::Name(key), items.as_slice()))
         .collect();
     for (k, run) in rows.chunks(RUN).enumerate() {
-        newest = newest.max(engine.incr_rows(DAILY, &DAY_NAME_REFS, run, &mut results)?);
+        before_call(engine);
+        match engine.incr_rows(DAILY, &DAY_NAME_REFS, run, &mut results) {
+            Ok(pending) => newest = newest.max(pending),
+            Err(e) => {
+                // The totals and the day rows before are stored; the site rows not yet.
+                out.left
+                    .days
+                    .extend_from_slice(&clicks.days[(k * RUN).min(clicks.days.len())..]);
+                out.backlog.day_only = unwritten_days(&keys, k * RUN, backlog);
+                out.backlog.site = site;
+                return stop(engine, newest, out, e);
+            }
+        }
         // As above: the counted clicks' day rows first, in their order.
-        for i in refused_rows(run, &mut results, &mut refused.first) {
+        for i in refused_rows(run, &mut results, &mut out.refused) {
             if let Some(&day) = clicks.days.get(k * RUN + i) {
-                refused.clicks.days.push(day);
+                out.left.days.push(day);
             }
         }
     }
-    newest = newest.max(incr_deferred(
-        engine,
-        SITE,
-        site.iter().map(|(k, &n)| (k.as_str(), n)),
-    )?);
-    engine.commit(newest)?;
-    if let Some(e) = &refused.first {
-        // The kept owner rows may name owners a refused total row did not take.
-        *owners = OwnerRows::default();
+    let site: Vec<(String, u64)> = site.into_iter().collect();
+    let mut from = 0;
+    match incr_column(engine, SITE, &site, &mut out.refused, &mut from) {
+        Ok(pending) => newest = newest.max(pending),
+        Err(e) => {
+            out.backlog.site = site[from..].iter().cloned().collect();
+            return stop(engine, newest, out, e);
+        }
+    }
+    if let Err(e) = engine.commit(newest) {
+        tracing::error!(error = %e, "click rows could not be made durable; the counter log takes no more writes");
+        out.stopped = Some(e);
+        return out;
+    }
+    if let Some(e) = out.refused.as_ref().filter(|_| REFUSED_LOG.due()) {
         tracing::warn!(
-            totals = refused.clicks.totals.len(),
-            days = refused.clicks.days.len(),
+            totals = out.left.totals.len(),
+            days = out.left.days.len(),
             error = %e,
             "click rows refused by the counter engine; their clicks are kept for the next flush"
         );
-    } else if owners.rows.capacity() > KEPT_OWNER_ROWS {
+    }
+    if owners.rows.capacity() > KEPT_OWNER_ROWS {
         *owners = OwnerRows::default();
     }
-    Ok(refused)
+    out
 }
 
-/// What a [`write()`] left out: the rows the engine refused one by one.
-#[derive(Debug, Default)]
-pub struct Refused {
-    /// The clicks of refused rows: not added anywhere, the caller's to keep.
-    pub clicks: Clicks,
-    /// Why the first row was refused (`None`: every row was written).
-    pub first: Option<Error>,
+/// When a refused row was last logged: a damaged row is retried every flush, and
+/// logged once a minute.
+static REFUSED_LOG: crate::log_every::LogEvery = crate::log_every::LogEvery::minute();
+
+/// Ends a write stopped by `e` at a whole engine call: what the calls before it
+/// stored (behind `newest`) is committed, so that what `out` does not hand back is
+/// durable as a finished write's would be.
+fn stop(engine: &Engine, newest: Pending, mut out: Written, e: Error) -> Written {
+    if let Err(commit) = engine.commit(newest) {
+        tracing::error!(error = %commit, "the part of a click write stored before it stopped could not be made durable");
+    }
+    // The caller reports `stopped` (the click flusher: once, then once a minute).
+    out.stopped = Some(e);
+    out
 }
+
+/// The analytics of the day rows `keys[from..]` (not written), for their day rows
+/// only: their site rows are counted in the write's site map.
+fn unwritten_days(keys: &KeyText, from: usize, backlog: &Backlog) -> Tally {
+    let mut left = Tally::default();
+    for key in (from..keys.ends.len()).map(|i| keys.get(i)) {
+        let Some((id, day)) = key.split_once(':') else {
+            continue;
+        };
+        let (Ok(id), Ok(day)) = (id.parse::<u64>(), day.parse::<u64>()) else {
+            continue;
+        };
+        for tally in [&backlog.tally, &backlog.day_only] {
+            if let Some(link_day) = tally.days.get(&(id, day)) {
+                left.add_visits(id, day, link_day.people, link_day.bots);
+                for (dim, label, n) in link_day.labels() {
+                    left.add_label(id, day, dim, label, n);
+                }
+            }
+        }
+    }
+    left
+}
+
+/// Test hook: makes the engine refuse writes (a follower's engine) before this
+/// thread's write's `n`th engine write call from now (0: the next), so that a test
+/// can stop a write between any two of its calls.
+#[cfg(test)]
+pub(crate) fn stop_before_call(n: Option<usize>) -> Option<usize> {
+    STOP_BEFORE_CALL.with(|at| at.replace(n))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// See [`stop_before_call`].
+    static STOP_BEFORE_CALL: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Where a [`write()`] may be stopped by [`stop_before_call`]: before each engine
+/// write call.
+#[cfg(test)]
+fn before_call(engine: &Engine) {
+    STOP_BEFORE_CALL.with(|at| match at.get() {
+        Some(0) => {
+            engine.set_read_only(true);
+            at.set(None);
+        }
+        Some(n) => at.set(Some(n - 1)),
+        None => {}
+    });
+}
+
+/// Where a [`write()`] may be stopped in tests: nothing here.
+#[cfg(not(test))]
+fn before_call(_: &Engine) {}
 
 /// One link's total row items of a flush: its clicks added and its new slot owners
 /// set (one a dimension, most often).
@@ -965,10 +1165,10 @@ type TotalItems = smallvec::SmallVec<[(usize, RowOp); 1 + DIMS]>;
 type DayCounts = smallvec::SmallVec<[(usize, i64); 8]>;
 
 /// Adds `n` to `column` in `counts` (two values past a link's slots share `other`).
-fn add_count(counts: &mut DayCounts, column: usize, n: u64) {
+fn add_count(counts: &mut DayCounts, column: usize, n: i64) {
     match counts.iter_mut().find(|(c, _)| *c == column) {
-        Some((_, sum)) => *sum = sum.saturating_add(clamp(n)),
-        None => counts.push((column, clamp(n))),
+        Some((_, sum)) => *sum = sum.saturating_add(n),
+        None => counts.push((column, n)),
     }
 }
 
@@ -1011,21 +1211,61 @@ fn refused_rows<T>(
     rows
 }
 
-/// Adds `(row key, count)` pairs to [`COLUMN`] of `counter`, not yet durable (the
-/// flush's one commit covers them): a key the engine refuses (a label past its 1,024
-/// bytes) or a count past the column's max is left out, as `incr_batch` leaves it.
-fn incr_deferred<'a>(
+/// Adds each `(row key, count)` to [`COLUMN`] of `counter`, not yet durable (the
+/// write's one commit covers them), in runs of [`RUN`]. A key the engine refuses (a
+/// label past its 1,024 bytes) or a count past the column's max is left out, as
+/// `incr_batch` leaves it; a row refused otherwise (its cold block unreadable) is left
+/// out too, its error kept in `refused` if it is the first. `Err` is a whole call
+/// refused: the items from `reached` on are not stored, those before it are.
+fn incr_column(
     engine: &Engine,
     counter: &str,
-    items: impl Iterator<Item = (&'a str, u64)>,
+    items: &[(String, u64)],
+    refused: &mut Option<Error>,
+    reached: &mut usize,
 ) -> Result<Pending, Error> {
-    let items: Vec<(Key<'a>, i64)> = items.map(|(k, n)| (Key::Name(k), clamp(n))).collect();
-    Ok(engine.incr_batch_deferred(counter, COLUMN, &items)?.1)
+    let mut newest = Pending::NONE;
+    let mut results = Vec::new();
+    for (k, run) in items.chunks(RUN).enumerate() {
+        let run: Vec<(Key<'_>, i64)> = run
+            .iter()
+            .map(|(key, n)| (Key::Name(key), clamp(*n)))
+            .collect();
+        *reached = k * RUN;
+        before_call(engine);
+        let pending = engine.incr_run(counter, COLUMN, &run, &mut results)?;
+        newest = newest.max(pending);
+        for result in results.drain(..) {
+            match result {
+                Ok(_) | Err(Error::BadKey(_) | Error::Negative { .. } | Error::TooLarge { .. }) => {
+                }
+                Err(e) => {
+                    refused.get_or_insert(e);
+                }
+            }
+        }
+    }
+    Ok(newest)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`write()`] of `tally` and `clicks`, which must store every row.
+    fn write_whole(engine: &Engine, labels: &Labels, tally: Tally, clicks: &Clicks) {
+        let written = write(
+            engine,
+            labels,
+            &Backlog::from(tally),
+            clicks,
+            &mut OwnerRows::default(),
+        );
+        assert!(
+            written.stopped.is_none() && written.refused.is_none(),
+            "{written:?}"
+        );
+    }
 
     /// The row keys are part of the files on disk (docs/design.md): `<id>:t` and
     /// `<id>:<day>`, the numbers in decimal, the largest id included.
@@ -1276,7 +1516,7 @@ mod tests {
             totals: vec![(9, 1)],
             days: vec![(9, 20, 1)],
         };
-        write(&engine, &labels, &tally, &clicks, &mut OwnerRows::default()).unwrap();
+        write_whole(&engine, &labels, tally, &clicks);
         let rows = |counter: &str| -> Vec<String> {
             (0..shardkit_counters::STRIPES)
                 .flat_map(|s| engine.row_keys(counter, s).unwrap())
@@ -1312,7 +1552,7 @@ mod tests {
             totals: vec![(9, 2)],
             days: vec![(9, 20, 1), (9, 21, 1)],
         };
-        write(&engine, &labels, &again, &clicks, &mut OwnerRows::default()).unwrap();
+        write_whole(&engine, &labels, again, &clicks);
         assert_eq!(rows(TOTALS), ["9:t"]);
         assert_eq!(engine.get(TOTALS, Key::Name("9:t"), CLICKS).unwrap(), 3);
         let day = |key: &str, column: &str| engine.get(DAILY, Key::Name(key), column).unwrap();
@@ -1347,28 +1587,14 @@ mod tests {
             let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
             ensure_counters(&engine).unwrap();
             let labels = Labels::load(&engine).unwrap();
-            write(
-                &engine,
-                &labels,
-                &tally(0..15),
-                &Clicks::default(),
-                &mut OwnerRows::default(),
-            )
-            .unwrap();
+            write_whole(&engine, &labels, tally(0..15), &Clicks::default());
         }
         let engine = Engine::open(dir.path(), shardkit_counters::Options::default()).unwrap();
         ensure_counters(&engine).unwrap();
         let labels = Labels::load(&engine).unwrap();
         let mut again = tally(14..17);
         again.add_label(9, 20, Dim::Referrer, &host(0), 1);
-        write(
-            &engine,
-            &labels,
-            &again,
-            &Clicks::default(),
-            &mut OwnerRows::default(),
-        )
-        .unwrap();
+        write_whole(&engine, &labels, again, &Clicks::default());
         let slots = labels.slots(&engine, 9, Dim::Referrer).unwrap();
         assert_eq!(slots[14], label_hash(Dim::Referrer, &host(14)));
         assert_eq!(slots[15], label_hash(Dim::Referrer, &host(15)));
