@@ -914,6 +914,9 @@ pub fn write(
                 continue;
             }
             match row_at.get(&(id, day)) {
+                // Columns apart from the clicks': no sum needed, unless both tallies
+                // count this row (a search a column, ~300 instructions a click).
+                Some(&i) if !two_tallies => by_row[i].extend(counts),
                 Some(&i) => {
                     for (column, n) in counts {
                         add_count(&mut by_row[i], column, n);
