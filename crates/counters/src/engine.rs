@@ -775,6 +775,19 @@ impl Engine {
         Ok(v)
     }
 
+    /// [`Engine::exists`] for many rows in one call, in the order of `keys`: the
+    /// counter found once, not once a key (a short links' flush asks this of every link
+    /// it has no owner row cached for, ~300 instructions a link less).
+    pub fn exists_many(&self, counter: &str, keys: &[Key<'_>]) -> Result<Vec<bool>> {
+        for k in keys {
+            k.validate()?;
+        }
+        let c = self.counter(counter)?;
+        keys.iter()
+            .map(|k| c.stripe(*k).read().read_exists(*k))
+            .collect()
+    }
+
     /// One column of many rows in one call, in the order of `keys`.
     pub fn mget(&self, counter: &str, keys: &[Key<'_>], column: &str) -> Result<Vec<u64>> {
         for k in keys {

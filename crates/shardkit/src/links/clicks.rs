@@ -173,8 +173,11 @@ impl ClickBook {
         }
     }
 
-    /// Clicks per day for `days` (in order), stored plus not yet flushed.
+    /// Clicks per day for `days` (in order), stored plus not yet flushed, read with
+    /// no flush in progress (as [`ClickBook::total`]: one would have taken them from
+    /// the slot and not yet added them to the engine).
     pub fn daily(&self, engine: &Engine, id: u64, days: &[u64]) -> Vec<u64> {
+        let _settled = self.flushing.lock();
         let keys: Vec<String> = days.iter().map(|&d| day_key(id, d)).collect();
         let parsed: Vec<Key<'_>> = keys.iter().map(|k| Key::parse(k)).collect();
         let mut counts = engine

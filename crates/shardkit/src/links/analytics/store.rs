@@ -643,12 +643,14 @@ impl Labels {
         // Only the rows stored are read (a link's first click has none: its row is all
         // free, as `rows` already holds it): a read makes every column of the row, 80,
         // ~2,000 instructions a new link where the look-up alone is a few hundred.
+        let asked: Vec<Key<'_>> = keys.iter().map(Key::Name).collect();
         let mut stored: Vec<u64> = Vec::new();
         let mut parsed: Vec<Key<'_>> = Vec::new();
-        for (&id, key) in missing.iter().zip(keys.iter()) {
-            if engine.exists(TOTALS, Key::Name(key))? {
+        let exists = engine.exists_many(TOTALS, &asked)?;
+        for ((&id, key), exists) in missing.iter().zip(asked).zip(exists) {
+            if exists {
                 stored.push(id);
-                parsed.push(Key::Name(key));
+                parsed.push(key);
             }
         }
         if parsed.is_empty() {
