@@ -859,8 +859,10 @@ pub fn write(
         keys.push_day(id, day);
         by_row.push(smallvec::smallvec![(CLICKS_AT, clamp(n))]);
     }
-    // Site rows by (day, dimension, label): few distinct ones, their keys made once.
-    let mut site_labels: HashMap<(u64, Dim, &str), u64, FastHash> = HashMap::default();
+    // Site rows by (day, dimension, label hash; 0 for `other`), with the label: few
+    // distinct ones, their keys made once, found by number (not by hashing and
+    // comparing the label's text, a click's every label).
+    let mut site_labels: HashMap<(u64, Dim, u64), (u64, &str), FastHash> = HashMap::default();
     let mut people_by_day: HashMap<u64, u64, FastHash> = HashMap::default();
     // Label hashes by (dimension, the tally's one copy of the label): a flush's labels
     // are few, its (link, label) pairs many.
@@ -907,8 +909,14 @@ pub fn write(
                     };
                     add_count(&mut counts, day_column(dim, slot), clamp(n));
                     if counts_site {
-                        let site_label = if slot == SLOTS_PER_DIM { OTHER } else { label };
-                        *site_labels.entry((day, dim, site_label)).or_default() += n;
+                        let (site_hash, site_label) = match slot {
+                            SLOTS_PER_DIM => (0, OTHER),
+                            _ => (hash, &**label),
+                        };
+                        site_labels
+                            .entry((day, dim, site_hash))
+                            .or_insert((0, site_label))
+                            .0 += n;
                     }
                 }
             }
@@ -936,7 +944,7 @@ pub fn write(
     }
     let mut site: HashMap<String, u64, FastHash> = site_labels
         .into_iter()
-        .map(|((day, dim, label), n)| (site_key(day, dim, label), n))
+        .map(|((day, dim, _), (n, label))| (site_key(day, dim, label), n))
         .collect();
     for (day, people) in people_by_day {
         *site.entry(format!("{day}:p")).or_default() += people;
@@ -979,17 +987,22 @@ pub fn write(
         total_ids.push(id);
         total_items.push(smallvec::smallvec![(CLICKS_AT, RowOp::Add(clamp(n)))]);
     }
-    for new in &new_slots {
-        let i = match total_at.get(&new.id) {
+    // A link's new slots side by side: its total row looked up once for them all.
+    for new in new_slots.chunk_by(|a, b| a.id == b.id) {
+        let id = new[0].id;
+        let i = match total_at.get(&id) {
             Some(&i) => i,
             None => {
-                total_at.insert(new.id, total_items.len());
-                total_ids.push(new.id);
+                total_at.insert(id, total_items.len());
+                total_ids.push(id);
                 total_items.push(TotalItems::new());
                 total_items.len() - 1
             }
         };
-        total_items[i].push((FIRST_OWNER_AT + new.column, RowOp::Set(new.hash)));
+        total_items[i].extend(
+            new.iter()
+                .map(|s| (FIRST_OWNER_AT + s.column, RowOp::Set(s.hash))),
+        );
     }
     let mut total_keys = KeyText::with_capacity(total_ids.len());
     for &id in &total_ids {
