@@ -30,7 +30,7 @@ use super::classify::Dim;
 use super::{FastHash, Tally};
 use parking_lot::Mutex;
 use shardkit_counters::{ColumnOptions, Engine, Error, Key, OwnedKey, Pending, RowOp};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock};
 
 /// Total clicks and slot owners per link, every dimension in one row.
@@ -1015,7 +1015,8 @@ pub fn write(
         .collect();
     let mut results = Vec::new();
     // Links whose total row was refused: the owners the write gave them are not stored.
-    let mut refused_links: Vec<u64> = Vec::new();
+    // (A set: a damaged block may refuse thousands of a flush's links.)
+    let mut refused_links: HashSet<u64, FastHash> = HashSet::default();
     for (k, run) in rows.chunks(RUN).enumerate() {
         before_call(engine);
         match engine.update_rows(TOTALS, &TOTAL_NAME_REFS, run, &mut results) {
@@ -1034,7 +1035,7 @@ pub fn write(
         }
         // The first rows are the counted clicks', in their order.
         for i in refused_rows(run, &mut results, &mut out.refused) {
-            refused_links.push(total_ids[k * RUN + i]);
+            refused_links.insert(total_ids[k * RUN + i]);
             if let Some(&total) = clicks.totals.get(k * RUN + i) {
                 out.left.totals.push(total);
             }
