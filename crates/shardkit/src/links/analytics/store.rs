@@ -502,26 +502,44 @@ pub struct Labels {
     inner: Mutex<LabelsInner>,
 }
 
-/// Owner rows (640 bytes each) a write leaves allocated for the next: made anew each
-/// flush, the rows of a flush of thousands of new links were fresh pages the kernel
-/// zero-filled (0.3 µs of a first click at 100 M links, bench/README.md); past this
-/// many (10 MiB) a flush's rows are freed instead (an import's analytics).
+/// Owner rows a write leaves allocated for the next: made anew each flush, the rows of
+/// a flush of thousands of new links were fresh pages the kernel zero-filled (0.3 µs
+/// of a first click at 100 M links when a row was 640 bytes, bench/README.md); past
+/// this many a flush's rows are freed instead (an import's analytics).
 const KEPT_OWNER_ROWS: usize = 16_384;
 
 #[derive(Debug, Default)]
 struct LabelsInner {
     names: HashMap<u64, Arc<str>, FastHash>,
-    /// A link's [`TOTALS`] row up to its last owned slot (most links own a handful:
-    /// a slot of each dimension fits inline, no allocation a link).
-    owners: HashMap<u64, CachedRow, FastHash>,
+    /// A link's owner row, as a write leaves it.
+    owners: HashMap<u64, OwnerRow, FastHash>,
 }
 
-/// One link's owner row, every column ([`OWNER_COLUMNS`]).
-type OwnerRow = [u64; OWNER_COLUMNS];
+/// One link's [`TOTALS`] owner columns up to its last owned slot; the columns past
+/// its end are free ([`owner_at`]). Most links own a handful: a slot of each
+/// dimension fits inline, 48 bytes and no allocation a link. (Every column, 640
+/// bytes a link, made a flush of thousands of new links write and scan that many
+/// cold lines: at the server, ~20% of `store::write`'s own time went to scanning a
+/// row for its last owned slot; bench/README.md.)
+type OwnerRow = smallvec::SmallVec<[u64; DIMS]>;
+
+/// The owner in column `column` of `row` (0: free).
+#[inline]
+fn owner_at(row: &[u64], column: usize) -> u64 {
+    row.get(column).copied().unwrap_or(0)
+}
+
+/// Sets the owner in column `column` of `row`, widening it to that column.
+fn set_owner(row: &mut OwnerRow, column: usize, hash: u64) {
+    if row.len() <= column {
+        row.resize(column + 1, 0);
+    }
+    row[column] = hash;
+}
 
 /// Owner rows of the links of one write, by link id (the rows side by side, so the
-/// map moves small entries, not 640-byte rows). The writer keeps one from write to
-/// write ([`write()`]; up to `KEPT_OWNER_ROWS`, 16,384) so a flush reuses the last one's rows.
+/// map moves small entries). The writer keeps one from write to write ([`write()`];
+/// up to `KEPT_OWNER_ROWS`, 16,384) so a flush reuses the last one's rows.
 #[derive(Default)]
 pub struct OwnerRows {
     at: HashMap<u64, usize, FastHash>,
@@ -543,10 +561,8 @@ impl OwnerRows {
         self.rows.clear();
     }
     /// The row of `id` (all free if it was never read).
-    fn get(&self, id: u64) -> &OwnerRow {
-        self.at
-            .get(&id)
-            .map_or(&[0; OWNER_COLUMNS], |&i| &self.rows[i])
+    fn get(&self, id: u64) -> &[u64] {
+        self.at.get(&id).map_or(&[], |&i| &self.rows[i])
     }
 
     /// The row of `id`, made all free if absent.
@@ -554,19 +570,10 @@ impl OwnerRows {
         let next = self.rows.len();
         let i = *self.at.entry(id).or_insert(next);
         if i == next {
-            self.rows.push([0; OWNER_COLUMNS]);
+            self.rows.push(OwnerRow::new());
         }
         &mut self.rows[i]
     }
-}
-
-/// An owner row as the cache keeps it: up to its last owned slot.
-type CachedRow = smallvec::SmallVec<[u64; DIMS]>;
-
-/// `row` without its trailing free slots, as the cache keeps it.
-fn trimmed(row: &[u64]) -> CachedRow {
-    let used = row.iter().rposition(|&h| h != 0).map_or(0, |i| i + 1);
-    CachedRow::from_slice(&row[..used])
 }
 
 impl Labels {
@@ -597,7 +604,9 @@ impl Labels {
         let mut rows = OwnerRows::default();
         self.owner_rows(engine, [id], &mut rows)?;
         let row = rows.get(id);
-        Ok(std::array::from_fn(|slot| row[owner_column(dim, slot)]))
+        Ok(std::array::from_fn(|slot| {
+            owner_at(row, owner_column(dim, slot))
+        }))
     }
 
     /// The owner rows of `ids` into `rows` (emptied first): cached ones copied, the
@@ -613,7 +622,7 @@ impl Labels {
         let cached = !engine.is_read_only();
         let ids = ids.into_iter();
         // Sized for every id the caller may name (a filtered list's upper bound), so
-        // neither the map nor the 640-byte rows are moved as they grow.
+        // neither the map nor the rows are moved as they grow.
         let (low, high) = ids.size_hint();
         let expect = high.unwrap_or(low);
         rows.clear();
@@ -626,10 +635,12 @@ impl Labels {
                 if rows.at.contains_key(&id) {
                     continue;
                 }
-                let row = rows.get_mut(id);
                 match inner.owners.get(&id).filter(|_| cached) {
-                    Some(known) => row[..known.len()].copy_from_slice(known),
-                    None => missing.push(id),
+                    Some(known) => rows.get_mut(id).clone_from(known),
+                    None => {
+                        rows.get_mut(id);
+                        missing.push(id);
+                    }
                 }
             }
         }
@@ -669,12 +680,12 @@ impl Labels {
         for (id, values) in stored.iter().zip(read) {
             let row = rows.get_mut(*id);
             for (at, value) in place.iter().zip(values) {
-                if let Some(i) = at {
-                    row[*i] = value;
+                if let Some(i) = at.filter(|_| value != 0) {
+                    set_owner(row, i, value);
                 }
             }
             if cached {
-                inner.owners.insert(*id, trimmed(row));
+                inner.owners.insert(*id, row.clone());
             }
         }
         Ok(())
@@ -692,9 +703,9 @@ impl Labels {
 
     /// Caches the owner row of link `id` after a write stored its `new` slots, and
     /// learns their labels.
-    fn learn(&self, id: u64, row: &OwnerRow, new: &[NewSlot]) {
+    fn learn(&self, id: u64, row: &[u64], new: &[NewSlot]) {
         let mut inner = self.inner.lock();
-        inner.owners.insert(id, trimmed(row));
+        inner.owners.insert(id, OwnerRow::from_slice(row));
         for s in new {
             inner.names.insert(s.hash, Arc::clone(&s.label));
         }
@@ -890,11 +901,15 @@ pub fn write(
                         .entry((dim, Arc::as_ptr(label) as *const u8 as usize))
                         .or_insert_with(|| label_hash(dim, label));
                     let column = |slot| owner_column(dim, slot);
-                    let slot = match (0..SLOTS_PER_DIM).find(|&s| row[column(s)] == hash) {
+                    // The slots the row holds; those past its end are free.
+                    let held = (0..SLOTS_PER_DIM).take_while(|&s| column(s) < row.len());
+                    let slot = match held.clone().find(|&s| row[column(s)] == hash) {
                         Some(slot) => slot,
-                        None => match (0..SLOTS_PER_DIM).find(|&s| row[column(s)] == 0) {
+                        None => match (0..SLOTS_PER_DIM)
+                            .find(|&s| column(s) >= row.len() || row[column(s)] == 0)
+                        {
                             Some(free) => {
-                                row[column(free)] = hash;
+                                set_owner(row, column(free), hash);
                                 new_slots.push(NewSlot {
                                     id,
                                     dim,
