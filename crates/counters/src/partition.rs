@@ -40,7 +40,7 @@ use smallvec::SmallVec;
 
 /// Prefetch hint; a no-op where the architecture has none wired up.
 #[inline(always)]
-fn prefetch(p: *const u8) {
+pub(crate) fn prefetch(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch never faults and reads nothing into the program; any address is allowed.
     unsafe {

@@ -650,6 +650,12 @@ impl Stripe {
         Ok(next)
     }
 
+    /// [`NameTable::prefetch`] of this stripe's string-keyed rows.
+    #[inline]
+    pub(crate) fn prefetch_name(&self, hash: u64, record: bool) {
+        self.names.prefetch(hash, record);
+    }
+
     /// [`Stripe::update`] for several columns of one row: for each `(column, item)`, in
     /// the order given, `f(column, item, current)` gives the column's new value (or
     /// refuses it, which leaves that column as it was), and `out` gets one answer per
