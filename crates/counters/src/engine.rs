@@ -799,15 +799,18 @@ impl Engine {
 
     /// [`Engine::exists`] for many rows in one call, in the order of `keys`: the
     /// counter found once, not once a key (a short links' flush asks this of every link
-    /// it has no owner row cached for, ~300 instructions a link less).
-    pub fn exists_many(&self, counter: &str, keys: &[Key<'_>]) -> Result<Vec<bool>> {
-        for k in keys {
-            k.validate()?;
-        }
+    /// it has no owner row cached for, ~300 instructions a link less). Each key gets
+    /// its own answer, so one that cannot be read (a bad key, a damaged cold block)
+    /// does not hide the others'; `Err` only for a missing counter.
+    pub fn exists_many(&self, counter: &str, keys: &[Key<'_>]) -> Result<Vec<Result<bool>>> {
         let c = self.counter(counter)?;
-        keys.iter()
-            .map(|k| c.stripe(*k).read().read_exists(*k))
-            .collect()
+        Ok(keys
+            .iter()
+            .map(|k| {
+                k.validate()?;
+                c.stripe(*k).read().read_exists(*k)
+            })
+            .collect())
     }
 
     /// One column of many rows in one call, in the order of `keys`.

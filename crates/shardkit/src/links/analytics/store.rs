@@ -544,6 +544,11 @@ fn set_owner(row: &mut OwnerRow, column: usize, hash: u64) {
 pub struct OwnerRows {
     at: HashMap<u64, usize, FastHash>,
     rows: Vec<OwnerRow>,
+    /// Links whose stored row could not be read (a damaged cold block): which slots
+    /// they hold is unknown, so no write gives them one.
+    unreadable: HashSet<u64, FastHash>,
+    /// Why the first of `unreadable` could not be read.
+    unreadable_why: Option<Error>,
 }
 
 impl std::fmt::Debug for OwnerRows {
@@ -559,6 +564,8 @@ impl OwnerRows {
     fn clear(&mut self) {
         self.at.clear();
         self.rows.clear();
+        self.unreadable.clear();
+        self.unreadable_why = None;
     }
     /// The row of `id` (all free if it was never read).
     fn get(&self, id: u64) -> &[u64] {
@@ -603,6 +610,9 @@ impl Labels {
     pub fn slots(&self, engine: &Engine, id: u64, dim: Dim) -> Result<SlotRow, Error> {
         let mut rows = OwnerRows::default();
         self.owner_rows(engine, [id], &mut rows)?;
+        if let Some(e) = rows.unreadable_why {
+            return Err(e);
+        }
         let row = rows.get(id);
         Ok(std::array::from_fn(|slot| {
             owner_at(row, owner_column(dim, slot))
@@ -611,7 +621,9 @@ impl Labels {
 
     /// The owner rows of `ids` into `rows` (emptied first): cached ones copied, the
     /// others read from the engine in one call (a flush of many new links asks once,
-    /// not once per link).
+    /// not once per link). A row that cannot be read is put in `rows.unreadable`, not
+    /// in `Err`: one damaged block must not stop every link's write (the write was
+    /// retried, and refused again, every flush, holding every click in memory).
     fn owner_rows(
         &self,
         engine: &Engine,
@@ -659,9 +671,16 @@ impl Labels {
         let mut parsed: Vec<Key<'_>> = Vec::new();
         let exists = engine.exists_many(TOTALS, &asked)?;
         for ((&id, key), exists) in missing.iter().zip(asked).zip(exists) {
-            if exists {
-                stored.push(id);
-                parsed.push(key);
+            match exists {
+                Ok(true) => {
+                    stored.push(id);
+                    parsed.push(key);
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    rows.unreadable.insert(id);
+                    rows.unreadable_why.get_or_insert(e);
+                }
             }
         }
         if parsed.is_empty() {
@@ -725,13 +744,22 @@ fn learn_name(names: &mut HashMap<u64, Arc<str>, FastHash>, s: &NewSlot) {
 }
 
 /// Every label in [`LABELS`], read stripe by stripe (none while it does not exist).
+/// A stripe whose keys cannot be read (a damaged cold block) is left out, with a
+/// warning: its labels read as unknown in the stats, and the server still starts.
 fn read_labels(engine: &Engine) -> Result<HashMap<u64, Arc<str>, FastHash>, Error> {
     let mut names = HashMap::default();
     if !engine.counters().iter().any(|c| c == LABELS) {
         return Ok(names);
     }
     for stripe in 0..shardkit_counters::STRIPES {
-        for key in engine.row_keys(LABELS, stripe)? {
+        let keys = match engine.row_keys(LABELS, stripe) {
+            Ok(keys) => keys,
+            Err(e) => {
+                tracing::warn!(stripe, error = %e, "click analytics labels that cannot be read are left out (they read as unknown)");
+                continue;
+            }
+        };
+        for key in keys {
             let OwnedKey::Name(name) = key else { continue };
             let mut chars = name.chars();
             let (Some(tag), Some(':')) = (chars.next(), chars.next()) else {
@@ -866,6 +894,9 @@ pub fn write(
         out.backlog = backlog.clone();
         return stop(engine, newest, out, e);
     }
+    if let Some(e) = owners.unreadable_why.take() {
+        out.refused.get_or_insert(e);
+    }
     // A link's new slots are pushed together (its day's labels in one go), so they
     // reach the owner rows grouped by link without a sort.
     let mut new_slots: Vec<NewSlot> = Vec::new();
@@ -904,9 +935,13 @@ pub fn write(
             if link_day.bots > 0 {
                 add_count(&mut counts, BOTS_AT, clamp(link_day.bots));
             }
-            // The owner row only for a link with labels (bots' clicks have none).
+            // The owner row only for a link with labels (bots' clicks have none). A
+            // link whose row cannot be read has its labels dropped, as a refused row's
+            // are: which slots it holds is unknown.
             let mut labelled = link_day.labels().peekable();
-            if labelled.peek().is_some() {
+            if labelled.peek().is_some()
+                && (owners.unreadable.is_empty() || !owners.unreadable.contains(&id))
+            {
                 let row = owners.get_mut(id);
                 for (dim, label, n) in labelled {
                     let hash = *hashes
@@ -1075,6 +1110,9 @@ pub fn write(
             labels.learn(new[0].id, owners.get(new[0].id), new);
         }
     }
+    if !refused_links.is_empty() {
+        leave_out_unowned(&keys, &mut by_row, &new_slots, &refused_links);
+    }
     // Each day row's counts together: the engine looks a row up and writes it once
     // for all its columns.
     let rows: Vec<(Key<'_>, &[(usize, i64)])> = keys
@@ -1168,6 +1206,31 @@ fn unwritten_days(keys: &KeyText, from: usize, backlog: &Backlog) -> Tally {
         }
     }
     left
+}
+
+/// Takes out of the day rows of `refused` links (whose [`TOTALS`] row the engine
+/// refused) the counts of the slots this write gave them: their owners were not
+/// stored, so those counts would read as nobody's, and a later write may give the
+/// slots to other labels. They are dropped, as a refused row's analytics are (and
+/// logged with it); the rows' other columns (clicks, people, bots, slots already
+/// owned) are written.
+fn leave_out_unowned(
+    keys: &KeyText,
+    by_row: &mut [DayCounts],
+    new_slots: &[NewSlot],
+    refused: &HashSet<u64, FastHash>,
+) {
+    let unowned: HashSet<(u64, usize), FastHash> = new_slots
+        .iter()
+        .filter(|s| refused.contains(&s.id))
+        .map(|s| (s.id, DAY_FIRST_SLOT + s.column))
+        .collect();
+    for (i, counts) in by_row.iter_mut().enumerate() {
+        let id = keys.get(i).split_once(':').map(|(id, _)| id.parse::<u64>());
+        if let Some(Ok(id)) = id.filter(|id| id.as_ref().is_ok_and(|id| refused.contains(id))) {
+            counts.retain(|(column, _)| !unowned.contains(&(id, *column)));
+        }
+    }
 }
 
 /// Test hook: makes the engine refuse writes (a follower's engine) before this
@@ -1294,6 +1357,27 @@ fn incr_column(
     Ok(newest)
 }
 
+/// Test helper: damages the first block of every cold file in `dir` (as
+/// counters/tests/cold_names.rs does), so that the rows it holds are refused; answers
+/// how many files it damaged.
+#[cfg(test)]
+pub(crate) fn damage_cold_blocks(dir: &std::path::Path) -> usize {
+    let mut damaged = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("cold-") && name.ends_with(".blk") {
+            let mut bytes = std::fs::read(&path).unwrap();
+            for b in &mut bytes[40..48] {
+                *b ^= 0x5A;
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            damaged += 1;
+        }
+    }
+    damaged
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1335,6 +1419,125 @@ mod tests {
             day_key(u64::MAX, u64::MAX),
             format!("{}:{}", u64::MAX, u64::MAX)
         );
+    }
+
+    /// One damaged cold block must not stop the others' clicks, nor leave counts in
+    /// slots nobody owns. Links whose rows went cold and were damaged: (1) with their
+    /// owner rows cached, a new label's slot is given in the write but the total row
+    /// that would name its owner is refused: the day row must not count that slot;
+    /// (2) without a cache, the owner row cannot be read: the write goes on for every
+    /// other link (it stopped whole, and was retried and refused every flush, holding
+    /// every click in memory), and the damaged links' clicks are handed back.
+    #[test]
+    fn a_damaged_block_costs_only_its_own_links_analytics() {
+        const LINKS: u64 = 4_000;
+        let dir = tempfile::tempdir().unwrap();
+        let options = || shardkit_counters::Options {
+            snapshot_log_bytes: None,
+            ..shardkit_counters::Options::default()
+        };
+        let labelled = |day: u64, label: &str| {
+            let mut tally = Tally::default();
+            for id in 0..LINKS {
+                tally.add_visits(id, day, 1, 0);
+                tally.add_label(id, day, Dim::Referrer, label, 1);
+            }
+            tally
+        };
+        let clicks = |day: u64| Clicks {
+            totals: (0..LINKS).map(|id| (id, 1)).collect(),
+            days: (0..LINKS).map(|id| (id, day, 1)).collect(),
+        };
+        // Day 100 written twice: the second write reads the owner rows and caches them.
+        let cached = Labels::default();
+        {
+            let engine = Engine::open(dir.path(), options()).unwrap();
+            ensure_counters(&engine).unwrap();
+            write_whole(&engine, &cached, labelled(100, "a.example"), &clicks(100));
+            write_whole(&engine, &cached, labelled(100, "a.example"), &clicks(100));
+            engine.evict(std::time::Duration::ZERO).unwrap();
+            engine.snapshot().unwrap();
+        }
+        assert!(damage_cold_blocks(dir.path()) > 0, "the rows went cold");
+        let engine = Engine::open(dir.path(), options()).unwrap();
+        let value = |counter: &str, key: &str, column: &str| {
+            engine.get(counter, Key::Name(key), column).ok()
+        };
+        let r = |slot| DAY_NAMES[day_column(Dim::Referrer, slot)].as_str();
+        // (1) b.example takes slot 1 of each link, from the cached owner rows.
+        let written = write(
+            &engine,
+            &cached,
+            &Backlog::from(labelled(101, "b.example")),
+            &Clicks::default(),
+            &mut OwnerRows::default(),
+        );
+        assert!(written.stopped.is_none(), "{:?}", written.stopped);
+        assert!(written.refused.is_some(), "the damaged rows were refused");
+        let damaged: Vec<u64> = (0..LINKS)
+            .filter(|&id| value(TOTALS, &total_key(id), CLICKS).is_none())
+            .collect();
+        assert!(
+            !damaged.is_empty() && damaged.len() < LINKS as usize / 2,
+            "{} of {LINKS} damaged",
+            damaged.len()
+        );
+        // A day row may be damaged too (its key among a damaged block's): then it
+        // reads as an error (`None`), its counts refused with it.
+        let mut counted = 0;
+        for id in 0..LINKS {
+            let day = day_key(id, 101);
+            if damaged.contains(&id) {
+                assert_eq!(value(DAILY, &day, r(1)).unwrap_or(0), 0, "link {id}");
+            } else {
+                let slot = value(DAILY, &day, r(1));
+                assert_ne!(slot, Some(0), "link {id}");
+                counted += usize::from(slot == Some(1));
+                assert_eq!(value(TOTALS, &total_key(id), CLICKS), Some(2));
+            }
+        }
+        assert!(counted > LINKS as usize / 2, "{counted} counted");
+        // (2) No cache: the damaged links' owner rows cannot be read. (The labels load
+        // though one of theirs is damaged too.)
+        let fresh = Labels::load(&engine).expect("the readable labels");
+        let mut owners = OwnerRows::default();
+        let mut written = write(
+            &engine,
+            &fresh,
+            &Backlog::from(labelled(102, "a.example")),
+            &clicks(102),
+            &mut owners,
+        );
+        assert!(written.stopped.is_none(), "{:?}", written.stopped);
+        assert!(written.refused.is_some());
+        let left: Vec<u64> = written.left.totals.iter().map(|&(id, _)| id).collect();
+        assert_eq!(
+            left, damaged,
+            "exactly the damaged links' clicks handed back"
+        );
+        // Retried as a flusher does: refused again, nothing else counted twice.
+        for _ in 0..2 {
+            written = write(
+                &engine,
+                &fresh,
+                &Backlog::default(),
+                &written.left,
+                &mut owners,
+            );
+            assert!(written.stopped.is_none(), "{:?}", written.stopped);
+        }
+        let mut counted = 0;
+        for id in (0..LINKS).filter(|id| !damaged.contains(id)) {
+            let day = day_key(id, 102);
+            assert_eq!(value(TOTALS, &total_key(id), CLICKS), Some(3), "link {id}");
+            if value(DAILY, &day, CLICKS).is_some() {
+                assert_eq!(value(DAILY, &day, CLICKS), Some(1), "link {id}");
+                assert_eq!(value(DAILY, &day, PEOPLE), Some(1), "link {id}");
+                assert_eq!(value(DAILY, &day, r(0)), Some(1), "link {id}");
+                counted += 1;
+            }
+        }
+        assert!(counted > LINKS as usize / 2, "{counted} counted");
     }
 
     /// Writes rows as the earlier layout did: link 7 on day 10, three people (two from
