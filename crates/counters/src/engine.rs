@@ -463,10 +463,7 @@ impl Engine {
         let spec = &schema[col];
         // Every stripe the run touches, then the log's buffer.
         let stripe_of = |key: Key<'_>| crate::counter::stripe_of(key);
-        let (mut guards, slot) = lock_stripes(
-            &c,
-            items.iter().map(|&(key, _)| crate::counter::stripe_of(key)),
-        );
+        let (mut guards, slot) = lock_stripes(&c, items.iter().map(|&(key, _)| stripe_of(key)));
         let mut log = self.inner.log.batch()?;
         let ts = now_ms();
         let mut newest = Pending::NONE;
