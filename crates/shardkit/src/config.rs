@@ -93,7 +93,7 @@ pub struct LinkSettings {
     pub base_url: Option<String>,
     /// Plain sequential codes (`a000001`, `a000002`, …) instead of scrambled ones.
     pub sequential_codes: bool,
-    /// Links kept in the redirect cache.
+    /// Links kept in the redirect cache (at most [`MAX_CACHE_ENTRIES`]).
     pub cache_entries: usize,
     /// Link creations per second per client address (0: no limit).
     pub create_per_second: u32,
@@ -228,6 +228,11 @@ impl CounterSettings {
 
 /// The `[counters] log` modes.
 pub const COUNTER_LOGS: [&str; 2] = ["local", "jetstream"];
+
+/// The most links `[links] cache_entries` may keep in the redirect cache (as
+/// `[regions] remote_cache_entries`): its entries and its doorkeeper's filter are
+/// allocated from it, and a larger value would not fit in memory.
+pub const MAX_CACHE_ENTRIES: usize = 100_000_000;
 
 impl Default for CounterSettings {
     fn default() -> Self {
@@ -485,6 +490,12 @@ impl Settings {
                 self.ids.on_clock_backwards
             );
         }
+        if self.links.cache_entries > MAX_CACHE_ENTRIES {
+            anyhow::bail!(
+                "links.cache_entries must be 0 to {MAX_CACHE_ENTRIES} (links in the redirect cache), got {}",
+                self.links.cache_entries
+            );
+        }
         if !(16..=1 << 20).contains(&self.links.memory_mib) {
             anyhow::bail!(
                 "links.memory_mib must be 16 to 1048576 (MiB of page cache for the link store), got {}",
@@ -738,6 +749,30 @@ mod tests {
             .unwrap()
             .find("regions")
             .is_none());
+    }
+
+    /// A redirect cache past what memory can hold is a clear error at start, not an
+    /// abort when its filter is allocated (100,000,000,000 asked for 128 GiB).
+    #[test]
+    fn the_redirect_cache_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("shardkit.toml");
+        std::fs::write(&file, "[links]\ncache_entries = 100000000000\n").unwrap();
+        let err = Settings::load(Some(&file), Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("links.cache_entries must be 0 to 100000000"),
+            "{err}"
+        );
+        std::fs::write(&file, "[links]\ncache_entries = 0\n").unwrap();
+        assert_eq!(
+            Settings::load(Some(&file), Overrides::default())
+                .unwrap()
+                .links
+                .cache_entries,
+            0
+        );
     }
 
     #[test]
