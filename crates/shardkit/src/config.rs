@@ -84,6 +84,11 @@ pub struct AccessSettings {
     pub public: Vec<String>,
 }
 
+/// The most links `[links] cache_entries` may keep in the redirect cache (and `[regions]
+/// remote_cache_entries`): its entries and its doorkeeper's filter are
+/// allocated from it, and a larger value would not fit in memory.
+pub const MAX_CACHE_ENTRIES: usize = 100_000_000;
+
 /// `[links]`: short links (codes, cache, limits, click flushing).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -228,11 +233,6 @@ impl CounterSettings {
 
 /// The `[counters] log` modes.
 pub const COUNTER_LOGS: [&str; 2] = ["local", "jetstream"];
-
-/// The most links `[links] cache_entries` may keep in the redirect cache (as
-/// `[regions] remote_cache_entries`): its entries and its doorkeeper's filter are
-/// allocated from it, and a larger value would not fit in memory.
-pub const MAX_CACHE_ENTRIES: usize = 100_000_000;
 
 impl Default for CounterSettings {
     fn default() -> Self {

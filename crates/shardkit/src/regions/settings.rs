@@ -178,9 +178,10 @@ impl RegionSettings {
                 self.peer_timeout_ms
             );
         }
-        if !(16..=100_000_000).contains(&self.remote_cache_entries) {
+        let most = crate::config::MAX_CACHE_ENTRIES;
+        if !(16..=most).contains(&self.remote_cache_entries) {
             anyhow::bail!(
-                "regions.remote_cache_entries must be from 16 to 100000000, got {}",
+                "regions.remote_cache_entries must be from 16 to {most}, got {}",
                 self.remote_cache_entries
             );
         }

@@ -1190,10 +1190,7 @@ fn stop(engine: &Engine, newest: Pending, mut out: Written, e: Error) -> Written
 fn unwritten_days(keys: &KeyText, from: usize, backlog: &Backlog) -> Tally {
     let mut left = Tally::default();
     for key in (from..keys.ends.len()).map(|i| keys.get(i)) {
-        let Some((id, day)) = key.split_once(':') else {
-            continue;
-        };
-        let (Ok(id), Ok(day)) = (id.parse::<u64>(), day.parse::<u64>()) else {
+        let Some((id, day)) = parse_day_key(key) else {
             continue;
         };
         for tally in [&backlog.tally, &backlog.day_only] {
@@ -1208,6 +1205,13 @@ fn unwritten_days(keys: &KeyText, from: usize, backlog: &Backlog) -> Tally {
     left
 }
 
+/// The link and day of a [`DAILY`] row key (`<id>:<day>`, [`day_key`]): a failure
+/// path reads them back from the write's keys rather than keep a list beside them.
+fn parse_day_key(key: &str) -> Option<(u64, u64)> {
+    let (id, day) = key.split_once(':')?;
+    Some((id.parse().ok()?, day.parse().ok()?))
+}
+
 /// Takes out of the day rows of `refused` links (whose [`TOTALS`] row the engine
 /// refused) the counts of the slots this write gave them: their owners were not
 /// stored, so those counts would read as nobody's, and a later write may give the
@@ -1220,15 +1224,19 @@ fn leave_out_unowned(
     new_slots: &[NewSlot],
     refused: &HashSet<u64, FastHash>,
 ) {
+    // A slot's day column is its owner column's place after the day row's first
+    // columns (`day_column`, `owner_column`).
     let unowned: HashSet<(u64, usize), FastHash> = new_slots
         .iter()
         .filter(|s| refused.contains(&s.id))
         .map(|s| (s.id, DAY_FIRST_SLOT + s.column))
         .collect();
     for (i, counts) in by_row.iter_mut().enumerate() {
-        let id = keys.get(i).split_once(':').map(|(id, _)| id.parse::<u64>());
-        if let Some(Ok(id)) = id.filter(|id| id.as_ref().is_ok_and(|id| refused.contains(id))) {
-            counts.retain(|(column, _)| !unowned.contains(&(id, *column)));
+        match parse_day_key(keys.get(i)) {
+            Some((id, _)) if refused.contains(&id) => {
+                counts.retain(|(column, _)| !unowned.contains(&(id, *column)));
+            }
+            _ => {}
         }
     }
 }
