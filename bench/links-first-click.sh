@@ -24,6 +24,10 @@
 #   bash bench/links-first-click.sh                 # N=10000000 R=2 D=10s
 #   KINDS="hot zipf" bash bench/links-first-click.sh    # some kinds only (hot always
 #                                                       # runs: the others are against it)
+#   WARMUP=60s bash bench/links-first-click.sh    # each round first runs its own draw for
+#       WARMUP on the same server, unmeasured, then measures D: a server that has been
+#       up a while (its redirect cache filled, its links' click rows of the day made)
+#       instead of one just started (the default, WARMUP=0: the first D after a start)
 #   BASE_BIN=/tmp/base/target/release/shardkit bash bench/links-first-click.sh   # A/B: each kind also on
 #       another build (one that reads the same store, e.g. the parent commit's:
 #       git worktree add /tmp/base HEAD~1 && cargo build --release
@@ -40,6 +44,7 @@ cd "$(dirname "$0")/.."
 N=${N:-10000000}
 R=${R:-2}
 D=${D:-10s}
+WARMUP=${WARMUP:-0}
 KINDS=${KINDS:-hot held flush zipf}
 case " $KINDS " in *" hot "*) ;; *) KINDS="hot $KINDS" ;; esac
 for kind in $KINDS; do
@@ -97,6 +102,7 @@ for round in $(seq "$R"); do
       case $kind in held) start 600000 "$bin" ;; *) start 100 "$bin" ;; esac
       warm "$WORK/data/links.segments" "$WORK/data/links.redb"
       case $kind in hot) lua="$KEEP/hot.lua" ;; zipf) lua="$KEEP/zipf.lua" ;; *) lua="$KEEP/all.lua" ;; esac
+      [ "$WARMUP" = 0 ] || wrk -t2 -c50 -d"$WARMUP" -s "$lua" http://127.0.0.1:$port > /dev/null
       t0=$(cpu_total "$server")
       read -r rps p99 bad n < <(wrk -t2 -c50 -d"$D" --latency -s "$lua" http://127.0.0.1:$port | wrk_figures)
       t1=$(cpu_total "$server")
@@ -106,7 +112,7 @@ for round in $(seq "$R"); do
     done
   done
 done
-python3 - "$WORK/results.tsv" "$N" <<'PY'
+python3 - "$WORK/results.tsv" "$N" "$WARMUP" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 n = int(sys.argv[2])
@@ -117,6 +123,9 @@ kinds = list(dict.fromkeys(r["kind"] for r in rows))
 med = {k: (statistics.median(int(r["req_s"]) for r in rows if r["kind"] == k),
            statistics.median(float(r["cpu_us"]) for r in rows if r["kind"] == k))
        for k in kinds}
+warm = sys.argv[3]
+if warm != "0":
+    print(f"each round measured after {warm} of its own draw on the same server")
 print(f"medians over {n:,} links: " + ", ".join(f"{k} {v[0]:,.0f} req/s {v[1]:.1f} µs" for k, v in med.items()))
 if "held" in med:
     print(f"a miss (held - hot): {med['held'][1] - med['hot'][1]:+.1f} µs a request")
