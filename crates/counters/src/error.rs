@@ -124,6 +124,10 @@ pub enum Error {
     /// A replicated batch could not be applied: damaged, or not the next records.
     #[error("replicated batch refused: {0}")]
     BadBatch(String),
+    /// A read of the whole state could not finish as asked (writes never paused, or rows
+    /// live where the read does not reach): try again later.
+    #[error("{0}")]
+    Busy(String),
     /// A block of the cold tier is damaged: the rows it held (named by their id range)
     /// cannot be read or written; every other row keeps serving.
     #[error("cold file {path}: {source}; the rows of that id range are unavailable, the rest is served (restore the file, or delete the counter's rows in that range)")]

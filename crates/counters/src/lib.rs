@@ -16,6 +16,7 @@ mod cold_index;
 mod cold_names;
 mod column;
 mod counter;
+mod digest;
 mod engine;
 mod error;
 mod evict;
@@ -46,6 +47,7 @@ use std::time::Duration;
 
 pub use column::{check_name, ColumnSpec, MAX_VALUE};
 pub use counter::STRIPES;
+pub use digest::Digest;
 pub use engine::{Engine, Pending, RowOp, MAX_TXID_LEN};
 pub use error::{Error, Result};
 pub use key::{Key, OwnedKey, MAX_KEY_LEN};

@@ -18,17 +18,39 @@ use async_nats::jetstream::{self, message::PublishMessage, stream};
 use bytes::Bytes;
 use common::nats::Nats;
 use shardkit::replication::jetstream::names::{Names, LSN_HEADER};
-use shardkit::replication::jetstream::publisher::JetStreamLog;
+use shardkit::replication::jetstream::publisher::{JetStreamLog, Lease};
+use shardkit::replication::jetstream::stamp::Stamp;
 use shardkit::replication::jetstream::tasks::Tasks;
+use shardkit::replication::log_chain::Head;
 use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, LogOfRecord, Options};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 fn opts() -> Options {
     Options {
         fsync: FsyncPolicy::No,
         snapshot_log_bytes: None,
         ..Options::default()
+    }
+}
+
+/// The stream's end at an unstamped marker `seq`, for a writer of term `term`.
+fn head_at(seq: u64, term: u64) -> Head {
+    Head {
+        seq,
+        term,
+        chain: 0,
+    }
+}
+
+/// A lease of term `term` that holds for the whole test.
+fn lease(term: u64) -> Lease {
+    Lease {
+        term,
+        valid_until: Arc::new(parking_lot::Mutex::new(
+            Instant::now() + Duration::from_secs(3600),
+        )),
     }
 }
 
@@ -97,7 +119,8 @@ fn a_deposed_writer_is_refused_by_the_stream_and_acknowledges_nothing_after() {
         &Tasks::on(rt.handle().clone()),
         js.clone(),
         &names,
-        a_marker,
+        head_at(a_marker, 1),
+        lease(1),
         Arc::clone(&a_fenced),
         |_| {},
     );
@@ -151,7 +174,8 @@ fn a_deposed_writer_is_refused_by_the_stream_and_acknowledges_nothing_after() {
         &Tasks::on(rt.handle().clone()),
         js.clone(),
         &names,
-        b_marker,
+        head_at(b_marker, 2),
+        lease(2),
         Arc::new(AtomicBool::new(false)),
         |_| {},
     );
@@ -164,4 +188,115 @@ fn a_deposed_writer_is_refused_by_the_stream_and_acknowledges_nothing_after() {
     let g = follower_of(&all, g_dir.path());
     assert_eq!(g.get("weibo", Key::Id(7), "likes").unwrap(), 15);
     drop((a, f, g));
+}
+
+/// The publisher repeats a send whose answer was lost with the same message id and the
+/// same expected sequence: JetStream must answer the repeat with the first send's
+/// sequence (its duplicate window) rather than refuse it for the sequence, or a leader
+/// could not tell "stored, answer lost" from "another writer appended".
+#[test]
+fn a_repeated_publish_is_answered_with_the_first_ones_sequence() {
+    let nats = Nats::start();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
+        let names = Names::new("repeat");
+        js.get_or_create_stream(stream::Config {
+            name: names.stream.clone(),
+            subjects: vec![names.subject.clone()],
+            storage: stream::StorageType::File,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let send = |id: &'static str, last: u64| {
+            let js = js.clone();
+            let subject = names.subject.clone();
+            async move {
+                let m = PublishMessage::build()
+                    .payload(Bytes::from_static(b"batch"))
+                    .expected_last_sequence(last)
+                    .message_id(id);
+                js.send_publish(subject, m).await.unwrap().await
+            }
+        };
+        let first = send("7.1.0", 0).await.unwrap();
+        assert_eq!((first.sequence, first.duplicate), (1, false));
+        let again = send("7.1.0", 0).await.unwrap();
+        assert_eq!((again.sequence, again.duplicate), (1, true));
+        // Another message expecting the old end is refused, as a deposed writer's is.
+        let other = send("8.1.0", 0).await.unwrap_err();
+        assert_eq!(
+            other.kind(),
+            jetstream::context::PublishErrorKind::WrongLastSequence
+        );
+    });
+}
+
+/// The stamps the real publisher writes chain: each message continues the one before
+/// it, and a reader that starts at the writer's first head can check every one.
+#[test]
+fn published_messages_continue_each_other() {
+    let nats = Nats::start();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let names = Names::new("chain");
+    let (js, stream) = rt.block_on(async {
+        let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
+        let stream = js
+            .get_or_create_stream(stream::Config {
+                name: names.stream.clone(),
+                subjects: vec![names.subject.clone()],
+                storage: stream::StorageType::File,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        (js, stream)
+    });
+    let start = Head {
+        seq: rt.block_on(marker(&js, &names, 0, 1)),
+        term: 5,
+        chain: 42,
+    };
+    let log = JetStreamLog::start(
+        &Tasks::on(rt.handle().clone()),
+        js.clone(),
+        &names,
+        start,
+        lease(5),
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(dir.path(), opts()).unwrap();
+    e.set_log_of_record(Some(Arc::new(log) as Arc<dyn LogOfRecord>))
+        .unwrap();
+    e.create_counter("c").unwrap();
+    e.add_column("c", "n", ColumnOptions::new(32, 64)).unwrap();
+    for i in 0..20u64 {
+        e.incr("c", Key::Id(i), "n", 1, None).unwrap();
+    }
+    let mut head = Some(start);
+    let last = rt.block_on(async { stream.clone().info().await.unwrap().state.last_sequence });
+    assert!(last >= 5, "the writes were published");
+    for seq in start.seq + 1..=last {
+        let m = rt.block_on(stream.get_raw_message(seq)).unwrap();
+        let stamp = Stamp::read(Some(&m.headers)).unwrap().expect("stamped");
+        let lsns = shardkit::replication::jetstream::lsn_seq::lsn_range(&m.headers).unwrap();
+        // A reader whose copy ends elsewhere refuses the message its copy does not lead to.
+        let elsewhere = Head {
+            chain: head.unwrap().chain ^ 1,
+            ..head.unwrap()
+        };
+        assert!(Stamp::continues(&stamp, Some(elsewhere), seq, lsns, &m.payload).is_err());
+        head = Some(Stamp::continues(&stamp, head, seq, lsns, &m.payload).unwrap());
+    }
+    assert_eq!(head.unwrap().term, 5);
 }

@@ -220,6 +220,9 @@ pub async fn mget(
 /// module doc for the answers otherwise).
 fn row_counters(state: &AppState, counter: &str, key: &str) -> Result<Arc<Counters>, ApiError> {
     let Some(live) = state.cluster.get() else {
+        if let Some(refusal) = crate::replication::gate::refuse_read(&state.replication) {
+            return Err(ApiError::unavailable(refusal));
+        }
         return Ok(Arc::clone(&state.counters));
     };
     slot_counters(live, row_slot(counter, key))

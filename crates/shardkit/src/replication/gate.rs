@@ -52,6 +52,18 @@ pub fn refuse(status: &Status, name: &[u8]) -> Option<&'static str> {
     Some(READONLY)
 }
 
+/// The error a read of counters gets while this node's copy of the log diverged (it
+/// is starting over): a value that is in no agreed log is never served.
+pub fn refuse_read(status: &Status) -> Option<String> {
+    if !status.is_diverged() {
+        return None;
+    }
+    let why = status.diverged().unwrap_or_default();
+    Some(format!(
+        "LOADING this replica's copy of the counters diverged from the log ({why}); it is starting over from the newest snapshot: read from another node"
+    ))
+}
+
 /// `None` when this node may write; else `Some(the leader's HTTP address, if known)`,
 /// for the 421 a write sent here gets.
 pub fn http_leader(status: &Status) -> Option<Option<String>> {
@@ -165,6 +177,21 @@ pub fn info_section(status: &Status) -> String {
     s.push_str(&format!(
         "stream_applied_seq:{seq}\r\nlag_records:{lag}\r\nlag_ms:{lag_ms}\r\n"
     ));
+    if let Some(head) = status.head() {
+        s.push_str(&format!(
+            "log_term:{}\r\nlog_chain_seq:{}\r\nlog_chain:{}\r\n",
+            head.term,
+            head.seq,
+            super::log_chain::hex(head.chain)
+        ));
+    }
+    match status.diverged() {
+        Some(why) => s.push_str(&format!(
+            "diverged:1\r\ndiverged_reason:{}\r\n",
+            why.replace(['\r', '\n'], " ")
+        )),
+        None => s.push_str("diverged:0\r\n"),
+    }
     s
 }
 

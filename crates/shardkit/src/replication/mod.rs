@@ -5,6 +5,8 @@
 //!   `local` mode the node is a standalone master).
 //! - [`gate`]: the one check the RESP dispatcher and the HTTP handlers make before a
 //!   write, and the `ROLE` / `INFO replication` replies.
+//! - [`log_chain`]: the term and running checksum every message of the log carries, so
+//!   a replica applies only what continues its own copy.
 //! - [`members`]: the store's nodes as they announce themselves; [`sentinel`]: the
 //!   Sentinel view (master, replicas, sentinels) built from them and the lease.
 //! - `jetstream` (feature `nats`): the log of record on a JetStream stream, the leader
@@ -14,6 +16,7 @@
 pub mod gate;
 #[cfg(feature = "nats")]
 pub mod jetstream;
+pub mod log_chain;
 pub mod members;
 pub mod sentinel;
 pub mod status;

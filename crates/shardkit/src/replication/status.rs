@@ -48,6 +48,14 @@ pub struct Status {
     lag_ms: AtomicU64,
     /// The store's other nodes as last announced (the Sentinel replies read them).
     pub members: super::members::Members,
+    /// Where this node's copy of the log ends, term and chain included (`None` while
+    /// not known: a local log, or a start from a snapshot before its first message).
+    head: parking_lot::Mutex<Option<super::log_chain::Head>>,
+    /// Why this node's copy stopped continuing the agreed log, while it starts over:
+    /// reads of counters are refused meanwhile.
+    diverged: parking_lot::Mutex<Option<String>>,
+    /// Whether `diverged` is set, read without the lock on every keyed command.
+    is_diverged: std::sync::atomic::AtomicBool,
 }
 
 impl Status {
@@ -61,6 +69,9 @@ impl Status {
             lag_records: AtomicU64::new(0),
             lag_ms: AtomicU64::new(0),
             members: Default::default(),
+            head: parking_lot::Mutex::new(None),
+            diverged: parking_lot::Mutex::new(None),
+            is_diverged: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -102,5 +113,32 @@ impl Status {
             self.lag_records.load(Ordering::Relaxed),
             self.lag_ms.load(Ordering::Relaxed),
         )
+    }
+
+    /// Where this node's copy of the log ends (term and chain), if known.
+    pub fn head(&self) -> Option<super::log_chain::Head> {
+        *self.head.lock()
+    }
+
+    /// Records where this node's copy of the log ends.
+    pub fn set_head(&self, head: Option<super::log_chain::Head>) {
+        *self.head.lock() = head;
+    }
+
+    /// Why this node's copy no longer continues the agreed log, if it does not.
+    pub fn diverged(&self) -> Option<String> {
+        self.diverged.lock().clone()
+    }
+
+    /// Marks this node's copy as diverged (`Some(why)`), or whole again.
+    pub fn set_diverged(&self, why: Option<String>) {
+        let mut held = self.diverged.lock();
+        self.is_diverged.store(why.is_some(), Ordering::Release);
+        *held = why;
+    }
+
+    /// Whether this node's copy diverged (one atomic load: checked before every read).
+    pub fn is_diverged(&self) -> bool {
+        self.is_diverged.load(Ordering::Acquire)
     }
 }

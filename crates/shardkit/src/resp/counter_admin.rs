@@ -61,7 +61,48 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "COUNTER.INCRBY key column delta txid: counted once per txid within the window",
         run: idempotent_incr,
     },
+    CommandSpec {
+        name: "counter.digest",
+        arity: -1,
+        flags: &["readonly"],
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        categories: &["@read", "@slow"],
+        group: "counter",
+        summary: "COUNTER.DIGEST [counter]: the lsn applied and a digest of the rows at it, to compare replicas",
+        run: digest,
+    },
 ];
+
+/// `COUNTER.DIGEST [counter]`: `[lsn, digest]`, the lsn every record below which is in
+/// the state digested, and the digest (32 hex digits) of every counter's rows (or one
+/// counter's). Two nodes that answer the same pair hold the same rows.
+fn digest(call: &mut Call<'_, '_>) {
+    let (cmd, state, out) = (call.cmd, call.state, &mut *call.out);
+    if cmd.len() > 2 {
+        return reply::error(out, "ERR syntax error: COUNTER.DIGEST [counter]");
+    }
+    let only = match cmd.arg(1) {
+        Some(raw) => match utf8(Some(raw), "counter names", out) {
+            Some(name) => Some(name),
+            None => return,
+        },
+        None => None,
+    };
+    // A full pass over the rows: off the event loop.
+    match crate::resp_runtime::block_here(|| state.counters.engine.digest(only)) {
+        Ok(d) => {
+            reply::array_header(out, 2);
+            reply::integer(out, d.lsn as i64);
+            reply::bulk(out, format!("{:032x}", d.value).as_bytes());
+        }
+        Err(shardkit_counters::Error::NoSuchCounter(name)) => {
+            reply::error(out, &no_such_counter(&name))
+        }
+        Err(e) => reply::error(out, &format!("BUSY {e}")),
+    }
+}
 
 /// Runs a write that waits for the log itself (schema changes). Under fsync `always`
 /// it waits for the disk, so it runs in [`crate::resp_runtime::block_here`]; under

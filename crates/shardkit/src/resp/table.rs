@@ -181,6 +181,12 @@ pub fn execute(
     } else if let Some(refusal) = crate::replication::gate::refuse(&state.replication, name) {
         super::incr_run::flush(&state.counters, session, out);
         reply::error(out, refusal);
+    } else if let Some(refusal) = (spec.first_key > 0)
+        .then(|| crate::replication::gate::refuse_read(&state.replication))
+        .flatten()
+    {
+        super::incr_run::flush(&state.counters, session, out);
+        reply::error(out, &refusal);
     } else if let Some(live) = state.cluster.get() {
         super::cluster_dispatch::run(spec, cmd, state, live, session, out);
     } else {

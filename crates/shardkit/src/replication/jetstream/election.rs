@@ -1,18 +1,22 @@
 //! Who writes: the lease in the KV bucket, the catch-up and fencing a new leader does
 //! before it takes writes, the renewal, and stepping down.
 //!
-//! Taking over: create the lease key (refused while another holds it), read the
-//! stream's last sequence L, wait until the follower applied L, publish an empty marker
-//! expecting L (refused if a deposed writer appended meanwhile: then read again), stop
-//! following, attach the [`JetStreamLog`] and take writes. From the marker on, any
+//! Taking over: create the lease key (refused while another holds it), or take over
+//! one not renewed for a whole lease (compare-and-set on its revision); the revision
+//! won is the new leader's term. Read the stream's last sequence L, wait until the
+//! follower applied L, check that this node's chain at L is the stream leader's,
+//! publish an empty marker expecting L (refused if a deposed writer appended meanwhile:
+//! then read again), stop following, attach the [`JetStreamLog`] and take writes. From the marker on, any
 //! publish of an older writer expects a sequence that is no longer the last: refused.
 
 use super::follower::follow;
 use super::names::{Names, LEADER_HEADER, LEASE_KEY, LSN_HEADER};
-use super::publisher::JetStreamLog;
+use super::publisher::{JetStreamLog, Lease};
+use super::stamp::{Diverged, Stamp, CHAIN_HEADER, TERM_HEADER};
 use super::EXIT_DEPOSED;
 use crate::counter_store::CounterStore;
 use crate::counter_store::StoreSpec;
+use crate::replication::log_chain::Head;
 use crate::replication::{LeaderAddr, Role};
 use async_nats::jetstream::{self, kv, message::PublishMessage, stream};
 use bytes::Bytes;
@@ -137,17 +141,34 @@ pub(crate) async fn kv_bucket(
 /// once when the lease key changes (a holder giving it back); leads once it has it;
 /// starts the store over when it loses it (the server's store exits the process with
 /// [`EXIT_DEPOSED`]; a cluster group is reopened by its node).
+///
+/// A lease lapses when its holder has not renewed it for a whole lease: every node
+/// notes, on its own monotonic clock, when it first saw the lease's current revision,
+/// and once that revision is a lease old it takes the lease over with a
+/// compare-and-set on that revision. This does not wait for NATS to expire the key
+/// (late while the bucket's stream elects a leader) and trusts no wall clock: the
+/// holder counts its lease from before it asked for the renewal, so it stops writing
+/// before any node can have seen that revision for a whole lease.
 pub async fn run(state: Arc<CounterStore>, store: Store) {
     let me = state.replication.me.clone();
     let me_json = serde_json::to_string(&me).unwrap_or_default();
+    let from = state.replication.progress().0 + 1;
+    if from == 1 {
+        // No snapshot: the first message of the stream continues the empty chain.
+        state
+            .replication
+            .set_head(Some(crate::replication::log_chain::GENESIS));
+    }
     // After what the start restored from a snapshot (0 without one: from the start).
     let mut follower = store.tasks.spawn(follow(
         Arc::clone(&state),
         store.stream.clone(),
         store.names.clone(),
-        state.replication.progress().0 + 1,
+        from,
     ));
     let tick = store.lease_for / 3;
+    // The lease revision last seen and when it was first seen (this node's clock).
+    let mut seen: Option<(u64, Instant)> = None;
     // Changes of the lease key (renewals, a hand-back) wake the loop early; without a
     // watch (NATS trouble) it still runs every tick.
     let mut changes = store.lease.watch(LEASE_KEY).await.ok();
@@ -167,12 +188,9 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
         }
         if follower.is_finished() {
             match (&mut follower).await {
-                Ok(Some(Err(e))) if e.is::<super::follower::Behind>() => {
+                Ok(Some(Err(e))) => {
                     super::follower::start_over(&state, &e);
                     return;
-                }
-                Ok(Some(Err(e))) => {
-                    tracing::error!(error = %e, "following the counters' stream stopped")
                 }
                 _ => tracing::error!("following the counters' stream stopped"),
             }
@@ -190,38 +208,71 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
             super::follower::start_over(&state, &behind);
             return;
         }
-        match store.lease.entry(LEASE_KEY).await {
+        let stands = state
+            .stands_for_lease
+            .load(std::sync::atomic::Ordering::Acquire);
+        let asked = Instant::now();
+        let taken = match store.lease.entry(LEASE_KEY).await {
             Ok(Some(entry)) if entry.operation == kv::Operation::Put => {
-                if let Ok(leader) = serde_json::from_slice::<LeaderAddr>(&entry.value) {
-                    state.replication.set_role(Role::Replica {
-                        leader: Some(leader),
-                    });
+                let first_seen = match seen {
+                    Some((revision, at)) if revision == entry.revision => at,
+                    _ => {
+                        seen = Some((entry.revision, asked));
+                        asked
+                    }
+                };
+                if asked.duration_since(first_seen) < store.lease_for {
+                    if let Ok(leader) = serde_json::from_slice::<LeaderAddr>(&entry.value) {
+                        state.replication.set_role(Role::Replica {
+                            leader: Some(leader),
+                        });
+                    }
+                    continue;
                 }
-                continue;
+                // Not renewed for a whole lease: its holder is gone or cut off.
+                state.replication.set_role(Role::Replica { leader: None });
+                if !stands {
+                    continue;
+                }
+                tracing::warn!(
+                    revision = entry.revision,
+                    "the counters' lease was not renewed for a whole lease; taking it over"
+                );
+                store
+                    .lease
+                    .update(LEASE_KEY, Bytes::from(me_json.clone()), entry.revision)
+                    .await
+                    .ok()
             }
-            Ok(_) => state.replication.set_role(Role::Replica { leader: None }),
+            Ok(_) => {
+                seen = None;
+                state.replication.set_role(Role::Replica { leader: None });
+                if !stands {
+                    continue;
+                }
+                store
+                    .lease
+                    .create(LEASE_KEY, Bytes::from(me_json.clone()))
+                    .await
+                    .ok()
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the counters' lease");
                 continue;
             }
-        }
-        if !state
-            .stands_for_lease
-            .load(std::sync::atomic::Ordering::Acquire)
-        {
-            continue;
-        }
-        let asked = Instant::now();
-        let Ok(revision) = store
-            .lease
-            .create(LEASE_KEY, Bytes::from(me_json.clone()))
-            .await
-        else {
+        };
+        let Some(revision) = taken else {
             continue;
         };
-        tracing::info!("took the counters' lease; catching up with the stream");
+        tracing::info!(
+            term = revision,
+            "took the counters' lease; catching up with the stream"
+        );
         let fenced = Arc::new(AtomicBool::new(false));
-        let valid_until = Arc::new(parking_lot::Mutex::new(asked + store.lease_for));
+        let lease = Lease {
+            term: revision,
+            valid_until: Arc::new(parking_lot::Mutex::new(asked + store.lease_for)),
+        };
         store.tasks.spawn(renew(
             Arc::clone(&state),
             store.lease.clone(),
@@ -229,16 +280,27 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
             revision,
             store.lease_for,
             Arc::clone(&fenced),
-            Arc::clone(&valid_until),
+            Arc::clone(&lease.valid_until),
         ));
-        match take_over(&state, &store, &me_json, &fenced).await {
+        match take_over(&state, &store, &me_json, &lease, &fenced).await {
             Ok(marker) => {
                 follower.abort();
                 let _ = (&mut follower).await;
-                if let Err(e) = lead(&state, &store, marker, fenced, valid_until).await {
+                if let Err(e) = lead(&state, &store, marker, lease, fenced).await {
                     tracing::error!(error = %e, "cannot start leading the counters");
                     step_down(&state);
                 }
+                return;
+            }
+            Err(e) if e.is::<Diverged>() => {
+                // Give the lease back at once: another node can lead while this one
+                // starts over.
+                fenced.store(true, Ordering::Release);
+                let _ = store
+                    .lease
+                    .delete_expect_revision(LEASE_KEY, Some(revision))
+                    .await;
+                super::follower::start_over(&state, &e);
                 return;
             }
             Err(e) => {
@@ -250,13 +312,16 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
     }
 }
 
-/// Catches up and appends the leader marker; returns its stream sequence.
+/// Catches up, checks that this node's copy ends where the stream leader's does (same
+/// chain at the last message), and appends the leader marker; returns the stream's
+/// end after it.
 async fn take_over(
     state: &CounterStore,
     store: &Store,
     me_json: &str,
+    lease: &Lease,
     fenced: &AtomicBool,
-) -> anyhow::Result<u64> {
+) -> anyhow::Result<Head> {
     loop {
         if fenced.load(Ordering::Acquire) {
             anyhow::bail!("lost the lease while catching up");
@@ -279,14 +344,32 @@ async fn take_over(
             if fenced.load(Ordering::Acquire) {
                 anyhow::bail!("lost the lease while catching up");
             }
+            if let Some(why) = state.replication.diverged() {
+                return Err(Diverged { seq: last, why }.into());
+            }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        let head = match agreed_end(state, store, last).await {
+            Ok(head) => head,
+            Err(e) if e.is::<Diverged>() => return Err(e),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the counters' stream end; trying again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
         let next_lsn = state.counters.engine.next_lsn();
+        let lsns = (next_lsn, next_lsn);
+        let stamp = Stamp::new(lease.term, head.chain, lsns, b"");
+        let (term, chain) = stamp.header_values();
         let marker = PublishMessage::build()
             .payload(Bytes::new())
             .expected_last_sequence(last)
+            .message_id(format!("{}.marker", lease.term).as_str())
             .header(LEADER_HEADER, me_json)
-            .header(LSN_HEADER, format!("{next_lsn}-{next_lsn}").as_str());
+            .header(LSN_HEADER, format!("{next_lsn}-{next_lsn}").as_str())
+            .header(TERM_HEADER, term.as_str())
+            .header(CHAIN_HEADER, chain.as_str());
         let sent = match store
             .js
             .send_publish(store.names.subject.clone(), marker)
@@ -296,14 +379,38 @@ async fn take_over(
             Err(e) => Err(e),
         };
         match sent {
-            Ok(ack) => return Ok(ack.sequence),
+            Ok(ack) if ack.sequence == last + 1 => {
+                return Ok(Head {
+                    seq: ack.sequence,
+                    term: lease.term,
+                    chain: stamp.after,
+                })
+            }
+            Ok(ack) => {
+                // A repeated marker the stream had already stored (its duplicate
+                // window answers with the first one's sequence): read what it holds.
+                let stored = store.stream.get_raw_message(ack.sequence).await?;
+                match Stamp::read(Some(&stored.headers)) {
+                    Ok(Some(s)) if s.term == lease.term => {
+                        return Ok(Head {
+                            seq: ack.sequence,
+                            term: s.term,
+                            chain: s.after,
+                        })
+                    }
+                    _ => anyhow::bail!(
+                        "the leader marker was stored as message {} but that message is not this term's",
+                        ack.sequence
+                    ),
+                }
+            }
             Err(e) if e.kind() == jetstream::context::PublishErrorKind::WrongLastSequence => {
                 // An old writer appended after we read: read to the new end and try again.
                 continue;
             }
             Err(e) => {
                 // The marker may have been stored all the same: reading the end again
-                // finds it, and the next marker expects it.
+                // finds it, and the next marker (same message id) is answered with it.
                 tracing::warn!(error = %e, "the leader marker was not acknowledged; trying again");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -311,13 +418,54 @@ async fn take_over(
     }
 }
 
+/// The stream's end at message `last` as its leader holds it, checked against this
+/// node's copy: the same chain, or a [`Diverged`] (this node applied something else).
+/// A node whose own end is not known (started from a snapshot with nothing after it)
+/// takes the stream leader's; an unstamped last message (written by an older build)
+/// starts the chain again from zero.
+async fn agreed_end(state: &CounterStore, store: &Store, last: u64) -> anyhow::Result<Head> {
+    if last == 0 {
+        return Ok(crate::replication::log_chain::GENESIS);
+    }
+    let message = store.stream.get_raw_message(last).await?;
+    let Some(stamp) =
+        Stamp::read(Some(&message.headers)).map_err(|why| Diverged { seq: last, why })?
+    else {
+        return Ok(Head {
+            seq: last,
+            term: 0,
+            chain: 0,
+        });
+    };
+    let agreed = Head {
+        seq: last,
+        term: stamp.term,
+        chain: stamp.after,
+    };
+    match state.replication.head() {
+        Some(ours) if ours != agreed => Err(Diverged {
+            seq: last,
+            why: format!(
+                "this copy ends at chain {} (term {}, message {}), the stream leader's at {} (term {})",
+                crate::replication::log_chain::hex(ours.chain),
+                ours.term,
+                ours.seq,
+                crate::replication::log_chain::hex(agreed.chain),
+                agreed.term
+            ),
+        }
+        .into()),
+        _ => Ok(agreed),
+    }
+}
+
 /// Attaches the stream as the engine's log of record and opens for writes.
 async fn lead(
     state: &Arc<CounterStore>,
     store: &Store,
-    marker: u64,
+    marker: Head,
+    lease: Lease,
     fenced: Arc<AtomicBool>,
-    valid_until: Arc<parking_lot::Mutex<Instant>>,
 ) -> anyhow::Result<()> {
     // The status, not the state: the engine holds this log, and the state the engine.
     let status = Arc::clone(&state.replication);
@@ -326,14 +474,15 @@ async fn lead(
         store.js.clone(),
         &store.names,
         marker,
+        lease.clone(),
         Arc::clone(&fenced),
-        move |seq| status.set_progress(seq, 0, 0),
+        move |head| {
+            status.set_progress(head.seq, 0, 0);
+            status.set_head(Some(head));
+        },
     );
-    let log: Arc<dyn shardkit_counters::LogOfRecord> = Arc::new(LeaseCheckedLog {
-        log,
-        valid_until,
-        fenced,
-    });
+    let log: Arc<dyn shardkit_counters::LogOfRecord> =
+        Arc::new(LeaseCheckedLog { log, lease, fenced });
     let engine_state = Arc::clone(state);
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
         let engine = &engine_state.counters.engine;
@@ -345,14 +494,19 @@ async fn lead(
         Ok(())
     })
     .await??;
-    state.replication.set_progress(marker, 0, 0);
+    state.replication.set_progress(marker.seq, 0, 0);
+    state.replication.set_head(Some(marker));
     state.replication.set_role(Role::Leader);
     store.tasks.spawn(super::snapshots::ship(
         Arc::clone(state),
         store.snapshots.clone(),
         store.stream.clone(),
     ));
-    tracing::info!(stream_seq = marker, "leading the counters");
+    tracing::info!(
+        stream_seq = marker.seq,
+        term = marker.term,
+        "leading the counters"
+    );
     Ok(())
 }
 
@@ -360,14 +514,14 @@ async fn lead(
 /// up acknowledges nothing, even before the stream refuses it).
 struct LeaseCheckedLog {
     log: JetStreamLog,
-    valid_until: Arc<parking_lot::Mutex<Instant>>,
+    lease: Lease,
     fenced: Arc<AtomicBool>,
 }
 
 impl LeaseCheckedLog {
     /// Refuses (and fences) once the lease may have lapsed.
     fn check_lease(&self) -> Result<(), String> {
-        if Instant::now() >= *self.valid_until.lock() {
+        if self.lease.lapsed() {
             self.fenced.store(true, Ordering::Release);
             return Err("the counters' lease lapsed".into());
         }

@@ -1,10 +1,16 @@
-//! The replica's side: an ordered consumer over the stream, applying every batch to the
-//! local engine in stream order and recording how far it has come.
+//! The replica's side: the stream leader's copy up to the stream's end, then an ordered
+//! consumer, every message checked to continue this copy's chain and applied to the
+//! local engine in stream order, recording how far it has come.
 
+use super::lsn_seq::lsn_range;
 use super::names::{Names, LEADER_HEADER};
+use super::stamp::{Diverged, Stamp};
 use crate::counter_store::CounterStore;
 use crate::replication::{LeaderAddr, Role, Status};
-use async_nats::jetstream::{consumer, stream::Stream};
+use async_nats::jetstream::{
+    consumer,
+    stream::{RawMessageErrorKind, Stream},
+};
 use futures_util::StreamExt;
 use std::sync::Arc;
 
@@ -29,12 +35,29 @@ pub struct Behind {
     pub first: u64,
 }
 
-/// Leaves after a [`Behind`]: the server's store exits with [`super::EXIT_BEHIND`] so that
-/// its supervisor restarts it, and a start clears the local copy and restores the newest
-/// snapshot of the object store, then follows the stream from there; a cluster group is
-/// reopened the same way by its node ([`crate::counter_store::OnRestart`]).
+/// Starts the store over after following stopped on `why`: a [`Behind`] (the records
+/// it needs next were purged), or anything else the follower could not apply — a
+/// message that does not continue this copy's chain ([`Diverged`]), a gap, a damaged
+/// batch. Those mark the node diverged first (its reads are refused, `INFO
+/// replication` says why) and log what is dropped: everything applied here since the
+/// newest snapshot, re-read from the stream leader on the way back. The server's store
+/// exits with [`super::EXIT_BEHIND`] so that its supervisor restarts it, and a start
+/// clears the local copy and restores the newest snapshot of the object store, then
+/// follows the stream from there; a cluster group is reopened the same way by its node
+/// ([`crate::counter_store::OnRestart`]).
 pub fn start_over(state: &CounterStore, why: &anyhow::Error) {
     state.counters.engine.set_read_only(true);
+    if !why.is::<Behind>() {
+        let (applied, _, _) = state.replication.progress();
+        state.replication.set_diverged(Some(format!("{why:#}")));
+        metrics::counter!("shardkit_replica_diverged_total").increment(1);
+        tracing::error!(
+            error = %format!("{why:#}"),
+            applied_seq = applied,
+            next_lsn = state.counters.engine.next_lsn(),
+            "this replica's copy of the counters diverged from the agreed log; dropping it (every record applied since the newest snapshot) and starting over from the snapshot and the stream leader's copy"
+        );
+    }
     match &state.on_restart {
         crate::counter_store::OnRestart::ExitProcess => {
             tracing::error!(code = super::EXIT_BEHIND, error = %why, "exiting so this replica restarts from the newest snapshot")
@@ -58,16 +81,30 @@ pub async fn behind(state: &CounterStore, stream: &Stream) -> Option<anyhow::Err
 enum Stopped {
     /// NATS failed (a server lost, a consumer's heartbeats missed): follow again.
     Nats(anyhow::Error),
-    /// A batch did not apply, or the next message was purged ([`Behind`]): reported,
-    /// never skipped.
+    /// A batch did not apply, did not continue this copy's chain, or the next message
+    /// was purged ([`Behind`]): reported, never skipped.
     Apply(anyhow::Error),
 }
 
-/// Applies the stream from sequence `from` on, until the stream ends or a batch does
-/// not apply (damaged, or records missing: reported, never skipped). When NATS fails
-/// it follows again, with a new consumer, after what was applied. Messages below the
-/// stream's first sequence are gone (the leader purges what the kept snapshots cover):
-/// needing one is a [`Behind`].
+fn nats(e: &dyn std::fmt::Display) -> Stopped {
+    Stopped::Nats(anyhow::anyhow!("{e}"))
+}
+
+/// How often, while messages keep coming, the copy's end is compared with the stream
+/// leader's (when the stream is quiet it is compared once per new end).
+const VERIFY_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How many of the stream leader's messages are asked for at once while catching up.
+const LEADER_READS: usize = 16;
+
+/// Applies the stream from sequence `from` on, until the stream ends or a message does
+/// not apply (damaged, not continuing this copy's chain, records missing: reported,
+/// never skipped). Each run first reads the stream up to its current end from the
+/// stream leader (whose copy is the agreed one: a consumer may be served by a NATS
+/// server whose copy differs), then follows with an ordered consumer. When NATS fails
+/// it follows again after what was applied. Messages below the stream's first
+/// sequence are gone (the leader purges what the kept snapshots cover): needing one is
+/// a [`Behind`].
 pub async fn follow(
     state: Arc<CounterStore>,
     stream: Stream,
@@ -78,7 +115,12 @@ pub async fn follow(
     loop {
         match follow_from(&state, &stream, &names, from).await {
             Ok(()) => return Ok(()),
-            Err(Stopped::Apply(e)) => return Err(e),
+            Err(Stopped::Apply(e)) => {
+                if !e.is::<Behind>() {
+                    state.replication.set_diverged(Some(format!("{e:#}")));
+                }
+                return Err(e);
+            }
             Err(Stopped::Nats(e)) => {
                 tracing::warn!(error = %e, "following the counters' stream failed; following again");
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -88,23 +130,174 @@ pub async fn follow(
     }
 }
 
-/// One consumer's run, from sequence `from`.
+/// Applies message `seq` if it continues this copy's chain (see
+/// [`crate::replication::log_chain`]): a batch goes to the engine, a leader's marker
+/// names the new leader. `published_ms` and `pending` feed the lag figures.
+fn take(
+    state: &CounterStore,
+    seq: u64,
+    headers: Option<&async_nats::HeaderMap>,
+    payload: &[u8],
+    published_ms: u64,
+    pending: u64,
+) -> Result<(), Stopped> {
+    let status: &Status = &state.replication;
+    let diverged = |why: String| Stopped::Apply(Diverged { seq, why }.into());
+    let lsns = headers.and_then(lsn_range).unwrap_or((0, 0));
+    let ours = status.head();
+    let head = match Stamp::read(headers).map_err(diverged)? {
+        Some(stamp) => Some(
+            Stamp::continues(&stamp, ours, seq, lsns, payload)
+                .map_err(|d| Stopped::Apply(d.into()))?,
+        ),
+        None => {
+            if ours.is_some() {
+                tracing::warn!(
+                    seq,
+                    "a stream message carries no chain (written by an older build); it is applied unchecked"
+                );
+            }
+            None
+        }
+    };
+    if payload.is_empty() {
+        // A new leader's marker: who leads now.
+        let leader = headers
+            .and_then(|h| h.get(LEADER_HEADER))
+            .and_then(|v| serde_json::from_str::<LeaderAddr>(v.as_str()).ok());
+        if let (Some(leader), Role::Replica { .. }) = (leader, status.role()) {
+            status.set_role(Role::Replica {
+                leader: Some(leader),
+            });
+        }
+    } else {
+        let applied = state
+            .counters
+            .engine
+            .apply_replicated(payload)
+            .map_err(|e| diverged(e.to_string()))?;
+        // Only the first message after a start from a snapshot (whose own end is not
+        // known) may hold records the snapshot has; anywhere else a repeated record is
+        // a copy of the log that is not this one.
+        if applied.skipped > 0 && ours.is_some() {
+            return Err(diverged(format!(
+                "it repeats {} records this copy already applied",
+                applied.skipped
+            )));
+        }
+    }
+    status.set_head(head);
+    let lag_ms = if pending > 0 {
+        now_ms().saturating_sub(published_ms)
+    } else {
+        0
+    };
+    status.set_progress(seq, pending, lag_ms);
+    Ok(())
+}
+
+/// Reads messages `from..=last` from the stream leader, a few at a time, and applies
+/// them. Returns the next sequence to follow from.
+async fn read_from_leader(
+    state: &CounterStore,
+    stream: &Stream,
+    from: u64,
+    last: u64,
+) -> Result<u64, Stopped> {
+    if from > last {
+        return Ok(from);
+    }
+    let reads = futures_util::stream::iter(from..=last)
+        .map(|seq| async move { (seq, stream.get_raw_message(seq).await) })
+        .buffered(LEADER_READS);
+    futures_util::pin_mut!(reads);
+    while let Some((seq, read)) = reads.next().await {
+        let message = match read {
+            Ok(message) => message,
+            Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => {
+                let first = stream
+                    .get_info()
+                    .await
+                    .map_err(|e| nats(&e))?
+                    .state
+                    .first_sequence;
+                return Err(Stopped::Apply(Behind { want: seq, first }.into()));
+            }
+            Err(e) => return Err(nats(&e)),
+        };
+        let published_ms = (message.time.unix_timestamp_nanos() / 1_000_000) as u64;
+        take(
+            state,
+            seq,
+            Some(&message.headers),
+            &message.payload,
+            published_ms,
+            last - seq,
+        )?;
+    }
+    Ok(last + 1)
+}
+
+/// Compares this copy's end with the stream leader's message at the same sequence
+/// (once per end: `verified` holds the last sequence checked). A consumer served by a
+/// NATS server whose copy differs delivers a message the agreed log does not have; if
+/// nothing follows it, no chain breaks, and only this comparison finds it.
+async fn verify_end(
+    state: &CounterStore,
+    stream: &Stream,
+    verified: &mut u64,
+) -> Result<(), Stopped> {
+    let Some(head) = state.replication.head() else {
+        return Ok(());
+    };
+    if head.seq == 0 || head.seq == *verified {
+        return Ok(());
+    }
+    let message = match stream.get_raw_message(head.seq).await {
+        Ok(message) => message,
+        // Purged (a snapshot covers it) or NATS trouble: checked at the next end.
+        Err(_) => return Ok(()),
+    };
+    if let Ok(Some(stamp)) = Stamp::read(Some(&message.headers)) {
+        if stamp.after != head.chain || stamp.term != head.term {
+            return Err(Stopped::Apply(
+                Diverged {
+                    seq: head.seq,
+                    why: format!(
+                        "the stream leader's copy of it ends at chain {} (term {}), the one applied here at {} (term {})",
+                        crate::replication::log_chain::hex(stamp.after),
+                        stamp.term,
+                        crate::replication::log_chain::hex(head.chain),
+                        head.term
+                    ),
+                }
+                .into(),
+            ));
+        }
+    }
+    *verified = head.seq;
+    Ok(())
+}
+
+/// One consumer's run, from sequence `from`: the stream leader's copy up to the
+/// stream's end first, then the consumer.
 async fn follow_from(
     state: &CounterStore,
     stream: &Stream,
     names: &Names,
     from: u64,
 ) -> Result<(), Stopped> {
-    let nats = |e: &dyn std::fmt::Display| Stopped::Nats(anyhow::anyhow!("{e}"));
-    let first = stream
-        .get_info()
-        .await
-        .map_err(|e| nats(&e))?
-        .state
-        .first_sequence;
-    if from < first {
-        return Err(Stopped::Apply(Behind { want: from, first }.into()));
+    let info = stream.get_info().await.map_err(|e| nats(&e))?.state;
+    if from < info.first_sequence {
+        return Err(Stopped::Apply(
+            Behind {
+                want: from,
+                first: info.first_sequence,
+            }
+            .into(),
+        ));
     }
+    let from = read_from_leader(state, stream, from, info.last_sequence).await?;
     let deliver_policy = if from <= 1 {
         consumer::DeliverPolicy::All
     } else {
@@ -128,11 +321,15 @@ async fn follow_from(
     let mut messages = consumer.messages().await.map_err(|e| nats(&e))?;
     let status: &Status = &state.replication;
     let mut want = from.max(1);
+    let mut verified = 0u64;
+    let mut last_verify = std::time::Instant::now();
     loop {
         let message = match tokio::time::timeout(STALL, messages.next()).await {
             Ok(Some(message)) => message.map_err(|e| nats(&e))?,
             Ok(None) => break,
             Err(_) => {
+                verify_end(state, stream, &mut verified).await?;
+                last_verify = std::time::Instant::now();
                 // Quiet: caught up, or the consumer is stuck (its stream's leader was
                 // lost with a NATS server): the stream's end tells which.
                 match stream.get_info().await {
@@ -162,31 +359,18 @@ async fn follow_from(
         }
         want = seq + 1;
         let published_ms = (info.published.unix_timestamp_nanos() / 1_000_000) as u64;
-        if message.payload.is_empty() {
-            // A new leader's marker: who leads now.
-            let leader = message
-                .headers
-                .as_ref()
-                .and_then(|h| h.get(LEADER_HEADER))
-                .and_then(|v| serde_json::from_str::<LeaderAddr>(v.as_str()).ok());
-            if let (Some(leader), Role::Replica { .. }) = (leader, status.role()) {
-                status.set_role(Role::Replica {
-                    leader: Some(leader),
-                });
-            }
-        } else {
-            state
-                .counters
-                .engine
-                .apply_replicated(&message.payload)
-                .map_err(|e| Stopped::Apply(anyhow::anyhow!("stream message {seq}: {e}")))?;
+        take(
+            state,
+            seq,
+            message.headers.as_ref(),
+            &message.payload,
+            published_ms,
+            pending,
+        )?;
+        if last_verify.elapsed() >= VERIFY_EVERY {
+            verify_end(state, stream, &mut verified).await?;
+            last_verify = std::time::Instant::now();
         }
-        let lag_ms = if pending > 0 {
-            now_ms().saturating_sub(published_ms)
-        } else {
-            0
-        };
-        status.set_progress(seq, pending, lag_ms);
     }
     Ok(())
 }

@@ -15,10 +15,13 @@
 //!   others (the Sentinel replies read them).
 //! - [`snapshots`]: the leader's snapshots in an object store, the purge of the stream
 //!   below what they cover, and a start from the newest one.
+//! - [`stamp`]: the term and chain headers of every message, and the check of them.
 //! - [`lsn_seq`]: which stream sequence a snapshot's lsn corresponds to.
 //! - [`id_leases`]: this node's leases on blocks of id shards, so every node of the
 //!   store issues ids and no two issue the same.
 //! - [`tasks`]: where a store's tasks run and how they are stopped together.
+//! - [`until_up`]: a start waits out NATS weather (a server down, no JetStream meta
+//!   leader yet) instead of exiting.
 //! - [`ticks`]: the grid periodic work waits on, so many stores' timers fire at once.
 //!
 //! Everything NATS runs on a runtime of its own (one thread), so an engine commit that
@@ -33,8 +36,10 @@ pub mod membership;
 pub mod names;
 pub mod publisher;
 pub mod snapshots;
+pub mod stamp;
 pub mod tasks;
 pub mod ticks;
+pub mod until_up;
 
 use crate::counter_store::CounterStore;
 use anyhow::Context;
@@ -116,12 +121,19 @@ impl Replicator {
         };
         let tasks = tasks::Tasks::on(handle.clone());
         let client_name = format!("shardkit {}", state.replication.me.resp);
-        let setup = handle.block_on(async {
-            match client {
-                Some((client, _)) => election::Store::on(&state.spec, client, tasks.clone()).await,
-                None => election::Store::connect(&state.spec, &client_name, tasks.clone()).await,
-            }
-        });
+        let setup = handle.block_on(until_up::until_up(
+            "making the counters' stream and buckets",
+            || {
+                let (client, tasks, spec, name) =
+                    (client.clone(), tasks.clone(), &state.spec, &client_name);
+                async move {
+                    match client {
+                        Some((client, _)) => election::Store::on(spec, client, tasks).await,
+                        None => election::Store::connect(spec, name, tasks).await,
+                    }
+                }
+            },
+        ));
         let store = setup.with_context(|| {
             format!(
                 "cannot reach JetStream at {} for the counters' log",
@@ -131,14 +143,18 @@ impl Replicator {
         let server = match ids {
             Some(ids) => {
                 let membership = handle
-                    .block_on(membership::Membership::open(
-                        &store.js,
-                        &state.spec,
-                        &state.replication.me.node,
-                    ))
+                    .block_on(until_up::until_up("making the members bucket", || {
+                        membership::Membership::open(
+                            &store.js,
+                            &state.spec,
+                            &state.replication.me.node,
+                        )
+                    }))
                     .context("cannot make the counters' members bucket")?;
                 let id_kv = handle
-                    .block_on(id_leases::open(&store.js, &state.spec))
+                    .block_on(until_up::until_up("making the id lease bucket", || {
+                        id_leases::open(&store.js, &state.spec)
+                    }))
                     .context("cannot make the id shard lease bucket")?;
                 let me = serde_json::to_string(&state.replication.me)?;
                 let lease_for = Duration::from_millis(state.spec.lease_ms);

@@ -2,21 +2,34 @@
 //! published to the stream with `Nats-Expected-Last-Sequence`, so a publish from a
 //! writer that is no longer the last one to append is refused by JetStream itself.
 //!
+//! Every message is stamped with the leader's term and the chain
+//! ([`super::stamp`]), and carries a message id (`<term>.<first lsn>.<part>`): a
+//! publish whose answer was lost (a NATS server lost, a stream leader being elected)
+//! is sent again, as it was, while the lease still holds, and JetStream's duplicate
+//! window answers the second send with the first one's sequence if it had been
+//! stored. Only a refusal (another writer appended) or a lapsed lease ends the lead.
+//!
 //! The publishes run on one task of the replication runtime, one batch after another
 //! in the order they were handed over. The engine calls [`JetStreamLog::append`] from a
 //! thread that may block (it waits for JetStream's ack), or [`JetStreamLog::submit`]
 //! from a commit task on an event loop (it is told of the ack by a callback).
 
 use super::names::{Names, LSN_HEADER};
-use async_nats::jetstream::{self, message::PublishMessage};
+use super::stamp::{Stamp, CHAIN_HEADER, TERM_HEADER};
+use crate::replication::log_chain::Head;
+use async_nats::jetstream::{self, context::PublishErrorKind, message::PublishMessage};
 use bytes::Bytes;
 use shardkit_counters::{LogOfRecord, Stored};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// Largest payload of one message; bigger batches go as several, in order.
 const MAX_MESSAGE: usize = 256 * 1024;
+
+/// The longest wait between two sends of a publish that got no answer.
+const RETRY_MAX: Duration = Duration::from_secs(1);
 
 /// One batch to publish and where to say how it went.
 struct Job {
@@ -24,6 +37,23 @@ struct Job {
     end_lsn: u64,
     frames: Bytes,
     done: Stored,
+}
+
+/// The lease a leader writes under: its term, and until when it surely holds it (the
+/// renewal moves this on; once past, nothing more is acknowledged).
+#[derive(Debug, Clone)]
+pub struct Lease {
+    /// The term: the lease revision this leader won.
+    pub term: u64,
+    /// Until when the lease surely holds.
+    pub valid_until: Arc<parking_lot::Mutex<Instant>>,
+}
+
+impl Lease {
+    /// Whether the lease may have lapsed.
+    pub fn lapsed(&self) -> bool {
+        Instant::now() >= *self.valid_until.lock()
+    }
 }
 
 /// The stream as the engine's [`LogOfRecord`].
@@ -34,22 +64,24 @@ pub struct JetStreamLog {
 }
 
 impl JetStreamLog {
-    /// Starts the publishing task among the store's `tasks`. `last_seq` is the stream's last
-    /// sequence as this leader left it (its own leader marker). The task ends when the
-    /// log is dropped.
+    /// Starts the publishing task among the store's `tasks`. `head` is the stream's end
+    /// as this leader left it (its own leader marker), `lease` the lease it writes
+    /// under; `on_published` hears the new end after every stored batch. The task ends
+    /// when the log is dropped.
     pub fn start(
         tasks: &super::tasks::Tasks,
         js: jetstream::Context,
         names: &Names,
-        last_seq: u64,
+        head: Head,
+        lease: Lease,
         fenced: Arc<AtomicBool>,
-        on_published: impl Fn(u64) + Send + 'static,
+        on_published: impl Fn(Head) + Send + 'static,
     ) -> Self {
         let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
         let subject = names.subject.clone();
         let task_fenced = Arc::clone(&fenced);
         tasks.spawn(async move {
-            let mut last = last_seq;
+            let mut head = head;
             while let Some(job) = queue.recv().await {
                 // The callback is not `Sync`: out of the job before anything is awaited.
                 let Job {
@@ -61,10 +93,15 @@ impl JetStreamLog {
                 let result = if task_fenced.load(Ordering::Acquire) {
                     Err("this node lost the counters' lease".to_string())
                 } else {
-                    publish(&js, &subject, (first_lsn, end_lsn), &frames, &mut last).await
+                    let batch = Batch {
+                        subject: &subject,
+                        lsns: (first_lsn, end_lsn),
+                        frames: &frames,
+                    };
+                    publish(&js, batch, &mut head, &lease, &task_fenced).await
                 };
                 match &result {
-                    Ok(()) => on_published(last),
+                    Ok(()) => on_published(head),
                     Err(why) => {
                         task_fenced.store(true, Ordering::Release);
                         tracing::error!(error = %why, "a counter batch was refused by the stream; this node no longer acknowledges writes");
@@ -77,27 +114,93 @@ impl JetStreamLog {
     }
 }
 
+/// One batch as it goes out.
+struct Batch<'a> {
+    subject: &'a str,
+    lsns: (u64, u64),
+    frames: &'a Bytes,
+}
+
 /// Publishes one batch, split at frame boundaries into messages of at most
-/// [`MAX_MESSAGE`] bytes, each expecting the sequence the one before got.
+/// [`MAX_MESSAGE`] bytes, each expecting the sequence the one before got and stamped
+/// to continue `head`, which moves along. A send without an answer is repeated (same
+/// message id) while the lease holds.
 async fn publish(
     js: &jetstream::Context,
-    subject: &str,
-    (first_lsn, end_lsn): (u64, u64),
-    frames: &Bytes,
-    last: &mut u64,
+    batch: Batch<'_>,
+    head: &mut Head,
+    lease: &Lease,
+    fenced: &AtomicBool,
 ) -> Result<(), String> {
-    for chunk in split_frames(frames, MAX_MESSAGE) {
-        let message = PublishMessage::build()
-            .payload(chunk)
-            .expected_last_sequence(*last)
-            .header(LSN_HEADER, format!("{first_lsn}-{end_lsn}").as_str());
-        let ack = js
-            .send_publish(subject.to_string(), message)
-            .await
-            .map_err(|e| e.to_string())?
-            .await
-            .map_err(|e| e.to_string())?;
-        *last = ack.sequence;
+    let (first_lsn, end_lsn) = batch.lsns;
+    let lsn_header = format!("{first_lsn}-{end_lsn}");
+    for (part, chunk) in split_frames(batch.frames, MAX_MESSAGE)
+        .into_iter()
+        .enumerate()
+    {
+        let stamp = Stamp::new(lease.term, head.chain, batch.lsns, &chunk);
+        let (term, chain) = stamp.header_values();
+        let id = format!("{}.{first_lsn}.{part}", lease.term);
+        let mut wait = Duration::from_millis(50);
+        let mut tries = 0u32;
+        loop {
+            let message = PublishMessage::build()
+                .payload(chunk.clone())
+                .expected_last_sequence(head.seq)
+                .message_id(id.as_str())
+                .header(LSN_HEADER, lsn_header.as_str())
+                .header(TERM_HEADER, term.as_str())
+                .header(CHAIN_HEADER, chain.as_str());
+            let sent = match js.send_publish(batch.subject.to_string(), message).await {
+                Ok(ack) => ack.await,
+                Err(e) => Err(e),
+            };
+            match sent {
+                Ok(ack) if ack.sequence == head.seq + 1 => {
+                    *head = Head {
+                        seq: ack.sequence,
+                        term: lease.term,
+                        chain: stamp.after,
+                    };
+                    if tries > 0 {
+                        tracing::info!(
+                            tries = tries + 1,
+                            seq = ack.sequence,
+                            duplicate = ack.duplicate,
+                            "a counter batch was stored after its publish was repeated"
+                        );
+                    }
+                    break;
+                }
+                Ok(ack) => {
+                    return Err(format!(
+                        "the stream stored message {} as sequence {}, expected {}",
+                        id,
+                        ack.sequence,
+                        head.seq + 1
+                    ))
+                }
+                Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {
+                    return Err(e.to_string())
+                }
+                Err(e) => {
+                    if fenced.load(Ordering::Acquire) {
+                        return Err(format!("{e}; and this node lost the counters' lease"));
+                    }
+                    if lease.lapsed() {
+                        return Err(format!(
+                            "{e}; the counters' lease lapsed before the stream took the batch"
+                        ));
+                    }
+                    if tries == 0 {
+                        tracing::warn!(error = %e, "publishing a counter batch got no answer; sending it again while the lease holds");
+                    }
+                    tries += 1;
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(RETRY_MAX);
+                }
+            }
+        }
     }
     Ok(())
 }

@@ -234,19 +234,24 @@ pub fn restore_newest(
     runtime.block_on(async {
         let started = std::time::Instant::now();
         let names = Names::new(&spec.name);
-        let client = async_nats::ConnectOptions::new()
-            .connection_timeout(Duration::from_secs(5))
-            .connect(spec.nats_url.as_str())
-            .await
-            .with_context(|| {
-                format!(
-                    "cannot reach NATS at {} to fetch the counters' snapshot",
-                    spec.nats_url
-                )
-            })?;
-        let js = jetstream::new(client);
-        let bucket = bucket(&js, &names, spec.stream_replicas).await?;
-        for stored in list(&bucket).await? {
+        let (bucket, all) = super::until_up::until_up("listing the stored snapshots", || async {
+            let client = async_nats::ConnectOptions::new()
+                .connection_timeout(Duration::from_secs(5))
+                .connect(spec.nats_url.as_str())
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot reach NATS at {} to fetch the counters' snapshot",
+                        spec.nats_url
+                    )
+                })?;
+            let js = jetstream::new(client);
+            let bucket = bucket(&js, &names, spec.stream_replicas).await?;
+            let all = list(&bucket).await?;
+            Ok((bucket, all))
+        })
+        .await?;
+        for stored in all {
             let bytes = match download(&bucket, &stored).await {
                 Ok(bytes) => bytes,
                 Err(e) => {
