@@ -268,6 +268,8 @@ pub(crate) struct Log {
     read_only: AtomicBool,
     /// When the log was last fsynced (Unix ms), for `INFO persistence`.
     last_sync_ms: AtomicU64,
+    /// Every record below it is written and fsynced (what a sync may skip).
+    synced: AtomicU64,
 }
 
 /// File name of the segment whose first record is `lsn`.
@@ -313,6 +315,7 @@ impl Log {
             has_of_record: AtomicBool::new(false),
             read_only: AtomicBool::new(false),
             last_sync_ms: AtomicU64::new(0),
+            synced: AtomicU64::new(next_lsn),
         })
     }
 
@@ -489,7 +492,10 @@ impl Log {
         let (buf, end) = {
             let mut p = self.pending.lock();
             let end = p.next_lsn;
-            if p.buf.is_empty() && (!sync || self.progress.durable.load(Ordering::Acquire) >= end) {
+            // A sync is skipped only when everything up to `end` was synced: `durable`
+            // also moves on writes that were not (a full buffer under `everysec`), and
+            // those must still reach the disk at the next sync.
+            if p.buf.is_empty() && (!sync || self.synced.load(Ordering::Acquire) >= end) {
                 return Ok(end);
             }
             (
@@ -505,6 +511,7 @@ impl Log {
             return Err(self.fail(&io_err(&seg.path)(e)));
         }
         if sync {
+            self.synced.fetch_max(end, Ordering::AcqRel);
             self.last_sync_ms
                 .store(shardkit_ids::now_ms(), Ordering::Relaxed);
         }
@@ -556,5 +563,30 @@ impl Log {
         drop(seg);
         self.progress.wait_for(end)?;
         Ok(end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Under `everysec` a full buffer is written at once without a sync; the next
+    /// once-a-second flush must still sync it, even with nothing new appended since.
+    #[test]
+    fn a_buffer_written_without_a_sync_is_synced_at_the_next_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(dir.path(), FsyncPolicy::EverySec, 1, None).unwrap();
+        let mut last = 0;
+        while log.pending.lock().buf.len() < FLUSH_AT {
+            last = log.append(1, |b| b.extend_from_slice(&[7; 1000])).unwrap();
+        }
+        // The commit that finds the buffer full writes it out, unsynced.
+        log.commit(last).unwrap();
+        assert!(log.pending.lock().buf.is_empty(), "the full buffer was written");
+        assert_eq!(log.last_sync_ms(), 0, "and not synced");
+        // The flusher's tick, with nothing appended since: it syncs what was written.
+        log.flush(true).unwrap();
+        assert!(log.last_sync_ms() > 0, "the written records were never synced");
+        assert!(log.synced.load(Ordering::Acquire) > last);
     }
 }

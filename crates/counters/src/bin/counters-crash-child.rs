@@ -1,6 +1,7 @@
 //! Child process for the SIGKILL crash test (`tests/crash.rs`).
 //!
-//! Usage: `counters-crash-child DIR SEED PENDING_FILE run|drain|run-cold|drain-cold`
+//! Usage: `counters-crash-child DIR SEED PENDING_FILE run|drain|run-cold|drain-cold
+//! [always|everysec]`
 //!
 //! Opens the engine in DIR with fsync `always` and frequent background snapshots, first
 //! re-sends every increment listed in PENDING_FILE (lines `txid key column delta`: ones
@@ -52,17 +53,22 @@ fn cold_key_of(i: u64) -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() != 5 {
-        fail(
-            "usage",
-            "counters-crash-child DIR SEED PENDING_FILE run|drain|run-cold|drain-cold",
-        );
+    let usage = "counters-crash-child DIR SEED PENDING_FILE run|drain|run-cold|drain-cold [always|everysec]";
+    if !(5..=6).contains(&args.len()) {
+        fail("usage", usage);
     }
+    // `everysec` (the power-loss test) takes no snapshots: each would fsync the log and
+    // hide what the once-a-second flusher leaves unsynced.
+    let fsync = match args.get(5).map(String::as_str) {
+        None | Some("always") => FsyncPolicy::Always,
+        Some("everysec") => FsyncPolicy::EverySec,
+        Some(_) => fail("usage", usage),
+    };
     let seed: u64 = args[2].parse().unwrap_or_else(|e| fail("seed", e));
     let cold = args[4].ends_with("-cold");
     let opts = Options {
-        fsync: FsyncPolicy::Always,
-        snapshot_log_bytes: Some(8 << 10),
+        fsync,
+        snapshot_log_bytes: (fsync == FsyncPolicy::Always).then_some(8 << 10),
         // Snapshots every 8 KiB whatever their size: many crash points inside one.
         snapshot_growth_percent: None,
         cold_after: cold.then_some(std::time::Duration::from_millis(1)),
