@@ -25,7 +25,7 @@ use shardkit::replication::log_chain::Head;
 use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, LogOfRecord, Options};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn opts() -> Options {
     Options {
@@ -44,13 +44,11 @@ fn head_at(seq: u64, term: u64) -> Head {
     }
 }
 
-/// A lease of term `term` that holds for the whole test.
+/// A lease of term `term` whose publishes are held a few seconds at most.
 fn lease(term: u64) -> Lease {
     Lease {
         term,
-        valid_until: Arc::new(parking_lot::Mutex::new(
-            Instant::now() + Duration::from_secs(3600),
-        )),
+        hold: Duration::from_secs(5),
     }
 }
 

@@ -185,6 +185,16 @@ pub fn info_section(status: &Status) -> String {
             super::log_chain::hex(head.chain)
         ));
     }
+    if let Some((version, warning)) = status.durability() {
+        s.push_str(&format!("nats_version:{version}\r\n"));
+        match warning {
+            Some(w) => s.push_str(&format!(
+                "log_durability:at_risk\r\nlog_durability_warning:{}\r\n",
+                w.replace(['\r', '\n'], " ")
+            )),
+            None => s.push_str("log_durability:sync_interval_unchecked\r\n"),
+        }
+    }
     match status.diverged() {
         Some(why) => s.push_str(&format!(
             "diverged:1\r\ndiverged_reason:{}\r\n",

@@ -54,6 +54,9 @@ pub struct Status {
     /// Why this node's copy stopped continuing the agreed log, while it starts over:
     /// reads of counters are refused meanwhile.
     diverged: parking_lot::Mutex<Option<String>>,
+    /// The NATS server's version and what its log cannot promise (see
+    /// `jetstream::durability`), for `INFO replication`.
+    durability: parking_lot::Mutex<Option<(String, Option<String>)>>,
     /// Whether `diverged` is set, read without the lock on every keyed command.
     is_diverged: std::sync::atomic::AtomicBool,
 }
@@ -72,6 +75,7 @@ impl Status {
             head: parking_lot::Mutex::new(None),
             diverged: parking_lot::Mutex::new(None),
             is_diverged: std::sync::atomic::AtomicBool::new(false),
+            durability: parking_lot::Mutex::new(None),
         }
     }
 
@@ -140,5 +144,15 @@ impl Status {
     /// Whether this node's copy diverged (one atomic load: checked before every read).
     pub fn is_diverged(&self) -> bool {
         self.is_diverged.load(Ordering::Acquire)
+    }
+
+    /// Records the NATS server's version and what the log on it cannot promise.
+    pub fn set_durability(&self, nats_version: String, warning: Option<String>) {
+        *self.durability.lock() = Some((nats_version, warning));
+    }
+
+    /// The NATS server's version and the durability warning, once connected.
+    pub fn durability(&self) -> Option<(String, Option<String>)> {
+        self.durability.lock().clone()
     }
 }

@@ -20,10 +20,14 @@ use crate::replication::log_chain::Head;
 use crate::replication::{LeaderAddr, Role};
 use async_nats::jetstream::{self, kv, message::PublishMessage, stream};
 use bytes::Bytes;
-use shardkit_counters::Stored;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// How many leases a publish without an answer is held and sent again before the
+/// leader gives up (NATS weather: a stream leader election on nats-server 2.9 takes up
+/// to ~10 s).
+const HOLD_LEASES: u32 = 10;
 
 /// The store's NATS objects, made at start.
 pub struct Store {
@@ -269,9 +273,10 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
             "took the counters' lease; catching up with the stream"
         );
         let fenced = Arc::new(AtomicBool::new(false));
+        let valid_until = Arc::new(parking_lot::Mutex::new(asked + store.lease_for));
         let lease = Lease {
             term: revision,
-            valid_until: Arc::new(parking_lot::Mutex::new(asked + store.lease_for)),
+            hold: store.lease_for * HOLD_LEASES,
         };
         store.tasks.spawn(renew(
             Arc::clone(&state),
@@ -280,7 +285,7 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
             revision,
             store.lease_for,
             Arc::clone(&fenced),
-            Arc::clone(&lease.valid_until),
+            valid_until,
         ));
         match take_over(&state, &store, &me_json, &lease, &fenced).await {
             Ok(marker) => {
@@ -474,15 +479,14 @@ async fn lead(
         store.js.clone(),
         &store.names,
         marker,
-        lease.clone(),
+        lease,
         Arc::clone(&fenced),
         move |head| {
             status.set_progress(head.seq, 0, 0);
             status.set_head(Some(head));
         },
     );
-    let log: Arc<dyn shardkit_counters::LogOfRecord> =
-        Arc::new(LeaseCheckedLog { log, lease, fenced });
+    let log: Arc<dyn shardkit_counters::LogOfRecord> = Arc::new(log);
     let engine_state = Arc::clone(state);
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
         let engine = &engine_state.counters.engine;
@@ -510,41 +514,14 @@ async fn lead(
     Ok(())
 }
 
-/// The publisher, refusing once the lease may have lapsed (a paused leader that wakes
-/// up acknowledges nothing, even before the stream refuses it).
-struct LeaseCheckedLog {
-    log: JetStreamLog,
-    lease: Lease,
-    fenced: Arc<AtomicBool>,
-}
-
-impl LeaseCheckedLog {
-    /// Refuses (and fences) once the lease may have lapsed.
-    fn check_lease(&self) -> Result<(), String> {
-        if self.lease.lapsed() {
-            self.fenced.store(true, Ordering::Release);
-            return Err("the counters' lease lapsed".into());
-        }
-        Ok(())
-    }
-}
-
-impl shardkit_counters::LogOfRecord for LeaseCheckedLog {
-    fn append(&self, first_lsn: u64, end_lsn: u64, frames: &[u8]) -> Result<(), String> {
-        self.check_lease()?;
-        self.log.append(first_lsn, end_lsn, frames)
-    }
-
-    fn submit(&self, first_lsn: u64, end_lsn: u64, frames: &[u8], stored: Stored) {
-        match self.check_lease() {
-            Ok(()) => self.log.submit(first_lsn, end_lsn, frames, stored),
-            Err(why) => stored(Err(why)),
-        }
-    }
-}
-
-/// Renews the lease every third of it; when a renewal is refused (another holds it),
-/// the lease ran out without one, or a publish failed, fences this node and steps down.
+/// Renews the lease every third of it at the revision held. A renewal that fails for
+/// NATS weather (a stream leader being elected, a server lost) is tried again every
+/// [`RENEW_RETRY`], faster than another node can find the lease unrenewed for a whole
+/// lease, so a holder that reaches NATS again keeps its lease: weather costs latency,
+/// not a second failover. Meanwhile the publisher holds its batches (see
+/// [`super::publisher`]); nothing is acknowledged that the stream did not take after
+/// this leader's last append. Only a refused renewal (another node took the lease), a
+/// refused publish or a hand-back ends the lead: the node is fenced and steps down.
 async fn renew(
     state: Arc<CounterStore>,
     lease: kv::Store,
@@ -554,10 +531,13 @@ async fn renew(
     fenced: Arc<AtomicBool>,
     valid_until: Arc<parking_lot::Mutex<Instant>>,
 ) {
+    let mut failing = false;
     loop {
+        let wait = super::ticks::until_next(lease_for / 3);
         tokio::select! {
             // On the grid: a node's groups renew together, in one write to NATS.
-            _ = super::ticks::until_next(lease_for / 3) => {}
+            _ = wait, if !failing => {}
+            _ = tokio::time::sleep(RENEW_RETRY), if failing => {}
             _ = state.release.asked.notified() => {
                 // A cluster group moving away: stop writing, give the lease back so the
                 // new owner need not wait for it to lapse, and stay up.
@@ -572,23 +552,24 @@ async fn renew(
             }
         }
         if fenced.load(Ordering::Acquire) {
-            // A publish failed (refused, or its ack lost with a NATS server): this
-            // leader's idea of the stream's end may be wrong, so it cannot go on.
+            // A publish was refused (another writer appended) or got no answer for
+            // longer than it may be held: this leader's idea of the stream's end may be
+            // wrong, so it cannot go on.
             tracing::error!(
                 "a counter batch was not acknowledged by the stream; giving up the lead"
             );
             break;
         }
         let asked = Instant::now();
-        if asked >= *valid_until.lock() {
-            tracing::error!("the counters' lease lapsed before it could be renewed");
-            break;
-        }
         match lease
             .update(LEASE_KEY, Bytes::from(me_json.clone()), revision)
             .await
         {
             Ok(next) => {
+                if failing {
+                    tracing::info!("the counters' lease is renewed again");
+                }
+                failing = false;
                 revision = next;
                 *valid_until.lock() = asked + lease_for;
             }
@@ -596,12 +577,20 @@ async fn renew(
                 tracing::error!("another node holds the counters' lease now");
                 break;
             }
-            Err(e) => tracing::warn!(error = %e, "cannot renew the counters' lease; retrying"),
+            Err(e) => {
+                if !failing {
+                    tracing::warn!(error = %e, "cannot renew the counters' lease; trying again (writes wait meanwhile)");
+                }
+                failing = true;
+            }
         }
     }
     fenced.store(true, Ordering::Release);
     step_down(&state);
 }
+
+/// How soon a failed renewal is tried again.
+const RENEW_RETRY: Duration = Duration::from_millis(100);
 
 /// Stops taking writes and starts the store over ([`crate::counter_store::OnRestart`]):
 /// the server's store exits so a supervisor restarts the node as a replica; a cluster

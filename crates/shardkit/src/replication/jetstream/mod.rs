@@ -7,6 +7,8 @@
 //! refused as soon as the new leader has appended (its first append is an empty marker
 //! message naming it). Every other node follows the stream with an ordered consumer.
 //!
+//! - [`durability`]: what an acknowledged increment survives on the NATS it was
+//!   written to, said at start.
 //! - [`names`]: stream, subject and bucket names of a store.
 //! - [`publisher`]: the leader's [`shardkit_counters::LogOfRecord`].
 //! - [`follower`]: the replica's consumer.
@@ -28,6 +30,7 @@
 //! blocks a server thread on a publish can never starve the task doing the publish; a
 //! cluster node's group stores share the node's such runtime.
 
+pub mod durability;
 pub mod election;
 pub mod follower;
 pub mod id_leases;
@@ -140,6 +143,17 @@ impl Replicator {
                 state.spec.nats_url
             )
         })?;
+        let version = store.js.client().server_info().version;
+        let warning = durability::warning(&version, state.spec.stream_replicas);
+        if let Some(w) = &warning {
+            tracing::warn!(nats_version = %version, "acknowledged increments may not survive a lost machine: {w}");
+        }
+        metrics::gauge!("shardkit_log_durability_warning").set(if warning.is_some() {
+            1.0
+        } else {
+            0.0
+        });
+        state.replication.set_durability(version, warning);
         let server = match ids {
             Some(ids) => {
                 let membership = handle

@@ -5,9 +5,12 @@
 //! Every message is stamped with the leader's term and the chain
 //! ([`super::stamp`]), and carries a message id (`<term>.<first lsn>.<part>`): a
 //! publish whose answer was lost (a NATS server lost, a stream leader being elected)
-//! is sent again, as it was, while the lease still holds, and JetStream's duplicate
+//! is sent again, as it was, for up to [`Lease::hold`], and JetStream's duplicate
 //! window answers the second send with the first one's sequence if it had been
-//! stored. Only a refusal (another writer appended) or a lapsed lease ends the lead.
+//! stored. This is safe whatever the lease does meanwhile: a publish lands only if no
+//! other writer appended since this leader's last message (the expected sequence), so
+//! what it acknowledges is in the agreed log. A refusal (another writer appended), the
+//! lease known lost (`fenced`), or no answer for the whole hold ends the lead.
 //!
 //! The publishes run on one task of the replication runtime, one batch after another
 //! in the order they were handed over. The engine calls [`JetStreamLog::append`] from a
@@ -39,21 +42,14 @@ struct Job {
     done: Stored,
 }
 
-/// The lease a leader writes under: its term, and until when it surely holds it (the
-/// renewal moves this on; once past, nothing more is acknowledged).
+/// What a leader writes under: its term, and how long a publish that gets no answer
+/// is sent again before the leader gives up.
 #[derive(Debug, Clone)]
 pub struct Lease {
     /// The term: the lease revision this leader won.
     pub term: u64,
-    /// Until when the lease surely holds.
-    pub valid_until: Arc<parking_lot::Mutex<Instant>>,
-}
-
-impl Lease {
-    /// Whether the lease may have lapsed.
-    pub fn lapsed(&self) -> bool {
-        Instant::now() >= *self.valid_until.lock()
-    }
+    /// How long a publish without an answer is held and repeated.
+    pub hold: Duration,
 }
 
 /// The stream as the engine's [`LogOfRecord`].
@@ -143,6 +139,7 @@ async fn publish(
         let id = format!("{}.{first_lsn}.{part}", lease.term);
         let mut wait = Duration::from_millis(50);
         let mut tries = 0u32;
+        let started = Instant::now();
         loop {
             let message = PublishMessage::build()
                 .payload(chunk.clone())
@@ -187,9 +184,10 @@ async fn publish(
                     if fenced.load(Ordering::Acquire) {
                         return Err(format!("{e}; and this node lost the counters' lease"));
                     }
-                    if lease.lapsed() {
+                    if started.elapsed() >= lease.hold {
                         return Err(format!(
-                            "{e}; the counters' lease lapsed before the stream took the batch"
+                            "{e}; no answer from the stream for {} ms",
+                            lease.hold.as_millis()
                         ));
                     }
                     if tries == 0 {
