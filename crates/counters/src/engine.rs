@@ -909,6 +909,14 @@ impl Engine {
         self.inner.log.next_lsn()
     }
 
+    /// Every record below it is durable: as [`Options::fsync`] promises and, with a
+    /// [`LogOfRecord`] attached, stored there. Exists so a leader ships only snapshots
+    /// whose every row is in its log of record (a snapshot copies each stripe as it is,
+    /// so it may hold the effect of a record the log of record never took).
+    pub fn durable_lsn(&self) -> u64 {
+        self.inner.log.durable()
+    }
+
     /// Makes the engine refuse its own writes ([`Error::ReadOnly`]) while it follows a
     /// replicated log, or take them again when it leads. Reads are never affected.
     pub fn set_read_only(&self, read_only: bool) {

@@ -465,6 +465,12 @@ impl Log {
             .map(Some)
     }
 
+    /// Every record below it is durable: written (and synced, under `Always`) and, with
+    /// a log of record, stored there.
+    pub(crate) fn durable(&self) -> u64 {
+        self.progress.durable.load(Ordering::Acquire)
+    }
+
     /// Whether record `lsn` has been written out (and fsynced, under `Always`).
     pub(crate) fn is_durable(&self, lsn: u64) -> bool {
         if self.acks_wait() {

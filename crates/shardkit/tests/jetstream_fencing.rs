@@ -298,3 +298,89 @@ fn published_messages_continue_each_other() {
     }
     assert_eq!(head.unwrap().term, 5);
 }
+
+/// A message that does not continue the log the replica holds: here a batch whose
+/// lsns follow on and whose sequence is the stream's next, but whose chain is another
+/// branch's (as a NATS server's copy that kept a deposed leader's write carries).
+/// The replica must not apply it: it marks itself diverged and starts over (exit 76)
+/// rather than serve a count that is in no agreed log. With the chain check removed
+/// the replica applies it and serves 1,010: the test then fails.
+#[test]
+fn a_replica_refuses_a_message_that_does_not_continue_its_chain() {
+    use common::replication::{eventually, get, kill, node, role};
+    let nats = Nats::start();
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut leader = node(dirs.0.path(), &nats, "auto", 1_000);
+    eventually(20, "the node leads", || {
+        role(&leader).as_deref() == Some("master")
+    });
+    let mut con = leader.redis();
+    for _ in 0..10 {
+        let _: i64 = redis::cmd("INCR").arg("c:1").query(&mut con).unwrap();
+    }
+    kill(&mut leader);
+
+    // Another branch: an engine that holds the same log, writing one more batch
+    // through the real publisher from a head whose chain is not the stream's.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let names = Names::new("test");
+    let (js, stream) = rt.block_on(async {
+        let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
+        let stream = js.get_stream(&names.stream).await.unwrap();
+        (js, stream)
+    });
+    let all = rt.block_on(messages(&stream));
+    let last = all.last().unwrap().0;
+    let dir = tempfile::tempdir().unwrap();
+    let branch = follower_of(&all, dir.path());
+    branch.set_read_only(false);
+    let forged = JetStreamLog::start(
+        &Tasks::on(rt.handle().clone()),
+        js.clone(),
+        &names,
+        Head {
+            seq: last,
+            term: u64::MAX / 2,
+            chain: 0x5eed,
+        },
+        lease(u64::MAX / 2),
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    );
+    branch
+        .set_log_of_record(Some(Arc::new(forged) as Arc<dyn LogOfRecord>))
+        .unwrap();
+    assert_eq!(
+        branch.incr("c", Key::Id(1), "value", 1_000, None).unwrap(),
+        1_010
+    );
+    drop(branch);
+
+    let mut replica = node(dirs.1.path(), &nats, "replica", 1_000);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = replica.child.try_wait().unwrap() {
+            break status;
+        }
+        assert_ne!(
+            get(&replica, "c:1"),
+            Some(1_010),
+            "the replica serves a count that is in no agreed log"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the replica applied a message that does not continue its log and did not start over"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(76), "a diverged replica starts over");
+    let log = replica.log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("does not continue this replica's log"),
+        "the log says why: {log}"
+    );
+}

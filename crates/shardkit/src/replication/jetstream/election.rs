@@ -447,6 +447,20 @@ async fn agreed_end(state: &CounterStore, store: &Store, last: u64) -> anyhow::R
         term: stamp.term,
         chain: stamp.after,
     };
+    // The next lsn must be the one after the stream's last record: a node that holds a
+    // record the stream never took (or lacks one it has) would publish past a gap.
+    if let Some((_, end)) = super::lsn_seq::lsn_range(&message.headers) {
+        let next = state.counters.engine.next_lsn();
+        if next != end {
+            return Err(Diverged {
+                seq: last,
+                why: format!(
+                    "this copy's next record is lsn {next}, the stream's last message ends before lsn {end}"
+                ),
+            }
+            .into());
+        }
+    }
     match state.replication.head() {
         Some(ours) if ours != agreed => Err(Diverged {
             seq: last,

@@ -122,7 +122,11 @@ pub async fn follow(
                 return Err(e);
             }
             Err(Stopped::Nats(e)) => {
-                tracing::warn!(error = %e, "following the counters' stream failed; following again");
+                static FAILED: crate::log_every::LogEvery =
+                    crate::log_every::LogEvery::every(std::time::Duration::from_secs(5));
+                if FAILED.due() {
+                    tracing::warn!(error = %e, "following the counters' stream failed; following again (logged at most every 5 s)");
+                }
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 from = from.max(state.replication.progress().0 + 1);
             }
@@ -258,6 +262,20 @@ async fn verify_end(
         // Purged (a snapshot covers it) or NATS trouble: checked at the next end.
         Err(_) => return Ok(()),
     };
+    if let Some((_, end)) = lsn_range(&message.headers) {
+        let next = state.counters.engine.next_lsn();
+        if next != end && state.replication.progress().0 == head.seq {
+            return Err(Stopped::Apply(
+                Diverged {
+                    seq: head.seq,
+                    why: format!(
+                        "this copy's next record is lsn {next}, the stream leader's copy of this message ends before lsn {end}"
+                    ),
+                }
+                .into(),
+            ));
+        }
+    }
     if let Ok(Some(stamp)) = Stamp::read(Some(&message.headers)) {
         if stamp.after != head.chain || stamp.term != head.term {
             return Err(Stopped::Apply(
@@ -323,6 +341,7 @@ async fn follow_from(
     let mut want = from.max(1);
     let mut verified = 0u64;
     let mut last_verify = std::time::Instant::now();
+    let mut recent = std::collections::VecDeque::with_capacity(RECENT);
     loop {
         let message = match tokio::time::timeout(STALL, messages.next()).await {
             Ok(Some(message)) => message.map_err(|e| nats(&e))?,
@@ -357,6 +376,12 @@ async fn follow_from(
             // The ordered consumer went on past messages purged under it.
             return Err(Stopped::Apply(Behind { want, first: seq }.into()));
         }
+        if seq < want {
+            // A redelivery: an ordered consumer made again after a reset may start
+            // over. Skipped only if it is the very message applied at that sequence.
+            redelivered(stream, seq, message.headers.as_ref(), &recent).await?;
+            continue;
+        }
         want = seq + 1;
         let published_ms = (info.published.unix_timestamp_nanos() / 1_000_000) as u64;
         take(
@@ -367,10 +392,60 @@ async fn follow_from(
             published_ms,
             pending,
         )?;
+        remember(&mut recent, state);
         if last_verify.elapsed() >= VERIFY_EVERY {
             verify_end(state, stream, &mut verified).await?;
             last_verify = std::time::Instant::now();
         }
+    }
+    Ok(())
+}
+
+/// How many of the last applied messages' chains a consumer run keeps, to recognise a
+/// redelivery of one of them.
+const RECENT: usize = 4096;
+
+/// Notes the message just applied (its sequence and chain) among the recent ones.
+fn remember(recent: &mut std::collections::VecDeque<(u64, u128)>, state: &CounterStore) {
+    if let Some(head) = state.replication.head() {
+        if recent.len() == RECENT {
+            recent.pop_front();
+        }
+        recent.push_back((head.seq, head.chain));
+    }
+}
+
+/// Checks a message delivered again (sequence `seq`, below the next one wanted): its
+/// stamp must be the one applied at `seq` (kept in `recent`), or, for an older one,
+/// the one the stream leader holds there. Anything else is a copy of the log that is
+/// not the agreed one.
+async fn redelivered(
+    stream: &Stream,
+    seq: u64,
+    headers: Option<&async_nats::HeaderMap>,
+    recent: &std::collections::VecDeque<(u64, u128)>,
+) -> Result<(), Stopped> {
+    let diverged = |why: String| Stopped::Apply(Diverged { seq, why }.into());
+    let Some(stamp) = Stamp::read(headers).map_err(diverged)? else {
+        return Ok(());
+    };
+    let applied = match recent.iter().rev().find(|(s, _)| *s == seq) {
+        Some(&(_, chain)) => chain,
+        None => match stream.get_raw_message(seq).await {
+            Ok(agreed) => match Stamp::read(Some(&agreed.headers)) {
+                Ok(Some(agreed)) => agreed.after,
+                _ => return Ok(()),
+            },
+            // Purged under the consumer, or NATS trouble: nothing is applied from it.
+            Err(_) => return Ok(()),
+        },
+    };
+    if stamp.after != applied {
+        return Err(diverged(format!(
+            "delivered again, it ends at chain {} where the message applied at that sequence ends at {}",
+            crate::replication::log_chain::hex(stamp.after),
+            crate::replication::log_chain::hex(applied)
+        )));
     }
     Ok(())
 }

@@ -75,7 +75,11 @@ pub async fn run(state: Arc<CounterStore>, membership: Membership) {
         if watch.is_none() {
             match membership.kv.watch_with_history(">").await {
                 Ok(w) => watch = Some(w),
-                Err(e) => tracing::warn!(error = %e, "cannot watch the counters' members"),
+                Err(e) => {
+                    if WATCH_FAILED.due() {
+                        tracing::warn!(error = %e, "cannot watch the counters' members (logged at most every 10 s)")
+                    }
+                }
             }
         }
         tokio::select! {
@@ -131,6 +135,14 @@ async fn announce(state: &CounterStore, membership: &Membership) {
         return;
     };
     if let Err(e) = membership.kv.put(&membership.key, Bytes::from(value)).await {
-        tracing::warn!(error = %e, "cannot announce this node in the counters' members");
+        if ANNOUNCE_FAILED.due() {
+            tracing::warn!(error = %e, "cannot announce this node in the counters' members (logged at most every 10 s)");
+        }
     }
 }
+
+/// NATS weather repeats these failures every tick: logged once per period.
+static WATCH_FAILED: crate::log_every::LogEvery =
+    crate::log_every::LogEvery::every(std::time::Duration::from_secs(10));
+static ANNOUNCE_FAILED: crate::log_every::LogEvery =
+    crate::log_every::LogEvery::every(std::time::Duration::from_secs(10));

@@ -190,6 +190,19 @@ pub async fn ship(state: Arc<CounterStore>, bucket: ObjectStore, log: stream::St
                 continue;
             }
         };
+        // The snapshot copied each stripe as it was, so it may hold records past its lsn
+        // that the stream has not taken yet (or never will, if this node is being
+        // deposed): it is stored only once everything the engine had when it was read
+        // is in the stream.
+        let reach = state.counters.engine.next_lsn();
+        if !published_to(&state, reach).await {
+            tracing::warn!(
+                lsn,
+                reach,
+                "a snapshot holds records the stream has not taken; not storing it"
+            );
+            continue;
+        }
         let started = std::time::Instant::now();
         match publish(&bucket, &log, lsn, &bytes, kept).await {
             Ok((stored, first)) => {
@@ -209,6 +222,24 @@ pub async fn ship(state: Arc<CounterStore>, bucket: ObjectStore, log: stream::St
         }
     }
 }
+
+/// Waits (up to [`PUBLISHED_WITHIN`]) until every record below `reach` is stored in the
+/// stream; whether it was.
+async fn published_to(state: &CounterStore, reach: u64) -> bool {
+    let deadline = std::time::Instant::now() + PUBLISHED_WITHIN;
+    loop {
+        if state.counters.engine.durable_lsn() >= reach {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline || state.replication.role() != Role::Leader {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// How long a snapshot waits for the records it may hold to reach the stream.
+const PUBLISHED_WITHIN: Duration = Duration::from_secs(5);
 
 /// What a start restored from the object store.
 #[derive(Debug, Clone)]
