@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod delay_proxy;
+pub mod hosts;
 pub mod mmdb;
 #[cfg(feature = "nats")]
 pub mod nats;

@@ -34,6 +34,8 @@ pub struct Store {
     pub(super) js: jetstream::Context,
     stream: stream::Stream,
     lease: kv::Store,
+    /// The lease bucket's stream, read from its leader ([`read_lease`]).
+    lease_stream: stream::Stream,
     snapshots: jetstream::object_store::ObjectStore,
     names: Names,
     lease_for: Duration,
@@ -83,11 +85,13 @@ impl Store {
             })
             .await?;
         let lease = lease_bucket(&js, &names.lease_bucket, lease_for, replicas).await?;
+        let lease_stream = js.get_stream(format!("KV_{}", names.lease_bucket)).await?;
         let snapshots = super::snapshots::bucket(&js, &names, replicas).await?;
         Ok(Self {
             js,
             stream,
             lease,
+            lease_stream,
             snapshots,
             names,
             lease_for,
@@ -147,9 +151,11 @@ pub(crate) async fn kv_bucket(
 /// [`EXIT_DEPOSED`]; a cluster group is reopened by its node).
 ///
 /// A lease lapses when its holder has not renewed it for a whole lease: every node
-/// notes, on its own monotonic clock, when it first saw the lease's current revision,
-/// and once that revision is a lease old it takes the lease over with a
-/// compare-and-set on that revision. This does not wait for NATS to expire the key
+/// notes, on its own monotonic clock, when it first saw the lease's current revision
+/// (read from the bucket's stream leader; the clock starts again whenever the bucket
+/// cannot be read, as its holder could not renew then either), and once that
+/// revision is a lease old it takes the lease over with a compare-and-set on that
+/// revision. This does not wait for NATS to expire the key
 /// (late while the bucket's stream elects a leader) and trusts no wall clock: the
 /// holder counts its lease from before it asked for the renewal, so it stops writing
 /// before any node can have seen that revision for a whole lease.
@@ -216,39 +222,43 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
             .stands_for_lease
             .load(std::sync::atomic::Ordering::Acquire);
         let asked = Instant::now();
-        let taken = match store.lease.entry(LEASE_KEY).await {
-            Ok(Some(entry)) if entry.operation == kv::Operation::Put => {
+        let read = tokio::time::timeout(store.lease_for / 3, read_lease(&store))
+            .await
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("timed out")));
+        let taken = match read {
+            Ok(Some((revision, value))) => {
                 let first_seen = match seen {
-                    Some((revision, at)) if revision == entry.revision => at,
+                    Some((seen_revision, at)) if seen_revision == revision => at,
                     _ => {
-                        seen = Some((entry.revision, asked));
+                        seen = Some((revision, asked));
                         asked
                     }
                 };
                 if asked.duration_since(first_seen) < store.lease_for {
-                    if let Ok(leader) = serde_json::from_slice::<LeaderAddr>(&entry.value) {
+                    if let Ok(leader) = serde_json::from_slice::<LeaderAddr>(&value) {
                         state.replication.set_role(Role::Replica {
                             leader: Some(leader),
                         });
                     }
                     continue;
                 }
-                // Not renewed for a whole lease: its holder is gone or cut off.
+                // Not renewed for a whole lease while the bucket took writes: its
+                // holder is gone or cut off.
                 state.replication.set_role(Role::Replica { leader: None });
                 if !stands {
                     continue;
                 }
                 tracing::warn!(
-                    revision = entry.revision,
+                    revision,
                     "the counters' lease was not renewed for a whole lease; taking it over"
                 );
                 store
                     .lease
-                    .update(LEASE_KEY, Bytes::from(me_json.clone()), entry.revision)
+                    .update(LEASE_KEY, Bytes::from(me_json.clone()), revision)
                     .await
                     .ok()
             }
-            Ok(_) => {
+            Ok(None) => {
                 seen = None;
                 state.replication.set_role(Role::Replica { leader: None });
                 if !stands {
@@ -261,7 +271,15 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
                     .ok()
             }
             Err(e) => {
-                tracing::warn!(error = %e, "cannot read the counters' lease");
+                // No leader for the bucket (an election) or NATS trouble: the holder
+                // cannot renew either, so the time it had to renew starts again once
+                // the bucket answers.
+                seen = None;
+                static FAILED: crate::log_every::LogEvery =
+                    crate::log_every::LogEvery::every(Duration::from_secs(10));
+                if FAILED.due() {
+                    tracing::warn!(error = %e, "cannot read the counters' lease (logged at most every 10 s)");
+                }
                 continue;
             }
         };
@@ -317,6 +335,32 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
     }
 }
 
+/// The stream leader's end is behind this node's copy (a leader just elected that has
+/// not applied everything yet): read it again.
+#[derive(Debug, thiserror::Error)]
+#[error("the stream leader's end is behind this node's copy")]
+struct Lagging;
+
+/// The lease as the lease bucket's stream leader holds it: `(revision, value)`, or
+/// `None` when it is free. Not a direct get, which any replica of the bucket answers
+/// even while no leader could take a write: a read that succeeds here means the
+/// holder could have renewed too, so a lease is found unrenewed only over time in
+/// which renewing was possible.
+async fn read_lease(store: &Store) -> anyhow::Result<Option<(u64, Bytes)>> {
+    let subject = format!("$KV.{}.{LEASE_KEY}", store.names.lease_bucket);
+    match store
+        .lease_stream
+        .get_last_raw_message_by_subject(&subject)
+        .await
+    {
+        // A delete or purge marker (`KV-Operation`) frees the lease.
+        Ok(message) if message.headers.get("KV-Operation").is_some() => Ok(None),
+        Ok(message) => Ok(Some((message.sequence, message.payload))),
+        Err(e) if e.kind() == stream::RawMessageErrorKind::NoMessageFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Catches up, checks that this node's copy ends where the stream leader's does (same
 /// chain at the last message), and appends the leader marker; returns the stream's
 /// end after it.
@@ -327,6 +371,7 @@ async fn take_over(
     lease: &Lease,
     fenced: &AtomicBool,
 ) -> anyhow::Result<Head> {
+    let mut ahead_since: Option<Instant> = None;
     loop {
         if fenced.load(Ordering::Acquire) {
             anyhow::bail!("lost the lease while catching up");
@@ -345,6 +390,24 @@ async fn take_over(
         if stream_state.first_sequence > state.replication.progress().0 + 1 {
             anyhow::bail!("this node fell behind the stream's purge point; it restarts from the newest snapshot");
         }
+        let applied = state.replication.progress().0;
+        if applied > last {
+            // A stream leader just elected may not have applied what this node already
+            // read elsewhere: ask again rather than compare ends that are not the same;
+            // for a whole lease at most, after which this copy holds messages the
+            // stream does not.
+            if ahead_since.get_or_insert_with(Instant::now).elapsed() >= store.lease_for {
+                return Err(Diverged {
+                    seq: last,
+                    why: format!(
+                        "this copy applied up to message {applied}, the stream ends at {last}"
+                    ),
+                }
+                .into());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
         while state.replication.progress().0 < last {
             if fenced.load(Ordering::Acquire) {
                 anyhow::bail!("lost the lease while catching up");
@@ -357,6 +420,19 @@ async fn take_over(
         let head = match agreed_end(state, store, last).await {
             Ok(head) => head,
             Err(e) if e.is::<Diverged>() => return Err(e),
+            Err(e) if e.is::<Lagging>() => {
+                if ahead_since.get_or_insert_with(Instant::now).elapsed() >= store.lease_for {
+                    return Err(Diverged {
+                        seq: last,
+                        why: format!(
+                            "this copy holds records past the stream's end (message {last}) for a whole lease"
+                        ),
+                    }
+                    .into());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the counters' stream end; trying again");
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -448,17 +524,24 @@ async fn agreed_end(state: &CounterStore, store: &Store, last: u64) -> anyhow::R
         chain: stamp.after,
     };
     // The next lsn must be the one after the stream's last record: a node that holds a
-    // record the stream never took (or lacks one it has) would publish past a gap.
+    // record the stream never took (or lacks one it has) would publish past a gap. A
+    // node started from a snapshot that applied nothing since (its own end unknown)
+    // may hold records of the message after `last`: then this stream leader has not
+    // caught up with what the snapshot's leader wrote.
     if let Some((_, end)) = super::lsn_seq::lsn_range(&message.headers) {
         let next = state.counters.engine.next_lsn();
-        if next != end {
-            return Err(Diverged {
-                seq: last,
-                why: format!(
-                    "this copy's next record is lsn {next}, the stream's last message ends before lsn {end}"
-                ),
+        match state.replication.head() {
+            Some(ours) if ours.seq == last && next != end => {
+                return Err(Diverged {
+                    seq: last,
+                    why: format!(
+                        "this copy's next record is lsn {next}, the stream's last message ends before lsn {end}"
+                    ),
+                }
+                .into())
             }
-            .into());
+            None if next > end => return Err(Lagging.into()),
+            _ => {}
         }
     }
     match state.replication.head() {
@@ -575,10 +658,16 @@ async fn renew(
             break;
         }
         let asked = Instant::now();
-        match lease
-            .update(LEASE_KEY, Bytes::from(me_json.clone()), revision)
-            .await
-        {
+        // Bounded well inside the lease: a renewal stuck on a NATS server that lost
+        // its stream leader is asked again (after RENEW_RETRY) before another node can
+        // find the lease a whole lease old.
+        let renewal = tokio::time::timeout(
+            lease_for / 3,
+            lease.update(LEASE_KEY, Bytes::from(me_json.clone()), revision),
+        )
+        .await
+        .unwrap_or_else(|_| Err(kv::UpdateErrorKind::TimedOut.into()));
+        match renewal {
             Ok(next) => {
                 if failing {
                     tracing::info!("the counters' lease is renewed again");
@@ -588,8 +677,21 @@ async fn renew(
                 *valid_until.lock() = asked + lease_for;
             }
             Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
-                tracing::error!("another node holds the counters' lease now");
-                break;
+                // A renewal that timed out may have landed all the same: then the
+                // lease holds this node's own value at a newer revision.
+                match lease.entry(LEASE_KEY).await {
+                    Ok(Some(entry))
+                        if entry.operation == kv::Operation::Put
+                            && entry.value == me_json.as_bytes() =>
+                    {
+                        revision = entry.revision;
+                        failing = true;
+                    }
+                    _ => {
+                        tracing::error!("another node holds the counters' lease now");
+                        break;
+                    }
+                }
             }
             Err(e) => {
                 if !failing {

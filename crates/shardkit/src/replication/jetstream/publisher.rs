@@ -31,6 +31,9 @@ use tokio::sync::mpsc;
 /// Largest payload of one message; bigger batches go as several, in order.
 const MAX_MESSAGE: usize = 256 * 1024;
 
+/// How long a publish waits for its ack before it is sent again.
+const ACK_WAIT: Duration = Duration::from_secs(1);
+
 /// The longest wait between two sends of a publish that got no answer.
 const RETRY_MAX: Duration = Duration::from_secs(1);
 
@@ -148,9 +151,17 @@ async fn publish(
                 .header(LSN_HEADER, lsn_header.as_str())
                 .header(TERM_HEADER, term.as_str())
                 .header(CHAIN_HEADER, chain.as_str());
-            let sent = match js.send_publish(batch.subject.to_string(), message).await {
-                Ok(ack) => ack.await,
-                Err(e) => Err(e),
+            let send = async {
+                match js.send_publish(batch.subject.to_string(), message).await {
+                    Ok(ack) => ack.await,
+                    Err(e) => Err(e),
+                }
+            };
+            // Not the client's 5 s: a stream leader elected meanwhile is asked again
+            // within a second (the repeat carries the same id).
+            let sent = match tokio::time::timeout(ACK_WAIT, send).await {
+                Ok(sent) => sent,
+                Err(_) => Err(PublishErrorKind::TimedOut.into()),
             };
             match sent {
                 Ok(ack) if ack.sequence == head.seq + 1 => {
