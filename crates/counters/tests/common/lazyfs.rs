@@ -71,7 +71,9 @@ impl LazyFs {
     /// wrong `SHARDKIT_LAZYFS` fails here rather than passing every test vacuously.
     pub fn mount(bin: &Path) -> LazyFs {
         let dir = tempfile::Builder::new()
-            .prefix("shardkit-lazyfs-")
+            // No "-o" anywhere in the path: LazyFS takes a `--config-path` that
+            // contains it (any case) for a mount option and falls back to its default.
+            .prefix("shardkit_lazyfs_")
             .tempdir()
             .unwrap();
         let (root, mnt) = (dir.path().join("root"), dir.path().join("mnt"));

@@ -114,7 +114,7 @@ pub fn role_reply(status: &Status, out: &mut BytesMut) {
             crate::resp::reply::bulk(out, b"slave");
             crate::resp::reply::bulk(out, host.as_bytes());
             crate::resp::reply::integer(out, port);
-            let link: &[u8] = if leader.is_none() {
+            let link: &[u8] = if leader.is_none() || !status.link_up() {
                 b"connect"
             } else if lag > 0 {
                 b"sync"
@@ -165,7 +165,11 @@ pub fn info_section(status: &Status) -> String {
         }
         Role::Replica { leader } => {
             let (host, port) = split_addr(leader.as_ref().map(|l| l.resp.as_str()));
-            let up = if leader.is_some() { "up" } else { "down" };
+            let up = if leader.is_some() && status.link_up() {
+                "up"
+            } else {
+                "down"
+            };
             s.push_str(&format!(
                 "role:slave\r\nmaster_host:{host}\r\nmaster_port:{port}\r\nmaster_link_status:{up}\r\nlog:jetstream\r\n"
             ));

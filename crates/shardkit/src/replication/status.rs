@@ -57,6 +57,10 @@ pub struct Status {
     /// The NATS server's version and what its log cannot promise (see
     /// `jetstream::durability`), for `INFO replication`.
     durability: parking_lot::Mutex<Option<(String, Option<String>)>>,
+    /// Whether this replica is reading the stream now (false while following fails:
+    /// its NATS server lost, no stream leader), so `ROLE` and `INFO` say a replica
+    /// serves what it had, as Redis's `master_link_status:down` does.
+    link_up: std::sync::atomic::AtomicBool,
     /// Whether `diverged` is set, read without the lock on every keyed command.
     is_diverged: std::sync::atomic::AtomicBool,
 }
@@ -76,6 +80,7 @@ impl Status {
             diverged: parking_lot::Mutex::new(None),
             is_diverged: std::sync::atomic::AtomicBool::new(false),
             durability: parking_lot::Mutex::new(None),
+            link_up: std::sync::atomic::AtomicBool::new(true),
         }
     }
 
@@ -154,5 +159,15 @@ impl Status {
     /// The NATS server's version and the durability warning, once connected.
     pub fn durability(&self) -> Option<(String, Option<String>)> {
         self.durability.lock().clone()
+    }
+
+    /// Records whether this replica is reading the stream now.
+    pub fn set_link_up(&self, up: bool) {
+        self.link_up.store(up, Ordering::Relaxed);
+    }
+
+    /// Whether this replica is reading the stream now.
+    pub fn link_up(&self) -> bool {
+        self.link_up.load(Ordering::Relaxed)
     }
 }

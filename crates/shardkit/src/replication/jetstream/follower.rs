@@ -122,6 +122,7 @@ pub async fn follow(
                 return Err(e);
             }
             Err(Stopped::Nats(e)) => {
+                state.replication.set_link_up(false);
                 static FAILED: crate::log_every::LogEvery =
                     crate::log_every::LogEvery::every(std::time::Duration::from_secs(5));
                 if FAILED.due() {
@@ -191,6 +192,7 @@ fn take(
         }
     }
     status.set_head(head);
+    status.set_link_up(true);
     let lag_ms = if pending > 0 {
         now_ms().saturating_sub(published_ms)
     } else {
@@ -294,6 +296,7 @@ async fn verify_end(
         }
     }
     *verified = head.seq;
+    state.replication.set_link_up(true);
     Ok(())
 }
 
@@ -337,6 +340,8 @@ async fn follow_from(
     })?
     .map_err(|e| nats(&e))?;
     let mut messages = consumer.messages().await.map_err(|e| nats(&e))?;
+    // Caught up with the stream leader's copy and reading: the link is up.
+    state.replication.set_link_up(true);
     let status: &Status = &state.replication;
     let mut want = from.max(1);
     let mut verified = 0u64;
