@@ -19,7 +19,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 export SHARDKIT_TEST_NATS_CURRENT
 SHARDKIT_TEST_NATS_CURRENT=$(bash scripts/nats-servers)
-cargo nextest run -p shardkit --all-features --test replication_partitions --no-run -q
+cargo nextest run -p shardkit --all-features --test replication_partitions --no-run --cargo-quiet
 for run in $(seq "$RUNS"); do
   for version in debian current; do
     filter=$([ "$version" = debian ] && echo 'test(debian)' || echo 'test(current)')

@@ -384,3 +384,126 @@ fn a_replica_refuses_a_message_that_does_not_continue_its_chain() {
         "the log says why: {log}"
     );
 }
+
+/// NATS (2.9, after a partition healed) was seen appending a deposed leader's write
+/// after the new leader's marker, past its expected sequence. The new leader does not
+/// build on it, so a replica must skip it (a write of an older term after a newer
+/// term's marker), not apply it and not take the stream for another branch: it then
+/// follows the new leader's batches and serves exactly the new leader's count.
+#[test]
+fn a_replica_skips_a_deposed_leaders_write_appended_after_the_new_leaders_marker() {
+    use common::replication::{eventually, get, kill, node, role};
+    let nats = Nats::start();
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut first = node(dirs.0.path(), &nats, "auto", 1_000);
+    eventually(20, "the node leads", || {
+        role(&first).as_deref() == Some("master")
+    });
+    let mut con = first.redis();
+    for _ in 0..10 {
+        let _: i64 = redis::cmd("INCR").arg("c:1").query(&mut con).unwrap();
+    }
+    kill(&mut first);
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let names = Names::new("test");
+    let (js, stream) = rt.block_on(async {
+        let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
+        let stream = js.get_stream(&names.stream).await.unwrap();
+        (js, stream)
+    });
+    let all = rt.block_on(messages(&stream));
+    let last = all.last().unwrap().0;
+    let end = rt.block_on(stream.get_raw_message(last)).unwrap();
+    let end_stamp = Stamp::read(Some(&end.headers)).unwrap().unwrap();
+    let (old_term, new_term) = (end_stamp.term, end_stamp.term + 100);
+
+    // The new leader's marker, continuing the stream's end in a newer term.
+    let dir_new = tempfile::tempdir().unwrap();
+    let new_leader = follower_of(&all, dir_new.path());
+    let next = new_leader.next_lsn();
+    let marker_stamp = Stamp::new(new_term, end_stamp.after, (next, next), b"");
+    let (t, c) = marker_stamp.header_values();
+    let marker_seq = rt.block_on(async {
+        let m = PublishMessage::build()
+            .payload(Bytes::new())
+            .expected_last_sequence(last)
+            .header(LSN_HEADER, format!("{next}-{next}").as_str())
+            .header("Shardkit-Term", t.as_str())
+            .header("Shardkit-Chain", c.as_str());
+        js.send_publish(names.subject.clone(), m)
+            .await
+            .unwrap()
+            .await
+            .unwrap()
+            .sequence
+    });
+
+    // The deposed leader's late write: its own chain and term, stored after the marker.
+    let dir_old = tempfile::tempdir().unwrap();
+    let deposed = follower_of(&all, dir_old.path());
+    deposed.set_read_only(false);
+    let stale = JetStreamLog::start(
+        &Tasks::on(rt.handle().clone()),
+        js.clone(),
+        &names,
+        Head {
+            seq: marker_seq,
+            term: old_term,
+            chain: end_stamp.after,
+        },
+        lease(old_term),
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    );
+    deposed
+        .set_log_of_record(Some(Arc::new(stale) as Arc<dyn LogOfRecord>))
+        .unwrap();
+    assert_eq!(
+        deposed.incr("c", Key::Id(1), "value", 100, None).unwrap(),
+        110
+    );
+    drop(deposed);
+
+    // The new leader's batch, continuing its marker.
+    new_leader.set_read_only(false);
+    let new_log = JetStreamLog::start(
+        &Tasks::on(rt.handle().clone()),
+        js.clone(),
+        &names,
+        Head {
+            seq: marker_seq + 1,
+            term: new_term,
+            chain: marker_stamp.after,
+        },
+        lease(new_term),
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    );
+    new_leader
+        .set_log_of_record(Some(Arc::new(new_log) as Arc<dyn LogOfRecord>))
+        .unwrap();
+    assert_eq!(
+        new_leader
+            .incr("c", Key::Id(1), "value", 1_000, None)
+            .unwrap(),
+        1_010
+    );
+    drop(new_leader);
+
+    let mut replica = node(dirs.1.path(), &nats, "replica", 1_000);
+    eventually(20, "the replica serves the new leader's count", || {
+        get(&replica, "c:1") == Some(1_010)
+    });
+    assert!(
+        replica.child.try_wait().unwrap().is_none(),
+        "the replica took the late write for divergence"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(get(&replica, "c:1"), Some(1_010));
+    kill(&mut replica);
+}

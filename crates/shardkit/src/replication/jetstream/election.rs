@@ -508,6 +508,12 @@ async fn agreed_end(state: &CounterStore, store: &Store, last: u64) -> anyhow::R
     if last == 0 {
         return Ok(crate::replication::log_chain::GENESIS);
     }
+    let ours = state.replication.head();
+    if ours.is_some_and(|o| o.seq > last) {
+        // The follower went on past `last` meanwhile, or this stream leader has not
+        // applied everything yet: compare ends that are the same message.
+        return Err(Lagging.into());
+    }
     let message = store.stream.get_raw_message(last).await?;
     let Some(stamp) =
         Stamp::read(Some(&message.headers)).map_err(|why| Diverged { seq: last, why })?
@@ -518,6 +524,26 @@ async fn agreed_end(state: &CounterStore, store: &Store, last: u64) -> anyhow::R
             chain: 0,
         });
     };
+    if let Some(o) = ours.filter(|o| o.seq < last) {
+        if stamp.term >= o.term {
+            return Err(Lagging.into());
+        }
+        // The stream ends with a deposed leader's write that NATS appended after a
+        // newer term's messages: every reader skips it (`follower::take`), so the
+        // chain goes on from this node's end, which must be the stream leader's.
+        let at = store.stream.get_raw_message(o.seq).await?;
+        if let Ok(Some(s)) = Stamp::read(Some(&at.headers)) {
+            if s.after != o.chain {
+                return Err(Diverged {
+                    seq: o.seq,
+                    why: "the stream leader's copy of this node's last message is another one"
+                        .into(),
+                }
+                .into());
+            }
+        }
+        return Ok(Head { seq: last, ..o });
+    }
     let agreed = Head {
         seq: last,
         term: stamp.term,
@@ -530,8 +556,8 @@ async fn agreed_end(state: &CounterStore, store: &Store, last: u64) -> anyhow::R
     // caught up with what the snapshot's leader wrote.
     if let Some((_, end)) = super::lsn_seq::lsn_range(&message.headers) {
         let next = state.counters.engine.next_lsn();
-        match state.replication.head() {
-            Some(ours) if ours.seq == last && next != end => {
+        match ours {
+            Some(_) if next != end => {
                 return Err(Diverged {
                     seq: last,
                     why: format!(
@@ -544,7 +570,7 @@ async fn agreed_end(state: &CounterStore, store: &Store, last: u64) -> anyhow::R
             _ => {}
         }
     }
-    match state.replication.head() {
+    match ours {
         Some(ours) if ours != agreed => Err(Diverged {
             seq: last,
             why: format!(

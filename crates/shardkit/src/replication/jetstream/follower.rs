@@ -150,7 +150,30 @@ fn take(
     let diverged = |why: String| Stopped::Apply(Diverged { seq, why }.into());
     let lsns = headers.and_then(lsn_range).unwrap_or((0, 0));
     let ours = status.head();
-    let head = match Stamp::read(headers).map_err(diverged)? {
+    let stamp = Stamp::read(headers).map_err(diverged)?;
+    if let (Some(stamp), Some(o)) = (&stamp, ours) {
+        if stamp.term < o.term {
+            // A deposed leader's write that NATS appended after a newer term's
+            // messages (nats-server 2.9 was seen doing so after a partition healed):
+            // the newer leader did not build on it, so neither does anyone. Its
+            // writer was fenced by then; the chain goes on from the message before.
+            metrics::counter!("shardkit_replica_stale_writes_skipped_total").increment(1);
+            tracing::warn!(
+                seq,
+                term = stamp.term,
+                newer_term = o.term,
+                "skipped a stream message of an older term appended after a newer one"
+            );
+            let lag_ms = if pending > 0 {
+                now_ms().saturating_sub(published_ms)
+            } else {
+                0
+            };
+            status.set_progress(seq, pending, lag_ms);
+            return Ok(());
+        }
+    }
+    let head = match stamp {
         Some(stamp) => Some(
             Stamp::continues(&stamp, ours, seq, lsns, payload)
                 .map_err(|d| Stopped::Apply(d.into()))?,
