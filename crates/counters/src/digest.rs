@@ -53,13 +53,15 @@ pub(crate) fn digest(
         previous = Some(now);
     }
     Err(Error::Busy(
-        "the counters changed during every pass of the digest; try again when writes pause"
-            .into(),
+        "the counters changed during every pass of the digest; try again when writes pause".into(),
     ))
 }
 
 /// One pass over the counters: (digest, rows).
-fn pass(counters: &RwLock<FastMap<String, Arc<Counter>>>, only: Option<&str>) -> Result<(u128, u64)> {
+fn pass(
+    counters: &RwLock<FastMap<String, Arc<Counter>>>,
+    only: Option<&str>,
+) -> Result<(u128, u64)> {
     let mut chosen: Vec<Arc<Counter>> = {
         let all = counters.read();
         match only {

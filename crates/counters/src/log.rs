@@ -588,11 +588,17 @@ mod tests {
         }
         // The commit that finds the buffer full writes it out, unsynced.
         log.commit(last).unwrap();
-        assert!(log.pending.lock().buf.is_empty(), "the full buffer was written");
+        assert!(
+            log.pending.lock().buf.is_empty(),
+            "the full buffer was written"
+        );
         assert_eq!(log.last_sync_ms(), 0, "and not synced");
         // The flusher's tick, with nothing appended since: it syncs what was written.
         log.flush(true).unwrap();
-        assert!(log.last_sync_ms() > 0, "the written records were never synced");
+        assert!(
+            log.last_sync_ms() > 0,
+            "the written records were never synced"
+        );
         assert!(log.synced.load(Ordering::Acquire) > last);
     }
 }

@@ -735,9 +735,10 @@ fn a_node_paused_past_its_leases_reopens_its_groups_and_keeps_serving() {
 }
 
 /// NATS itself gone for longer than the lease (SIGKILLed, restarted 4 s later from its
-/// store): the node's groups lose their leases (their renewals and publishes fail once
-/// NATS is back), are reopened from their snapshots and streams, and serve again, every
-/// acknowledged increment there once, the node never exiting.
+/// store): the node's groups wait for it (a leader's publishes and renewals are held
+/// and repeated), then either renew their leases or, where a lease key expired
+/// meanwhile, are reopened from their snapshots and streams; either way they serve
+/// again, every acknowledged increment there once, the node never exiting.
 #[test]
 fn groups_come_back_after_a_nats_outage_longer_than_the_lease() {
     let mut nats = Nats::start();
@@ -752,9 +753,10 @@ fn groups_come_back_after_a_nats_outage_longer_than_the_lease() {
     lived_on_and_reopened(&mut nodes[0], &mut router, &keys, 3);
 }
 
-/// What a one-node cluster that lost its group leases must show: the process still
+/// What a one-node cluster whose group leases were in doubt must show: the process still
 /// runs, every key holds exactly `rounds` (each round counted once), and its log says
-/// it reopened its groups (so the leases were indeed lost, and the test tested that).
+/// it reopened its groups or renewed their leases once NATS answered again (so the
+/// leases were indeed in doubt, and the test tested that).
 fn lived_on_and_reopened(node: &mut Server, router: &mut Router, keys: &[String], rounds: i64) {
     assert!(
         node.child.try_wait().unwrap().is_none(),
@@ -772,10 +774,17 @@ fn lived_on_and_reopened(node: &mut Server, router: &mut Router, keys: &[String]
             "{key}: every acknowledged increment, none twice"
         );
     }
+    // The log line may trail the answers by a moment (a renewal retried every 100 ms).
+    let came_back =
+        |log: &str| log.contains("reopening the group") || log.contains("lease is renewed again");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !came_back(&node.log.lock().unwrap().join("\n")) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let log = node.log.lock().unwrap().join("\n");
     assert!(
-        log.contains("reopening the group"),
-        "the node lost its leases and reopened its groups: {log}"
+        came_back(&log),
+        "the node's groups waited for NATS and came back: {log}"
     );
 }
 

@@ -299,6 +299,60 @@ fn published_messages_continue_each_other() {
     assert_eq!(head.unwrap().term, 5);
 }
 
+/// A stream a real leader wrote ten `INCR c:1` to before it was killed (store `test`),
+/// and what the tests below need to write more into it by hand.
+struct Written {
+    nats: Nats,
+    rt: tokio::runtime::Runtime,
+    names: Names,
+    js: jetstream::Context,
+    stream: stream::Stream,
+    /// Every message, in order.
+    all: Vec<(u64, Vec<u8>)>,
+    /// The data directory of a replica to start on it.
+    replica_dir: tempfile::TempDir,
+    _leader_dir: tempfile::TempDir,
+}
+
+impl Written {
+    fn by_a_killed_leader() -> Written {
+        use common::replication::{eventually, kill, node, role};
+        let nats = Nats::start();
+        let leader_dir = tempfile::tempdir().unwrap();
+        let mut leader = node(leader_dir.path(), &nats, "auto", 1_000);
+        eventually(20, "the node leads", || {
+            role(&leader).as_deref() == Some("master")
+        });
+        let mut con = leader.redis();
+        for _ in 0..10 {
+            let _: i64 = redis::cmd("INCR").arg("c:1").query(&mut con).unwrap();
+        }
+        kill(&mut leader);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let names = Names::new("test");
+        let (js, stream) = rt.block_on(async {
+            let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
+            let stream = js.get_stream(&names.stream).await.unwrap();
+            (js, stream)
+        });
+        let all = rt.block_on(messages(&stream));
+        Written {
+            nats,
+            rt,
+            names,
+            js,
+            stream,
+            all,
+            replica_dir: tempfile::tempdir().unwrap(),
+            _leader_dir: leader_dir,
+        }
+    }
+}
+
 /// A message that does not continue the log the replica holds: here a batch whose
 /// lsns follow on and whose sequence is the stream's next, but whose chain is another
 /// branch's (as a NATS server's copy that kept a deposed leader's write carries).
@@ -307,41 +361,26 @@ fn published_messages_continue_each_other() {
 /// the replica applies it and serves 1,010: the test then fails.
 #[test]
 fn a_replica_refuses_a_message_that_does_not_continue_its_chain() {
-    use common::replication::{eventually, get, kill, node, role};
-    let nats = Nats::start();
-    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut leader = node(dirs.0.path(), &nats, "auto", 1_000);
-    eventually(20, "the node leads", || {
-        role(&leader).as_deref() == Some("master")
-    });
-    let mut con = leader.redis();
-    for _ in 0..10 {
-        let _: i64 = redis::cmd("INCR").arg("c:1").query(&mut con).unwrap();
-    }
-    kill(&mut leader);
+    use common::replication::{get, node};
+    let written = Written::by_a_killed_leader();
+    let (nats, rt, names, js, all) = (
+        &written.nats,
+        &written.rt,
+        &written.names,
+        &written.js,
+        &written.all,
+    );
+    let last = all.last().unwrap().0;
 
     // Another branch: an engine that holds the same log, writing one more batch
     // through the real publisher from a head whose chain is not the stream's.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let names = Names::new("test");
-    let (js, stream) = rt.block_on(async {
-        let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
-        let stream = js.get_stream(&names.stream).await.unwrap();
-        (js, stream)
-    });
-    let all = rt.block_on(messages(&stream));
-    let last = all.last().unwrap().0;
     let dir = tempfile::tempdir().unwrap();
-    let branch = follower_of(&all, dir.path());
+    let branch = follower_of(all, dir.path());
     branch.set_read_only(false);
     let forged = JetStreamLog::start(
         &Tasks::on(rt.handle().clone()),
         js.clone(),
-        &names,
+        names,
         Head {
             seq: last,
             term: u64::MAX / 2,
@@ -360,7 +399,7 @@ fn a_replica_refuses_a_message_that_does_not_continue_its_chain() {
     );
     drop(branch);
 
-    let mut replica = node(dirs.1.path(), &nats, "replica", 1_000);
+    let mut replica = node(written.replica_dir.path(), nats, "replica", 1_000);
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let status = loop {
         if let Some(status) = replica.child.try_wait().unwrap() {
@@ -392,31 +431,16 @@ fn a_replica_refuses_a_message_that_does_not_continue_its_chain() {
 /// follows the new leader's batches and serves exactly the new leader's count.
 #[test]
 fn a_replica_skips_a_deposed_leaders_write_appended_after_the_new_leaders_marker() {
-    use common::replication::{eventually, get, kill, node, role};
-    let nats = Nats::start();
-    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut first = node(dirs.0.path(), &nats, "auto", 1_000);
-    eventually(20, "the node leads", || {
-        role(&first).as_deref() == Some("master")
-    });
-    let mut con = first.redis();
-    for _ in 0..10 {
-        let _: i64 = redis::cmd("INCR").arg("c:1").query(&mut con).unwrap();
-    }
-    kill(&mut first);
-
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let names = Names::new("test");
-    let (js, stream) = rt.block_on(async {
-        let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
-        let stream = js.get_stream(&names.stream).await.unwrap();
-        (js, stream)
-    });
-    let all = rt.block_on(messages(&stream));
+    use common::replication::{eventually, get, kill, node};
+    let written = Written::by_a_killed_leader();
+    let (nats, rt, names, js, stream, all) = (
+        &written.nats,
+        &written.rt,
+        &written.names,
+        &written.js,
+        &written.stream,
+        &written.all,
+    );
     let last = all.last().unwrap().0;
     let end = rt.block_on(stream.get_raw_message(last)).unwrap();
     let end_stamp = Stamp::read(Some(&end.headers)).unwrap().unwrap();
@@ -424,7 +448,7 @@ fn a_replica_skips_a_deposed_leaders_write_appended_after_the_new_leaders_marker
 
     // The new leader's marker, continuing the stream's end in a newer term.
     let dir_new = tempfile::tempdir().unwrap();
-    let new_leader = follower_of(&all, dir_new.path());
+    let new_leader = follower_of(all, dir_new.path());
     let next = new_leader.next_lsn();
     let marker_stamp = Stamp::new(new_term, end_stamp.after, (next, next), b"");
     let (t, c) = marker_stamp.header_values();
@@ -445,12 +469,12 @@ fn a_replica_skips_a_deposed_leaders_write_appended_after_the_new_leaders_marker
 
     // The deposed leader's late write: its own chain and term, stored after the marker.
     let dir_old = tempfile::tempdir().unwrap();
-    let deposed = follower_of(&all, dir_old.path());
+    let deposed = follower_of(all, dir_old.path());
     deposed.set_read_only(false);
     let stale = JetStreamLog::start(
         &Tasks::on(rt.handle().clone()),
         js.clone(),
-        &names,
+        names,
         Head {
             seq: marker_seq,
             term: old_term,
@@ -474,7 +498,7 @@ fn a_replica_skips_a_deposed_leaders_write_appended_after_the_new_leaders_marker
     let new_log = JetStreamLog::start(
         &Tasks::on(rt.handle().clone()),
         js.clone(),
-        &names,
+        names,
         Head {
             seq: marker_seq + 1,
             term: new_term,
@@ -495,7 +519,7 @@ fn a_replica_skips_a_deposed_leaders_write_appended_after_the_new_leaders_marker
     );
     drop(new_leader);
 
-    let mut replica = node(dirs.1.path(), &nats, "replica", 1_000);
+    let mut replica = node(written.replica_dir.path(), nats, "replica", 1_000);
     eventually(20, "the replica serves the new leader's count", || {
         get(&replica, "c:1") == Some(1_010)
     });

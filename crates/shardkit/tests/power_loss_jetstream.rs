@@ -145,6 +145,26 @@ fn mount(bin: &Path) -> LazyFs {
     LazyFs::mount(bin)
 }
 
+/// A fresh cluster on `stores`, tried again (stores emptied) when a server cannot
+/// bind its port: the free ports are picked before the servers start, and another
+/// test running beside this one may take one in between.
+fn start_nats(setup: &Setup, stores: &[std::path::PathBuf]) -> Result<Nats, String> {
+    let mut last = String::new();
+    for _ in 0..3 {
+        match Nats::start(&setup.nats, stores.to_vec(), setup.sync_always) {
+            Ok(nats) => return Ok(nats),
+            Err(e) if e.contains("address already in use") => {
+                last = e;
+                for store in stores {
+                    let _ = std::fs::remove_dir_all(store);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
 /// One round on a fresh cluster: load, cut, restarts, checks. Prints its report and
 /// answers its failures (with the logs that explain them).
 fn round(setup: &Setup, fs: &mut LazyFs, r: usize, x: &mut u64) -> Vec<String> {
@@ -156,8 +176,8 @@ fn round(setup: &Setup, fs: &mut LazyFs, r: usize, x: &mut u64) -> Vec<String> {
         disks[0].path().join("nats"),
         disks[1].path().join("nats"),
     ];
-    let mut nats = Nats::start(&setup.nats, stores, setup.sync_always)
-        .unwrap_or_else(|e| panic!("{tag}: NATS cluster: {e}"));
+    let mut nats =
+        start_nats(setup, &stores).unwrap_or_else(|e| panic!("{tag}: NATS cluster: {e}"));
     if setup.pin_to_host0 {
         pin_stream(&nats.url(0), setup.replicas).unwrap_or_else(|e| panic!("{tag}: {e}"));
     }

@@ -32,30 +32,6 @@ pub fn unavailable() -> Option<String> {
     None
 }
 
-/// A `10.N.0.0/16` no interface of this machine has an address in (N from 100 to 199),
-/// starting half way from where `netns.rs` starts for the same pid, so this test and
-/// the region test running at once in one `nextest` run do not meet.
-fn free_net(pid: u32) -> Result<u32, String> {
-    for k in 0..100 {
-        let net = 100 + (pid + 50 + k) % 100;
-        let output = Command::new("ip")
-            .args([
-                "-o",
-                "-4",
-                "addr",
-                "show",
-                "to",
-                &format!("10.{net}.0.0/16"),
-            ])
-            .output()
-            .map_err(|e| format!("ip cannot be run: {e}"))?;
-        if output.stdout.is_empty() {
-            return Ok(net);
-        }
-    }
-    Err("no free 10.N.0.0/16 for the test's hosts".into())
-}
-
 /// One namespace on the bridge.
 #[derive(Debug, Clone)]
 pub struct Host {
@@ -89,7 +65,8 @@ impl Hosts {
     /// address and `lo` up. `Err` says which step failed (what was made is deleted).
     pub fn make(n_hosts: usize) -> Result<Hosts, String> {
         let pid = std::process::id();
-        let net = free_net(pid)?;
+        // Half way from where the region test starts for the same pid.
+        let net = super::netns::free_net(pid + 50)?;
         let bridge = format!("sk{pid}br");
         let mut made = Hosts {
             hosts: Vec::new(),

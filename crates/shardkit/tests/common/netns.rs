@@ -40,10 +40,11 @@ pub fn unavailable() -> Option<String> {
 }
 
 /// A `10.N.0.0/16` no interface of this machine has an address in (N from 100 to 199,
-/// starting at one the pid picks), so concurrent runs do not share a subnet.
-fn free_net(pid: u32) -> Result<u32, String> {
+/// trying from `start` on), so concurrent runs do not share a subnet; `start` comes
+/// from the pid, shifted by each kind of test so two kinds in one run do not meet.
+pub fn free_net(start: u32) -> Result<u32, String> {
     for k in 0..100 {
-        let net = 100 + (pid + k) % 100;
+        let net = 100 + (start + k) % 100;
         let output = Command::new("ip")
             .args([
                 "-o",

@@ -720,8 +720,11 @@ async fn renew(
                 }
             }
             Err(e) => {
-                if !failing {
-                    tracing::warn!(error = %e, "cannot renew the counters' lease; trying again (writes wait meanwhile)");
+                // A cluster node's groups fail together: said once per period.
+                static FAILED: crate::log_every::LogEvery =
+                    crate::log_every::LogEvery::every(Duration::from_secs(10));
+                if !failing && FAILED.due() {
+                    tracing::warn!(error = %e, "cannot renew the counters' lease; trying again (writes wait meanwhile; logged at most every 10 s)");
                 }
                 failing = true;
             }

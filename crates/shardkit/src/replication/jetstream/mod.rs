@@ -146,7 +146,11 @@ impl Replicator {
         let version = store.js.client().server_info().version;
         let warning = durability::warning(&version, state.spec.stream_replicas);
         if let Some(w) = &warning {
-            tracing::warn!(nats_version = %version, "acknowledged increments may not survive a lost machine: {w}");
+            // A cluster node's many group stores share one NATS: said once.
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                tracing::warn!(nats_version = %version, "acknowledged increments may not survive a lost machine: {w}");
+            });
         }
         metrics::gauge!("shardkit_log_durability_warning").set(if warning.is_some() {
             1.0
