@@ -1,4 +1,4 @@
-//! Measures the cold tier's block format (issue 19) on realistic rows, to pick its codec.
+//! Measures the cold tier's block format on realistic rows, to pick its codec.
 //!
 //! `cargo run --release -p shardkit-counters --example cold-blocks -- [ROWS...]` (default
 //! 1,000,000 and 10,000,000 rows) makes Instagram-layout ids at 2,000 ids per second of

@@ -1,4 +1,4 @@
-//! String-keyed rows in the cold tier (issue 19), in process: what RAM keeps and the disk
+//! String-keyed rows in the cold tier, in process: what RAM keeps and the disk
 //! holds once they go cold, and what reading and writing them back costs.
 //!
 //! `cargo run --release -p shardkit-counters --example cold-names -- DIR [ROWS]`

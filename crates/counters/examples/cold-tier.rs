@@ -1,4 +1,4 @@
-//! The cold tier (issue 19) end to end, in process, up to the issue's billion rows.
+//! The cold tier end to end, in process, up to a billion rows.
 //!
 //! `cargo run --release -p shardkit-counters --example cold-tier -- fill DIR ROWS
 //! [MAX_MEMORY_MIB]`, then `... -- measure DIR ROWS [MAX_MEMORY_MIB]` in a new process (so

@@ -1,8 +1,8 @@
-//! The payload of a version-2 cold block (issue 19): id gaps split into byte planes and
+//! The payload of a version-2 cold block: id gaps split into byte planes and
 //! each column, compressed one section at a time.
 //!
 //! Version 1 (`cold_block.rs`) wrote the id gaps and the columns as one stream of varints
-//! under one zstd frame. Two things cost bytes there, measured on the issue's rows
+//! under one zstd frame. Two things cost bytes there, measured on Weibo-like rows
 //! (bench/README.md, "Cold tier block format, version 2"): a varint spreads a gap's random
 //! low bits and its skewed high bits over bytes that all share one Huffman table with the
 //! columns' bytes, and ids made by a layout with low bits that are mostly zero (a sequence

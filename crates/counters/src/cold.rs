@@ -1,4 +1,4 @@
-//! The cold tier's files, index and reads (issue 19).
+//! The cold tier's files, index and reads.
 //!
 //! A partition that is evicted ([`crate::evict`]) becomes a [`ColdPart`]: its rows sit in
 //! blocks ([`crate::cold_block`], at most [`BLOCK_ROWS`] rows each) in one of the

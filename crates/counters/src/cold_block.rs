@@ -1,4 +1,4 @@
-//! The on-disk block of the cold tier (issue 19): one sorted run of rows of one partition.
+//! The on-disk block of the cold tier: one sorted run of rows of one partition.
 //!
 //! The engine writes these blocks into its cold batch files (`cold.rs`); this module is
 //! the format and its codec alone, so it can be tested and measured on its own.
@@ -13,7 +13,7 @@
 //! The CRC32 covers every byte before it. Version 2, written since 2026-11-26, keeps this
 //! header and lays out its payload as `block_sections.rs` says (id gaps in byte
 //! planes, each section compressed on its own; `raw_len` is the sum of the sections' raw
-//! lengths): 0.75x the bytes of version 1 on the issue's rows. Version 1 blocks are still
+//! lengths): 0.75x the bytes of version 1 on Weibo-like rows. Version 1 blocks are still
 //! read. In version 1 the payload is the raw part compressed with `codec` (0: stored as
 //! is, 1: zstd); the raw part (`raw_len` bytes) is:
 //!

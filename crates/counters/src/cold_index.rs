@@ -1,4 +1,4 @@
-//! The index at the end of a cold batch file (issue 19): the partitions the file holds,
+//! The index at the end of a cold batch file: the partitions the file holds,
 //! each with its rows, its Bloom filter and its blocks' index entries.
 //!
 //! Written with the blocks (one write, one fsync), so a snapshot names a cold partition

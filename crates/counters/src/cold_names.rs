@@ -1,4 +1,4 @@
-//! String-keyed rows in the cold tier (issue 19): runs of rows on disk, their files and
+//! String-keyed rows in the cold tier: runs of rows on disk, their files and
 //! their in-RAM index.
 //!
 //! A string-keyed row not written for `cold_after` (or, under `max_memory`, one not

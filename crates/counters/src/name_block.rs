@@ -1,4 +1,4 @@
-//! The on-disk block of string-keyed cold rows (issue 19): one sorted run of rows of one
+//! The on-disk block of string-keyed cold rows: one sorted run of rows of one
 //! stripe, keys in byte order.
 //!
 //! The string-keyed counterpart of [`crate::cold_block`]: the engine writes these blocks

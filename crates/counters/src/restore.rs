@@ -40,7 +40,7 @@ pub fn snapshot_lsn(bytes: &[u8]) -> Option<u64> {
 /// Writes snapshot `bytes` into `dir` (created if missing) as its only snapshot, durably
 /// (temporary file, fsync, rename, fsync of the directory), after checking it whole.
 ///
-/// A snapshot whose rows are partly in the cold tier (issue 19) names cold batch files
+/// A snapshot whose rows are partly in the cold tier names cold batch files
 /// it does not hold, so it is refused.
 ///
 /// `dir` must hold no counters yet (no snapshot, no log segment): restoring over a

@@ -19,7 +19,7 @@
 //!   planes, columns as varints, zstd, its own CRC), ~4.7x smaller than the same rows
 //!   in `3` on time-ordered ids (bench/README.md, "Snapshots as blocks");
 //! - `4` transaction ids of one stripe: counter index, stripe, L, entries;
-//! - `6` the cold partitions of one stripe (issue 19): counter index, stripe, L, count,
+//! - `6` the cold partitions of one stripe: counter index, stripe, L, count,
 //!   then per partition its high 32 bits, cold batch number, rows, and the low 32 bits of
 //!   its first and last id. Their filters and block entries are in the batch file's own
 //!   index ([`crate::cold_index`]), read at recovery; the rows let recovery tell a
@@ -31,7 +31,7 @@
 //!
 //!   The batches `5` and `6` name are listed beside the snapshot in `coldrefs-X.list`
 //!   (written first), so garbage collection keeps them while the snapshot is kept;
-//! - `7` the string-keyed runs of one stripe (issue 19, [`crate::cold_names`]): counter
+//! - `7` the string-keyed runs of one stripe ([`crate::cold_names`]): counter
 //!   index, stripe, L, count, then per run its cold batch number, its place in the
 //!   batch's index, rows, and its dead rows (count, then positions as gaps). The batch
 //!   is listed in `coldrefs-X.list` as for `5` and `6`;
@@ -245,7 +245,7 @@ pub(crate) struct SnapWriter {
     /// The chunk buffers, kept from stripe to stripe for the snapshot's life: made anew
     /// for each of a counter's 32 stripes they were allocated, grown and zero-filled by
     /// the kernel each time (a counter of 80 columns gathers 40 MiB a 65,536-row
-    /// chunk), which was half of a big snapshot's CPU (bench/README.md, issue 25).
+    /// chunk), which was half of a big snapshot's CPU (bench/README.md).
     chunks: Chunks,
 }
 

@@ -1,4 +1,4 @@
-//! The cold tier's block format (issue 19): round trips against a model, and damage of every
+//! The cold tier's block format: round trips against a model, and damage of every
 //! kind reported as a corrupt block naming its id range, never a panic.
 
 use proptest::prelude::*;

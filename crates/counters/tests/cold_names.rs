@@ -1,4 +1,4 @@
-//! String-keyed rows in the cold tier (issue 19): rows evicted one by one when not
+//! String-keyed rows in the cold tier: rows evicted one by one when not
 //! written since the last eviction pass, read and written back, deleted, snapshotted and
 //! recovered; a damaged block named by its keys while the rest is served; a missing
 //! batch reported with the rows it held; writers racing evictions. The model test across

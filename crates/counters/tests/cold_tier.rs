@@ -1,4 +1,4 @@
-//! The cold tier (issue 19): partitions moved to disk and read, written, deleted and
+//! The cold tier: partitions moved to disk and read, written, deleted and
 //! recovered there, against a model; damaged blocks named by their id range while the
 //! rest is served; cold files nobody needs deleted.
 

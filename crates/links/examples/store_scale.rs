@@ -1,4 +1,4 @@
-//! In-process figures for the embedded link stores (issue 25), one store per run so
+//! In-process figures for the embedded link stores, one store per run so
 //! resident memory is that store's: load N links in batches of 4,096 (each batch one
 //! durable commit), then resolve random codes, uniform and Zipf(1.0), on one thread.
 //!

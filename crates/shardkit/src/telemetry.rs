@@ -123,7 +123,7 @@ pub fn render(state: &crate::state::AppState) -> String {
             c.bytes_per_row
         );
     }
-    // The cold tier's figures per counter (issue 19).
+    // The cold tier's figures per counter.
     type Field = fn(&shardkit_counters::CounterStats) -> u64;
     let cold: [(&str, &str, &str, Field); 6] = [
         (

@@ -1,4 +1,4 @@
-//! Short links in two regions (issue 26), each its own shardkit node with its own
+//! Short links in two regions, each its own shardkit node with its own
 //! storage: `us` (code groups `0-U`, the default region and the region of record of
 //! aliases) and `cn` (groups `V-z`, hosts `*.cn`), 80 ms apart (round trip).
 //!

@@ -1,4 +1,4 @@
-//! The counters' cold tier through the real server (issue 19): `[counters] cold_after`
+//! The counters' cold tier through the real server: `[counters] cold_after`
 //! moves idle partitions to disk, RESP reads and writes them, `COUNTER.INFO`, `INFO` and
 //! `/metrics` show them, a restart keeps them; bad settings stop the start with a clear
 //! message.

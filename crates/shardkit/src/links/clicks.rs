@@ -12,7 +12,7 @@
 //! the slot exists (engine value at load + every click since), so the limit is
 //! enforced exactly: the check and the increment happen under one lock. A link without
 //! a limit does not read its stored total on its first click (a counter-engine lookup,
-//! ~0.7 µs of a first click at 10 million links, issue 25): its slot holds only what is
+//! ~0.7 µs of a first click at 10 million links): its slot holds only what is
 //! unflushed, and a reader of its total ([`ClickBook::total`]) waits for a flush in
 //! progress, then adds the slot's unflushed clicks to the engine's. A slot with nothing
 //! unflushed is dropped at the next flush; flushes run one at a time, so by then the

@@ -4,7 +4,7 @@
 //!
 //! Why: over millions of links most codes drawn at random are seen once in a long
 //! while; inserting each one cost ~0.8 µs a miss (quick_cache's insert and the
-//! eviction it forces; perf at 10 million links, issue 25) for an entry evicted before
+//! eviction it forces; perf at 10 million links) for an entry evicted before
 //! its next use. A code asked for twice within the filter's window (the last
 //! ~`cache_entries × 2` first misses) is cached on the second ask, so a popular link
 //! costs one extra store read, once.

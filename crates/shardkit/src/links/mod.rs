@@ -726,7 +726,7 @@ impl Links {
     /// at 10,000); reading the disk on a worker stalls it (two workers served 10.7 k
     /// redirects/s at 100 million links); `block_in_place`, which moves the worker's
     /// queue to a new thread instead, was 7% of the server's CPU at 10 million links
-    /// with 15% of reads on the disk (bench/README.md, issue 25). A link read from the
+    /// with 15% of reads on the disk (bench/README.md). A link read from the
     /// store is cached on its code's second miss (`links/doorkeeper.rs`), so codes asked for
     /// once do not push the popular ones out nor pay for an insert.
     pub async fn lookup(&self, path: &str) -> Result<Option<Arc<Link>>, StoreError> {

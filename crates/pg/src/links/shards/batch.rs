@@ -9,7 +9,7 @@
 //!   be there: it is checked there ("at home"). A link whose id names another shard (an
 //!   id of another kind, from a migration) is checked on every shard, as all ids were
 //!   before: with 64 shards and 10,000 ids a batch that was 640,000 index probes, and
-//!   the import slowed as the shards grew (issue 25).
+//!   the import slowed as the shards grew.
 //! - Writes: one transaction a server holding the inserts of all its shards (one commit,
 //!   one WAL flush, where there was one a shard). The shards of one server commit or
 //!   fail together; two servers are still two transactions (see the module docs of

@@ -2,7 +2,7 @@
 //! the slot map, and opens or closes the store of each group as the map gives it or
 //! takes it away.
 //!
-//! A group store is one counter store of the JetStream mode (issue 17), named
+//! A group store is one counter store of the JetStream mode, named
 //! `<cluster>-g<NNN>`, its local copy in `<data>/cluster/g<NNN>`, its tasks run on the
 //! node's runtime over the node's one NATS connection (both shared by all its groups,
 //! each group's tasks stopped on their own when it closes): the group's owner

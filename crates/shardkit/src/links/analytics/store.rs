@@ -1,7 +1,7 @@
 //! Where a link's clicks and their analytics live in the counter engine, and the one
 //! write path to them.
 //!
-//! Two rows per link, so a link's first click makes two rows, not four (issue 25: each
+//! Two rows per link, so a link's first click makes two rows, not four (each
 //! row a first click makes is a table insert, ~1,300-4,800 instructions):
 //! - `link_totals`: `<id>:t`, column `clicks` (the link's total clicks), then the label
 //!   (as its hash) that owns each of the link's 16 slots per dimension, in columns
