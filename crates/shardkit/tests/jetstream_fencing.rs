@@ -52,6 +52,39 @@ fn lease(term: u64) -> Lease {
     }
 }
 
+/// A runtime, store `name`'s names, a JetStream context and the store's stream, made
+/// empty on `nats`.
+fn fresh_stream(
+    nats: &Nats,
+    name: &str,
+) -> (
+    tokio::runtime::Runtime,
+    Names,
+    jetstream::Context,
+    stream::Stream,
+) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let names = Names::new(name);
+    let (js, stream) = rt.block_on(async {
+        let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
+        let stream = js
+            .get_or_create_stream(stream::Config {
+                name: names.stream.clone(),
+                subjects: vec![names.subject.clone()],
+                storage: stream::StorageType::File,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        (js, stream)
+    });
+    (rt, names, js, stream)
+}
+
 /// Publishes an empty leader marker expecting `last`: the take-over's fence.
 async fn marker(js: &jetstream::Context, names: &Names, last: u64, lsn: u64) -> u64 {
     let m = PublishMessage::build()
@@ -90,25 +123,7 @@ fn follower_of(all: &[(u64, Vec<u8>)], dir: &std::path::Path) -> Engine {
 #[test]
 fn a_deposed_writer_is_refused_by_the_stream_and_acknowledges_nothing_after() {
     let nats = Nats::start();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let names = Names::new("fence");
-    let (js, stream) = rt.block_on(async {
-        let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
-        let stream = js
-            .get_or_create_stream(stream::Config {
-                name: names.stream.clone(),
-                subjects: vec![names.subject.clone()],
-                storage: stream::StorageType::File,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        (js, stream)
-    });
+    let (rt, names, js, stream) = fresh_stream(&nats, "fence");
 
     // Writer A leads: its marker, then its engine writes through the stream.
     let a_marker = rt.block_on(marker(&js, &names, 0, 1));
@@ -239,25 +254,7 @@ fn a_repeated_publish_is_answered_with_the_first_ones_sequence() {
 #[test]
 fn published_messages_continue_each_other() {
     let nats = Nats::start();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let names = Names::new("chain");
-    let (js, stream) = rt.block_on(async {
-        let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
-        let stream = js
-            .get_or_create_stream(stream::Config {
-                name: names.stream.clone(),
-                subjects: vec![names.subject.clone()],
-                storage: stream::StorageType::File,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        (js, stream)
-    });
+    let (rt, names, js, stream) = fresh_stream(&nats, "chain");
     let start = Head {
         seq: rt.block_on(marker(&js, &names, 0, 1)),
         term: 5,

@@ -26,10 +26,11 @@ mod common;
 #[path = "../../counters/tests/common/lazyfs.rs"]
 mod lazyfs;
 
+use common::nats_cluster::free_port;
 use common::replication::role;
 use common::Server;
 use lazyfs::LazyFs;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -662,14 +663,6 @@ fn start_node(
             Err(_) => std::thread::sleep(Duration::from_millis(200)),
         }
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// One nats-server of the loopback cluster: its config (on normal disk) and its

@@ -15,7 +15,9 @@ pub struct NatsCluster {
     _dirs: Vec<tempfile::TempDir>,
 }
 
-fn free_port() -> u16 {
+/// A loopback port nothing listens on now (the kernel's pick; another process may
+/// take it before it is used).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -164,12 +164,7 @@ fn take(
                 newer_term = o.term,
                 "skipped a stream message of an older term appended after a newer one"
             );
-            let lag_ms = if pending > 0 {
-                now_ms().saturating_sub(published_ms)
-            } else {
-                0
-            };
-            status.set_progress(seq, pending, lag_ms);
+            status.set_progress(seq, pending, lag_ms(pending, published_ms));
             return Ok(());
         }
     }
@@ -216,12 +211,7 @@ fn take(
     }
     status.set_head(head);
     status.set_link_up(true);
-    let lag_ms = if pending > 0 {
-        now_ms().saturating_sub(published_ms)
-    } else {
-        0
-    };
-    status.set_progress(seq, pending, lag_ms);
+    status.set_progress(seq, pending, lag_ms(pending, published_ms));
     Ok(())
 }
 
@@ -476,6 +466,16 @@ async fn redelivered(
         )));
     }
     Ok(())
+}
+
+/// The age of the oldest unapplied message, ms, from the one just applied: 0 when
+/// nothing is left to apply.
+fn lag_ms(pending: u64, published_ms: u64) -> u64 {
+    if pending > 0 {
+        now_ms().saturating_sub(published_ms)
+    } else {
+        0
+    }
 }
 
 fn now_ms() -> u64 {
