@@ -9,7 +9,11 @@
 #
 # Per round kind and version: the longest stretch with no acknowledged write by any
 # writer that overlaps the fault (the failover, fault at 0) and the one after the heal
-# (the outage the heal causes), median and max over the runs; node exits by code.
+# (the outage the heal causes), median and max over the runs; the failover's parts:
+# how long the other nodes could not read the lease (NATS electing the lease
+# bucket's stream leader) and how long the new leader took from finding the lease
+# free to taking writes (mostly the counters stream electing a leader when its leader
+# was on the cut host); restarts in place and exits by code.
 # Every run must also pass the test's checks (nothing lost, no phantom, all nodes
 # and digests equal): a failed run is reported and counted.
 set -euo pipefail
@@ -36,7 +40,7 @@ done
 python3 - "$WORK" <<'PY'
 import glob, os, re, statistics, sys
 work = sys.argv[1]
-during, after, exits, failed = {}, {}, {}, {}
+during, after, exits, failed, election, takeovers, restarts = {}, {}, {}, {}, {}, {}, {}
 for path in sorted(glob.glob(f"{work}/*.log")):
     version = os.path.basename(path).split("-")[0]
     text = open(path).read()
@@ -47,18 +51,29 @@ for path in sorted(glob.glob(f"{work}/*.log")):
         key = (version, f"{m.group(1)} ({m.group(2)})")
         during.setdefault(key, []).append(float(m.group(3)))
         after.setdefault(key, []).append(float(m.group(4)))
+    for m in re.finditer(r"^(round \w) \(([^)]*)\): failover parts on the other nodes: lease unreadable[^:]*: (.*?); takeover[^:]*: (.*)$", text, re.M):
+        key = (version, f"{m.group(1)} ({m.group(2)})")
+        unreadable = [float(x) for x in re.findall(r"h\d+ ([\d.]+) s", m.group(3))]
+        takeover = [float(x) for x in re.findall(r"h\d+ ([\d.]+) s", m.group(4))]
+        election.setdefault(key, []).append(max(unreadable, default=0.0))
+        takeovers.setdefault(key, []).append(max(takeover, default=0.0))
+    for m in re.finditer(r"^(round \w) \(([^)]*)\): restarts in place.*?: (.*)$", text, re.M):
+        key = (version, f"{m.group(1)} ({m.group(2)})")
+        restarts[key] = restarts.get(key, 0) + sum(int(n) for n in re.findall(r"h\d+ (\d+)", m.group(3)))
     for m in re.finditer(r"^(round \w) \(([^)]*)\): node restarts.*?: (.*)$", text, re.M):
         key = (version, f"{m.group(1)} ({m.group(2)})")
         for code in re.findall(r"exit (\d+)", m.group(3)):
             exits.setdefault(key, {}).setdefault(code, 0)
             exits[key][code] += 1
 print("no acknowledged write, s: median / max over the runs (fault at 0, heal at 15 s; lease 3 s)")
-print(f"{'version':<8} {'round':<55} {'runs':>4} {'during fault':>14} {'after heal':>12}  exits")
+print(f"{'version':<8} {'round':<55} {'runs':>4} {'during fault':>14} {'after heal':>12} {'lease unread':>13} {'takeover':>13}  restarts in place, exits")
 for key in sorted(during):
-    d, a = during[key], after[key]
+    d, a, e, t = during[key], after[key], election.get(key, [0.0]), takeovers.get(key, [0.0])
     ex = ", ".join(f"{n}x{c}" for c, n in sorted(exits.get(key, {}).items())) or "none"
     print(f"{key[0]:<8} {key[1]:<55} {len(d):>4} {statistics.median(d):>6.1f} / {max(d):>5.1f} "
-          f"{statistics.median(a):>5.1f} / {max(a):>4.1f}  {ex}")
+          f"{statistics.median(a):>5.1f} / {max(a):>4.1f} {statistics.median(e):>5.1f} / {max(e):>5.1f} "
+          f"{statistics.median(t):>5.1f} / {max(t):>5.1f}  "
+          f"{restarts.get(key, 0)}, {ex}")
 for version, n in sorted(failed.items()):
     print(f"{version}: {n} failed run(s)")
 PY

@@ -37,10 +37,11 @@ pub struct CounterStore {
 /// stream; what differs is who does it.
 #[derive(Debug, Default)]
 pub enum OnRestart {
-    /// The server's one store: the process exits (75 deposed, 76 behind) and its
-    /// supervisor restarts it, so the whole node starts over.
+    /// The server's one store: the whole node starts over, restarting itself in place
+    /// ([`crate::restart_in_place`]; it exits 75 deposed, 76 behind only when it
+    /// cannot, for a supervisor).
     #[default]
-    ExitProcess,
+    RestartProcess,
     /// A cluster node's group store: its group number goes to the node's runner,
     /// which closes the store and opens it again from the snapshot and the stream; the
     /// node and its other groups go on serving.
@@ -53,16 +54,11 @@ pub enum OnRestart {
 }
 
 impl OnRestart {
-    /// Starts the store over: exits with `code` after a moment (so refusals already
-    /// written reach their clients), or asks the runner to reopen the group.
+    /// Starts the store over: asks the server to drain and restart in place (`code`
+    /// is its exit status if it cannot), or asks the runner to reopen the group.
     pub fn restart(&self, code: i32) {
         match self {
-            OnRestart::ExitProcess => {
-                std::thread::spawn(move || {
-                    std::thread::sleep(std::time::Duration::from_millis(200));
-                    std::process::exit(code);
-                });
-            }
+            OnRestart::RestartProcess => crate::restart_in_place::request(code),
             OnRestart::Reopen { group, queue } => {
                 // The runner is gone only when the node is stopping: nothing to reopen.
                 let _ = queue.send(*group);

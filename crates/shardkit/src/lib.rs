@@ -23,6 +23,7 @@ pub mod regions;
 pub mod replication;
 pub mod resp;
 pub mod resp_runtime;
+pub mod restart_in_place;
 pub mod server;
 pub mod state;
 pub mod telemetry;

@@ -1,6 +1,8 @@
 //! `shardkit serve`: opens the state, binds HTTP and RESP, serves until SIGINT or
 //! SIGTERM, then stops accepting, lets connections finish, and closes the state
-//! cleanly (the id time guard records the exact last time).
+//! cleanly (the id time guard records the exact last time). A node that must start
+//! over ([`crate::restart_in_place`]) drains the same way and hands its listening
+//! sockets back to the caller, which restarts the binary on them.
 
 use crate::config::Settings;
 use crate::resp::Limits;
@@ -15,20 +17,47 @@ use tokio::task::JoinSet;
 /// How long connections get to finish after a shutdown signal.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long connections get to finish before a restart in place: a deposed leader
+/// refuses every write by then, and its clients are better off reconnecting soon.
+const RESTART_DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How the server stopped.
+#[derive(Debug)]
+pub enum Stopped {
+    /// A shutdown signal: the process ends.
+    Signal,
+    /// The node must start over: restart the binary on these listening sockets
+    /// (HTTP, RESP), still open and queueing connections.
+    Restart {
+        /// Why, and the exit status if the restart cannot happen.
+        request: crate::restart_in_place::Request,
+        /// HTTP's and RESP's, in [`crate::restart_in_place::HANDED_OVER`]'s order.
+        listeners: Vec<std::net::TcpListener>,
+    },
+}
+
+/// Binds `addr` for `name` (`http`, `resp`), or takes the socket a previous image of
+/// this process handed over for it (a restart in place), so the port never closes.
+async fn listen(name: &str, addr: std::net::SocketAddr) -> anyhow::Result<TcpListener> {
+    if let Some(inherited) = crate::restart_in_place::inherited(name, addr) {
+        return Ok(TcpListener::from_std(inherited)?);
+    }
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen for {} on {addr}", name.to_uppercase()))
+}
+
 /// Runs the server to completion.
-pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
+pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
+    crate::restart_in_place::mark_start();
     let limits = Limits {
         max_bulk_len: settings.resp_limits.max_bulk_len,
         max_array_len: settings.resp_limits.max_array_len,
         max_buffer: settings.resp_limits.max_buffer,
         ..Limits::default()
     };
-    let http_listener = TcpListener::bind(settings.http)
-        .await
-        .with_context(|| format!("cannot listen for HTTP on {}", settings.http))?;
-    let resp_listener = TcpListener::bind(settings.resp)
-        .await
-        .with_context(|| format!("cannot listen for RESP on {}", settings.resp))?;
+    let http_listener = listen("http", settings.http).await?;
+    let resp_listener = listen("resp", settings.resp).await?;
     if settings.links.base_url.is_none() {
         // The bound address (port 0 becomes a real port), so short URLs work as printed.
         settings.links.base_url = Some(format!("http://{}", http_listener.local_addr()?));
@@ -56,6 +85,13 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
     );
 
     let _ = crate::telemetry::prometheus();
+    metrics::gauge!("shardkit_restarts_in_place").set(crate::restart_in_place::count() as f64);
+    // Copies of the listening sockets, kept open through the drain for a restart in
+    // place: connections made meanwhile wait in the backlog for the next image.
+    let mut kept = vec![
+        clone_listener(&http_listener)?,
+        clone_listener(&resp_listener)?,
+    ];
     let (stop, stopped) = watch::channel(false);
     let router = crate::http::router(Arc::clone(&state));
     let mut http_stopped = stopped.clone();
@@ -89,16 +125,32 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
         }
     });
 
-    wait_for_signal().await;
-    tracing::info!("shutting down: no new connections, finishing requests");
+    let restart = tokio::select! {
+        _ = wait_for_signal() => None,
+        request = crate::restart_in_place::requested() => Some(request),
+    };
+    let drain_for = match restart {
+        None => {
+            tracing::info!("shutting down: no new connections, finishing requests");
+            kept.clear();
+            DRAIN_TIMEOUT
+        }
+        Some(request) => {
+            tracing::warn!(
+                code = request.code,
+                "starting over: no new connections, finishing requests, then restarting in place"
+            );
+            RESTART_DRAIN_TIMEOUT
+        }
+    };
     let _ = stop.send(true);
-    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+    let drained = tokio::time::timeout(drain_for, async {
         let _ = http.await;
         let _ = resp.await;
     })
     .await;
     if drained.is_err() {
-        tracing::warn!("connections still open after {DRAIN_TIMEOUT:?}; closing anyway");
+        tracing::warn!("connections still open after {drain_for:?}; closing anyway");
     }
     // Connections finishing their last batch may still wait for an fsync: stop the
     // fsync task only now.
@@ -116,14 +168,37 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<()> {
     }
     #[cfg(not(feature = "nats"))]
     let NoCluster = cluster;
-    match Arc::try_unwrap(state) {
-        Ok(state) => tokio::task::spawn_blocking(move || state.close()).await??,
-        Err(_) => tracing::warn!(
-            "state still in use at exit; the time guard keeps its written-ahead mark"
-        ),
+    let closed = match Arc::try_unwrap(state) {
+        Ok(state) => tokio::task::spawn_blocking(move || state.close()).await?,
+        Err(_) => {
+            tracing::warn!(
+                "state still in use at exit; the time guard keeps its written-ahead mark"
+            );
+            Ok(())
+        }
+    };
+    let Some(request) = restart else {
+        closed?;
+        tracing::info!("stopped");
+        return Ok(Stopped::Signal);
+    };
+    if let Err(e) = closed {
+        // The counters are rebuilt from the snapshot and the stream on the way back;
+        // what else the state holds was written as it was acknowledged.
+        tracing::warn!(error = %format!("{e:#}"), "the state did not close cleanly before the restart");
     }
-    tracing::info!("stopped");
-    Ok(())
+    Ok(Stopped::Restart {
+        request,
+        listeners: kept,
+    })
+}
+
+/// A second handle on a listening socket (the same socket, another descriptor).
+fn clone_listener(listener: &TcpListener) -> anyhow::Result<std::net::TcpListener> {
+    use std::os::fd::AsFd;
+    Ok(std::net::TcpListener::from(
+        listener.as_fd().try_clone_to_owned()?,
+    ))
 }
 
 /// Writes the clicks counted in memory to the counter engine every

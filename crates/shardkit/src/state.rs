@@ -330,7 +330,7 @@ impl AppState {
             spec: crate::counter_store::StoreSpec::from_settings(&settings),
             release: Default::default(),
             stands_for_lease: std::sync::atomic::AtomicBool::new(settings.counters.role == "auto"),
-            on_restart: crate::counter_store::OnRestart::ExitProcess,
+            on_restart: crate::counter_store::OnRestart::RestartProcess,
         });
         Ok(Self {
             settings,

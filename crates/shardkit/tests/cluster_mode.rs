@@ -711,8 +711,8 @@ fn a_killed_nodes_groups_are_taken_by_their_replicas_and_nothing_acknowledged_is
 }
 
 /// A node paused past its group leases (SIGSTOP for 2.5 s against a 1 s lease) has lost
-/// every one of them when it wakes. A lone JetStream store exits then (75) for its
-/// supervisor to restart it; a cluster node reopens just those groups from their
+/// every one of them when it wakes. A lone JetStream store restarts its process in
+/// place then; a cluster node reopens just those groups from their
 /// snapshot and stream and leads them again, so the process lives on and every
 /// acknowledged increment is there, none twice.
 #[test]

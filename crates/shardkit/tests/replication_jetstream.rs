@@ -9,7 +9,7 @@ use common::nats::Nats;
 use common::replication::{
     eventually, failover_time, get, kill, load_total, node, role, signal, Load,
 };
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[test]
 fn a_replica_serves_the_leaders_counts_and_refuses_writes() {
@@ -141,6 +141,8 @@ fn a_paused_leader_is_fenced_and_acknowledges_nothing() {
         "the new leader had every acknowledged increment"
     );
 
+    // The socket it listens on, to tell a handed-over socket from a new one.
+    let socket = common::replication::listening_socket(old.resp).expect("its RESP socket");
     // The old leader wakes up: whatever it is asked, nothing is acknowledged.
     con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     signal(&old, "-CONT");
@@ -149,29 +151,41 @@ fn a_paused_leader_is_fenced_and_acknowledges_nothing() {
         late.is_err(),
         "a deposed leader acknowledged a write: {late:?}"
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = old.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the deposed leader did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(75), "a deposed leader exits with 75");
-    // It appended nothing: the new leader and a fresh replica agree on 1050.
+    // It starts over in place: the same process, the same ports, back as a replica;
+    // what it applied before it was deposed does not survive the restart.
     let _: i64 = redis::cmd("INCR").arg("c:2").query(&mut ocon).unwrap();
-    assert_eq!(get(&other, "c:1"), Some(1050));
-    drop(old);
-    // Restarted on its own data directory, as a supervisor would: it comes back as a
-    // replica, and what it applied before it was deposed does not survive the restart.
-    let rejoined = node(dirs.0.path(), &nats, "auto", 600);
     eventually(
-        20,
-        "the restarted old leader follows with the same count",
-        || role(&rejoined).as_deref() == Some("slave") && get(&rejoined, "c:2") == Some(1),
+        30,
+        "the old leader restarts in place and follows with the same count",
+        || {
+            assert!(
+                old.child.try_wait().unwrap().is_none(),
+                "the deposed leader exited instead of restarting in place; its log:\n{}",
+                old.log.lock().unwrap().join("\n")
+            );
+            role(&old).as_deref() == Some("slave") && get(&old, "c:2") == Some(1)
+        },
     );
-    assert_eq!(get(&rejoined, "c:1"), Some(1050));
-    old = rejoined;
+    assert_eq!(get(&old, "c:1"), Some(1050));
+    assert_eq!(get(&other, "c:1"), Some(1050));
+    let mut con = old.redis();
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut con)
+        .unwrap();
+    assert!(info.contains("restarts_in_place:1"), "{info}");
+    assert_eq!(
+        common::replication::listening_socket(old.resp),
+        Some(socket),
+        "the new image listens on the socket the old one handed over, not a new one"
+    );
+    let log = old.log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("restarting in place as a replica"),
+        "the log says why: {log}"
+    );
+    // It was deposed, not broken: no exit for a supervisor.
+    assert!(old.child.try_wait().unwrap().is_none());
     drop(old);
 }
 

@@ -1,7 +1,8 @@
 //! Replicated counters across network partitions, on three hosts of one LAN (network
 //! namespaces on a bridge, `common::hosts`): a NATS cluster of three servers, one per
 //! host, and a shardkit node per host (role `auto`, stream replicas 3, lease 3 s) on
-//! its host's NATS server, each restarted by a supervisor when it exits.
+//! its host's NATS server. A node that must start over restarts itself in place; a
+//! supervisor thread restarts one that exits, and any exit fails the round.
 //!
 //! Two writers increment three keys with txids while, in turn: (a) the leader's host
 //! is unplugged, (b) a follower's host is unplugged, (c) the leader's host loses the
@@ -9,7 +10,8 @@
 //! only that node; the other lives on a client host and follows Sentinel. After each
 //! round every node must hold, for every key, at least every acknowledged increment
 //! (none lost), at most those plus the unacknowledged ones (no phantom), the same as
-//! every other node (no divergence), and the same `COUNTER.DIGEST`.
+//! every other node (no divergence), and the same `COUNTER.DIGEST`; and no node may
+//! have exited.
 //!
 //! `replication_partitions/`: `writers` (the two clients), `readings` (what the nodes
 //! answer, and waiting for them to settle), `verdict` (the checks), `report` (the
@@ -18,6 +20,7 @@
 //! Once with Debian's nats-server, once with a current one (`SHARDKIT_TEST_NATS_CURRENT`,
 //! the path `scripts/nats-servers` prints) fsyncing every write (`sync_interval:
 //! always`). Needs root and `ip`; skipped with the reason otherwise.
+//! `SHARDKIT_TEST_ROUND_LOGS=1` prints every node's log lines of each round.
 
 #![cfg(feature = "nats")]
 
@@ -168,6 +171,8 @@ fn round(
         Fault::FollowerCut => (leader + 1) % nodes.len(),
     };
     let exits_before: Vec<usize> = nodes.iter().map(|n| n.exits().len()).collect();
+    let restarts_before: Vec<usize> = nodes.iter().map(|n| n.restarts_in_place()).collect();
+    let lines_before: Vec<usize> = nodes.iter().map(|n| n.log_lines().len()).collect();
     let until = Instant::now() + BEFORE + FAULT + AFTER;
     let on_leader = {
         let addr = nodes[leader].resp;
@@ -189,6 +194,7 @@ fn round(
     };
     std::thread::sleep(BEFORE);
     let fault_at = Instant::now();
+    let fault_wall = std::time::SystemTime::now();
     match fault {
         Fault::LeaderCut | Fault::FollowerCut => hosts.cut(target),
         Fault::LeaderIsolated => hosts.isolate_from_hosts(target),
@@ -215,6 +221,105 @@ fn round(
         until,
     };
     report::print(tag, &times, &written, nodes, &exits_before, &seen, totals);
+    let restarts: Vec<String> = nodes
+        .iter()
+        .zip(&restarts_before)
+        .map(|(node, before)| format!("{} {}", node.name, node.restarts_in_place() - before))
+        .collect();
+    eprintln!(
+        "{tag}: restarts in place (since the round began): {}",
+        restarts.join("; ")
+    );
+    // The parts of the failover, as the other nodes logged them: how long they could
+    // not read the lease (NATS electing the lease bucket's leader), and how long the
+    // new leader took from finding the lease free to taking writes (catching up, and
+    // the counters stream electing a leader when its leader was on the cut host).
+    let logged = |what: &str, field: &str| -> String {
+        let found: Vec<String> = nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != target)
+            .flat_map(|(i, node)| {
+                let lines = node.log_lines().split_off(lines_before[i]);
+                let name = node.name.clone();
+                lines
+                    .into_iter()
+                    .filter(|l| l.contains(what))
+                    .filter_map(move |l| {
+                        let at = l.find(field)? + field.len();
+                        let ms: u64 = l[at..]
+                            .split(|c: char| !c.is_ascii_digit())
+                            .next()?
+                            .parse()
+                            .ok()?;
+                        Some(format!("{name} {:.1} s", ms as f64 / 1000.0))
+                    })
+            })
+            .collect();
+        if found.is_empty() {
+            "none".into()
+        } else {
+            found.join(", ")
+        }
+    };
+    // When, from the fault, the other nodes logged a step of the failover (by the
+    // log lines' own UTC stamps).
+    let when = |what: &str| -> String {
+        let found: Vec<String> = nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != target)
+            .flat_map(|(i, node)| {
+                let lines = node.log_lines().split_off(lines_before[i]);
+                let name = node.name.clone();
+                lines
+                    .into_iter()
+                    .filter(|l| l.contains(what))
+                    .filter_map(move |l| {
+                        let stamp = humantime::parse_rfc3339(l.split_whitespace().next()?).ok()?;
+                        let secs = match stamp.duration_since(fault_wall) {
+                            Ok(d) => d.as_secs_f64(),
+                            Err(e) => -e.duration().as_secs_f64(),
+                        };
+                        Some(format!("{name} {secs:+.1} s"))
+                    })
+            })
+            .collect();
+        if found.is_empty() {
+            "none".into()
+        } else {
+            found.join(", ")
+        }
+    };
+    eprintln!(
+        "{tag}: failover parts on the other nodes: lease unreadable (NATS electing the lease bucket's leader): {}; takeover (catch-up, the stream's election, the marker): {}",
+        logged("the counters' lease can be read again", "unreadable_ms="),
+        logged("took over the counters", "takeover_ms=")
+    );
+    // Every node's log lines of the round, to see how a failover went.
+    if std::env::var("SHARDKIT_TEST_ROUND_LOGS").is_ok() {
+        for (i, node) in nodes.iter().enumerate() {
+            for l in node.log_lines().split_off(lines_before[i]) {
+                eprintln!("DBG {} {}", node.name, l.trim_end());
+            }
+        }
+    }
+    eprintln!(
+        "{tag}: failover steps from the fault: lease found unrenewed {}; leading {}",
+        when("was not renewed for a whole lease"),
+        when("took over the counters")
+    );
     failures.extend(verdict::check(tag, nodes, &seen, totals));
+    // A node that must start over restarts in place; an exit means it could not.
+    for (node, &before) in nodes.iter().zip(&exits_before) {
+        let exits = node.exits();
+        if exits.len() > before {
+            failures.push(format!(
+                "{tag}: node {} exited instead of restarting in place: {:?}",
+                node.name,
+                &exits[before..]
+            ));
+        }
+    }
     failures
 }

@@ -307,38 +307,26 @@ fn a_replica_behind_the_purge_point_starts_over_from_the_newest_snapshot() {
     signal("-STOP");
     write_until_purged(&leader, &nats, seq as u64 + 1);
     signal("-CONT");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = replica.child.try_wait().unwrap() {
-            break status;
-        }
+    // It starts over in place (the same process and ports) from the newest snapshot.
+    let seq = role(&leader).unwrap().1;
+    eventually(60, "the replica restarted in place and caught up", || {
         assert!(
-            Instant::now() < deadline,
-            "the replica behind the purge point did not exit; its log:\n{}",
+            replica.child.try_wait().unwrap().is_none(),
+            "the replica behind the purge point exited instead of restarting in place; its log:\n{}",
             replica.log.lock().unwrap().join("\n")
         );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(
-        status.code(),
-        Some(76),
-        "a replica behind the purge exits with 76"
-    );
-    assert!(
-        replica
-            .log
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains("starts over from the newest snapshot")),
-        "it said why"
-    );
-    // Restarted on the same directory (as a supervisor would), it starts over.
-    drop(replica);
-    replica = node(dirs.1.path(), &nats, "replica");
-    let seq = role(&leader).unwrap().1;
-    eventually(60, "the restarted replica caught up", || {
         role(&replica).is_some_and(|r| r.1 == seq)
     });
+    let log = replica.log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("starts over from the newest snapshot") && log.contains("restarting in place"),
+        "it said why: {log}"
+    );
+    let mut con = replica.redis();
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut con)
+        .unwrap();
+    assert!(info.contains("restarts_in_place:1"), "{info}");
     assert_eq!(values(&replica), values(&leader));
 }

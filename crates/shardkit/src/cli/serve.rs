@@ -3,6 +3,7 @@
 use anyhow::Context;
 use clap::Args;
 use shardkit::config::{LogFormat, Overrides, Settings};
+use shardkit::server::Stopped;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -96,7 +97,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // task still running then (a request cut off by the drain timeout) must not hold
     // the exit.
     runtime.shutdown_timeout(EXIT_GRACE);
-    result
+    match result? {
+        Stopped::Signal => Ok(()),
+        Stopped::Restart { request, listeners } => {
+            let error = shardkit::restart_in_place::exec(request, listeners);
+            // Still here: the new image could not start. Exit with the status a
+            // supervisor restarts on.
+            tracing::error!(error = %error, code = request.code, "cannot restart in place; exiting for a supervisor");
+            std::process::exit(request.code)
+        }
+    }
 }
 
 /// How long the exit waits for blocking tasks still running after "stopped".

@@ -206,6 +206,10 @@ pub fn info_section(status: &Status) -> String {
         )),
         None => s.push_str("diverged:0\r\n"),
     }
+    s.push_str(&format!(
+        "restarts_in_place:{}\r\n",
+        crate::restart_in_place::count()
+    ));
     s
 }
 

@@ -265,3 +265,26 @@ impl Drop for LogsOnFailure {
         }
     }
 }
+
+/// The inode of the socket listening on `addr` (an IPv4 address), from
+/// `/proc/net/tcp`: the same number before and after a restart in place means the
+/// socket was handed over rather than bound again.
+pub fn listening_socket(addr: SocketAddr) -> Option<u64> {
+    let SocketAddr::V4(v4) = addr else {
+        return None;
+    };
+    // /proc/net/tcp writes the address as the host-order u32 in hex, then the port.
+    let local = format!(
+        "{:08X}:{:04X}",
+        u32::from_ne_bytes(v4.ip().octets()),
+        v4.port()
+    );
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // sl, local_address, rem_address, st (0A: LISTEN), …, inode (the tenth).
+        (fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&"0A"))
+            .then(|| fields.get(9)?.parse().ok())
+            .flatten()
+    })
+}

@@ -147,8 +147,8 @@ pub(crate) async fn kv_bucket(
 
 /// Follows the stream; stands for the lease every third of it (role `auto`), and at
 /// once when the lease key changes (a holder giving it back); leads once it has it;
-/// starts the store over when it loses it (the server's store exits the process with
-/// [`EXIT_DEPOSED`]; a cluster group is reopened by its node).
+/// starts the store over when it loses it (the server restarts in place, exiting with
+/// [`EXIT_DEPOSED`] only if it cannot; a cluster group is reopened by its node).
 ///
 /// A lease lapses when its holder has not renewed it for a whole lease: every node
 /// notes, on its own monotonic clock, when it first saw the lease's current revision
@@ -179,6 +179,10 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
     let tick = store.lease_for / 3;
     // The lease revision last seen and when it was first seen (this node's clock).
     let mut seen: Option<(u64, Instant)> = None;
+    // Since when the lease cannot be read (the bucket electing a stream leader, NATS
+    // out of reach): logged when it can again, so a failover's time can be told apart
+    // from NATS's own election.
+    let mut unreadable_since: Option<Instant> = None;
     // Changes of the lease key (renewals, a hand-back) wake the loop early; without a
     // watch (NATS trouble) it still runs every tick.
     let mut changes = store.lease.watch(LEASE_KEY).await.ok();
@@ -214,7 +218,17 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
             ));
             continue;
         }
-        if let Some(behind) = super::follower::behind(&state, &store.stream).await {
+        // Bounded: while the counters stream elects a leader (its leader's host cut
+        // off) the question waits for NATS's request timeout, and the lease must still
+        // be watched on time meanwhile, or the failover waits for that election twice.
+        let behind = tokio::time::timeout(
+            store.lease_for / 3,
+            super::follower::behind(&state, &store.stream),
+        )
+        .await
+        .ok()
+        .flatten();
+        if let Some(behind) = behind {
             super::follower::start_over(&state, &behind);
             return;
         }
@@ -225,6 +239,14 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
         let read = tokio::time::timeout(store.lease_for / 3, read_lease(&store))
             .await
             .unwrap_or_else(|_| Err(anyhow::anyhow!("timed out")));
+        if read.is_ok() {
+            if let Some(since) = unreadable_since.take() {
+                tracing::info!(
+                    unreadable_ms = since.elapsed().as_millis() as u64,
+                    "the counters' lease can be read again"
+                );
+            }
+        }
         let taken = match read {
             Ok(Some((revision, value))) => {
                 let first_seen = match seen {
@@ -275,6 +297,7 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
                 // cannot renew either, so the time it had to renew starts again once
                 // the bucket answers.
                 seen = None;
+                unreadable_since.get_or_insert(asked);
                 static FAILED: crate::log_every::LogEvery =
                     crate::log_every::LogEvery::every(Duration::from_secs(10));
                 if FAILED.due() {
@@ -312,7 +335,14 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
                 if let Err(e) = lead(&state, &store, marker, lease, fenced).await {
                     tracing::error!(error = %e, "cannot start leading the counters");
                     step_down(&state);
+                    return;
                 }
+                // From finding the lease free to taking writes: catching up, the
+                // stream's own leader election when its leader was lost, the marker.
+                tracing::info!(
+                    takeover_ms = asked.elapsed().as_millis() as u64,
+                    "took over the counters"
+                );
                 return;
             }
             Err(e) if e.is::<Diverged>() => {
@@ -378,7 +408,14 @@ async fn take_over(
         }
         // A NATS failure here (a server of the cluster lost, a leader being elected)
         // is waited out while the lease holds: nothing was acknowledged yet.
-        let stream_state = match store.stream.get_info().await {
+        // Bounded by a third of the lease and asked again: a request sent while the
+        // stream elects a leader is not answered before NATS's request timeout (10 s)
+        // even when the election is over long before.
+        let info = tokio::time::timeout(store.lease_for / 3, store.stream.get_info())
+            .await
+            .map_err(|_| anyhow::anyhow!("timed out"))
+            .and_then(|info| Ok(info?));
+        let stream_state = match info {
             Ok(info) => info.state,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the counters' stream end; trying again");
@@ -738,15 +775,15 @@ async fn renew(
 const RENEW_RETRY: Duration = Duration::from_millis(100);
 
 /// Stops taking writes and starts the store over ([`crate::counter_store::OnRestart`]):
-/// the server's store exits so a supervisor restarts the node as a replica; a cluster
-/// group is reopened by its node, which goes on serving its other groups.
+/// the server restarts in place and comes back as a replica; a cluster group is
+/// reopened by its node, which goes on serving its other groups.
 fn step_down(state: &CounterStore) {
     state.counters.engine.set_read_only(true);
     state.replication.set_role(Role::Deposed);
     match &state.on_restart {
-        crate::counter_store::OnRestart::ExitProcess => tracing::error!(
+        crate::counter_store::OnRestart::RestartProcess => tracing::error!(
             code = EXIT_DEPOSED,
-            "this node is no longer the counters' leader; exiting so it restarts as a replica"
+            "this node is no longer the counters' leader; restarting in place as a replica"
         ),
         crate::counter_store::OnRestart::Reopen { group, .. } => tracing::error!(
             group,

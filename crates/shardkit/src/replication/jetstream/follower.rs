@@ -40,11 +40,11 @@ pub struct Behind {
 /// message that does not continue this copy's chain ([`Diverged`]), a gap, a damaged
 /// batch. Those mark the node diverged first (its reads are refused, `INFO
 /// replication` says why) and log what is dropped: everything applied here since the
-/// newest snapshot, re-read from the stream leader on the way back. The server's store
-/// exits with [`super::EXIT_BEHIND`] so that its supervisor restarts it, and a start
-/// clears the local copy and restores the newest snapshot of the object store, then
-/// follows the stream from there; a cluster group is reopened the same way by its node
-/// ([`crate::counter_store::OnRestart`]).
+/// newest snapshot, re-read from the stream leader on the way back. The server
+/// restarts in place ([`crate::restart_in_place`]; exit [`super::EXIT_BEHIND`] only if
+/// it cannot), and a start clears the local copy and restores the newest snapshot of
+/// the object store, then follows the stream from there; a cluster group is reopened
+/// the same way by its node ([`crate::counter_store::OnRestart`]).
 pub fn start_over(state: &CounterStore, why: &anyhow::Error) {
     state.counters.engine.set_read_only(true);
     if !why.is::<Behind>() {
@@ -59,8 +59,8 @@ pub fn start_over(state: &CounterStore, why: &anyhow::Error) {
         );
     }
     match &state.on_restart {
-        crate::counter_store::OnRestart::ExitProcess => {
-            tracing::error!(code = super::EXIT_BEHIND, error = %why, "exiting so this replica restarts from the newest snapshot")
+        crate::counter_store::OnRestart::RestartProcess => {
+            tracing::error!(code = super::EXIT_BEHIND, error = %why, "restarting in place so this replica starts over from the newest snapshot")
         }
         crate::counter_store::OnRestart::Reopen { group, .. } => {
             tracing::error!(group, error = %why, "reopening the group from the newest snapshot")

@@ -49,13 +49,15 @@ use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Exit status of a leader that lost its lease: restart it and it rejoins as a replica
-/// (its in-memory state may hold writes the stream refused, so it does not keep it).
+/// Exit status of a leader that lost its lease and could not restart in place
+/// ([`crate::restart_in_place`]): restart it and it rejoins as a replica (its in-memory
+/// state may hold writes the stream refused, so it does not keep it).
 pub const EXIT_DEPOSED: i32 = 75;
 
-/// Exit status of a replica that fell behind the stream's purge point (the records it
-/// needs next are gone): restart it and it starts over from the newest snapshot in the
-/// object store (every start does), rather than go on with records missing.
+/// Exit status of a replica that diverged or fell behind the stream's purge point (the
+/// records it needs next are gone) and could not restart in place: restart it and it
+/// starts over from the newest snapshot in the object store (every start does), rather
+/// than go on with records missing.
 pub const EXIT_BEHIND: i32 = 76;
 
 /// The running replication: its tasks, stopped with [`Replicator::stop`].

@@ -1,8 +1,8 @@
 //! A shardkit node on each of [`Hosts`], replicating counter store through the NATS
 //! server on its own host, each watched by a supervisor thread that starts it again
-//! when it exits, as an operator's service manager would: a node leaves on purpose
-//! when it must start over (a deposed leader, a replica behind the purge point), and
-//! the test counts those exits rather than failing on them.
+//! when it exits, as an operator's service manager would. A node that must start over
+//! (a deposed leader, a replica behind the purge point) restarts itself in place; it
+//! exits only when that fails, and the test counts both.
 
 use super::Hosts;
 use crate::common::Server;
@@ -167,6 +167,23 @@ impl Node {
     /// Every exit so far, in order.
     pub fn exits(&self) -> Vec<Exit> {
         self.shared.exits.lock().unwrap().clone()
+    }
+
+    /// Every line the node logged so far, its runs in order.
+    pub fn log_lines(&self) -> Vec<String> {
+        let logs = self.shared.logs.lock().unwrap();
+        logs.iter()
+            .flat_map(|log| log.lock().unwrap().clone())
+            .collect()
+    }
+
+    /// How many times the node restarted itself in place so far (its log says so on
+    /// each, and the new image logs on into the same output).
+    pub fn restarts_in_place(&self) -> usize {
+        self.log_lines()
+            .iter()
+            .filter(|l| l.contains("restarting in place: a new image"))
+            .count()
     }
 
     /// `redis://:<key>@<resp>/`: a client URL that authenticates.
