@@ -46,7 +46,7 @@ pub enum LayoutError {
         now_unix_ms: u64,
     },
     /// A layout name or `T/S/Q[@Nms]` string that could not be read.
-    #[error("unknown layout {0:?}: use instagram, snowflake, sonyflake or TIME/SHARD/SEQUENCE bits like 41/13/9 (optionally @10ms)")]
+    #[error("unknown layout {0:?}: use instagram, snowflake, sonyflake, sonyflake-legacy or TIME/SHARD/SEQUENCE bits like 41/13/9 (optionally @10ms)")]
     UnknownLayout(String),
     /// An epoch string that is not an RFC 3339 instant.
     #[error("epoch {0:?} is not an RFC 3339 time such as 2024-01-01T00:00:00Z")]

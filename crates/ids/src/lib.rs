@@ -39,7 +39,10 @@ pub mod tickets;
 
 pub use clock::{now_ms, Clock, ManualClock, SystemClock};
 pub use error::{Base62Error, DecodeError, GenerateError, LayoutError, TicketError};
-pub use layout::{DecodedId, IdParts, Layout, LayoutKind, DEFAULT_EPOCH_UNIX_MS, MIN_TIME_BITS};
+pub use layout::{
+    DecodedId, FieldOrder, IdParts, Layout, LayoutKind, DEFAULT_EPOCH_UNIX_MS, MIN_TIME_BITS,
+    SONYFLAKE_EPOCH_UNIX_MS, SONYFLAKE_LEGACY_NAME,
+};
 pub use options::{BackwardPolicy, GeneratorOptions, GuardOptions};
 pub use shard_generator::ShardGenerator;
 pub use sharded_generator::ShardedGenerator;
