@@ -135,6 +135,13 @@ impl Layout {
         Self::preset(LayoutKind::SonyflakeLegacy, 39, 8, 16, 10)
     }
 
+    /// 48 bits of Unix milliseconds and `sequence_bits` of per-ms counter: the clock
+    /// of the UUIDv7 and ULID generators, which share the snowflake generators' lead,
+    /// backward-step and time-guard rules through it. Never shown to users.
+    pub(crate) const fn unix_ms_clock(sequence_bits: u8) -> Self {
+        Self::preset(LayoutKind::Custom, 48, 15 - sequence_bits, sequence_bits, 1).epoch(0)
+    }
+
     const fn preset(
         kind: LayoutKind,
         time_bits: u8,
