@@ -37,6 +37,7 @@ mod sequence;
 mod shard_generator;
 mod sharded_generator;
 pub mod tickets;
+mod ticking_clock;
 mod ulid;
 mod ulid_generator;
 mod uuid7;
@@ -53,6 +54,7 @@ pub use layout::{
 pub use options::{BackwardPolicy, GeneratorOptions, GuardOptions};
 pub use shard_generator::ShardGenerator;
 pub use sharded_generator::ShardedGenerator;
+pub use ticking_clock::TickingClock;
 pub use ulid::{Ulid, ULID_LEN, ULID_MAX_RANDOM, ULID_MAX_UNIX_MS};
 pub use ulid_generator::UlidGenerator;
 pub use uuid7::{Uuid7, UUID7_MAX_COUNTER, UUID7_MAX_RAND_B, UUID7_MAX_UNIX_MS};
