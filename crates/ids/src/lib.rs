@@ -1,27 +1,4 @@
-//! # shardkit-ids
-//!
-//! Ids that are unique across shards and sort by time, and Flickr-style ticket
-//! sequences: the first thing a sharded application needs.
-//!
-//! - [`Layout`]: how 63 bits are split into time, shard and sequence (Instagram,
-//!   Snowflake and Sonyflake presets, or any custom split), with [`Layout::decode`]
-//!   and [`Layout::compose`].
-//! - [`ShardGenerator`]: one shard value, lock-free, strictly increasing.
-//! - [`ShardedGenerator`]: Instagram's logical shards, the shard picked from a key.
-//! - Both borrow ahead of the wall clock when a time unit's sequence runs out, cope
-//!   with a clock that steps back ([`BackwardPolicy`]) and can keep a durable time
-//!   guard ([`GuardOptions`]) so a restart never reissues an id.
-//! - [`base62`]: short, order-preserving text for ids.
-//! - [`tickets`]: named sequences with increment/offset and segment allocation.
-//!
-//! ```
-//! use shardkit_ids::{Layout, ShardedGenerator};
-//! let ids = ShardedGenerator::new(Layout::instagram()).unwrap();
-//! let id = ids.next_for_key(31_337).unwrap();
-//! let decoded = Layout::instagram().decode(id).unwrap();
-//! assert_eq!(decoded.parts.shard, 31_337 % 8192);
-//! ```
-
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 pub mod base62;
