@@ -309,3 +309,22 @@ fn sonyflake_ids_carry_the_machine_in_the_low_16_bits_and_the_sequence_above_it(
     let next = generator.next_id().unwrap();
     assert_eq!(next, ((units + 1) << 24) | 0xBEEF, "next unit, sequence 0");
 }
+
+#[test]
+fn sonyflake_batches_step_the_sequence_above_the_machine() {
+    let clock = ManualClock::new(T0);
+    let options = options(0, BackwardPolicy::Refuse);
+    let one =
+        ShardGenerator::with_clock(Layout::sonyflake(), 0x0102, clock.clone(), &options).unwrap();
+    let all = ShardedGenerator::with_clock(Layout::sonyflake(), clock, &options).unwrap();
+    let mut from_one = [0u64; 200];
+    let mut from_all = [0u64; 200];
+    one.fill(&mut from_one).unwrap();
+    all.fill(0x0102, &mut from_all).unwrap();
+    let units = (T0 - 1_409_529_600_000) / 10;
+    for ids in [from_one, from_all] {
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(*id, (units << 24) | ((i as u64) << 16) | 0x0102);
+        }
+    }
+}
