@@ -46,7 +46,7 @@ pub enum LayoutError {
         now_unix_ms: u64,
     },
     /// A layout name or `T/S/Q[@Nms]` string that could not be read.
-    #[error("unknown layout {0:?}: use instagram, snowflake, sonyflake or TIME/SHARD/SEQUENCE bits like 41/13/9 (optionally @10ms)")]
+    #[error("unknown layout {0:?}: use instagram, snowflake, sonyflake, sonyflake-legacy or TIME/SHARD/SEQUENCE bits like 41/13/9 (optionally @10ms)")]
     UnknownLayout(String),
     /// An epoch string that is not an RFC 3339 instant.
     #[error("epoch {0:?} is not an RFC 3339 time such as 2024-01-01T00:00:00Z")]
@@ -121,6 +121,84 @@ pub enum DecodeError {
     /// A decimal number past 64 bits: no id can be that large.
     #[error("{0} is past 64 bits: shardkit ids are below 2^63 (9223372036854775808)")]
     PastSixtyFourBits(String),
+}
+
+/// Why text or a number is not a UUIDv7: each case names what is wrong, so a person
+/// pasting a v4 UUID learns that, not just "invalid".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UuidError {
+    /// Neither the 36-character hyphenated form nor 32 bare hex digits.
+    #[error("{text:?} is not a UUID: it has {len} characters, a UUID has 36 (8-4-4-4-12 hex digits with hyphens) or 32 without hyphens")]
+    WrongLength {
+        /// The text given.
+        text: String,
+        /// Its length in characters.
+        len: usize,
+    },
+    /// A character that is not a hex digit where one belongs.
+    #[error("{text:?} is not a UUID: {character:?} at position {position} is not a hex digit")]
+    BadCharacter {
+        /// The text given.
+        text: String,
+        /// The offending character.
+        character: char,
+        /// Its byte position.
+        position: usize,
+    },
+    /// 36 characters but without hyphens at 8, 13, 18 and 23.
+    #[error(
+        "{text:?} is not a UUID: its hyphens belong after the 8th, 12th, 16th and 20th hex digits"
+    )]
+    MisplacedHyphen {
+        /// The text given.
+        text: String,
+    },
+    /// A well-formed UUID of another version (a random v4, say).
+    #[error("{uuid} is a version {version} UUID, not version 7: its time cannot be read")]
+    NotVersion7 {
+        /// The UUID, hyphenated.
+        uuid: String,
+        /// Its version nibble.
+        version: u8,
+    },
+    /// A UUID whose variant bits are not RFC 9562's `10` (an NCS, Microsoft or
+    /// reserved UUID).
+    #[error("{uuid} has variant bits {variant:#04b}, not RFC 9562's 0b10")]
+    WrongVariant {
+        /// The UUID, hyphenated.
+        uuid: String,
+        /// Its top two variant bits.
+        variant: u8,
+    },
+}
+
+/// Why text is not a ULID (see the spec: 26 characters of Crockford's base32).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UlidError {
+    /// A ULID is always 26 characters.
+    #[error("{text:?} is not a ULID: it has {len} characters, a ULID has 26")]
+    WrongLength {
+        /// The text given.
+        text: String,
+        /// Its length in characters.
+        len: usize,
+    },
+    /// A character outside Crockford's base32 alphabet, which leaves out I, L, O and U.
+    #[error("{text:?} is not a ULID: {character:?} at position {position} is not a Crockford base32 digit (0-9, A-Z without I L O U)")]
+    BadCharacter {
+        /// The text given.
+        text: String,
+        /// The offending character.
+        character: char,
+        /// Its byte position.
+        position: usize,
+    },
+    /// 26 base32 characters hold 130 bits; a ULID is 128, so the first is at most 7.
+    #[error("{text:?} is past the largest ULID (7ZZZZZZZZZZZZZZZZZZZZZZZZZ): its first character must be 0-7")]
+    Overflow {
+        /// The text given.
+        text: String,
+    },
 }
 
 /// Why a base62 string could not be read.

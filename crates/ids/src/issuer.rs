@@ -6,7 +6,7 @@ use crate::error::GenerateError;
 use crate::guard::TimeGuard;
 use crate::layout::Layout;
 use crate::options::{BackwardPolicy, GeneratorOptions};
-use crate::sequence::{Attempt, Run, SequenceState};
+use crate::sequence::{Attempt, Reserved, Run, SequenceState};
 use std::time::Duration;
 
 /// The longest single sleep while waiting for a clock that stepped back, so a waiting
@@ -80,13 +80,28 @@ impl<C: Clock> Issuer<C> {
         want: u64,
         now: &mut (u64, u64),
     ) -> Result<Run, GenerateError> {
+        self.reserve_with(now, |now_units, max_lead_units| {
+            state.try_reserve(&self.layout, now_units, max_lead_units, want)
+        })
+    }
+
+    /// The policy loop around any reservation: `attempt(now_units, max_lead_units)`
+    /// tries once against the state it closes over. Generic, so each state's attempt
+    /// is inlined into its generator's hot path.
+    #[inline]
+    pub fn reserve_with<R: Reserved>(
+        &self,
+        now: &mut (u64, u64),
+        mut attempt: impl FnMut(u64, u64) -> Attempt<R>,
+    ) -> Result<R, GenerateError> {
         loop {
-            match state.try_reserve(&self.layout, now.0, self.max_lead_units, want) {
-                Attempt::Issued(run) => {
-                    self.check_run(&run, now.1)?;
-                    return Ok(run);
+            match attempt(now.0, self.max_lead_units) {
+                Attempt::Issued(reserved) => {
+                    self.check_time(reserved.time_units(), now.1)?;
+                    return Ok(reserved);
                 }
                 Attempt::WaitForTick => std::thread::yield_now(),
+                Attempt::PastTimeRange => return Err(self.time_exhausted()),
                 Attempt::ClockBehind { behind_units } => {
                     let behind_ms = behind_units.saturating_mul(self.layout.unit_ms());
                     match self.policy {
@@ -110,18 +125,22 @@ impl<C: Clock> Issuer<C> {
         }
     }
 
-    /// A run is only handed out if its time fits the layout and the guard covers it.
+    /// Ids are only handed out if their time fits the layout and the guard covers it.
     #[inline]
-    fn check_run(&self, run: &Run, now_unix_ms: u64) -> Result<(), GenerateError> {
-        if run.time_units > self.layout.max_time_units() {
-            return Err(GenerateError::TimeExhausted {
-                last_unix_ms: self.layout.unix_ms_of(self.layout.max_time_units()),
-            });
+    fn check_time(&self, time_units: u64, now_unix_ms: u64) -> Result<(), GenerateError> {
+        if time_units > self.layout.max_time_units() {
+            return Err(self.time_exhausted());
         }
         if let Some(guard) = &self.guard {
-            guard.ensure(self.layout.unix_ms_of(run.time_units + 1), now_unix_ms)?;
+            guard.ensure(self.layout.unix_ms_of(time_units + 1), now_unix_ms)?;
         }
         Ok(())
+    }
+
+    fn time_exhausted(&self) -> GenerateError {
+        GenerateError::TimeExhausted {
+            last_unix_ms: self.layout.unix_ms_of(self.layout.max_time_units()),
+        }
     }
 
     /// Clean shutdown: records the end of the last issued unit in the guard.

@@ -7,8 +7,18 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// 2024-01-01T00:00:00Z in Unix milliseconds: the default epoch of every preset.
+/// 2024-01-01T00:00:00Z in Unix milliseconds: the default epoch of every preset but
+/// Sonyflake, and of custom layouts.
 pub const DEFAULT_EPOCH_UNIX_MS: u64 = 1_704_067_200_000;
+
+/// 2014-09-01T00:00:00Z in Unix milliseconds: Sonyflake's own start time, so that ids
+/// made by Sony's library decode to the instant they were made.
+pub const SONYFLAKE_EPOCH_UNIX_MS: u64 = 1_409_529_600_000;
+
+/// The name under which earlier releases offered 39 bits of 10 ms units, 8 bits of
+/// shard and 16 bits of sequence as `sonyflake`; a data directory set up with that
+/// preset keeps its ids' meaning by naming it this way.
+pub const SONYFLAKE_LEGACY_NAME: &str = "sonyflake-legacy";
 
 /// The fewest time bits a layout may have: 2^32 ms is 49 days, anything shorter wraps
 /// before an operator would notice.
@@ -21,16 +31,30 @@ pub enum LayoutKind {
     Instagram,
     /// Twitter Snowflake: 41 bits of ms, 10 bits of worker, 12 bits of sequence.
     Snowflake,
-    /// Sonyflake-sized: 39 bits of 10 ms units, 8 bits of shard, 16 bits of sequence
-    /// (DESIGN.md's preset). Real Sonyflake ids put an 8-bit sequence above a 16-bit
-    /// machine id, so they do not decode with this preset; use a custom layout for them.
+    /// Sony's Sonyflake: 39 bits of 10 ms units since 2014-09-01, an 8-bit sequence,
+    /// then a 16-bit machine id (the shard) in the low bits.
     Sonyflake,
+    /// What earlier releases called `sonyflake`: 39 bits of 10 ms units since the
+    /// default epoch, 8 bits of shard, 16 bits of sequence, in the usual order. Named
+    /// [`SONYFLAKE_LEGACY_NAME`].
+    SonyflakeLegacy,
     /// Any other split of the 63 bits.
     Custom,
 }
 
+/// Where the shard and the sequence sit below the time field. Time is always on top,
+/// so ids sort by time whatever the order below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FieldOrder {
+    /// `time | shard | sequence`: Instagram, Snowflake and custom layouts.
+    ShardThenSequence,
+    /// `time | sequence | shard`: Sonyflake, whose machine id is the low 16 bits.
+    SequenceThenShard,
+}
+
 /// How an id's 63 usable bits are split, from the top: time since the epoch in
-/// `unit_ms` units, then the shard (worker), then a per-unit sequence.
+/// `unit_ms` units, then the shard (worker) and a per-unit sequence in the layout's
+/// [`FieldOrder`].
 ///
 /// A `Layout` is only built through [`Layout::custom`] or a preset, so its fields
 /// always satisfy the invariants: the bits sum to 63, the sign bit is 0, time has at
@@ -44,6 +68,11 @@ pub struct Layout {
     sequence_bits: u8,
     unit_ms: u64,
     epoch_unix_ms: u64,
+    order: FieldOrder,
+    // The shifts follow from the widths and the order; kept so that packing an id on
+    // the hot path is three shifts and two ors whatever the order, with no branch.
+    shard_shift: u8,
+    sequence_shift: u8,
 }
 
 /// The three fields of an id, in the layout's own units.
@@ -87,10 +116,30 @@ impl Layout {
         Self::preset(LayoutKind::Snowflake, 41, 10, 12, 1)
     }
 
-    /// Sonyflake-sized: 39 bits of 10 ms units (174 years), 8 bits of shard (256),
-    /// 16 bits of sequence (65,536 ids per 10 ms per shard).
+    /// Sony's Sonyflake (its v1 layout): 39 bits of 10 ms units since
+    /// 2014-09-01T00:00:00Z (174 years), an 8-bit sequence (256 ids per 10 ms per
+    /// machine), then a 16-bit machine id, our shard, in the low bits:
+    /// `time << 24 | sequence << 16 | machine`. Ids made by Sony's library decode to
+    /// their time, machine and sequence.
     pub const fn sonyflake() -> Self {
-        Self::preset(LayoutKind::Sonyflake, 39, 8, 16, 10)
+        Self::preset(LayoutKind::Sonyflake, 39, 16, 8, 10)
+            .ordered(FieldOrder::SequenceThenShard)
+            .epoch(SONYFLAKE_EPOCH_UNIX_MS)
+    }
+
+    /// What earlier releases called `sonyflake` (now named [`SONYFLAKE_LEGACY_NAME`]):
+    /// 39 bits of 10 ms units since the default epoch, 8 bits of shard, 16 bits of
+    /// sequence, in the usual order. Kept so that ids already issued under that name
+    /// still decode to the right parts.
+    pub const fn sonyflake_legacy() -> Self {
+        Self::preset(LayoutKind::SonyflakeLegacy, 39, 8, 16, 10)
+    }
+
+    /// 48 bits of Unix milliseconds and `sequence_bits` of per-ms counter: the clock
+    /// of the UUIDv7 and ULID generators, which share the snowflake generators' lead,
+    /// backward-step and time-guard rules through it. Never shown to users.
+    pub(crate) const fn unix_ms_clock(sequence_bits: u8) -> Self {
+        Self::preset(LayoutKind::Custom, 48, 15 - sequence_bits, sequence_bits, 1).epoch(0)
     }
 
     const fn preset(
@@ -107,7 +156,24 @@ impl Layout {
             sequence_bits,
             unit_ms,
             epoch_unix_ms: DEFAULT_EPOCH_UNIX_MS,
+            order: FieldOrder::ShardThenSequence,
+            shard_shift: sequence_bits,
+            sequence_shift: 0,
         }
+    }
+
+    const fn ordered(mut self, order: FieldOrder) -> Self {
+        self.order = order;
+        (self.shard_shift, self.sequence_shift) = match order {
+            FieldOrder::ShardThenSequence => (self.sequence_bits, 0),
+            FieldOrder::SequenceThenShard => (0, self.shard_bits),
+        };
+        self
+    }
+
+    const fn epoch(mut self, epoch_unix_ms: u64) -> Self {
+        self.epoch_unix_ms = epoch_unix_ms;
+        self
     }
 
     /// Any split of the 63 bits, checked: the bits must sum to 63, time needs at least
@@ -203,6 +269,10 @@ impl Layout {
     pub const fn sequence_bits(&self) -> u8 {
         self.sequence_bits
     }
+    /// Whether the shard or the sequence comes first below the time.
+    pub const fn order(&self) -> FieldOrder {
+        self.order
+    }
     /// Length of one time unit in ms.
     pub const fn unit_ms(&self) -> u64 {
         self.unit_ms
@@ -233,6 +303,10 @@ impl Layout {
     pub const fn units_since_epoch(&self, unix_ms: u64) -> Option<u64> {
         if unix_ms < self.epoch_unix_ms {
             None
+        } else if self.unit_ms == 1 {
+            // Every id reads the clock through here, and a 64-bit division costs more
+            // than the rest of an id; most layouts count single milliseconds.
+            Some(unix_ms - self.epoch_unix_ms)
         } else {
             Some((unix_ms - self.epoch_unix_ms) / self.unit_ms)
         }
@@ -261,8 +335,16 @@ impl Layout {
     #[inline]
     pub(crate) const fn pack(&self, time_units: u64, shard: u64, sequence: u64) -> u64 {
         (time_units << (self.shard_bits + self.sequence_bits))
-            | (shard << self.sequence_bits)
-            | sequence
+            | (shard << self.shard_shift)
+            | (sequence << self.sequence_shift)
+    }
+
+    /// How far apart the ids of consecutive sequence numbers are (with time and shard
+    /// alike): a run of ids is then `first + i * step`, which batch fills compute
+    /// without re-packing each id.
+    #[inline]
+    pub(crate) const fn sequence_step(&self) -> u64 {
+        1 << self.sequence_shift
     }
 
     /// Takes an id apart. Any id below 2^63 decodes; whether its time is plausible
@@ -271,8 +353,8 @@ impl Layout {
         if id >> 63 != 0 {
             return Err(DecodeError::SignBitSet(id));
         }
-        let sequence = id & self.max_sequence();
-        let shard = (id >> self.sequence_bits) & (self.shards() - 1);
+        let sequence = (id >> self.sequence_shift) & self.max_sequence();
+        let shard = (id >> self.shard_shift) & (self.shards() - 1);
         let time_units = id >> (self.shard_bits + self.sequence_bits);
         Ok(DecodedId {
             id,
@@ -301,6 +383,17 @@ impl Layout {
     pub const fn unit(&self) -> Duration {
         Duration::from_millis(self.unit_ms)
     }
+
+    /// The layout a preset name meant in earlier releases, when that differs from what
+    /// it means now: `sonyflake` meant [`Layout::sonyflake_legacy`]. A server whose data
+    /// directory was set up under the old meaning tells its operator so, once, and
+    /// points at [`SONYFLAKE_LEGACY_NAME`]; ids issued before keep decoding with that.
+    pub fn former_meaning(name: &str) -> Option<Layout> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "sonyflake" => Some(Self::sonyflake_legacy()),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Layout {
@@ -310,6 +403,7 @@ impl fmt::Display for Layout {
             LayoutKind::Instagram => f.write_str("instagram"),
             LayoutKind::Snowflake => f.write_str("snowflake"),
             LayoutKind::Sonyflake => f.write_str("sonyflake"),
+            LayoutKind::SonyflakeLegacy => f.write_str(SONYFLAKE_LEGACY_NAME),
             LayoutKind::Custom => write!(
                 f,
                 "{}/{}/{}@{}ms",
@@ -322,13 +416,15 @@ impl fmt::Display for Layout {
 impl FromStr for Layout {
     type Err = LayoutError;
 
-    /// Reads `instagram`, `snowflake`, `sonyflake` or `TIME/SHARD/SEQUENCE[@Nms]`.
+    /// Reads `instagram`, `snowflake`, `sonyflake`, `sonyflake-legacy` or
+    /// `TIME/SHARD/SEQUENCE[@Nms]`.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let unknown = || LayoutError::UnknownLayout(text.to_string());
         match text.trim().to_ascii_lowercase().as_str() {
             "instagram" => return Ok(Self::instagram()),
             "snowflake" | "twitter" => return Ok(Self::snowflake()),
             "sonyflake" => return Ok(Self::sonyflake()),
+            SONYFLAKE_LEGACY_NAME => return Ok(Self::sonyflake_legacy()),
             _ => {}
         }
         let (bits, unit) = match text.trim().split_once('@') {
@@ -364,12 +460,18 @@ mod tests {
     fn presets_have_the_documented_widths_and_limits() {
         assert_eq!(Layout::instagram().ids_per_second_per_shard(), 1_024_000);
         assert_eq!(Layout::snowflake().ids_per_second_per_shard(), 4_096_000);
-        assert_eq!(Layout::sonyflake().ids_per_second_per_shard(), 6_553_600);
+        assert_eq!(Layout::sonyflake().ids_per_second_per_shard(), 25_600);
+        assert_eq!(Layout::sonyflake().shards(), 65_536);
+        assert_eq!(
+            Layout::sonyflake_legacy().ids_per_second_per_shard(),
+            6_553_600
+        );
         assert_eq!(Layout::instagram().shards(), 8192);
         for l in [
             Layout::instagram(),
             Layout::snowflake(),
             Layout::sonyflake(),
+            Layout::sonyflake_legacy(),
         ] {
             assert_eq!(
                 u32::from(l.time_bits() + l.shard_bits() + l.sequence_bits()),
@@ -459,5 +561,60 @@ mod tests {
                 "99999999999999999999".into()
             ))
         );
+    }
+
+    /// Sony's layout, built by hand from its documentation: 39 bits of 10 ms units
+    /// since 2014-09-01, then 8 bits of sequence, then 16 bits of machine id.
+    fn sony_id(time_units: u64, sequence: u64, machine: u64) -> u64 {
+        (time_units << 24) | (sequence << 16) | machine
+    }
+
+    #[test]
+    fn a_sonyflake_id_decodes_to_its_time_machine_and_sequence() {
+        let l = Layout::sonyflake();
+        assert_eq!(l.epoch_unix_ms(), SONYFLAKE_EPOCH_UNIX_MS);
+        assert_eq!(l.order(), FieldOrder::SequenceThenShard);
+        // 2024-01-01T00:00:00Z is 294,537,600 s after Sonyflake's epoch.
+        let units = 29_453_760_000;
+        let id = sony_id(units, 0xAB, 0x1234);
+        let d = l.decode(id).unwrap();
+        assert_eq!(
+            d.parts,
+            IdParts {
+                time_units: units,
+                shard: 0x1234,
+                sequence: 0xAB
+            }
+        );
+        assert_eq!(d.unix_ms, 1_704_067_200_000);
+        assert_eq!(l.compose(d.parts), Some(id));
+        // The largest machine id and sequence stay in their fields.
+        let d = l.decode(sony_id(1, 255, 65_535)).unwrap();
+        assert_eq!((d.parts.shard, d.parts.sequence), (65_535, 255));
+        assert_eq!(d.unix_ms, SONYFLAKE_EPOCH_UNIX_MS + 10);
+        assert_eq!(
+            l.compose(IdParts {
+                time_units: 0,
+                shard: 0,
+                sequence: 256
+            }),
+            None
+        );
+    }
+
+    #[test]
+    fn the_legacy_preset_keeps_its_old_meaning_and_name() {
+        let l = Layout::sonyflake_legacy();
+        let id = (100u64 << 24) | (2 << 16) | 9;
+        let d = l.decode(id).unwrap();
+        assert_eq!((d.parts.shard, d.parts.sequence), (2, 9));
+        assert_eq!(d.unix_ms, DEFAULT_EPOCH_UNIX_MS + 1000);
+        assert_eq!(l.to_string(), SONYFLAKE_LEGACY_NAME);
+        assert_eq!(SONYFLAKE_LEGACY_NAME.parse::<Layout>(), Ok(l));
+        assert_eq!("sonyflake".parse::<Layout>(), Ok(Layout::sonyflake()));
+        assert_eq!(Layout::sonyflake().to_string(), "sonyflake");
+        assert_eq!(Layout::former_meaning(" Sonyflake"), Some(l));
+        assert_eq!(Layout::former_meaning("instagram"), None);
+        assert_eq!(Layout::former_meaning(SONYFLAKE_LEGACY_NAME), None);
     }
 }

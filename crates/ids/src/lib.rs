@@ -1,27 +1,4 @@
-//! # shardkit-ids
-//!
-//! Ids that are unique across shards and sort by time, and Flickr-style ticket
-//! sequences: the first thing a sharded application needs.
-//!
-//! - [`Layout`]: how 63 bits are split into time, shard and sequence (Instagram,
-//!   Snowflake and Sonyflake presets, or any custom split), with [`Layout::decode`]
-//!   and [`Layout::compose`].
-//! - [`ShardGenerator`]: one shard value, lock-free, strictly increasing.
-//! - [`ShardedGenerator`]: Instagram's logical shards, the shard picked from a key.
-//! - Both borrow ahead of the wall clock when a time unit's sequence runs out, cope
-//!   with a clock that steps back ([`BackwardPolicy`]) and can keep a durable time
-//!   guard ([`GuardOptions`]) so a restart never reissues an id.
-//! - [`base62`]: short, order-preserving text for ids.
-//! - [`tickets`]: named sequences with increment/offset and segment allocation.
-//!
-//! ```
-//! use shardkit_ids::{Layout, ShardedGenerator};
-//! let ids = ShardedGenerator::new(Layout::instagram()).unwrap();
-//! let id = ids.next_for_key(31_337).unwrap();
-//! let decoded = Layout::instagram().decode(id).unwrap();
-//! assert_eq!(decoded.parts.shard, 31_337 % 8192);
-//! ```
-
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 pub mod base62;
@@ -32,14 +9,30 @@ mod guard;
 mod issuer;
 mod layout;
 mod options;
+mod random;
 mod sequence;
 mod shard_generator;
 mod sharded_generator;
 pub mod tickets;
+mod ticking_clock;
+mod ulid;
+mod ulid_generator;
+mod uuid7;
+mod uuid7_generator;
 
 pub use clock::{now_ms, Clock, ManualClock, SystemClock};
-pub use error::{Base62Error, DecodeError, GenerateError, LayoutError, TicketError};
-pub use layout::{DecodedId, IdParts, Layout, LayoutKind, DEFAULT_EPOCH_UNIX_MS, MIN_TIME_BITS};
+pub use error::{
+    Base62Error, DecodeError, GenerateError, LayoutError, TicketError, UlidError, UuidError,
+};
+pub use layout::{
+    DecodedId, FieldOrder, IdParts, Layout, LayoutKind, DEFAULT_EPOCH_UNIX_MS, MIN_TIME_BITS,
+    SONYFLAKE_EPOCH_UNIX_MS, SONYFLAKE_LEGACY_NAME,
+};
 pub use options::{BackwardPolicy, GeneratorOptions, GuardOptions};
 pub use shard_generator::ShardGenerator;
 pub use sharded_generator::ShardedGenerator;
+pub use ticking_clock::TickingClock;
+pub use ulid::{Ulid, ULID_LEN, ULID_MAX_RANDOM, ULID_MAX_UNIX_MS};
+pub use ulid_generator::UlidGenerator;
+pub use uuid7::{Uuid7, UUID7_MAX_COUNTER, UUID7_MAX_RAND_B, UUID7_MAX_UNIX_MS};
+pub use uuid7_generator::Uuid7Generator;

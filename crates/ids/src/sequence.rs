@@ -21,16 +21,34 @@ pub(crate) struct Run {
     pub count: u64,
 }
 
-/// What a reservation attempt found.
+/// What was reserved, as far as the issuer's checks need to know: its time unit,
+/// which must fit the layout and be covered by the time guard before it is handed out.
+pub(crate) trait Reserved {
+    /// The time unit the reserved ids carry.
+    fn time_units(&self) -> u64;
+}
+
+impl Reserved for Run {
+    #[inline]
+    fn time_units(&self) -> u64 {
+        self.time_units
+    }
+}
+
+/// What a reservation attempt found. `R` is what a successful one reserved: a [`Run`]
+/// for the snowflake and UUIDv7 states, one ULID for the ULID state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Attempt {
+pub(crate) enum Attempt<R = Run> {
     /// Ids reserved.
-    Issued(Run),
+    Issued(R),
     /// The sequence and the allowed lead are used up: wait for the next wall-clock unit.
     WaitForTick,
     /// The wall clock reads `behind_units` before the last issued time, further back
     /// than the allowed lead.
     ClockBehind { behind_units: u64 },
+    /// The next id would need a time past the largest the format can hold (only a
+    /// state whose word cannot hold such a time reports this instead of issuing it).
+    PastTimeRange,
 }
 
 /// The last issued `(time, sequence)` of one shard, packed into one atomic word.

@@ -70,11 +70,15 @@ impl<C: Clock> ShardGenerator<C> {
             let run = self
                 .issuer
                 .reserve(&self.state, (out.len() - filled) as u64, &mut now)?;
-            for (slot, sequence) in out[filled..]
+            // The run stays inside one sequence field, so stepping never carries
+            // into the shard or the time.
+            let first = layout.pack(run.time_units, self.shard, run.first_sequence);
+            let step = layout.sequence_step();
+            for (i, slot) in out[filled..filled + run.count as usize]
                 .iter_mut()
-                .zip(run.first_sequence..run.first_sequence + run.count)
+                .enumerate()
             {
-                *slot = layout.pack(run.time_units, self.shard, sequence);
+                *slot = first + i as u64 * step;
             }
             filled += run.count as usize;
         }

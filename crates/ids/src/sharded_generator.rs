@@ -14,6 +14,19 @@ use crossbeam_utils::CachePadded;
 ///
 /// Each shard's state sits on its own cache line, so threads issuing for different
 /// shards never contend. Dropping it is a clean shutdown.
+///
+/// ```
+/// use shardkit_ids::{Layout, ShardedGenerator};
+/// // One issuer per shard: this generator hands out every shard's sequence numbers, so
+/// // it must be the only one issuing for these shards. A second process (or machine)
+/// // running the same line would make the same ids. Share this one behind an `Arc`,
+/// // or give each process its own shards with `ShardGenerator`, and set a time guard
+/// // (`GeneratorOptions::guard`) so a restart cannot reissue ids either.
+/// let ids = ShardedGenerator::new(Layout::instagram()).unwrap();
+/// let id = ids.next_for_key(31_337).unwrap();
+/// let decoded = Layout::instagram().decode(id).unwrap();
+/// assert_eq!(decoded.parts.shard, 31_337 % 8192);
+/// ```
 #[derive(Debug)]
 pub struct ShardedGenerator<C: Clock = SystemClock> {
     issuer: Issuer<C>,
@@ -76,11 +89,15 @@ impl<C: Clock> ShardedGenerator<C> {
             let run = self
                 .issuer
                 .reserve(state, (out.len() - filled) as u64, &mut now)?;
-            for (slot, sequence) in out[filled..]
+            // The run stays inside one sequence field, so stepping never carries
+            // into the shard or the time.
+            let first = layout.pack(run.time_units, shard, run.first_sequence);
+            let step = layout.sequence_step();
+            for (i, slot) in out[filled..filled + run.count as usize]
                 .iter_mut()
-                .zip(run.first_sequence..run.first_sequence + run.count)
+                .enumerate()
             {
-                *slot = layout.pack(run.time_units, shard, sequence);
+                *slot = first + i as u64 * step;
             }
             filled += run.count as usize;
         }

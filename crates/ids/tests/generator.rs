@@ -283,3 +283,48 @@ fn a_clock_before_the_epoch_is_an_error() {
         Err(GenerateError::ClockBeforeEpoch { .. })
     ));
 }
+
+#[test]
+fn sonyflake_ids_carry_the_machine_in_the_low_16_bits_and_the_sequence_above_it() {
+    let layout = Layout::sonyflake();
+    let clock = ManualClock::new(T0);
+    let generator = ShardGenerator::with_clock(
+        layout,
+        0xBEEF,
+        clock.clone(),
+        &options(0, BackwardPolicy::Refuse),
+    )
+    .unwrap();
+    // T0 in Sonyflake's 10 ms units since 2014-09-01T00:00:00Z.
+    let units = (T0 - 1_409_529_600_000) / 10;
+    // A unit holds 256 sequence numbers; the clock stands still, so all land in it.
+    let ids: Vec<u64> = (0..256).map(|_| generator.next_id().unwrap()).collect();
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(id & 0xFFFF, 0xBEEF, "machine id in the low 16 bits");
+        assert_eq!((id >> 16) & 0xFF, i as u64, "sequence in bits 16..24");
+        assert_eq!(id >> 24, units, "time from bit 24 up");
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    clock.advance(10);
+    let next = generator.next_id().unwrap();
+    assert_eq!(next, ((units + 1) << 24) | 0xBEEF, "next unit, sequence 0");
+}
+
+#[test]
+fn sonyflake_batches_step_the_sequence_above_the_machine() {
+    let clock = ManualClock::new(T0);
+    let options = options(0, BackwardPolicy::Refuse);
+    let one =
+        ShardGenerator::with_clock(Layout::sonyflake(), 0x0102, clock.clone(), &options).unwrap();
+    let all = ShardedGenerator::with_clock(Layout::sonyflake(), clock, &options).unwrap();
+    let mut from_one = [0u64; 200];
+    let mut from_all = [0u64; 200];
+    one.fill(&mut from_one).unwrap();
+    all.fill(0x0102, &mut from_all).unwrap();
+    let units = (T0 - 1_409_529_600_000) / 10;
+    for ids in [from_one, from_all] {
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(*id, (units << 24) | ((i as u64) << 16) | 0x0102);
+        }
+    }
+}

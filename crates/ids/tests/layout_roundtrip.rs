@@ -17,6 +17,7 @@ fn any_layout() -> impl Strategy<Value = Layout> {
         Just(Layout::instagram()),
         Just(Layout::snowflake()),
         Just(Layout::sonyflake()),
+        Just(Layout::sonyflake_legacy()),
         custom
     ]
 }

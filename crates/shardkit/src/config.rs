@@ -260,7 +260,7 @@ impl Default for CounterSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IdSettings {
-    /// `instagram`, `snowflake`, `sonyflake` or `T/S/Q@Nms`.
+    /// `instagram`, `snowflake`, `sonyflake`, `sonyflake-legacy` or `T/S/Q@Nms`.
     pub layout: String,
     /// RFC 3339 epoch; the layout's default (2024-01-01T00:00:00Z) when absent.
     pub epoch: Option<String>,

@@ -141,6 +141,7 @@ impl AppState {
         if let Some(epoch) = &settings.ids.epoch {
             layout = layout.with_epoch_rfc3339(epoch)?;
         }
+        crate::id_layout_record::check_and_record(&settings.data, &settings.ids.layout, &layout)?;
         let options = GeneratorOptions {
             max_lead: Duration::from_millis(settings.ids.max_lead_ms),
             on_clock_backwards: if settings.ids.on_clock_backwards == "wait" {

@@ -158,7 +158,20 @@ fn id_decode_prints_the_contract_json() {
             &((100u64 << 24) | (2 << 16) | 9).to_string(),
         ],
     ));
-    assert!(sony[0].contains(r#""layout":"sonyflake","time":"2024-01-01T00:00:01.000Z","unix_ms":1704067201000,"shard":2,"sequence":9"#), "{}", sony[0]);
+    // Sony's layout: time << 24 | sequence << 16 | machine, since 2014-09-01.
+    assert!(sony[0].contains(r#""layout":"sonyflake","time":"2014-09-01T00:00:01.000Z","unix_ms":1409529601000,"shard":9,"sequence":2"#), "{}", sony[0]);
+    // What earlier releases called `sonyflake` keeps its meaning under its new name.
+    let legacy = lines(&shardkit(
+        dir.path(),
+        &[
+            "id",
+            "decode",
+            "--layout",
+            "sonyflake-legacy",
+            &((100u64 << 24) | (2 << 16) | 9).to_string(),
+        ],
+    ));
+    assert!(legacy[0].contains(r#""layout":"sonyflake-legacy","time":"2024-01-01T00:00:01.000Z","unix_ms":1704067201000,"shard":2,"sequence":9"#), "{}", legacy[0]);
 }
 
 #[test]

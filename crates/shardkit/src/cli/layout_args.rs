@@ -7,7 +7,8 @@ use shardkit_ids::Layout;
 /// Which id layout to use.
 #[derive(Debug, Clone, Args)]
 pub struct LayoutArgs {
-    /// instagram, snowflake, sonyflake, or TIME/SHARD/SEQUENCE bits summing to 63
+    /// instagram, snowflake, sonyflake (Sony's layout), sonyflake-legacy (what
+    /// earlier releases called sonyflake), or TIME/SHARD/SEQUENCE bits summing to 63
     /// with an optional unit, like 41/12/10@1ms.
     #[arg(long, default_value = "instagram", env = "SHARDKIT_LAYOUT")]
     pub layout: String,
