@@ -274,3 +274,11 @@ pub enum TicketError {
         message: String,
     },
 }
+
+/// The character at byte `position` of `text`, for an error that names a bad one (the
+/// replacement character when `position` is not on a character boundary).
+pub(crate) fn character_at(text: &str, position: usize) -> char {
+    text.get(position..)
+        .and_then(|rest| rest.chars().next())
+        .unwrap_or(char::REPLACEMENT_CHARACTER)
+}

@@ -113,10 +113,7 @@ impl FromStr for Ulid {
             if digit == INVALID {
                 return Err(UlidError::BadCharacter {
                     text: text.to_string(),
-                    character: text
-                        .get(position..)
-                        .and_then(|rest| rest.chars().next())
-                        .unwrap_or(char::REPLACEMENT_CHARACTER),
+                    character: crate::error::character_at(text, position),
                     position,
                 });
             }

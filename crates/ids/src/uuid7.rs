@@ -175,10 +175,7 @@ fn parse_hex(text: &str) -> Result<u128, UuidError> {
             _ => {
                 return Err(UuidError::BadCharacter {
                     text: text.to_string(),
-                    character: text
-                        .get(position..)
-                        .and_then(|rest| rest.chars().next())
-                        .unwrap_or(char::REPLACEMENT_CHARACTER),
+                    character: crate::error::character_at(text, position),
                     position,
                 })
             }

@@ -230,85 +230,16 @@ fn round(
         "{tag}: restarts in place (since the round began): {}",
         restarts.join("; ")
     );
-    // The parts of the failover, as the other nodes logged them: how long they could
-    // not read the lease (NATS electing the lease bucket's leader), and how long the
-    // new leader took from finding the lease free to taking writes (catching up, and
-    // the counters stream electing a leader when its leader was on the cut host).
-    let logged = |what: &str, field: &str| -> String {
-        let found: Vec<String> = nodes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != target)
-            .flat_map(|(i, node)| {
-                let lines = node.log_lines().split_off(lines_before[i]);
-                let name = node.name.clone();
-                lines
-                    .into_iter()
-                    .filter(|l| l.contains(what))
-                    .filter_map(move |l| {
-                        let at = l.find(field)? + field.len();
-                        let ms: u64 = l[at..]
-                            .split(|c: char| !c.is_ascii_digit())
-                            .next()?
-                            .parse()
-                            .ok()?;
-                        Some(format!("{name} {:.1} s", ms as f64 / 1000.0))
-                    })
-            })
-            .collect();
-        if found.is_empty() {
-            "none".into()
-        } else {
-            found.join(", ")
-        }
-    };
-    // When, from the fault, the other nodes logged a step of the failover (by the
-    // log lines' own UTC stamps).
-    let when = |what: &str| -> String {
-        let found: Vec<String> = nodes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != target)
-            .flat_map(|(i, node)| {
-                let lines = node.log_lines().split_off(lines_before[i]);
-                let name = node.name.clone();
-                lines
-                    .into_iter()
-                    .filter(|l| l.contains(what))
-                    .filter_map(move |l| {
-                        let stamp = humantime::parse_rfc3339(l.split_whitespace().next()?).ok()?;
-                        let secs = match stamp.duration_since(fault_wall) {
-                            Ok(d) => d.as_secs_f64(),
-                            Err(e) => -e.duration().as_secs_f64(),
-                        };
-                        Some(format!("{name} {secs:+.1} s"))
-                    })
-            })
-            .collect();
-        if found.is_empty() {
-            "none".into()
-        } else {
-            found.join(", ")
-        }
-    };
-    eprintln!(
-        "{tag}: failover parts on the other nodes: lease unreadable (NATS electing the lease bucket's leader): {}; takeover (catch-up, the stream's election, the marker): {}",
-        logged("the counters' lease can be read again", "unreadable_ms="),
-        logged("took over the counters", "takeover_ms=")
-    );
+    report::failover_parts(tag, nodes, target, &lines_before, fault_wall);
     // Every node's log lines of the round, to see how a failover went.
     if std::env::var("SHARDKIT_TEST_ROUND_LOGS").is_ok() {
         for (i, node) in nodes.iter().enumerate() {
             for l in node.log_lines().split_off(lines_before[i]) {
-                eprintln!("DBG {} {}", node.name, l.trim_end());
+                eprintln!("{tag}: log of {}: {}", node.name, l.trim_end());
             }
         }
     }
-    eprintln!(
-        "{tag}: failover steps from the fault: lease found unrenewed {}; leading {}",
-        when("was not renewed for a whole lease"),
-        when("took over the counters")
-    );
+
     failures.extend(verdict::check(tag, nodes, &seen, totals));
     // A node that must start over restarts in place; an exit means it could not.
     for (node, &before) in nodes.iter().zip(&exits_before) {

@@ -170,3 +170,68 @@ pub fn signed(t: Instant, origin: Instant) -> String {
 pub fn show(v: Option<i64>) -> String {
     v.map_or("no answer".into(), |v| v.to_string())
 }
+
+/// Prints the failover's parts as the nodes other than `target` logged them in the
+/// round (each node's lines from `lines_before`): how long they could not read the
+/// lease (NATS electing the lease bucket's leader), how long the new leader took from
+/// finding the lease free to taking writes (catching up, and the counters stream
+/// electing a leader when its leader was on the cut host), and when, from the fault
+/// (`fault_wall`, against the lines' own UTC stamps), the lease was found unrenewed
+/// and the new leader led.
+pub fn failover_parts(
+    tag: &str,
+    nodes: &[Node],
+    target: usize,
+    lines_before: &[usize],
+    fault_wall: std::time::SystemTime,
+) {
+    let seconds_in = |field: &'static str| {
+        move |line: &str| -> Option<String> {
+            let at = line.find(field)? + field.len();
+            let ms: u64 = line[at..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()?;
+            Some(format!("{:.1} s", ms as f64 / 1000.0))
+        }
+    };
+    let since_fault = |line: &str| -> Option<String> {
+        let stamp = humantime::parse_rfc3339(line.split_whitespace().next()?).ok()?;
+        let secs = match stamp.duration_since(fault_wall) {
+            Ok(d) => d.as_secs_f64(),
+            Err(e) => -e.duration().as_secs_f64(),
+        };
+        Some(format!("{secs:+.1} s"))
+    };
+    let found = |what: &str, read: &dyn Fn(&str) -> Option<String>| -> String {
+        let found: Vec<String> = nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != target)
+            .flat_map(|(i, node)| {
+                node.log_lines()
+                    .split_off(lines_before[i])
+                    .into_iter()
+                    .filter(|l| l.contains(what))
+                    .filter_map(|l| Some(format!("{} {}", node.name, read(&l)?)))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        if found.is_empty() {
+            "none".into()
+        } else {
+            found.join(", ")
+        }
+    };
+    eprintln!(
+        "{tag}: failover parts on the other nodes: lease unreadable (NATS electing the lease bucket's leader): {}; takeover (catch-up, the stream's election, the marker): {}",
+        found("the counters' lease can be read again", &seconds_in("unreadable_ms=")),
+        found("took over the counters", &seconds_in("takeover_ms="))
+    );
+    eprintln!(
+        "{tag}: failover steps from the fault: lease found unrenewed {}; leading {}",
+        found("was not renewed for a whole lease", &since_fault),
+        found("took over the counters", &since_fault)
+    );
+}
