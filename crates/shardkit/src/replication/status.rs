@@ -63,6 +63,9 @@ pub struct Status {
     link_up: std::sync::atomic::AtomicBool,
     /// Whether `diverged` is set, read without the lock on every keyed command.
     is_diverged: std::sync::atomic::AtomicBool,
+    /// The first stream sequence after the snapshot this node started from (0: none):
+    /// that message alone may repeat records the snapshot already holds.
+    snapshot_joint: AtomicU64,
 }
 
 impl Status {
@@ -81,7 +84,18 @@ impl Status {
             is_diverged: std::sync::atomic::AtomicBool::new(false),
             durability: parking_lot::Mutex::new(None),
             link_up: std::sync::atomic::AtomicBool::new(true),
+            snapshot_joint: AtomicU64::new(0),
         }
+    }
+
+    /// The first stream sequence after the snapshot this node started from (0: none).
+    pub fn snapshot_joint(&self) -> u64 {
+        self.snapshot_joint.load(Ordering::Acquire)
+    }
+
+    /// Notes where the stream continues the snapshot this node started from.
+    pub fn set_snapshot_joint(&self, seq: u64) {
+        self.snapshot_joint.store(seq, Ordering::Release);
     }
 
     /// The role now.

@@ -168,6 +168,22 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
         state
             .replication
             .set_head(Some(crate::replication::log_chain::GENESIS));
+    } else {
+        state.replication.set_snapshot_joint(from);
+        // After a snapshot: its last covered message, as the stream leader holds it
+        // (the snapshotting leader's own), is where this copy's chain stands. Known,
+        // a deposed leader's late write met first is skipped for its older term, as
+        // every other reader skips it, instead of being applied as the first message.
+        let read = tokio::time::timeout(store.lease_for, store.stream.get_raw_message(from - 1));
+        if let Ok(Ok(message)) = read.await {
+            if let Ok(Some(stamp)) = Stamp::read(Some(&message.headers)) {
+                state.replication.set_head(Some(Head {
+                    seq: from - 1,
+                    term: stamp.term,
+                    chain: stamp.after,
+                }));
+            }
+        }
     }
     // After what the start restored from a snapshot (0 without one: from the start).
     let mut follower = store.tasks.spawn(follow(

@@ -199,10 +199,10 @@ fn take(
             .engine
             .apply_replicated(payload)
             .map_err(|e| diverged(e.to_string()))?;
-        // Only the first message after a start from a snapshot (whose own end is not
-        // known) may hold records the snapshot has; anywhere else a repeated record is
-        // a copy of the log that is not this one.
-        if applied.skipped > 0 && ours.is_some() {
+        // Only the first message after a start from a snapshot may hold records the
+        // snapshot has; anywhere else a repeated record is a copy of the log that is
+        // not this one.
+        if applied.skipped > 0 && ours.is_some() && seq != status.snapshot_joint() {
             return Err(diverged(format!(
                 "it repeats {} records this copy already applied",
                 applied.skipped
