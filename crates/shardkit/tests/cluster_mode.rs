@@ -50,7 +50,11 @@ fn cli(nats: &Nats, name: &str, args: &[&str]) -> serde_json::Value {
         .arg("cluster")
         .args(args)
         .args(["--nats", &nats.url, "--cluster", name])
-        .args(["--groups", &GROUPS.to_string()])
+        .args(if args == ["status"] {
+            vec![]
+        } else {
+            vec!["--groups".to_string(), GROUPS.to_string()]
+        })
         .output()
         .unwrap();
     assert!(
@@ -65,12 +69,34 @@ fn cli(nats: &Nats, name: &str, args: &[&str]) -> serde_json::Value {
 /// (`shardkit cluster rebalance`) and waits until they all serve.
 fn placed_cluster(nats: &Nats, name: &str, dirs: &[tempfile::TempDir]) -> Vec<Server> {
     let nodes: Vec<Server> = dirs.iter().map(|d| node(d.path(), nats, name)).collect();
+    // A node's record reaches the registry just after it listens: a rebalance before
+    // every record is there places the groups over fewer nodes.
+    until_live(nats, name, nodes.len());
     let placed = cli(nats, name, &["rebalance"]);
     until_serving(
         &nodes.iter().collect::<Vec<_>>(),
         placed["version"].as_u64().unwrap(),
     );
     nodes
+}
+
+/// Waits until `cluster status` lists `n` live nodes.
+fn until_live(nats: &Nats, name: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = cli(nats, name, &["status"]);
+        let live = status["nodes"].as_array().map_or(0, |nodes| {
+            nodes.iter().filter(|n| n["live"] == true).count()
+        });
+        if live >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{n} nodes never all live: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Waits until every node says `cluster_state:ok` and holds map version `version` (or
