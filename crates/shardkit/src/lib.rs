@@ -15,6 +15,7 @@ pub mod data_dir;
 pub mod decoded_json;
 pub mod group_commit;
 pub mod http;
+pub mod id_format;
 pub mod id_layout_record;
 pub mod id_leases;
 pub mod links;

@@ -96,6 +96,8 @@ pub struct AppState {
     pub layout: Layout,
     /// Ids for every logical shard, with a durable time guard in the data directory.
     pub ids: ShardedGenerator,
+    /// UUIDv7s and ULIDs, each with its own time guard in the data directory.
+    pub time_ordered: crate::id_format::TimeOrderedIds,
     /// The shards this node may issue ids from (all of them, unless nodes share the
     /// counters' store on NATS: then the blocks it leases).
     pub id_leases: Arc<crate::id_leases::IdLeases>,
@@ -152,6 +154,7 @@ impl AppState {
             guard: Some(GuardOptions::new(settings.data.join("ids.guard"))),
         };
         let ids = ShardedGenerator::with_clock(layout, shardkit_ids::SystemClock, &options)?;
+        let time_ordered = crate::id_format::TimeOrderedIds::open(&settings.data, &options)?;
         let spec = SequenceSpec::new(settings.tickets.increment, settings.tickets.offset)?;
         let store = Arc::new(EmbeddedTicketStore::open(
             settings.data.join("tickets.redb"),
@@ -338,6 +341,7 @@ impl AppState {
             access,
             layout,
             ids,
+            time_ordered,
             id_leases,
             counters,
             store,

@@ -144,7 +144,7 @@ fn id_decode_prints_the_contract_json() {
     assert_eq!(
         out[0],
         format!(
-            r#"{{"id":"{id}","layout":"instagram","time":"2024-01-01T00:00:01.000Z","unix_ms":1704067201000,"shard":5,"sequence":7}}"#
+            r#"{{"id":"{id}","format":"snowflake","layout":"instagram","time":"2024-01-01T00:00:01.000Z","unix_ms":1704067201000,"shard":5,"sequence":7}}"#
         )
     );
     assert_eq!(out.len(), 2);
@@ -172,6 +172,86 @@ fn id_decode_prints_the_contract_json() {
         ],
     ));
     assert!(legacy[0].contains(r#""layout":"sonyflake-legacy","time":"2024-01-01T00:00:01.000Z","unix_ms":1704067201000,"shard":2,"sequence":9"#), "{}", legacy[0]);
+}
+
+#[test]
+fn uuid7_and_ulid_come_out_increasing_across_runs_and_decode_to_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for format in ["uuid7", "ulid"] {
+        let first = lines(&shardkit(
+            d,
+            &["id", "next", "--format", format, "--count", "2000"],
+        ));
+        let second = lines(&shardkit(
+            d,
+            &["id", "next", "--format", format, "--count", "2000"],
+        ));
+        let all: Vec<&String> = first.iter().chain(&second).collect();
+        assert_eq!(all.len(), 4000);
+        // As text: both sort by time as strings, and the time guard carries the order
+        // from one run to the next.
+        assert!(
+            all.windows(2).all(|w| w[0] < w[1]),
+            "{format}: not increasing"
+        );
+        let expected_len = if format == "uuid7" { 36 } else { 26 };
+        assert!(all.iter().all(|id| id.len() == expected_len));
+        let decoded: Vec<serde_json::Value> =
+            lines(&shardkit(d, &["id", "decode", all[0], all[3999]]))
+                .iter()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        for json in &decoded {
+            assert_eq!(json["format"], format, "{json}");
+            assert!(
+                (json["unix_ms"].as_i64().unwrap() - now).abs() < 60_000,
+                "{json}"
+            );
+        }
+        assert!(d.join(format!("{format}.guard")).exists());
+    }
+    assert_one_line_error(
+        &shardkit(d, &["id", "next", "--format", "ulid", "--shard", "3"]),
+        "--shard applies to snowflake ids only",
+    );
+    assert_one_line_error(
+        &shardkit(d, &["id", "next", "--format", "uuid7", "--count", "0"]),
+        "--count",
+    );
+    let wrong = shardkit(d, &["id", "next", "--format", "uuid4"]);
+    assert!(!wrong.status.success());
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("snowflake, uuid7 or ulid"));
+    assert_one_line_error(
+        &shardkit(d, &["id", "decode", "550e8400-e29b-41d4-a716-446655440000"]),
+        "version 4",
+    );
+    assert_one_line_error(
+        &shardkit(d, &["id", "decode", "8ZZZZZZZZZZZZZZZZZZZZZZZZZ"]),
+        "8ZZZZZZZZZZZZZZZZZZZZZZZZZ",
+    );
+    // RFC 9562's own example and the ULID spec's, with their known times.
+    let known = lines(&shardkit(
+        d,
+        &[
+            "id",
+            "decode",
+            "017f22e2-79b0-7cc3-98c4-dc0c0c07398f",
+            "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+        ],
+    ));
+    assert!(known[0].contains(r#""format":"uuid7","time":"2022-02-22T19:22:22.000Z","unix_ms":1645557742000,"counter":3267"#), "{}", known[0]);
+    assert!(
+        known[1].contains(
+            r#""format":"ulid","time":"2016-07-30T23:54:10.259Z","unix_ms":1469922850259"#
+        ),
+        "{}",
+        known[1]
+    );
 }
 
 #[test]

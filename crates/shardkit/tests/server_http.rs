@@ -64,6 +64,110 @@ fn ids_tickets_and_decoding_over_http() {
     assert_eq!(ids_of(&body), vec![4]);
 }
 
+fn texts_of(body: &Value) -> Vec<String> {
+    body["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn uuid7_and_ulid_over_http_are_what_python_and_the_decoder_say_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let client = Client::new();
+    let (status, body) = post(&client, &server.url("/api/ids?format=uuid7&count=1000"));
+    assert_eq!(status, 200, "{body}");
+    let mut uuids = texts_of(&body);
+    let (_, body) = post(&client, &server.url("/api/ids?format=UUID7"));
+    uuids.extend(texts_of(&body));
+    assert_eq!(uuids.len(), 1001);
+    assert!(uuids.windows(2).all(|w| w[0] < w[1]));
+    // Python's own reading of every UUID: version 7, the RFC's variant, sorted by time.
+    let check = "import sys, uuid\n\
+        ids = [uuid.UUID(line.strip()) for line in sys.stdin if line.strip()]\n\
+        assert all(u.version == 7 and u.variant == uuid.RFC_4122 for u in ids), 'not v7'\n\
+        assert [u.int for u in ids] == sorted(u.int for u in ids), 'not sorted'\n\
+        print(len(ids))\n";
+    let mut python = std::process::Command::new("python3")
+        .args(["-c", check])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write;
+    python
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(uuids.join("\n").as_bytes())
+        .unwrap();
+    let out = python.wait_with_output().unwrap();
+    assert!(out.status.success(), "python refused the UUIDs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1001");
+
+    let (status, decoded) = get(&client, &server.url(&format!("/api/ids/{}", uuids[7])));
+    assert_eq!(status, 200, "{decoded}");
+    assert_eq!(decoded["format"], "uuid7");
+    assert_eq!(decoded["id"], uuids[7].as_str());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    assert!(
+        (decoded["unix_ms"].as_i64().unwrap() - now).abs() < 60_000,
+        "{decoded}"
+    );
+
+    let (status, body) = post(&client, &server.url("/api/ids?format=ulid&count=500"));
+    assert_eq!(status, 200, "{body}");
+    let ulids = texts_of(&body);
+    assert_eq!(ulids.len(), 500);
+    assert!(ulids.windows(2).all(|w| w[0] < w[1]) && ulids.iter().all(|u| u.len() == 26));
+    let (status, decoded) = get(
+        &client,
+        &server.url(&format!("/api/ids/{}", ulids[0].to_lowercase())),
+    );
+    assert_eq!(status, 200, "{decoded}");
+    assert_eq!(
+        (decoded["format"].as_str(), decoded["id"].as_str()),
+        (Some("ulid"), Some(ulids[0].as_str()))
+    );
+    assert!(
+        (decoded["unix_ms"].as_i64().unwrap() - now).abs() < 60_000,
+        "{decoded}"
+    );
+
+    for (url, needle) in [
+        ("/api/ids?format=uuid4", "snowflake, uuid7 or ulid"),
+        ("/api/ids?format=uuid7&shard=1", "no shard"),
+        ("/api/ids?format=ulid&key=7", "no shard"),
+        ("/api/ids?format=ulid&count=100001", "count"),
+    ] {
+        let (status, body) = post(&client, &server.url(url));
+        assert_eq!(status, 400, "{url}: {body}");
+        assert!(
+            body["error"].as_str().unwrap().contains(needle),
+            "{url}: {body}"
+        );
+    }
+    for (id, needle) in [
+        ("550e8400-e29b-41d4-a716-446655440000", "version 4"),
+        ("8ZZZZZZZZZZZZZZZZZZZZZZZZZ", "8ZZZZZZZZZZZZZZZZZZZZZZZZZ"),
+        ("017f22e2-79b0-7cc3-98c4-dc0c0c07398g", "'g'"),
+        ("1234567890123456789012345678", "UUIDv7"),
+    ] {
+        let (status, body) = get(&client, &server.url(&format!("/api/ids/{id}")));
+        assert_eq!(status, 400, "{id}: {body}");
+        assert!(
+            body["error"].as_str().unwrap().contains(needle),
+            "{id}: {body}"
+        );
+    }
+}
+
 #[test]
 fn bad_input_gets_a_4xx_with_words_and_the_server_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();

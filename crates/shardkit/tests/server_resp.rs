@@ -46,6 +46,36 @@ fn basic_commands_ids_and_tickets() {
     assert!(many[0] > one && many.windows(2).all(|w| w[0] < w[1]));
     let any: u64 = redis::cmd("ID.NEXT").query(&mut con).unwrap();
     assert!(any > 0);
+    let same: Vec<u64> = redis::cmd("ID.NEXT")
+        .arg(77)
+        .arg(2)
+        .arg("FORMAT")
+        .arg("snowflake")
+        .query(&mut con)
+        .unwrap();
+    assert!(same[0] > many[99] && (same[0] >> 10) & 8191 == 77);
+    let uuid: String = redis::cmd("ID.NEXT")
+        .arg("FORMAT")
+        .arg("uuid7")
+        .query(&mut con)
+        .unwrap();
+    let uuids: Vec<String> = redis::cmd("ID.NEXT")
+        .arg(50)
+        .arg("format")
+        .arg("UUID7")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!((uuid.len(), uuids.len()), (36, 50));
+    assert!(uuid < uuids[0] && uuids.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(&uuids[0][14..15], "7", "the version digit");
+    let ulids: Vec<String> = redis::cmd("ID.NEXT")
+        .arg(3)
+        .arg("FORMAT")
+        .arg("ulid")
+        .query(&mut con)
+        .unwrap();
+    assert!(ulids.len() == 3 && ulids.iter().all(|u| u.len() == 26));
+    assert!(ulids.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(
         redis::cmd("TICKET.NEXT")
             .arg("orders")
@@ -95,6 +125,28 @@ fn errors_are_redis_errors_and_the_connection_stays_usable() {
         .contains("value is not an integer or out of range"));
     assert!(err(redis::cmd("ID.NEXT").arg(8192).query(&mut con)).contains("out of range"));
     assert!(err(redis::cmd("ID.NEXT").arg(1).arg(0).query(&mut con)).contains("count"));
+    assert!(err(redis::cmd("ID.NEXT")
+        .arg("FORMAT")
+        .arg("uuid4")
+        .query(&mut con))
+    .contains("FORMAT must be snowflake, uuid7 or ulid"));
+    assert!(err(redis::cmd("ID.NEXT")
+        .arg(1)
+        .arg(2)
+        .arg("FORMAT")
+        .arg("uuid7")
+        .query(&mut con))
+    .contains("uuid7 ids have no shard"));
+    assert!(err(redis::cmd("ID.NEXT")
+        .arg(0)
+        .arg("FORMAT")
+        .arg("ulid")
+        .query(&mut con))
+    .contains("count"));
+    assert!(
+        err(redis::cmd("ID.NEXT").arg(1).arg(2).arg(3).query(&mut con))
+            .contains("wrong number of arguments")
+    );
     assert!(err(redis::cmd("TICKET.NEXT").query(&mut con)).contains("wrong number of arguments"));
     assert!(err(redis::cmd("TICKET.NEXT").arg("no spaces").query(&mut con)).contains("invalid"));
     assert!(err(redis::cmd("NOSUCH").arg("a").query(&mut con)).contains("unknown command 'NOSUCH'"));

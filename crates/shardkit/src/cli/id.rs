@@ -5,9 +5,10 @@ use super::data_dir::DataDirArgs;
 use super::layout_args::LayoutArgs;
 use anyhow::{bail, Context};
 use clap::Subcommand;
-use shardkit::decoded_json::DecodedIdJson;
+use shardkit::decoded_json::{decode_time_ordered, DecodedIdJson};
+use shardkit::id_format::{self, IdFormat, TimeOrdered};
 use shardkit_ids::{
-    Clock, GenerateError, GeneratorOptions, GuardOptions, ShardGenerator, SystemClock,
+    Clock, GenerateError, GeneratorOptions, GuardOptions, ShardGenerator, SystemClock, ULID_LEN,
 };
 use std::io::Write;
 
@@ -22,28 +23,34 @@ pub const FUTURE_TOLERANCE_MS: u64 = 60_000;
 /// Subcommands of `shardkit id`.
 #[derive(Debug, Subcommand)]
 pub enum IdCommand {
-    /// Print new ids, one decimal id a line.
+    /// Print new ids, one a line: decimal ids of the layout, or UUIDv7s or ULIDs.
     ///
-    /// A durable time guard in the data directory makes sure no later run issues an
-    /// id again, even after the clock steps back; two processes cannot share it, so a
-    /// run waits (up to 10 s, saying so on stderr) while another one holds it.
+    /// A durable time guard in the data directory (one per format) makes sure no later
+    /// run issues an id again, even after the clock steps back; two processes cannot
+    /// share it, so a run waits (up to 10 s, saying so on stderr) while another one
+    /// holds it.
     Next {
         #[command(flatten)]
         layout: LayoutArgs,
-        /// The shard (worker) field, 0 to 2^shard_bits - 1.
-        #[arg(long, default_value_t = 0)]
-        shard: u64,
+        /// The shard (worker) field, 0 to 2^shard_bits - 1 (default 0); snowflake only.
+        #[arg(long)]
+        shard: Option<u64>,
+        /// snowflake (the layout's decimal ids), uuid7 (RFC 9562) or ulid.
+        #[arg(long, default_value = "snowflake", value_parser = parse_format)]
+        format: IdFormat,
         /// How many ids, 1 to 10,000,000.
         #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
         count: i64,
         #[command(flatten)]
         data: DataDirArgs,
     },
-    /// Take ids apart: one JSON object a line with time, shard and sequence.
+    /// Take ids apart: one JSON object a line with time, shard and sequence (or a
+    /// UUIDv7's counter, a ULID's random part).
     Decode {
         #[command(flatten)]
         layout: LayoutArgs,
-        /// Decimal ids.
+        /// Decimal ids of the layout, UUIDv7s (36 characters, or 32 hex digits) or
+        /// ULIDs (26 characters), told apart by length.
         #[arg(required = true, value_name = "ID", allow_hyphen_values = true)]
         ids: Vec<String>,
     },
@@ -55,11 +62,65 @@ pub fn run(cmd: IdCommand, out: &mut impl Write) -> anyhow::Result<()> {
         IdCommand::Next {
             layout,
             shard,
+            format,
             count,
             data,
-        } => next(&layout, shard, count, &data, out),
+        } => match format.time_ordered() {
+            None => next(&layout, shard.unwrap_or(0), count, &data, out),
+            Some(_) if shard.is_some() => {
+                bail!("--shard applies to snowflake ids only: {format} ids have no shard")
+            }
+            Some(kind) => next_time_ordered(kind, count, &data, out),
+        },
         IdCommand::Decode { layout, ids } => decode(&layout, &ids, out),
     }
+}
+
+fn parse_format(text: &str) -> Result<IdFormat, String> {
+    text.parse()
+}
+
+fn checked_count(count: i64) -> anyhow::Result<u64> {
+    match u64::try_from(count)
+        .ok()
+        .filter(|c| (1..=MAX_COUNT).contains(c))
+    {
+        Some(count) => Ok(count),
+        None => bail!("--count must be between 1 and {MAX_COUNT}, got {count}"),
+    }
+}
+
+fn next_time_ordered(
+    kind: TimeOrdered,
+    count: i64,
+    data: &DataDirArgs,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let count = checked_count(count)?;
+    data.ensure()?;
+    let options = GeneratorOptions::default();
+    let in_use = |e: &GenerateError| matches!(e, GenerateError::GuardInUse(_));
+    let mut buf = [0u8; ULID_LEN];
+    match kind {
+        TimeOrdered::Uuid7 => {
+            let generator = open_when_free("the UUIDv7 time guard", BUSY_WAIT, in_use, || {
+                id_format::open_uuid7(&data.dir, &options)
+            })?;
+            for _ in 0..count {
+                writeln!(out, "{}", generator.next_id()?)?;
+            }
+        }
+        TimeOrdered::Ulid => {
+            let generator = open_when_free("the ULID time guard", BUSY_WAIT, in_use, || {
+                id_format::open_ulid(&data.dir, &options)
+            })?;
+            for _ in 0..count {
+                writeln!(out, "{}", generator.next_id()?.encode(&mut buf))?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
 }
 
 fn next(
@@ -70,12 +131,7 @@ fn next(
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     let layout = layout.layout()?;
-    let Some(count) = u64::try_from(count)
-        .ok()
-        .filter(|c| (1..=MAX_COUNT).contains(c))
-    else {
-        bail!("--count must be between 1 and {MAX_COUNT}, got {count}");
-    };
+    let count = checked_count(count)?;
     if shard >= layout.shards() {
         bail!(
             "--shard {shard} is out of range: layout {layout} has shards 0 to {}",
@@ -114,6 +170,11 @@ fn decode(layout: &LayoutArgs, ids: &[String], out: &mut impl Write) -> anyhow::
     // All or nothing: a script never gets half an answer with a zero exit code.
     let mut lines = Vec::with_capacity(ids.len());
     for text in ids {
+        if let Some(decoded) = decode_time_ordered(text) {
+            let json = decoded.map_err(anyhow::Error::msg)?;
+            lines.push(serde_json::to_string(&json)?);
+            continue;
+        }
         let decoded = layout.decode_str(text)?;
         if decoded.unix_ms > now_ms + FUTURE_TOLERANCE_MS {
             let when = DecodedIdJson::new(&decoded, &layout)

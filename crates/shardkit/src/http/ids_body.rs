@@ -22,6 +22,22 @@ pub fn ids_response(ids: &[u64]) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// The same answer for ids given as text (UUIDv7s, ULIDs), which need no escaping.
+pub fn text_ids_response(ids: &[String]) -> Response {
+    let mut body = Vec::with_capacity(10 + ids.iter().map(|id| id.len() + 3).sum::<usize>());
+    body.extend_from_slice(b"{\"ids\":[");
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.push(b'"');
+        body.extend_from_slice(id.as_bytes());
+        body.push(b'"');
+    }
+    body.extend_from_slice(b"]}");
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

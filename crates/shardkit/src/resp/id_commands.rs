@@ -7,6 +7,7 @@
 use super::reply;
 use super::table::{Call, CommandSpec};
 use super::values::{strict_i64, NOT_INTEGER};
+use crate::id_format::{IdFormat, TimeOrdered, FORMAT_NAMES};
 use crate::state::MAX_BATCH;
 
 /// The id family's entries of the command table.
@@ -20,7 +21,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         key_step: 0,
         categories: &["@write", "@fast"],
         group: "ids",
-        summary: "ID.NEXT [shard] [count]: one id as a decimal bulk string, or count ids as an array of them",
+        summary: "ID.NEXT [shard] [count] | ID.NEXT [count] FORMAT uuid7|ulid: one id as a bulk string, or count ids as an array of them",
         run: id_next,
     },
     CommandSpec {
@@ -48,15 +49,62 @@ fn arg_u64(call: &Call<'_, '_>, i: usize) -> Result<Option<u64>, ()> {
     }
 }
 
-/// `ID.NEXT [shard] [count]`: one id, or `count` ids as an array, each a decimal bulk
-/// string (as the HTTP API gives them as JSON strings) so JavaScript clients get them
-/// exactly.
+/// `ID.NEXT [shard] [count] [FORMAT snowflake]`: one id, or `count` ids as an array,
+/// each a decimal bulk string (as the HTTP API gives them as JSON strings) so
+/// JavaScript clients get them exactly. `ID.NEXT [count] FORMAT uuid7|ulid`: UUIDv7s
+/// or ULIDs, which have no shard.
 fn id_next(call: &mut Call<'_, '_>) {
     let state = call.state;
-    if call.cmd.len() > 3 {
+    // A trailing `FORMAT name`, then the positional arguments before it.
+    let mut positional = call.cmd.len();
+    let mut format = IdFormat::Snowflake;
+    if positional >= 3
+        && call
+            .cmd
+            .arg(positional - 2)
+            .is_some_and(|a| a.eq_ignore_ascii_case(b"format"))
+    {
+        let name = call.cmd.arg(positional - 1).unwrap_or_default();
+        match std::str::from_utf8(name)
+            .map_err(|_| String::new())
+            .and_then(str::parse::<IdFormat>)
+        {
+            Ok(f) => format = f,
+            Err(_) => return reply::error(call.out, &format!("ERR FORMAT must be {FORMAT_NAMES}")),
+        }
+        positional -= 2;
+    }
+    if let Some(kind) = format.time_ordered() {
+        if positional > 2 {
+            return reply::error(
+                call.out,
+                &format!("ERR {format} ids have no shard: ID.NEXT [count] FORMAT {format}"),
+            );
+        }
+        let count = if positional > 1 {
+            arg_u64(call, 1)
+        } else {
+            Ok(None)
+        };
+        let Ok(count) = count else {
+            return reply::error(call.out, NOT_INTEGER);
+        };
+        return time_ordered_next(call, kind, count);
+    }
+    if positional > 3 {
         return super::table::wrong_arity(call.out, "id.next");
     }
-    let (Ok(shard), Ok(count)) = (arg_u64(call, 1), arg_u64(call, 2)) else {
+    let shard = if positional > 1 {
+        arg_u64(call, 1)
+    } else {
+        Ok(None)
+    };
+    let count = if positional > 2 {
+        arg_u64(call, 2)
+    } else {
+        Ok(None)
+    };
+    let (Ok(shard), Ok(count)) = (shard, count) else {
         return reply::error(call.out, NOT_INTEGER);
     };
     let out = &mut *call.out;
@@ -88,6 +136,26 @@ fn id_next(call: &mut Call<'_, '_>) {
                 Err(e) => reply::error(out, &format!("ERR {e}")),
             }
         }
+    }
+}
+
+/// UUIDv7s or ULIDs: one as a bulk string, or `count` as an array.
+fn time_ordered_next(call: &mut Call<'_, '_>, kind: TimeOrdered, count: Option<u64>) {
+    let out = &mut *call.out;
+    if count.is_some_and(|n| n == 0 || n > MAX_BATCH) {
+        return reply::error(out, &format!("ERR count must be between 1 and {MAX_BATCH}"));
+    }
+    match call.state.time_ordered.next_texts(kind, count.unwrap_or(1)) {
+        Ok(texts) => {
+            crate::telemetry::add(&crate::telemetry::IDS_ISSUED, texts.len() as u64);
+            if count.is_some() {
+                reply::array_header(out, texts.len());
+            }
+            for text in texts {
+                reply::bulk(out, text.as_bytes());
+            }
+        }
+        Err(e) => reply::error(out, &format!("ERR {e}")),
     }
 }
 
