@@ -58,21 +58,7 @@ pub struct Settings {
     pub regions: Option<crate::regions::RegionSettings>,
 }
 
-/// `[nats]`: where the JetStream log of record is.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct NatsSettings {
-    /// Server URL(s), comma-separated, e.g. `nats://127.0.0.1:4222`.
-    pub url: String,
-}
-
-impl Default for NatsSettings {
-    fn default() -> Self {
-        Self {
-            url: "nats://127.0.0.1:4222".into(),
-        }
-    }
-}
+pub use crate::nats_settings::NatsSettings;
 
 /// `[access]`: routes the operator opens to callers without a key.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -184,6 +170,12 @@ pub struct CounterSettings {
     /// the stream purged up to what the oldest of them covers. 1 keeps the directory
     /// smallest (a billion cold-tiered rows: about the newest snapshot less on disk).
     pub snapshots_kept: usize,
+    /// The RESP address clients reach this node at (`host:port`), handed out by `ROLE`,
+    /// `INFO replication`, Sentinel, the HTTP 421 and the members' records, the HTTP
+    /// address taking its host; required with the `jetstream` log when `resp` or
+    /// `http` listens on an unspecified address (`0.0.0.0`, `::`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub announce: Option<String>,
     /// The cold tier: when the engine's memory passes this size (`"2GiB"`), the least
     /// recently written partitions go to disk. None: no limit, everything in RAM.
     pub max_memory: Option<String>,
@@ -249,6 +241,7 @@ impl Default for CounterSettings {
             role: "auto".into(),
             lease_ms: 3_000,
             snapshots_kept: 2,
+            announce: None,
             max_memory: None,
             cold_after: None,
             block_cache: "64MiB".into(),
@@ -378,8 +371,18 @@ pub struct Overrides {
     pub counters_stream_replicas: Option<usize>,
     /// `--counters-snapshots-kept` / `SHARDKIT_COUNTERS_SNAPSHOTS_KEPT`.
     pub counters_snapshots_kept: Option<usize>,
-    /// `--nats-url` / `SHARDKIT_NATS_URL` (`nats.url`).
+    /// `--counters-announce` / `SHARDKIT_COUNTERS_ANNOUNCE` (`counters.announce`).
+    pub counters_announce: Option<String>,
+    /// `--nats-url` / `SHARDKIT_NATS_URL` (`nats.url`), comma-separated.
     pub nats_url: Option<String>,
+    /// `SHARDKIT_NATS_CREDS` (`nats.creds`).
+    pub nats_creds: Option<PathBuf>,
+    /// `SHARDKIT_NATS_USER` (`nats.user`).
+    pub nats_user: Option<String>,
+    /// `SHARDKIT_NATS_PASSWORD` (`nats.password`).
+    pub nats_password: Option<String>,
+    /// `SHARDKIT_NATS_TOKEN` (`nats.token`).
+    pub nats_token: Option<String>,
 }
 
 impl Settings {
@@ -431,11 +434,28 @@ impl Settings {
         if let Some(v) = overrides.counters_stream_replicas {
             settings.counters.stream_replicas = v;
         }
+        if let Some(v) = overrides.counters_announce.filter(|v| !v.is_empty()) {
+            settings.counters.announce = Some(v);
+        }
         if let Some(v) = overrides.counters_snapshots_kept {
             settings.counters.snapshots_kept = v;
         }
         if let Some(v) = overrides.nats_url {
-            settings.nats.url = v;
+            settings.nats.url = crate::nats_settings::urls_from_text(&v);
+        }
+        if let Some(v) = overrides.nats_creds {
+            settings.nats.creds = Some(v);
+        }
+        if let Some(v) = overrides.nats_user.filter(|v| !v.is_empty()) {
+            settings.nats.user = Some(v);
+        }
+        if let Some(v) = overrides.nats_password.filter(|v| !v.is_empty()) {
+            settings.nats.password = Some(v);
+            settings.nats.password_file = None;
+        }
+        if let Some(v) = overrides.nats_token.filter(|v| !v.is_empty()) {
+            settings.nats.token = Some(v);
+            settings.nats.token_file = None;
         }
         settings.check()?;
         Ok(settings)
@@ -443,6 +463,27 @@ impl Settings {
 
     /// Refuses settings that would be unsafe or cannot work, saying how to fix them.
     pub fn check(&self) -> anyhow::Result<()> {
+        // Every mode may reach NATS (the log, a cluster, the CLI's cluster commands).
+        self.nats.check()?;
+        if let Some(announce) = &self.counters.announce {
+            crate::announce::check("counters.announce", announce)?;
+        }
+        if self.counters.log == "jetstream" {
+            crate::announce::check_reachable(
+                "counters.announce",
+                self.counters.announce.as_deref(),
+                self.resp,
+                self.http,
+            )?;
+        }
+        if self.cluster.enabled {
+            crate::announce::check_reachable(
+                "cluster.announce",
+                self.cluster.announce.as_deref(),
+                self.resp,
+                self.http,
+            )?;
+        }
         let exposed: Vec<String> = [("http", self.http), ("resp", self.resp)]
             .iter()
             .filter(|(_, addr)| !addr.ip().is_loopback())
@@ -572,11 +613,6 @@ impl Settings {
                 c.snapshots_kept
             );
         }
-        if self.nats.url.trim().is_empty() {
-            anyhow::bail!(
-                "nats.url is empty: set it to the NATS server, e.g. nats://127.0.0.1:4222"
-            );
-        }
         Ok(())
     }
 
@@ -604,6 +640,7 @@ impl Settings {
         if let Some(regions) = shown.regions.as_mut().filter(|r| r.peer_key.is_some()) {
             regions.peer_key = Some("<redacted>".into());
         }
+        shown.nats = shown.nats.redacted();
         shown.links.servers = shown
             .links
             .servers

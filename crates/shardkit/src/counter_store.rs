@@ -90,8 +90,8 @@ impl LeaseRelease {
 pub struct StoreSpec {
     /// The store's name: its stream, buckets and subject derive from it.
     pub name: String,
-    /// The NATS server(s), comma-separated.
-    pub nats_url: String,
+    /// The NATS servers and credentials.
+    pub nats: crate::nats_settings::NatsSettings,
     /// How long the writer's lease lasts without renewal, ms.
     pub lease_ms: u64,
     /// Copies JetStream keeps of the stream and the buckets.
@@ -110,7 +110,7 @@ impl StoreSpec {
     pub fn from_settings(settings: &Settings) -> Self {
         Self {
             name: settings.counters.store.clone(),
-            nats_url: settings.nats.url.clone(),
+            nats: settings.nats.clone(),
             lease_ms: settings.counters.lease_ms,
             stream_replicas: settings.counters.stream_replicas,
             may_lead: settings.counters.role == "auto",

@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod announce;
 pub mod byte_size;
 pub mod cluster;
 pub mod config;
@@ -20,6 +21,9 @@ pub mod id_layout_record;
 pub mod id_leases;
 pub mod links;
 pub mod log_every;
+#[cfg(feature = "nats")]
+pub mod nats_connect;
+pub mod nats_settings;
 pub mod plural;
 pub mod regions;
 pub mod replication;

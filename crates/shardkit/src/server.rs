@@ -47,6 +47,29 @@ async fn listen(name: &str, addr: std::net::SocketAddr) -> anyhow::Result<TcpLis
         .with_context(|| format!("cannot listen for {} on {addr}", name.to_uppercase()))
 }
 
+/// Tries the NATS settings once before anything is written, when the node needs NATS:
+/// a login or TLS setup NATS refuses ends the start here, the data directory untouched;
+/// a server that is not up yet is left to the start's own waiting.
+#[cfg(feature = "nats")]
+async fn refused_by_nats(settings: &Settings) -> anyhow::Result<()> {
+    if settings.counters.log != "jetstream" && !settings.cluster.enabled {
+        return Ok(());
+    }
+    match crate::nats_connect::connect(&settings.nats, "shardkit start").await {
+        Ok(client) => {
+            let _ = client.drain().await;
+            Ok(())
+        }
+        Err(e) if crate::replication::jetstream::until_up::lasting(&e) => Err(e),
+        Err(_) => Ok(()),
+    }
+}
+
+#[cfg(not(feature = "nats"))]
+async fn refused_by_nats(_: &Settings) -> anyhow::Result<()> {
+    Ok(())
+}
+
 /// Runs the server to completion.
 pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
     crate::restart_in_place::mark_start();
@@ -56,6 +79,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         max_buffer: settings.resp_limits.max_buffer,
         ..Limits::default()
     };
+    refused_by_nats(&settings).await?;
     let http_listener = listen("http", settings.http).await?;
     let resp_listener = listen("resp", settings.resp).await?;
     if settings.links.base_url.is_none() {

@@ -211,10 +211,15 @@ impl AppState {
             // With the JetStream log they are made when this node first leads.
             crate::links::clicks::ensure_counters(&counters.engine)?;
         }
+        let announced = crate::announce::addresses(
+            settings.counters.announce.as_deref(),
+            settings.resp,
+            settings.http,
+        );
         let me = crate::replication::LeaderAddr {
             node: node_id(),
-            resp: settings.resp.to_string(),
-            http: settings.http.to_string(),
+            resp: announced.resp,
+            http: announced.http,
         };
         let role = if jetstream {
             crate::replication::Role::Replica { leader: None }

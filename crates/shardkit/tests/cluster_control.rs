@@ -43,9 +43,12 @@ impl Fleet {
             .build()
             .unwrap();
         let (registry, maps) = runtime.block_on(async {
-            let js = shardkit::cluster::nats::connect(&nats.url, "test")
-                .await
-                .unwrap();
+            let js = shardkit::cluster::nats::connect(
+                &shardkit::nats_settings::NatsSettings::servers(&nats.url),
+                "test",
+            )
+            .await
+            .unwrap();
             (
                 Registry::open(&js, cluster, 1).await.unwrap(),
                 MapStore::open(&js, cluster, 1).await.unwrap(),

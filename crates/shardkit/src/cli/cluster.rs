@@ -97,7 +97,9 @@ async fn open(at: &Where) -> anyhow::Result<(Registry, MapStore)> {
         ..Default::default()
     }
     .check()?;
-    let js = shardkit::cluster::nats::connect(&at.nats, "shardkit cluster").await?;
+    let nats = shardkit::nats_settings::NatsSettings::servers(&at.nats);
+    nats.check()?;
+    let js = shardkit::cluster::nats::connect(&nats, "shardkit cluster").await?;
     let registry = Registry::open(&js, &at.cluster, 1).await?;
     let maps = MapStore::open(&js, &at.cluster, 1).await?;
     Ok((registry, maps))

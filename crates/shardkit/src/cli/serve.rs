@@ -55,7 +55,13 @@ pub struct ServeArgs {
     /// Snapshots kept in the store's object store [default: 2].
     #[arg(long, env = "SHARDKIT_COUNTERS_SNAPSHOTS_KEPT", value_name = "N")]
     counters_snapshots_kept: Option<usize>,
-    /// NATS server URL for `--counters-log jetstream` [default: nats://127.0.0.1:4222].
+    /// The address clients reach this node at, `host:port` (replication mode; required
+    /// when listening on 0.0.0.0).
+    #[arg(long, env = "SHARDKIT_COUNTERS_ANNOUNCE", value_name = "HOST:PORT")]
+    counters_announce: Option<String>,
+    /// NATS server URL(s), comma-separated, for `--counters-log jetstream` [default:
+    /// nats://127.0.0.1:4222]. Credentials: `SHARDKIT_NATS_CREDS`, `SHARDKIT_NATS_USER`
+    /// with `SHARDKIT_NATS_PASSWORD`, `SHARDKIT_NATS_TOKEN`, or `[nats]` in the config.
     #[arg(long, env = "SHARDKIT_NATS_URL", value_name = "URL")]
     nats_url: Option<String>,
     /// Print the settings in effect (API key hidden) and exit.
@@ -79,7 +85,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         counters_lease_ms: args.counters_lease_ms,
         counters_stream_replicas: args.counters_stream_replicas,
         counters_snapshots_kept: args.counters_snapshots_kept,
+        counters_announce: args.counters_announce,
         nats_url: args.nats_url,
+        nats_creds: std::env::var_os("SHARDKIT_NATS_CREDS").map(Into::into),
+        nats_user: std::env::var("SHARDKIT_NATS_USER").ok(),
+        nats_password: std::env::var("SHARDKIT_NATS_PASSWORD").ok(),
+        nats_token: std::env::var("SHARDKIT_NATS_TOKEN").ok(),
     };
     let settings = Settings::load(args.config.as_deref(), overrides)?;
     if args.print_config {

@@ -53,12 +53,7 @@ impl ClusterSettings {
             );
         }
         if let Some(announce) = &self.announce {
-            let ok = announce
-                .rsplit_once(':')
-                .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-            if !ok {
-                anyhow::bail!("cluster.announce must be host:port, got {announce:?}");
-            }
+            crate::announce::check("cluster.announce", announce)?;
         }
         if self.enabled && !cfg!(feature = "nats") {
             anyhow::bail!(

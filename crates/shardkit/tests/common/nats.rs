@@ -31,6 +31,40 @@ impl Nats {
         }
     }
 
+    /// Starts one from a config file holding `extra` (an `authorization` or `tls`
+    /// block, say) beside the port and the JetStream store.
+    #[allow(dead_code)]
+    pub fn start_with(extra: &str) -> Nats {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("nats.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listen: 127.0.0.1:{port}\njetstream {{ store_dir: {:?} }}\n{extra}\n",
+                dir.path().join("js")
+            ),
+        )
+        .unwrap();
+        let child = Command::new("nats-server")
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server on PATH");
+        wait_for_port(port);
+        Nats {
+            child,
+            url: format!("nats://127.0.0.1:{port}"),
+            _dir: dir,
+        }
+    }
+
     /// SIGKILLs the server, waits `down`, and starts it again on the same port and
     /// store directory (its streams and buckets come back from disk): a NATS outage.
     #[allow(dead_code)]
@@ -52,12 +86,17 @@ fn spawn(port: u16, dir: &std::path::Path) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("nats-server on PATH");
+    wait_for_port(port);
+    child
+}
+
+/// Waits up to 20 s for a server to take connections on `port`.
+fn wait_for_port(port: u16) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "nats-server did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
-    child
 }
 
 impl Drop for Nats {

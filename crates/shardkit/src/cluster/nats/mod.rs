@@ -15,17 +15,11 @@ pub mod node_id;
 pub mod registry;
 pub mod runner;
 
-/// Connects to the NATS server(s) at `url` (comma-separated) as `client_name`.
+/// JetStream over a connection made from `[nats]`, as `client_name`.
 pub async fn connect(
-    url: &str,
+    nats: &crate::nats_settings::NatsSettings,
     client_name: &str,
 ) -> anyhow::Result<async_nats::jetstream::Context> {
-    use anyhow::Context as _;
-    let client = async_nats::ConnectOptions::new()
-        .connection_timeout(std::time::Duration::from_secs(5))
-        .name(client_name)
-        .connect(url)
-        .await
-        .with_context(|| format!("cannot reach NATS at {url}"))?;
+    let client = crate::nats_connect::connect(nats, client_name).await?;
     Ok(async_nats::jetstream::new(client))
 }

@@ -105,15 +105,15 @@ impl Runner {
             .enable_all()
             .build()
             .context("cannot start the cluster runtime")?;
-        let announce = settings
-            .cluster
-            .announce
-            .clone()
-            .unwrap_or_else(|| settings.resp.to_string());
+        let announced = crate::announce::addresses(
+            settings.cluster.announce.as_deref(),
+            settings.resp,
+            settings.http,
+        );
         let record = NodeRecord {
             id: live.me.clone(),
-            announce,
-            http: settings.http.to_string(),
+            announce: announced.resp,
+            http: announced.http,
             started_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
@@ -123,8 +123,8 @@ impl Runner {
         let replicas = settings.counters.stream_replicas;
         let lease_for = Duration::from_millis(settings.counters.lease_ms);
         let (registry, maps, id_kv, nats) = runtime.block_on(async {
-            let js = super::connect(&settings.nats.url, &format!("shardkit {}", record.announce))
-                .await?;
+            let js =
+                super::connect(&settings.nats, &format!("shardkit {}", record.announce)).await?;
             let registry = Registry::open(&js, name, replicas).await?;
             let maps = MapStore::open(&js, name, replicas).await?;
             let id_kv = crate::replication::jetstream::election::lease_bucket(
@@ -457,7 +457,7 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
     let settings = &ctx.settings;
     let spec = StoreSpec {
         name: group_store_name(&settings.cluster.name, g),
-        nats_url: settings.nats.url.clone(),
+        nats: settings.nats.clone(),
         lease_ms: settings.counters.lease_ms,
         stream_replicas: settings.counters.stream_replicas,
         may_lead: owner,

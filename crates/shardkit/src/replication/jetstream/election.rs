@@ -54,11 +54,7 @@ impl Store {
         client_name: &str,
         tasks: super::tasks::Tasks,
     ) -> anyhow::Result<Self> {
-        let client = async_nats::ConnectOptions::new()
-            .connection_timeout(Duration::from_secs(5))
-            .name(client_name)
-            .connect(spec.nats_url.as_str())
-            .await?;
+        let client = crate::nats_connect::connect(&spec.nats, client_name).await?;
         Self::on(spec, client, tasks).await
     }
 

@@ -142,7 +142,7 @@ impl Replicator {
         let store = setup.with_context(|| {
             format!(
                 "cannot reach JetStream at {} for the counters' log",
-                state.spec.nats_url
+                state.spec.nats.urls_text()
             )
         })?;
         let version = store.js.client().server_info().version;

@@ -266,16 +266,9 @@ pub fn restore_newest(
         let started = std::time::Instant::now();
         let names = Names::new(&spec.name);
         let (bucket, all) = super::until_up::until_up("listing the stored snapshots", || async {
-            let client = async_nats::ConnectOptions::new()
-                .connection_timeout(Duration::from_secs(5))
-                .connect(spec.nats_url.as_str())
+            let client = crate::nats_connect::connect(&spec.nats, "shardkit snapshot fetch")
                 .await
-                .with_context(|| {
-                    format!(
-                        "cannot reach NATS at {} to fetch the counters' snapshot",
-                        spec.nats_url
-                    )
-                })?;
+                .context("cannot fetch the counters' snapshot")?;
             let js = jetstream::new(client);
             let bucket = bucket(&js, &names, spec.stream_replicas).await?;
             let all = list(&bucket).await?;

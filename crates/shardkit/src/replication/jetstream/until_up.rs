@@ -53,10 +53,13 @@ pub fn lasting(e: &anyhow::Error) -> bool {
     for cause in e.chain() {
         if let Some(connect) = cause.downcast_ref::<async_nats::ConnectError>() {
             use async_nats::ConnectErrorKind as K;
-            return matches!(
+            if matches!(
                 connect.kind(),
                 K::Authentication | K::AuthorizationViolation | K::ServerParse | K::Tls
-            );
+            ) {
+                return true;
+            }
+            // An I/O error may still carry a TLS alert: the text below tells.
         }
     }
     let text = format!("{e:#}").to_ascii_lowercase();
@@ -64,6 +67,14 @@ pub fn lasting(e: &anyhow::Error) -> bool {
         "already in use",
         "authorization violation",
         "permissions violation",
+        // TLS refused by the server (its alert: a missing or unknown client
+        // certificate) or by this node (the server's certificate is not trusted).
+        "fatal alert",
+        "invalid peer certificate",
+        // The settings' own files and URLs (`nats_connect`).
+        "nats.creds:",
+        "nats.nkey:",
+        "is not a nats url",
     ]
     .iter()
     .any(|t| text.contains(t))
