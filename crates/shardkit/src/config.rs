@@ -385,9 +385,32 @@ pub struct Overrides {
     pub nats_token: Option<String>,
 }
 
+impl Overrides {
+    /// The NATS credentials given in the environment (`SHARDKIT_NATS_CREDS`,
+    /// `SHARDKIT_NATS_USER`, `SHARDKIT_NATS_PASSWORD`, `SHARDKIT_NATS_TOKEN`): secrets
+    /// never come as flags, which other users of the host can read.
+    pub fn with_nats_env(mut self) -> Self {
+        self.nats_creds = std::env::var_os("SHARDKIT_NATS_CREDS").map(Into::into);
+        self.nats_user = std::env::var("SHARDKIT_NATS_USER").ok();
+        self.nats_password = std::env::var("SHARDKIT_NATS_PASSWORD").ok();
+        self.nats_token = std::env::var("SHARDKIT_NATS_TOKEN").ok();
+        self
+    }
+}
+
 impl Settings {
-    /// Reads the TOML file (if any) over the defaults, then applies the overrides.
+    /// Reads the TOML file (if any) over the defaults, applies the overrides, and
+    /// checks the result ([`Settings::check`]).
     pub fn load(file: Option<&Path>, overrides: Overrides) -> anyhow::Result<Self> {
+        let settings = Self::read(file, overrides)?;
+        settings.check()?;
+        Ok(settings)
+    }
+
+    /// [`Settings::load`] without the whole check: for the command line's subcommands,
+    /// which read a node's file for one section (and check that section) on a host
+    /// where the node's other settings may not hold.
+    pub fn read(file: Option<&Path>, overrides: Overrides) -> anyhow::Result<Self> {
         let mut settings = match file {
             None => Settings::default(),
             Some(path) => {
@@ -457,7 +480,6 @@ impl Settings {
             settings.nats.token = Some(v);
             settings.nats.token_file = None;
         }
-        settings.check()?;
         Ok(settings)
     }
 

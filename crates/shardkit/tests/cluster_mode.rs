@@ -19,13 +19,18 @@ const GROUPS: u16 = 16;
 
 /// Starts a cluster node of cluster `name`.
 fn node(dir: &Path, nats: &Nats, name: &str) -> Server {
+    node_on(dir, &nats.url, name, "")
+}
+
+/// Starts a cluster node on the NATS servers `urls` (comma-separated), with `extra`
+/// lines in its `[cluster]` section.
+fn node_on(dir: &Path, urls: &str, name: &str, extra: &str) -> Server {
     let config = dir.join("node.toml");
     std::fs::write(
         &config,
         format!(
-            "[cluster]\nenabled = true\nname = \"{name}\"\ngroups = {GROUPS}\n\
-             [nats]\nurl = \"{}\"\n[counters]\nlease_ms = 1000\n",
-            nats.url
+            "[cluster]\nenabled = true\nname = \"{name}\"\ngroups = {GROUPS}\n{extra}\n\
+             [nats]\nurl = \"{urls}\"\n[counters]\nlease_ms = 1000\n"
         ),
     )
     .unwrap();
@@ -46,10 +51,15 @@ fn node(dir: &Path, nats: &Nats, name: &str) -> Server {
 }
 
 fn cli(nats: &Nats, name: &str, args: &[&str]) -> serde_json::Value {
+    cli_on(&nats.url, name, args)
+}
+
+/// `shardkit cluster ARGS` against the NATS servers `urls`.
+fn cli_on(urls: &str, name: &str, args: &[&str]) -> serde_json::Value {
     let output = Command::new(env!("CARGO_BIN_EXE_shardkit"))
         .arg("cluster")
         .args(args)
-        .args(["--nats", &nats.url, "--cluster", name])
+        .args(["--nats", urls, "--cluster", name])
         .args(if args == ["status"] {
             vec![]
         } else {
@@ -1253,4 +1263,66 @@ fn counter_create_and_addcol_on_one_node_reach_every_group_of_the_cluster() {
     }
     assert_eq!(rows, 64);
     assert!(counter_info(&nodes[0], "nope").is_err());
+}
+
+/// On a NATS cluster of three, groups keep three copies unless `[cluster]
+/// stream_replicas` says otherwise, and `cluster status` shows each group's copies and
+/// stream leader; on one NATS server they keep one, and the node says what that risks.
+#[test]
+fn groups_keep_three_copies_on_three_nats_servers_and_status_shows_them() {
+    let nats = common::nats_cluster::NatsCluster::start(3);
+    let urls = nats.urls.join(",");
+    let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let r3 = node_on(dirs[0].path(), &urls, "r3", "");
+    let r1 = node_on(dirs[1].path(), &urls, "r1", "stream_replicas = 1");
+    for (name, node, copies) in [("r3", &r3, 3), ("r1", &r1, 1)] {
+        let placed = cli_on(&urls, name, &["rebalance"]);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let status = cli_on(&urls, name, &["status"]);
+            let streams = status["streams"].as_array().cloned().unwrap_or_default();
+            let made = streams
+                .iter()
+                .filter(|s| s["replicas"] == copies && s["leader"].is_string())
+                .count();
+            if status["version"].as_u64() >= placed["version"].as_u64()
+                && made == usize::from(GROUPS)
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{name}: {status}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let log = node.log.lock().unwrap().join("\n");
+        assert!(
+            !log.contains("cluster.stream_replicas is not set"),
+            "{name}: {log}"
+        );
+    }
+
+    // The node's own settings file is enough for the command line: servers and name.
+    let from_file = Command::new(env!("CARGO_BIN_EXE_shardkit"))
+        .args(["cluster", "status", "--config"])
+        .arg(dirs[0].path().join("node.toml"))
+        .env_remove("SHARDKIT_NATS_URL")
+        .output()
+        .unwrap();
+    assert!(
+        from_file.status.success(),
+        "{}",
+        String::from_utf8_lossy(&from_file.stderr)
+    );
+    let status: serde_json::Value = serde_json::from_slice(&from_file.stdout).unwrap();
+    assert_eq!(status["cluster"], "r3");
+    assert_eq!(
+        status["streams"].as_array().map(Vec::len),
+        Some(usize::from(GROUPS))
+    );
+
+    // One NATS server: one copy, and the node says so.
+    let single = Nats::start();
+    let dir = tempfile::tempdir().unwrap();
+    let lone = node(dir.path(), &single, "lone");
+    let log = lone.log.lock().unwrap().join("\n");
+    assert!(log.contains("cluster.stream_replicas is not set"), "{log}");
 }

@@ -12,7 +12,9 @@ use shardkit::cluster::map::{NodeInfo, SlotMap};
 use shardkit::cluster::nats::map_store::MapStore;
 use shardkit::cluster::nats::registry::{NodeRecord, Registry};
 use shardkit::cluster::planner::{self, Rebalance};
+use shardkit::config::{Overrides, Settings};
 use std::io::Write;
+use std::path::PathBuf;
 
 /// Subcommands of `shardkit cluster`.
 #[derive(Debug, Subcommand)]
@@ -29,15 +31,52 @@ pub enum ClusterCommand {
     RemoveNode(NodeArgs),
 }
 
-/// Which cluster.
+/// Which cluster: a node's settings file, as `serve` reads it, and the flags over it.
 #[derive(Debug, Args)]
 pub struct Where {
-    /// The NATS server(s) the cluster uses (`[nats] url`).
-    #[arg(long, default_value = "nats://127.0.0.1:4222")]
-    nats: String,
-    /// The cluster's name (`[cluster] name`).
-    #[arg(long, default_value = "shardkit")]
+    /// A node's settings file: `[nats]` (servers, credentials, TLS) and `[cluster]`
+    /// (`name`, `groups`) come from it, and the NATS credentials from the same
+    /// environment variables as `serve`'s.
+    #[arg(long, env = "SHARDKIT_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The NATS server(s), comma-separated, over the file's `[nats] url` [default:
+    /// nats://127.0.0.1:4222].
+    #[arg(long, env = "SHARDKIT_NATS_URL", value_name = "URL[,URL…]")]
+    nats: Option<String>,
+    /// The cluster's name, over the file's `[cluster] name` [default: shardkit].
+    #[arg(long)]
+    cluster: Option<String>,
+}
+
+/// A cluster resolved from [`Where`].
+struct Target {
+    nats: shardkit::nats_settings::NatsSettings,
     cluster: String,
+    groups: u16,
+}
+
+impl Where {
+    /// The file (if any), then the environment, then the flags; only `[nats]` and
+    /// `[cluster]` are checked, so a node's file works from any host.
+    fn target(&self) -> anyhow::Result<Target> {
+        let overrides = Overrides {
+            nats_url: self.nats.clone(),
+            ..Overrides::default()
+        }
+        .with_nats_env();
+        let settings = Settings::read(self.config.as_deref(), overrides)?;
+        settings.nats.check()?;
+        let mut cluster = settings.cluster;
+        if let Some(name) = &self.cluster {
+            cluster.name = name.clone();
+        }
+        cluster.check()?;
+        Ok(Target {
+            nats: settings.nats,
+            cluster: cluster.name,
+            groups: cluster.groups,
+        })
+    }
 }
 
 /// How to plan.
@@ -45,9 +84,10 @@ pub struct Where {
 pub struct PlanArgs {
     #[command(flatten)]
     at: Where,
-    /// Slot groups of a new map (`[cluster] groups`; fixed once the map exists).
-    #[arg(long, default_value_t = 64)]
-    groups: u16,
+    /// Slot groups of a new map (fixed once the map exists) [default: the file's
+    /// `[cluster] groups`, else 64].
+    #[arg(long)]
+    groups: Option<u16>,
     /// Replicas per group (followers that take over when the owner dies).
     #[arg(long, default_value_t = 1)]
     replicas: usize,
@@ -90,26 +130,56 @@ pub fn run(cmd: ClusterCommand, out: &mut impl Write) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The node records and the map bucket of a cluster.
-async fn open(at: &Where) -> anyhow::Result<(Registry, MapStore)> {
-    shardkit::cluster::settings::ClusterSettings {
-        name: at.cluster.clone(),
-        ..Default::default()
-    }
-    .check()?;
-    let nats = shardkit::nats_settings::NatsSettings::servers(&at.nats);
-    nats.check()?;
-    let js = shardkit::cluster::nats::connect(&nats, "shardkit cluster").await?;
+/// The node records and the map bucket of a cluster, and the JetStream they are on.
+async fn open(at: &Target) -> anyhow::Result<(Registry, MapStore, async_nats::jetstream::Context)> {
+    let js = shardkit::cluster::nats::connect(&at.nats, "shardkit cluster").await?;
     let registry = Registry::open(&js, &at.cluster, 1).await?;
     let maps = MapStore::open(&js, &at.cluster, 1).await?;
-    Ok((registry, maps))
+    Ok((registry, maps, js))
 }
 
 async fn status(at: &Where) -> anyhow::Result<serde_json::Value> {
-    let (registry, maps) = open(at).await?;
+    let at = &at.target()?;
+    let (registry, maps, js) = open(at).await?;
     let live = registry.live().await?;
     let map = maps.load().await?;
-    Ok(describe(&at.cluster, map.as_ref(), &live))
+    let mut value = describe(&at.cluster, map.as_ref(), &live);
+    if let Some(map) = &map {
+        value["streams"] = group_streams(&js, &at.cluster, map.groups).await.into();
+    }
+    Ok(value)
+}
+
+/// Each group's stream as NATS keeps it: how many copies, which NATS server leads it,
+/// how many of its copies are current. A group whose stream is missing shows null.
+async fn group_streams(
+    js: &async_nats::jetstream::Context,
+    cluster: &str,
+    groups: u16,
+) -> Vec<serde_json::Value> {
+    let mut out = Vec::with_capacity(usize::from(groups));
+    for g in 0..groups {
+        let store = shardkit::cluster::nats::runner::group_store_name(cluster, g);
+        let name = shardkit::replication::jetstream::names::Names::new(&store).stream;
+        let info = match js.get_stream(&name).await {
+            Ok(mut stream) => stream.info().await.ok().cloned(),
+            Err(_) => None,
+        };
+        out.push(match info {
+            None => json!({ "group": g, "stream": name, "replicas": null }),
+            Some(info) => {
+                let cluster_info = info.cluster.as_ref();
+                json!({
+                    "group": g,
+                    "stream": name,
+                    "replicas": info.config.num_replicas,
+                    "leader": cluster_info.and_then(|c| c.leader.clone()),
+                    "current_copies": 1 + cluster_info.map_or(0, |c| c.replicas.iter().filter(|r| r.current).count()),
+                })
+            }
+        });
+    }
+    out
 }
 
 /// The status document: every node the map names or that is live.
@@ -176,7 +246,8 @@ enum Pick<'a> {
 }
 
 async fn rebalance(args: &PlanArgs, pick: Pick<'_>) -> anyhow::Result<serde_json::Value> {
-    let (registry, maps) = open(&args.at).await?;
+    let at = &args.at.target()?;
+    let (registry, maps, _) = open(at).await?;
     let live = registry.live().await?;
     let map = maps.load().await?;
     let live_infos = live
@@ -211,13 +282,18 @@ async fn rebalance(args: &PlanArgs, pick: Pick<'_>) -> anyhow::Result<serde_json
             nodes.into_iter().filter(|n| n.id != gone).collect()
         }
     };
-    let plan = planner::plan(map.as_ref(), &nodes, args.groups, args.replicas)?;
+    let plan = planner::plan(
+        map.as_ref(),
+        &nodes,
+        args.groups.unwrap_or(at.groups),
+        args.replicas,
+    )?;
     if args.dry_run {
-        return Ok(report(&args.at.cluster, &plan, None, None));
+        return Ok(report(&at.cluster, &plan, None, None));
     }
     let Some(current) = map.as_ref().filter(|_| !plan.moves.is_empty()) else {
         let stored = maps.store(&plan.map, plan.from_version).await?;
-        return Ok(report(&args.at.cluster, &plan, Some(stored), None));
+        return Ok(report(&at.cluster, &plan, Some(stored), None));
     };
     // Two steps, so a group's writes pause only for the hand-over itself: first each
     // moving group's new owner follows it (named a replica), then, once its record
@@ -239,7 +315,7 @@ async fn rebalance(args: &PlanArgs, pick: Pick<'_>) -> anyhow::Result<serde_json
     };
     let stored = maps.store(&plan.map, v1).await?;
     Ok(report(
-        &args.at.cluster,
+        &at.cluster,
         &plan,
         Some(stored),
         Some(json!({

@@ -87,11 +87,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         counters_snapshots_kept: args.counters_snapshots_kept,
         counters_announce: args.counters_announce,
         nats_url: args.nats_url,
-        nats_creds: std::env::var_os("SHARDKIT_NATS_CREDS").map(Into::into),
-        nats_user: std::env::var("SHARDKIT_NATS_USER").ok(),
-        nats_password: std::env::var("SHARDKIT_NATS_PASSWORD").ok(),
-        nats_token: std::env::var("SHARDKIT_NATS_TOKEN").ok(),
-    };
+        ..Overrides::default()
+    }
+    .with_nats_env();
     let settings = Settings::load(args.config.as_deref(), overrides)?;
     if args.print_config {
         print!("{}", settings.to_toml_redacted()?);

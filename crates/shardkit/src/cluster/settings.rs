@@ -18,6 +18,11 @@ pub struct ClusterSettings {
     /// How many groups the 16,384 slots are split into (each a contiguous slot range
     /// with its own log, snapshots and writer lease): a power of two from 1 to 1,024.
     pub groups: u16,
+    /// Copies NATS keeps of every group's stream and buckets, and of the cluster's
+    /// registry and map (1 to 5); unset: 3 when the NATS cluster can hold 3, else 1
+    /// with a warning at start. Applies to what is created; existing streams keep theirs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_replicas: Option<usize>,
 }
 
 impl Default for ClusterSettings {
@@ -27,6 +32,7 @@ impl Default for ClusterSettings {
             name: "shardkit".into(),
             announce: None,
             groups: 64,
+            stream_replicas: None,
         }
     }
 }
@@ -50,6 +56,11 @@ impl ClusterSettings {
             anyhow::bail!(
                 "cluster.groups must be a power of two from 1 to 1024, got {}",
                 self.groups
+            );
+        }
+        if let Some(n) = self.stream_replicas.filter(|n| !(1..=5).contains(n)) {
+            anyhow::bail!(
+                "cluster.stream_replicas must be from 1 to 5 (JetStream's limit), got {n}"
             );
         }
         if let Some(announce) = &self.announce {

@@ -13,6 +13,7 @@ pub mod map_store;
 pub mod names;
 pub mod node_id;
 pub mod registry;
+pub mod replicas;
 pub mod runner;
 
 /// JetStream over a connection made from `[nats]`, as `client_name`.

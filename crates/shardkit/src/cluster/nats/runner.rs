@@ -66,6 +66,9 @@ struct Ctx {
     /// Groups whose store must start over (a lease lost other than by a hand-over, or a
     /// follower behind the purge point): the map watch closes and reopens them.
     reopen: tokio::sync::mpsc::UnboundedSender<u16>,
+    /// Copies of each group's stream and buckets (`[cluster] stream_replicas`, or what
+    /// NATS can hold).
+    replicas: usize,
 }
 
 /// The running background side; [`Runner::stop`] ends it.
@@ -120,11 +123,12 @@ impl Runner {
             following: Vec::new(),
         };
         let name = &settings.cluster.name;
-        let replicas = settings.counters.stream_replicas;
         let lease_for = Duration::from_millis(settings.counters.lease_ms);
-        let (registry, maps, id_kv, nats) = runtime.block_on(async {
+        let (registry, maps, id_kv, nats, replicas) = runtime.block_on(async {
             let js =
                 super::connect(&settings.nats, &format!("shardkit {}", record.announce)).await?;
+            let replicas =
+                super::replicas::choose(&js, name, settings.cluster.stream_replicas).await?;
             let registry = Registry::open(&js, name, replicas).await?;
             let maps = MapStore::open(&js, name, replicas).await?;
             let id_kv = crate::replication::jetstream::election::lease_bucket(
@@ -136,7 +140,7 @@ impl Runner {
             .await
             .context("cannot make the cluster's id shard lease bucket")?;
             registry.announce(&record).await?;
-            anyhow::Ok((registry, maps, id_kv, js.client()))
+            anyhow::Ok((registry, maps, id_kv, js.client(), replicas))
         })?;
         live.set_schema_writer(Box::new(super::map_store::KvSchemaWriter {
             maps: maps.clone(),
@@ -152,6 +156,7 @@ impl Runner {
             shared: runtime.handle().clone(),
             commits,
             reopen,
+            replicas,
         };
         let holder = serde_json::to_string(&crate::replication::LeaderAddr {
             node: record.id.clone(),
@@ -459,7 +464,7 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
         name: group_store_name(&settings.cluster.name, g),
         nats: settings.nats.clone(),
         lease_ms: settings.counters.lease_ms,
-        stream_replicas: settings.counters.stream_replicas,
+        stream_replicas: ctx.replicas,
         may_lead: owner,
         snapshots_kept: settings.counters.snapshots_kept,
         holds_clicks: false,
