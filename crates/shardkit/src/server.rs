@@ -84,7 +84,16 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
     let resp_listener = listen("resp", settings.resp).await?;
     if settings.links.base_url.is_none() {
         // The bound address (port 0 becomes a real port), so short URLs work as printed.
-        settings.links.base_url = Some(format!("http://{}", http_listener.local_addr()?));
+        let bound = http_listener.local_addr()?;
+        if bound.ip().is_unspecified() {
+            tracing::warn!(
+                http = %bound,
+                "links.base_url is not set and HTTP listens on an unspecified address: every \
+                 short URL will read http://{bound}/...; set links.base_url to the address \
+                 users reach (https://sho.rt, say)"
+            );
+        }
+        settings.links.base_url = Some(format!("http://{bound}"));
     }
     // The addresses really bound (port 0 becomes a real port): a leader announces them.
     settings.http = http_listener.local_addr()?;

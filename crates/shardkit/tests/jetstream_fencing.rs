@@ -210,21 +210,8 @@ fn a_deposed_writer_is_refused_by_the_stream_and_acknowledges_nothing_after() {
 #[test]
 fn a_repeated_publish_is_answered_with_the_first_ones_sequence() {
     let nats = Nats::start();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (rt, names, js, _) = fresh_stream(&nats, "repeat");
     rt.block_on(async {
-        let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
-        let names = Names::new("repeat");
-        js.get_or_create_stream(stream::Config {
-            name: names.stream.clone(),
-            subjects: vec![names.subject.clone()],
-            storage: stream::StorageType::File,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
         let send = |id: &'static str, last: u64| {
             let js = js.clone();
             let subject = names.subject.clone();

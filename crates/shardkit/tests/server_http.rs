@@ -246,6 +246,34 @@ fn a_non_loopback_address_without_a_key_is_refused_at_start() {
 }
 
 #[test]
+fn on_all_interfaces_without_base_url_the_start_warns_once_about_short_urls() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "k3y-0123456789abcdef";
+    let server = Server::try_start(
+        dir.path(),
+        &["--http", "0.0.0.0:0", "--resp", "127.0.0.1:0"],
+        &[("SHARDKIT_API_KEY", key)],
+    )
+    .expect("starts with a key");
+    let log = server.log.lock().unwrap().join("\n");
+    assert_eq!(log.matches("links.base_url is not set").count(), 1, "{log}");
+    drop(server);
+    let config = dir.path().join("with-base.toml");
+    std::fs::write(&config, "[links]\nbase_url = \"https://sho.rt\"\n").unwrap();
+    let server = Server::try_start(
+        &dir.path().join("data2"),
+        &["--http", "0.0.0.0:0", "--resp", "127.0.0.1:0"],
+        &[
+            ("SHARDKIT_API_KEY", key),
+            ("SHARDKIT_CONFIG", config.to_str().unwrap()),
+        ],
+    )
+    .expect("starts with a base URL");
+    let log = server.log.lock().unwrap().join("\n");
+    assert!(!log.contains("links.base_url is not set"), "{log}");
+}
+
+#[test]
 fn sigterm_stops_cleanly_and_a_restart_continues_above_every_id() {
     let dir = tempfile::tempdir().unwrap();
     let client = Client::new();

@@ -17,11 +17,7 @@ pub struct Nats {
 impl Nats {
     /// Starts one; panics if `nats-server` is not on PATH or does not come up in 20 s.
     pub fn start() -> Nats {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let dir = tempfile::tempdir().unwrap();
         let child = spawn(port, dir.path());
         Nats {
@@ -35,11 +31,7 @@ impl Nats {
     /// block, say) beside the port and the JetStream store.
     #[allow(dead_code)]
     pub fn start_with(extra: &str) -> Nats {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let dir = tempfile::tempdir().unwrap();
         let conf = dir.path().join("nats.conf");
         std::fs::write(
@@ -88,6 +80,15 @@ fn spawn(port: u16, dir: &std::path::Path) -> Child {
         .expect("nats-server on PATH");
     wait_for_port(port);
     child
+}
+
+/// A loopback port nothing listens on now (the kernel's pick).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Waits up to 20 s for a server to take connections on `port`.
