@@ -7,7 +7,6 @@
 #![warn(missing_docs)]
 
 mod arena;
-mod block_sections;
 mod bloom;
 mod codec;
 mod cold;

@@ -41,7 +41,6 @@ mod feistel;
 mod group_commit;
 mod key;
 mod locator;
-mod migrate;
 mod minter;
 mod model;
 mod nowait;

@@ -70,10 +70,7 @@ pub struct AccessSettings {
     pub public: Vec<String>,
 }
 
-/// The most links `[links] cache_entries` may keep in the redirect cache (and `[regions]
-/// remote_cache_entries`): its entries and its doorkeeper's filter are
-/// allocated from it, and a larger value would not fit in memory.
-pub const MAX_CACHE_ENTRIES: usize = 100_000_000;
+use crate::cache_size::MAX_CACHE_ENTRIES;
 
 /// `[links]`: short links (codes, cache, limits, click flushing).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -332,7 +329,7 @@ impl Default for TicketSettings {
 
 impl Default for RespLimitSettings {
     fn default() -> Self {
-        let limits = crate::resp::Limits::default();
+        let limits = shardkit_resp::Limits::default();
         Self {
             max_bulk_len: limits.max_bulk_len,
             max_array_len: limits.max_array_len,
@@ -521,7 +518,6 @@ impl Settings {
         if matches!(&self.api_key, Some(k) if k.len() < 16) {
             anyhow::bail!("the API key is too short: use at least 16 characters");
         }
-        crate::http::parse_public(&self.access.public)?;
         if !(1..=256).contains(&self.resp_threads) {
             anyhow::bail!(
                 "resp_threads must be from 1 to 256, got {}",

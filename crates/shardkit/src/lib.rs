@@ -7,14 +7,15 @@
 pub mod access;
 pub mod announce;
 pub mod byte_size;
+pub mod cache_size;
 pub mod cluster;
+#[cfg(feature = "nats")]
+pub mod cluster_runner;
 pub mod config;
 pub mod config_error;
 pub mod counter_access;
-pub mod counter_store;
 pub mod data_dir;
 pub mod decoded_json;
-pub mod group_commit;
 pub mod http;
 pub mod id_format;
 pub mod id_layout_record;
@@ -28,6 +29,7 @@ pub mod plural;
 pub mod regions;
 pub mod replication;
 pub mod resp;
+pub mod resp_clients;
 pub mod resp_runtime;
 pub mod restart_in_place;
 pub mod server;

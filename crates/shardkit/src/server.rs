@@ -5,9 +5,9 @@
 //! sockets back to the caller, which restarts the binary on them.
 
 use crate::config::Settings;
-use crate::resp::Limits;
 use crate::state::AppState;
 use anyhow::Context;
+use shardkit_resp::Limits;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -101,7 +101,14 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
     let state = Arc::new(tokio::task::spawn_blocking(move || AppState::open(settings)).await??);
     let replication = {
         let state = Arc::clone(&state);
-        tokio::task::spawn_blocking(move || crate::replication::Running::start(&state)).await??
+        tokio::task::spawn_blocking(move || {
+            crate::replication::Running::start(
+                state.settings.counters.log == "jetstream",
+                &state.store,
+                &state.id_leases,
+            )
+        })
+        .await??
     };
     // RESP (and the fsync task its connections wait on) run on a runtime of their own,
     // sized by `resp_threads`; HTTP keeps the main one. A cluster node's group commits
@@ -139,7 +146,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         .await
     });
     let (stop_fsync, fsync_stopped) = watch::channel(false);
-    let group_commit = resp_runtime.spawn(crate::group_commit::GroupCommit::run(
+    let group_commit = resp_runtime.spawn(crate::counter_access::commit_task::GroupCommit::run(
         Arc::clone(&state.counters),
         state.settings.counters.log == "jetstream",
         fsync_stopped,
@@ -334,7 +341,7 @@ async fn wait_for_signal() {
 async fn join_cluster(
     state: &Arc<AppState>,
     commits: tokio::runtime::Handle,
-) -> anyhow::Result<Option<crate::cluster::nats::runner::Runner>> {
+) -> anyhow::Result<Option<crate::cluster_runner::Runner>> {
     if !state.settings.cluster.enabled {
         return Ok(None);
     }
@@ -345,7 +352,7 @@ async fn join_cluster(
             me,
             state.settings.cluster.groups,
         ));
-        let runner = crate::cluster::nats::runner::Runner::start(
+        let runner = crate::cluster_runner::Runner::start(
             &state.settings,
             Arc::clone(&live),
             Arc::clone(&state.id_leases),

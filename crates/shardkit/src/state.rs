@@ -29,7 +29,7 @@ pub type Allocator = Arc<SegmentAllocator<Arc<EmbeddedTicketStore>>>;
 /// store's object store; returns the last stream sequence it covers (0: none, replay
 /// the stream from its start).
 pub(crate) fn restore_snapshot(
-    spec: &crate::counter_store::StoreSpec,
+    spec: &crate::replication::store::StoreSpec,
     dir: &std::path::Path,
 ) -> anyhow::Result<u64> {
     #[cfg(feature = "nats")]
@@ -104,7 +104,7 @@ pub struct AppState {
     /// The counter engine (in `<data>/counters`), with the auto-create rule.
     pub counters: Arc<Counters>,
     /// The same engine with this node's role for it, as the replication tasks see it.
-    pub store: Arc<crate::counter_store::CounterStore>,
+    pub store: Arc<crate::replication::store::CounterStore>,
     /// Short links (`<data>/links.redb`, code key `<data>/links.key`).
     pub links: Links,
     /// `[regions]`: where links live, the calls to other regions, their links' cache.
@@ -112,11 +112,11 @@ pub struct AppState {
     /// This node's replication role (standalone with the `local` log).
     pub replication: Arc<crate::replication::Status>,
     /// The open RESP connections (`CLIENT LIST`, `CLIENT KILL`, `INFO clients`).
-    pub clients: crate::resp::clients::Clients,
+    pub clients: crate::resp_clients::Clients,
     /// When the server started (`INFO server`'s uptime).
     pub started: std::time::Instant,
     /// Password attempts on protected links, per client address.
-    pub password_attempts: Arc<crate::http::redirect::PasswordAttempts>,
+    pub password_attempts: Arc<crate::links::password::PasswordAttempts>,
     /// This node's view of its Redis Cluster (`[cluster] enabled`): set once the node
     /// has joined; unset on a node outside a cluster.
     pub cluster: std::sync::OnceLock<Arc<crate::cluster::live::Live>>,
@@ -186,10 +186,7 @@ impl AppState {
                 std::fs::remove_dir_all(&dir)
                     .with_context(|| format!("cannot clear {}", dir.display()))?;
             }
-            restored_seq = restore_snapshot(
-                &crate::counter_store::StoreSpec::from_settings(&settings),
-                &dir,
-            )?;
+            restored_seq = restore_snapshot(&store_spec(&settings), &dir)?;
             let engine = Engine::open(dir, engine_options)?;
             engine.set_read_only(true);
             engine
@@ -333,13 +330,13 @@ impl AppState {
         } else {
             crate::id_leases::IdLeases::unleased(layout.shards())
         });
-        let store = Arc::new(crate::counter_store::CounterStore {
+        let store = Arc::new(crate::replication::store::CounterStore {
             counters: Arc::clone(&counters),
             replication: Arc::clone(&replication),
-            spec: crate::counter_store::StoreSpec::from_settings(&settings),
+            spec: store_spec(&settings),
             release: Default::default(),
             stands_for_lease: std::sync::atomic::AtomicBool::new(settings.counters.role == "auto"),
-            on_restart: crate::counter_store::OnRestart::RestartProcess,
+            on_restart: crate::replication::store::OnRestart::RestartProcess,
         });
         Ok(Self {
             settings,
@@ -355,7 +352,7 @@ impl AppState {
             replication,
             clients: Default::default(),
             started: std::time::Instant::now(),
-            password_attempts: crate::http::redirect::password_attempts(),
+            password_attempts: crate::links::password::password_attempts(),
             cluster: Default::default(),
             tickets,
         })
@@ -393,6 +390,19 @@ impl AppState {
     }
 }
 
+/// The server's one counter store, from `[counters]` and `[nats]`; its leader makes
+/// the link-click counters.
+fn store_spec(settings: &Settings) -> crate::replication::store::StoreSpec {
+    crate::replication::store::StoreSpec {
+        name: settings.counters.store.clone(),
+        nats: settings.nats.clone(),
+        lease_ms: settings.counters.lease_ms,
+        stream_replicas: settings.counters.stream_replicas,
+        may_lead: settings.counters.role == "auto",
+        snapshots_kept: settings.counters.snapshots_kept,
+        prepare_leader: Some(crate::links::clicks::ensure_counters),
+    }
+}
 /// A random id for this process, as announced in the counters' lease.
 fn node_id() -> String {
     let mut bytes = [0u8; 8];

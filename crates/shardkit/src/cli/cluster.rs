@@ -159,7 +159,7 @@ async fn group_streams(
 ) -> Vec<serde_json::Value> {
     let mut out = Vec::with_capacity(usize::from(groups));
     for g in 0..groups {
-        let store = shardkit::cluster::nats::runner::group_store_name(cluster, g);
+        let store = shardkit::cluster::nats::names::group_store_name(cluster, g);
         let name = shardkit::replication::jetstream::names::Names::new(&store).stream;
         let info = match js.get_stream(&name).await {
             Ok(mut stream) => stream.info().await.ok().cloned(),

@@ -91,6 +91,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     .with_nats_env();
     let settings = Settings::load(args.config.as_deref(), overrides)?;
+    // The HTTP layer owns the route table `access.public` names, so it checks that
+    // setting: a typo must stop the start, not leave a route closed.
+    shardkit::http::parse_public(&settings.access.public)?;
     if args.print_config {
         print!("{}", settings.to_toml_redacted()?);
         return Ok(());

@@ -7,7 +7,7 @@
 
 use super::map::SlotMap;
 use super::schema::{Schema, SchemaWriter};
-use crate::counter_store::CounterStore;
+use crate::replication::store::CounterStore;
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -80,7 +80,7 @@ impl Live {
             Default::default();
         for store in self.led() {
             for c in store.counters.engine.stats().counters {
-                if c.name == crate::resp::cluster_tickets::COUNTER {
+                if c.name == super::tickets::COUNTER {
                     continue;
                 }
                 by_name

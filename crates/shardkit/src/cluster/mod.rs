@@ -8,6 +8,7 @@
 //! - [`replies`]: `CLUSTER SLOTS|SHARDS|NODES|INFO` written off a map, in Redis 7's
 //!   shapes.
 //! - [`live`]: the map and group stores a cluster node's requests are routed by.
+//! - [`tickets`]: ticket sequences kept in the groups (`TICKET.NEXT`, `POST /api/tickets`).
 //! - [`schema`]: the counters and columns every group has (`COUNTER.CREATE|ADDCOL`).
 //! - [`planner`]: the placement with the fewest group moves when nodes join or leave.
 //! - `nats` (feature `nats`): the node records and the slot map in JetStream KV.
@@ -27,3 +28,4 @@ pub mod route;
 pub mod schema;
 pub mod settings;
 pub mod slot;
+pub mod tickets;

@@ -4,8 +4,8 @@
 //! `redis-benchmark --cluster`) read them as they read Redis's.
 
 use super::map::{NodeInfo, SlotMap, SlotRange};
-use crate::resp::reply;
 use bytes::BytesMut;
+use shardkit_resp::reply;
 
 /// `CLUSTER SLOTS`: `[start, end, [host, port, id, []] owner, replicas…]` per range,
 /// in the order of [`slots_listed`].

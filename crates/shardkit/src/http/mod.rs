@@ -42,7 +42,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let limited = || middleware::from_fn_with_state(limiter.clone(), rate_limit::creation);
     let auth_state = auth::AuthState {
         app: Arc::clone(&state),
-        // Checked when the settings were loaded (`Settings::check`).
+        // Checked before the server starts (`cli/serve.rs`).
         public: Arc::new(auth::parse_public(&state.settings.access.public).unwrap_or_default()),
         failures: auth::failure_limiter(),
     };

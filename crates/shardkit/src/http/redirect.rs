@@ -6,7 +6,7 @@
 //!
 //! A link with a password answers a form instead; `POST /{code}` with the right
 //! `password` counts the click and redirects (303), a wrong one answers 401 and the
-//! form again. Attempts are limited per client address ([`PasswordAttempts`]).
+//! form again. Attempts are limited per client address ([`crate::links::password::PasswordAttempts`]).
 
 use super::pages;
 use crate::links::analytics::RawClick;
@@ -17,7 +17,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use shardkit_links::{day_of, now_ms, MAX_ALIAS_LEN};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::num::NonZeroU32;
 use std::sync::Arc;
 
 /// Redirects to the link's target with its status (302 by default).
@@ -253,18 +252,6 @@ pub struct PasswordForm {
     /// The link's password (a link without one needs none).
     #[schema(min_length = 1, max_length = 128)]
     pub password: Option<String>,
-}
-
-/// Password attempts per client address: a burst of 10, then one every 6 seconds.
-pub type PasswordAttempts = governor::DefaultKeyedRateLimiter<IpAddr>;
-
-/// The limiter `POST /{code}` checks before looking at a password.
-pub fn password_attempts() -> Arc<PasswordAttempts> {
-    Arc::new(governor::RateLimiter::keyed(
-        governor::Quota::with_period(std::time::Duration::from_secs(6))
-            .unwrap_or_else(|| governor::Quota::per_second(NonZeroU32::MIN))
-            .allow_burst(NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN)),
-    ))
 }
 
 /// The password form's answer: the right password redirects with 303 (after counting

@@ -69,13 +69,13 @@ async fn on_cluster_node(
     let n = count;
     // The write waits for the group's log: keep it off the async workers.
     let (next, _) = tokio::task::spawn_blocking(move || {
-        crate::resp::cluster_tickets::reserve(&counters.engine, &name, n, false)
+        crate::cluster::tickets::reserve(&counters.engine, &name, n, false)
     })
     .await
     .map_err(|_| ApiError::unavailable("the counter engine stopped"))?
     .map_err(super::counters::engine_error)?;
-    let numbers = crate::resp::cluster_tickets::numbers_of(state, next, n)
-        .ok_or_else(|| ApiError::bad_request(crate::resp::cluster_tickets::USED_UP))?;
+    let numbers = crate::cluster::tickets::numbers_of(state.ticket_spec(), next, n)
+        .ok_or_else(|| ApiError::bad_request(crate::cluster::tickets::USED_UP))?;
     Ok(super::ids_body::ids_response(&numbers))
 }
 

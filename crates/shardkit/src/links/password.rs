@@ -5,6 +5,21 @@
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+/// Password attempts per client address: a burst of 10, then one every 6 seconds.
+pub type PasswordAttempts = governor::DefaultKeyedRateLimiter<IpAddr>;
+
+/// The limiter `POST /{code}` checks before looking at a password.
+pub fn password_attempts() -> Arc<PasswordAttempts> {
+    Arc::new(governor::RateLimiter::keyed(
+        governor::Quota::with_period(std::time::Duration::from_secs(6))
+            .unwrap_or_else(|| governor::Quota::per_second(NonZeroU32::MIN))
+            .allow_burst(NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN)),
+    ))
+}
 
 /// Longest password accepted, in characters.
 pub const MAX_PASSWORD_LEN: usize = 128;

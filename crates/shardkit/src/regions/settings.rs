@@ -178,7 +178,7 @@ impl RegionSettings {
                 self.peer_timeout_ms
             );
         }
-        let most = crate::config::MAX_CACHE_ENTRIES;
+        let most = crate::cache_size::MAX_CACHE_ENTRIES;
         if !(16..=most).contains(&self.remote_cache_entries) {
             anyhow::bail!(
                 "regions.remote_cache_entries must be from 16 to {most}, got {}",

@@ -97,23 +97,23 @@ pub fn role_reply(status: &Status, out: &mut BytesMut) {
     match status.role() {
         Role::Standalone | Role::Leader => {
             let replicas = known_replicas(status);
-            crate::resp::reply::array_header(out, 3);
-            crate::resp::reply::bulk(out, b"master");
-            crate::resp::reply::integer(out, seq as i64);
-            crate::resp::reply::array_header(out, replicas.len());
+            shardkit_resp::reply::array_header(out, 3);
+            shardkit_resp::reply::bulk(out, b"master");
+            shardkit_resp::reply::integer(out, seq as i64);
+            shardkit_resp::reply::array_header(out, replicas.len());
             for (host, port, offset) in replicas {
-                crate::resp::reply::array_header(out, 3);
-                crate::resp::reply::bulk(out, host.as_bytes());
-                crate::resp::reply::bulk_integer(out, port);
-                crate::resp::reply::bulk_integer(out, offset as i64);
+                shardkit_resp::reply::array_header(out, 3);
+                shardkit_resp::reply::bulk(out, host.as_bytes());
+                shardkit_resp::reply::bulk_integer(out, port);
+                shardkit_resp::reply::bulk_integer(out, offset as i64);
             }
         }
         Role::Replica { leader } => {
             let (host, port) = split_addr(leader.as_ref().map(|l| l.resp.as_str()));
-            crate::resp::reply::array_header(out, 5);
-            crate::resp::reply::bulk(out, b"slave");
-            crate::resp::reply::bulk(out, host.as_bytes());
-            crate::resp::reply::integer(out, port);
+            shardkit_resp::reply::array_header(out, 5);
+            shardkit_resp::reply::bulk(out, b"slave");
+            shardkit_resp::reply::bulk(out, host.as_bytes());
+            shardkit_resp::reply::integer(out, port);
             let link: &[u8] = if leader.is_none() || !status.link_up() {
                 b"connect"
             } else if lag > 0 {
@@ -121,16 +121,16 @@ pub fn role_reply(status: &Status, out: &mut BytesMut) {
             } else {
                 b"connected"
             };
-            crate::resp::reply::bulk(out, link);
-            crate::resp::reply::integer(out, seq as i64);
+            shardkit_resp::reply::bulk(out, link);
+            shardkit_resp::reply::integer(out, seq as i64);
         }
         Role::Deposed => {
-            crate::resp::reply::array_header(out, 5);
-            crate::resp::reply::bulk(out, b"slave");
-            crate::resp::reply::bulk(out, b"?");
-            crate::resp::reply::integer(out, 0);
-            crate::resp::reply::bulk(out, b"connect");
-            crate::resp::reply::integer(out, seq as i64);
+            shardkit_resp::reply::array_header(out, 5);
+            shardkit_resp::reply::bulk(out, b"slave");
+            shardkit_resp::reply::bulk(out, b"?");
+            shardkit_resp::reply::integer(out, 0);
+            shardkit_resp::reply::bulk(out, b"connect");
+            shardkit_resp::reply::integer(out, seq as i64);
         }
     }
 }

@@ -5,6 +5,8 @@
 //!   `local` mode the node is a standalone master).
 //! - [`gate`]: the one check the RESP dispatcher and the HTTP handlers make before a
 //!   write, and the `ROLE` / `INFO replication` replies.
+//! - [`store`]: one counter store as the replication tasks see it (engine, role, NATS
+//!   names and timings, how it starts over).
 //! - [`log_chain`]: the term and running checksum every message of the log carries, so
 //!   a replica applies only what continues its own copy.
 //! - [`members`]: the store's nodes as they announce themselves; [`sentinel`]: the
@@ -20,6 +22,7 @@ pub mod log_chain;
 pub mod members;
 pub mod sentinel;
 pub mod status;
+pub mod store;
 
 pub use status::{LeaderAddr, Role, Status};
 
@@ -31,24 +34,31 @@ pub struct Running {
 }
 
 impl Running {
-    /// Starts replication when `[counters] log = "jetstream"` (`None` for `local`).
-    /// Blocks while connecting: call it from a blocking thread.
-    pub fn start(state: &std::sync::Arc<crate::state::AppState>) -> anyhow::Result<Option<Self>> {
-        if state.settings.counters.log != "jetstream" {
+    /// Starts replication of `store` when its log is on JetStream (`None` for the local
+    /// log). Blocks while connecting: call it from a blocking thread.
+    pub fn start(
+        jetstream: bool,
+        store: &std::sync::Arc<store::CounterStore>,
+        id_leases: &std::sync::Arc<crate::id_leases::IdLeases>,
+    ) -> anyhow::Result<Option<Self>> {
+        if !jetstream {
             return Ok(None);
         }
         #[cfg(feature = "nats")]
         {
             let replicator = jetstream::Replicator::start(
-                std::sync::Arc::clone(&state.store),
-                std::sync::Arc::clone(&state.id_leases),
+                std::sync::Arc::clone(store),
+                std::sync::Arc::clone(id_leases),
             )?;
             Ok(Some(Self { replicator }))
         }
         #[cfg(not(feature = "nats"))]
-        anyhow::bail!(
-            "counters.log \"jetstream\" needs a shardkit built with the cargo feature `nats`"
-        )
+        {
+            let _ = (store, id_leases);
+            anyhow::bail!(
+                "counters.log \"jetstream\" needs a shardkit built with the cargo feature `nats`"
+            )
+        }
     }
 
     /// Stops the replication tasks (blocks up to a second: call it from a blocking thread).

@@ -3,8 +3,8 @@
 //! Redis 7 clients set (`NO-EVICT`, `NO-TOUCH`, accepted: nothing here is evicted or
 //! has an access time).
 
-use super::reply;
 use super::table::{Call, CommandSpec};
+use shardkit_resp::reply;
 
 /// `CLIENT`'s entry of the command table.
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec {

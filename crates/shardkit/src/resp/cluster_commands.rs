@@ -3,8 +3,8 @@
 //! `cluster-enabled` (what a cluster client checks to tell a lone server from a cluster
 //! node); a cluster node (`[cluster] enabled`) answers from the slot map it holds.
 
-use super::reply;
 use super::table::{Call, CommandSpec};
+use shardkit_resp::reply;
 
 /// Redis's reply to a cluster command on a server without cluster support.
 pub const DISABLED: &str = "ERR This instance has cluster support disabled";

@@ -12,14 +12,14 @@
 //! `TICKET.NEXT` is served by the owner of its name's slot (`cluster_tickets.rs`).
 //! Ids are safe: a cluster node issues them only from the id shards it leases.
 
-use super::parse::Command;
-use super::reply;
 use super::session::Session;
 use super::table::{Call, CommandSpec};
 use crate::cluster::live::Live;
 use crate::cluster::route::{route, route_key, Route};
 use crate::state::AppState;
 use bytes::BytesMut;
+use shardkit_resp::parse::Command;
+use shardkit_resp::reply;
 
 /// Keyless commands a cluster node runs over the groups it leads, or on the cluster's
 /// schema, rather than on its own engine.
@@ -42,7 +42,7 @@ pub fn run(
     out: &mut BytesMut,
 ) {
     if spec.name == "ticket.next" {
-        return super::cluster_tickets::next(spec, cmd, state, live, session, out);
+        return super::cluster_tickets::next(cmd, state, live, session, out);
     }
     let map = live.map_after(session.cluster_map.take());
     run_by(spec, cmd, state, live, &map, session, out);
@@ -65,7 +65,7 @@ fn run_by(
         _ => {
             // The arguments without a heap block for the usual few.
             let args: smallvec::SmallVec<[&[u8]; 8]> = cmd.args().collect();
-            route(spec, &args, map, &live.me)
+            route(spec.key_spec(), &args, map, &live.me)
         }
     };
     // The store of the slot's group, when this node has it open.
@@ -160,17 +160,17 @@ pub fn led_store(
     map: &crate::cluster::map::SlotMap,
     slot: u16,
     out: &mut BytesMut,
-) -> Option<std::sync::Arc<crate::counter_store::CounterStore>> {
+) -> Option<std::sync::Arc<crate::replication::store::CounterStore>> {
     led(live.store(map.group_of(slot)), map, slot, out)
 }
 
 /// [`led_store`] for the store already looked up (`None`: not open here).
 fn led(
-    store: Option<std::sync::Arc<crate::counter_store::CounterStore>>,
+    store: Option<std::sync::Arc<crate::replication::store::CounterStore>>,
     map: &crate::cluster::map::SlotMap,
     slot: u16,
     out: &mut BytesMut,
-) -> Option<std::sync::Arc<crate::counter_store::CounterStore>> {
+) -> Option<std::sync::Arc<crate::replication::store::CounterStore>> {
     let group = map.group_of(slot);
     let store = store.filter(|s| s.replication.is_leader());
     if store.is_none() {

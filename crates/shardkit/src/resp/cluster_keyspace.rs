@@ -15,7 +15,6 @@
 //! numbers out again).
 
 use super::keyspace_commands::{reply_scan, row_text, ScanOptions, Walk, POSITION_BITS};
-use super::reply;
 use super::table::Call;
 use super::values::{engine_error, stored_fields, NOT_INTEGER};
 use crate::cluster::live::Live;
@@ -23,6 +22,7 @@ use crate::cluster::map::SlotMap;
 use crate::cluster::slot::{key_slot, SLOTS};
 use crate::counter_access::{CounterKey, Counters};
 use shardkit_counters::OwnedKey;
+use shardkit_resp::reply;
 
 /// Bits of a cluster cursor above the walk of one group: the group (up to 1,024).
 const GROUP_BITS: u32 = 10;
@@ -42,7 +42,7 @@ fn keys_of_row(
     row: &OwnedKey,
     push: &mut dyn FnMut(String, &'static str),
 ) {
-    if name == super::cluster_tickets::COUNTER {
+    if name == crate::cluster::tickets::COUNTER {
         return;
     }
     let id = row_text(row);
@@ -130,7 +130,7 @@ pub fn flush(call: &mut Call<'_, '_>, live: &Live) {
     for store in &led {
         let engine = &store.counters.engine;
         for counter in engine.counters() {
-            if counter == super::cluster_tickets::COUNTER {
+            if counter == crate::cluster::tickets::COUNTER {
                 continue;
             }
             match engine.clear_deferred(&counter) {

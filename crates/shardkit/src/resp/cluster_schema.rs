@@ -6,12 +6,12 @@
 //! groups it leads, its columns as the schema has them.
 
 use super::counter_admin::{column_options, no_such_counter, reply_info};
-use super::reply;
 use super::table::Call;
 use super::values::engine_error;
 use crate::cluster::live::Live;
 use crate::cluster::schema::{ChangeError, Schema};
 use shardkit_counters::{ColumnSpec, CounterStats, Error};
+use shardkit_resp::reply;
 
 /// The text argument at `index`, or an error written to `out`.
 fn text_arg<'a>(call: &mut Call<'a, '_>, index: usize, what: &str) -> Option<&'a str> {

@@ -2,9 +2,9 @@
 //! `COMMAND LIST`, answered from the command table in Redis 7's reply shapes (key
 //! specifications, tips and subcommands are empty lists; `DOCS` gives summary and group).
 
-use super::reply;
 use super::table::{self, Call, CommandSpec};
 use bytes::BytesMut;
+use shardkit_resp::reply;
 
 /// `COMMAND`'s entry of the command table.
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec {

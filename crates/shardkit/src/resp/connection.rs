@@ -1,13 +1,12 @@
 //! One client connection: read, parse every complete command in the buffer
 //! (pipelining), answer each into one output buffer, write it once.
 
-use super::clients::Clients;
-use super::parse::Parsed;
 use super::session::Session;
 use super::table;
-use super::{reply, Limits, Parser};
 use crate::state::AppState;
 use bytes::{Buf, BytesMut};
+use shardkit_resp::parse::Parsed;
+use shardkit_resp::{reply, Limits, Parser};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -26,8 +25,7 @@ pub async fn serve(
     let mut parser = Parser::new(limits);
     let addr =
         |a: std::io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
-    let registration = Clients::register(
-        &state,
+    let registration = state.clients.register(
         Session::next_id(),
         addr(stream.peer_addr()),
         addr(stream.local_addr()),
@@ -130,7 +128,7 @@ pub async fn serve(
 }
 
 /// Waits once for every write of a batch. Under fsync `always` that is an fsync shared
-/// with the other connections' batches ([`crate::group_commit`]); under `everysec` and
+/// with the other connections' batches ([`crate::counter_access::commit_task`]); under `everysec` and
 /// `no` the records are already where the policy wants them.
 async fn commit(
     counters: &crate::counter_access::Counters,

@@ -2,13 +2,13 @@
 //! idempotent increment. Schema writes wait for the log at once (they are rare); the
 //! idempotent increment is deferred like every value write.
 
-use super::parse::Command;
-use super::reply;
 use super::table::{Call, CommandSpec};
 use super::values::*;
 use crate::state::AppState;
 use bytes::BytesMut;
 use shardkit_counters::ColumnOptions;
+use shardkit_resp::parse::Command;
+use shardkit_resp::reply;
 
 /// The `COUNTER.*` entries of the command table.
 pub const COMMANDS: &[CommandSpec] = &[

@@ -2,10 +2,10 @@
 //! are the counter's columns, its values integers from 0 to 2^63 - 1. A field "exists"
 //! when it holds a value (is away from its default): see [`super::values`].
 
-use super::reply;
 use super::table::{Call, CommandSpec};
 use super::values::*;
 use crate::counter_access::CounterKey;
+use shardkit_resp::reply;
 
 const R_FAST: &[&str] = &["readonly", "fast"];
 const W_FAST: &[&str] = &["write", "denyoom", "fast"];

@@ -4,11 +4,11 @@
 //! string is exact everywhere, and redis-cli, redis-py (`int(x)`) and the Rust crate
 //! (`u64: FromRedisValue`) read it as a number just as easily.
 
-use super::reply;
 use super::table::{Call, CommandSpec};
 use super::values::{strict_i64, NOT_INTEGER};
 use crate::id_format::{IdFormat, TimeOrdered, FORMAT_NAMES};
 use crate::state::MAX_BATCH;
+use shardkit_resp::reply;
 
 /// The id family's entries of the command table.
 pub const COMMANDS: &[CommandSpec] = &[

@@ -20,13 +20,13 @@
 //! that store's ([`Session::wait_for_store`]). A command for another group, or one
 //! routed elsewhere, flushes it first (`cluster_dispatch.rs`).
 
-use super::reply;
 use super::session::Session;
 use super::values::engine_error;
 use crate::counter_access::CounterKey;
 use crate::counter_access::Counters;
 use bytes::BytesMut;
 use shardkit_counters::{Error, Key};
+use shardkit_resp::reply;
 use std::sync::Arc;
 
 /// Increments in one run at most (a longer pipeline makes several runs).

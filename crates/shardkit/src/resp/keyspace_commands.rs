@@ -19,13 +19,13 @@
 //! at least 1/64 of a stripe: each call reads its whole stripe (the tables are not
 //! ordered), so this bounds a whole walk to reading each row about 64 times.
 
-use super::glob;
-use super::parse::Command;
-use super::reply;
 use super::table::{Call, CommandSpec};
 use super::values::{holds_value, strict_i64};
 use crate::counter_access::{CounterKey, Counters, DEFAULT_COLUMN};
 use shardkit_counters::{OwnedKey, STRIPES};
+use shardkit_resp::glob;
+use shardkit_resp::parse::Command;
+use shardkit_resp::reply;
 
 const KEYSPACE_READ: &[&str] = &["@keyspace", "@read", "@fast"];
 

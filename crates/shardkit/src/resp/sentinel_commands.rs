@@ -9,9 +9,9 @@
 //! is `ERR No such master with that name`, or a null array for
 //! `get-master-addr-by-name`.
 
-use super::reply;
 use super::table::{Call, CommandSpec};
 use crate::replication::sentinel::{view, Instance};
+use shardkit_resp::reply;
 
 /// The `SENTINEL` entry of the command table.
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec {

@@ -3,9 +3,9 @@
 //! `FLUSHDB`/`FLUSHALL`. `CLIENT` is in [`super::client_commands`], `INFO` and
 //! `CONFIG` in [`super::server_info`].
 
-use super::reply;
 use super::table::{Call, CommandSpec};
 use super::values::{engine_error, strict_i64, NOT_INTEGER};
+use shardkit_resp::reply;
 
 const CONNECTION: &[&str] = &["@fast", "@connection"];
 const NO_AUTH: &[&str] = &[

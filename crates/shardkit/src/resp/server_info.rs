@@ -6,11 +6,11 @@
 //! fragmentation, keyspace hits) are left out rather than answered with a made-up
 //! number; shardkit's own figures (ids, counters) get their own sections.
 
-use super::glob;
-use super::reply;
 use super::table::{Call, CommandSpec};
 use crate::state::AppState;
 use parking_lot::Mutex;
+use shardkit_resp::glob;
+use shardkit_resp::reply;
 use std::collections::VecDeque;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;

@@ -1,6 +1,6 @@
 //! Per-connection state: authentication, the writes waiting for the disk, the id.
 
-use super::clients::Client;
+use crate::resp_clients::Client;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 

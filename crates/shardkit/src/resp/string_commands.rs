@@ -2,10 +2,10 @@
 //! (column `value` when the key names none). Values are integers from 0 to 2^63 - 1.
 
 use super::incr_run::{self, refuse};
-use super::reply;
 use super::table::{Call, CommandSpec};
 use super::values::*;
 use crate::counter_access::CounterKey;
+use shardkit_resp::reply;
 
 const W_FAST: &[&str] = &["write", "denyoom", "fast"];
 const WRITE_STRING_FAST: &[&str] = &["@write", "@string", "@fast"];

@@ -6,11 +6,11 @@
 //! allocates nothing: the name is lowercased into a fixed stack buffer and found by
 //! binary search in a table sorted once at start.
 
-use super::parse::Command;
-use super::reply;
 use super::session::Session;
 use crate::state::AppState;
 use bytes::BytesMut;
+use shardkit_resp::parse::Command;
+use shardkit_resp::reply;
 use std::sync::OnceLock;
 
 /// Everything a handler works with: the command, the server, the connection, the output.
@@ -55,6 +55,17 @@ pub struct CommandSpec {
     pub summary: &'static str,
     /// The code.
     pub run: Handler,
+}
+
+impl CommandSpec {
+    /// Its key positions, for cluster routing.
+    pub fn key_spec(&self) -> shardkit_resp::keys::KeySpec {
+        shardkit_resp::keys::KeySpec {
+            first: self.first_key,
+            last: self.last_key,
+            step: self.key_step,
+        }
+    }
 }
 
 impl std::fmt::Debug for Call<'_, '_> {
@@ -227,6 +238,18 @@ fn unknown(cmd: &Command<'_>, out: &mut BytesMut) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shardkit_resp::keys::keys;
+
+    #[test]
+    fn keys_follow_the_command_tables_positions() {
+        let args: Vec<&[u8]> = ["MSET", "a", "1", "b", "2"].map(str::as_bytes).to_vec();
+        let got: Vec<&[u8]> = keys(lookup(b"mset").unwrap().key_spec(), &args).collect();
+        assert_eq!(got, [&b"a"[..], b"b"]);
+        let args: Vec<&[u8]> = ["MGET", "a", "b", "c"].map(str::as_bytes).to_vec();
+        assert_eq!(keys(lookup(b"mget").unwrap().key_spec(), &args).count(), 3);
+        let args: Vec<&[u8]> = ["PING"].map(str::as_bytes).to_vec();
+        assert_eq!(keys(lookup(b"ping").unwrap().key_spec(), &args).count(), 0);
+    }
 
     #[test]
     fn names_are_unique_lowercase_and_found_in_any_case() {

@@ -8,12 +8,12 @@
 //! not exist. `EXISTS`, `HEXISTS`, `HLEN` and `HGETALL` stay honest about storage: a
 //! zero is no value.
 
-use super::reply;
 use super::table::Call;
 use crate::counter_access::CounterKey;
 use crate::counter_access::Counters;
 use bytes::BytesMut;
 use shardkit_counters::{Error, MAX_VALUE};
+use shardkit_resp::reply;
 
 /// Redis's reply to an argument that is not a decimal `i64`.
 pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
@@ -30,7 +30,7 @@ pub fn strict_i64(text: &[u8]) -> Option<i64> {
         [] => None,
         [b'0'] if digits.len() == text.len() => Some(0),
         [b'0', ..] => None,
-        _ => super::parse::parse_i64(text),
+        _ => shardkit_resp::parse::parse_i64(text),
     }
 }
 

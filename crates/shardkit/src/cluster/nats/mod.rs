@@ -4,7 +4,6 @@
 //! - [`registry`]: every node's record in a KV bucket whose values lapse unless renewed.
 //! - [`map_store`]: the slot map in a KV bucket, changed only by compare-and-set.
 //! - [`node_id`]: the node's id, kept in its data directory.
-//! - [`runner`]: a node's heartbeat, map watch, and group stores opened and closed.
 //!
 //! Exists so the planner (`shardkit cluster ...`) and the nodes read and change one
 //! source of truth, with JetStream doing the ordering (no home-made consensus).
@@ -14,7 +13,6 @@ pub mod names;
 pub mod node_id;
 pub mod registry;
 pub mod replicas;
-pub mod runner;
 
 /// JetStream over a connection made from `[nats]`, as `client_name`.
 pub async fn connect(

@@ -15,3 +15,8 @@ pub const MAP_KEY: &str = "map";
 
 /// The key of the counters' schema in the map's bucket (`cluster/schema.rs`).
 pub const SCHEMA_KEY: &str = "schema";
+
+/// A group's store name (its stream and buckets derive from it): `<cluster>-g<NNN>`.
+pub fn group_store_name(cluster: &str, group: u16) -> String {
+    format!("{cluster}-g{group:03}")
+}

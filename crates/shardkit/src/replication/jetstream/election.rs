@@ -14,9 +14,9 @@ use super::names::{Names, LEADER_HEADER, LEASE_KEY, LSN_HEADER};
 use super::publisher::{JetStreamLog, Lease};
 use super::stamp::{Diverged, Stamp, CHAIN_HEADER, TERM_HEADER};
 use super::EXIT_DEPOSED;
-use crate::counter_store::CounterStore;
-use crate::counter_store::StoreSpec;
 use crate::replication::log_chain::Head;
+use crate::replication::store::CounterStore;
+use crate::replication::store::StoreSpec;
 use crate::replication::{LeaderAddr, Role};
 use async_nats::jetstream::{self, kv, message::PublishMessage, stream};
 use bytes::Bytes;
@@ -664,8 +664,8 @@ async fn lead(
         let engine = &engine_state.counters.engine;
         engine.set_log_of_record(Some(log))?;
         engine.set_read_only(false);
-        if engine_state.spec.holds_clicks {
-            crate::links::clicks::ensure_counters(engine)?;
+        if let Some(prepare) = engine_state.spec.prepare_leader {
+            prepare(engine)?;
         }
         Ok(())
     })
@@ -786,18 +786,18 @@ async fn renew(
 /// How soon a failed renewal is tried again.
 const RENEW_RETRY: Duration = Duration::from_millis(100);
 
-/// Stops taking writes and starts the store over ([`crate::counter_store::OnRestart`]):
+/// Stops taking writes and starts the store over ([`crate::replication::store::OnRestart`]):
 /// the server restarts in place and comes back as a replica; a cluster group is
 /// reopened by its node, which goes on serving its other groups.
 fn step_down(state: &CounterStore) {
     state.counters.engine.set_read_only(true);
     state.replication.set_role(Role::Deposed);
     match &state.on_restart {
-        crate::counter_store::OnRestart::RestartProcess => tracing::error!(
+        crate::replication::store::OnRestart::RestartProcess => tracing::error!(
             code = EXIT_DEPOSED,
             "this node is no longer the counters' leader; restarting in place as a replica"
         ),
-        crate::counter_store::OnRestart::Reopen { group, .. } => tracing::error!(
+        crate::replication::store::OnRestart::Reopen { group, .. } => tracing::error!(
             group,
             "this node is no longer the group's leader; reopening the group from its snapshot and stream"
         ),

@@ -5,7 +5,7 @@
 use super::lsn_seq::lsn_range;
 use super::names::{Names, LEADER_HEADER};
 use super::stamp::{Diverged, Stamp};
-use crate::counter_store::CounterStore;
+use crate::replication::store::CounterStore;
 use crate::replication::{LeaderAddr, Role, Status};
 use async_nats::jetstream::{
     consumer,
@@ -44,7 +44,7 @@ pub struct Behind {
 /// restarts in place ([`crate::restart_in_place`]; exit [`super::EXIT_BEHIND`] only if
 /// it cannot), and a start clears the local copy and restores the newest snapshot of
 /// the object store, then follows the stream from there; a cluster group is reopened
-/// the same way by its node ([`crate::counter_store::OnRestart`]).
+/// the same way by its node ([`crate::replication::store::OnRestart`]).
 pub fn start_over(state: &CounterStore, why: &anyhow::Error) {
     state.counters.engine.set_read_only(true);
     if !why.is::<Behind>() {
@@ -59,10 +59,10 @@ pub fn start_over(state: &CounterStore, why: &anyhow::Error) {
         );
     }
     match &state.on_restart {
-        crate::counter_store::OnRestart::RestartProcess => {
+        crate::replication::store::OnRestart::RestartProcess => {
             tracing::error!(code = super::EXIT_BEHIND, error = %why, "restarting in place so this replica starts over from the newest snapshot")
         }
-        crate::counter_store::OnRestart::Reopen { group, .. } => {
+        crate::replication::store::OnRestart::Reopen { group, .. } => {
             tracing::error!(group, error = %why, "reopening the group from the newest snapshot")
         }
     }

@@ -5,8 +5,8 @@
 //! renewal is refused, and deletes its keys when it stops.
 
 use super::election::lease_bucket;
-use crate::counter_store::StoreSpec;
 use crate::id_leases::{Held, IdLeases};
+use crate::replication::store::StoreSpec;
 use async_nats::jetstream::{self, kv};
 use bytes::Bytes;
 use std::sync::Arc;

@@ -6,10 +6,10 @@
 
 use super::election::lease_bucket;
 use super::names::Names;
-use crate::counter_store::CounterStore;
-use crate::counter_store::StoreSpec;
 use crate::replication::members::Member;
 use crate::replication::sentinel::role_name;
+use crate::replication::store::CounterStore;
+use crate::replication::store::StoreSpec;
 use async_nats::jetstream::{self, kv};
 use bytes::Bytes;
 use futures_util::StreamExt;

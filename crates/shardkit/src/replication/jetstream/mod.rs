@@ -44,7 +44,7 @@ pub mod tasks;
 pub mod ticks;
 pub mod until_up;
 
-use crate::counter_store::CounterStore;
+use crate::replication::store::CounterStore;
 use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
@@ -198,7 +198,7 @@ impl Replicator {
     }
 
     /// Has the store's lease given back if this node leads it (see
-    /// [`crate::counter_store::LeaseRelease`]), waiting up to `within`.
+    /// [`crate::replication::store::LeaseRelease`]), waiting up to `within`.
     pub fn release_lease(&self, store: &CounterStore, within: Duration) {
         if !matches!(store.replication.role(), crate::replication::Role::Leader) {
             return;

@@ -14,7 +14,7 @@
 
 use super::lsn_seq::first_seq_reaching;
 use super::names::Names;
-use crate::counter_store::CounterStore;
+use crate::replication::store::CounterStore;
 use crate::replication::Role;
 use anyhow::Context;
 use async_nats::jetstream::{self, object_store::ObjectStore, stream};
@@ -255,7 +255,7 @@ pub struct Restored {
 /// `None` when the store has none: the node replays the stream from its start. Blocks:
 /// call it from a blocking thread, before the engine is opened.
 pub fn restore_newest(
-    spec: &crate::counter_store::StoreSpec,
+    spec: &crate::replication::store::StoreSpec,
     dir: &std::path::Path,
 ) -> anyhow::Result<Option<Restored>> {
     let runtime = tokio::runtime::Builder::new_current_thread()

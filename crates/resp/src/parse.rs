@@ -6,7 +6,7 @@
 //! the connection can parse every complete command in its buffer (pipelining) before
 //! it writes the replies.
 
-use super::limits::Limits;
+use crate::limits::Limits;
 
 /// A protocol error. `skip` is how many bytes to drop to reach the next command when
 /// the frame boundary is known (the connection stays usable); `None` means the stream

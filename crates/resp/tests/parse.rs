@@ -3,8 +3,8 @@
 //! parser or make it loop.
 
 use proptest::prelude::*;
-use shardkit::resp::parse::Parsed;
-use shardkit::resp::{Limits, ParseError, Parser};
+use shardkit_resp::parse::Parsed;
+use shardkit_resp::{Limits, ParseError, Parser};
 
 type Commands = Vec<Vec<Vec<u8>>>;
 

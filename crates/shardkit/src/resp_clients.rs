@@ -1,4 +1,4 @@
-//! The connected RESP clients, for `CLIENT LIST`, `CLIENT INFO`, `CLIENT KILL` and
+//! The connected RESP clients (held by the shared state, so outside `resp/`), for `CLIENT LIST`, `CLIENT INFO`, `CLIENT KILL` and
 //! `INFO clients`: one entry per open connection, added when it is accepted and
 //! removed when it closes (by the [`Registration`] guard, on every exit path).
 //!
@@ -16,7 +16,7 @@ use std::time::Instant;
 /// Every open RESP connection of one server, by client id.
 #[derive(Debug, Default)]
 pub struct Clients {
-    open: Mutex<BTreeMap<u64, Arc<Client>>>,
+    open: Arc<Mutex<BTreeMap<u64, Arc<Client>>>>,
     /// Connections accepted since start (`INFO stats`' `total_connections_received`).
     accepted: AtomicU64,
 }
@@ -51,25 +51,20 @@ struct Details {
 /// Removes its client from the registry when the connection ends.
 #[derive(Debug)]
 pub struct Registration {
-    clients: Arc<crate::state::AppState>,
+    open: Arc<Mutex<BTreeMap<u64, Arc<Client>>>>,
     /// The registered client.
     pub client: Arc<Client>,
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.clients.clients.open.lock().remove(&self.client.id);
+        self.open.lock().remove(&self.client.id);
     }
 }
 
 impl Clients {
     /// Adds a connection; it stays listed until the returned guard is dropped.
-    pub fn register(
-        state: &Arc<crate::state::AppState>,
-        id: u64,
-        addr: String,
-        laddr: String,
-    ) -> Registration {
+    pub fn register(&self, id: u64, addr: String, laddr: String) -> Registration {
         let client = Arc::new(Client {
             id,
             addr,
@@ -84,10 +79,10 @@ impl Clients {
             killed: AtomicBool::new(false),
             kill: tokio::sync::Notify::new(),
         });
-        state.clients.accepted.fetch_add(1, Ordering::Relaxed);
-        state.clients.open.lock().insert(id, Arc::clone(&client));
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+        self.open.lock().insert(id, Arc::clone(&client));
         Registration {
-            clients: Arc::clone(state),
+            open: Arc::clone(&self.open),
             client,
         }
     }

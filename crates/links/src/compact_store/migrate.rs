@@ -5,7 +5,7 @@
 //! A crash during the conversion leaves the old file as it was (redb commits all or
 //! nothing), and the next start converts it again. Nothing to do by hand.
 
-use crate::compact_store::{backend, insert_in};
+use super::{backend, insert_in};
 use crate::error::StoreError;
 use crate::locator::Locator;
 use crate::model::Link;

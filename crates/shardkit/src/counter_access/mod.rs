@@ -6,6 +6,11 @@
 //! creates it with one column `value`, and writing to a column named for the first
 //! time adds it (16 bits inline, max 64 bits); reads of either answer "absent". With it
 //! off, both are errors that say how to create them.
+//!
+//! [`commit_task`]: the one task per store that makes a batch of writes durable and
+//! wakes the connections waiting for it (group commit).
+
+pub mod commit_task;
 
 use shardkit_counters::{ColumnOptions, Engine, Error, Key};
 
@@ -114,7 +119,7 @@ pub struct Counters {
     /// Whether a write waits for an fsync before it returns (fsync `always`).
     pub writes_wait_for_disk: bool,
     /// The shared fsync for RESP batches under fsync `always`.
-    pub group_commit: crate::group_commit::GroupCommit,
+    pub group_commit: crate::counter_access::commit_task::GroupCommit,
     /// Runs before `auto_create` makes a missing counter or column with the default
     /// options: a cluster group's store sets it to apply the cluster's schema read
     /// afresh, so a counter or column made by `COUNTER.CREATE|ADDCOL` on another node a

@@ -19,7 +19,9 @@
 //! Memory: redb keeps its own page cache (no mmap), sized by the caller
 //! (`[links] memory_mib`); resident memory stays near it whatever the number of links.
 //! A file of the previous format (JSON records and a `codes` table) is converted on
-//! open, in one transaction ([`crate::migrate`]).
+//! open, in one transaction ([`migrate`]).
+
+mod migrate;
 
 use crate::code::{looks_generated, Codec};
 use crate::error::StoreError;
@@ -133,7 +135,7 @@ impl CompactLinkStore {
         txn.open_table(URLS).map_err(backend)?;
         txn.open_multimap_table(TAGS).map_err(backend)?;
         txn.open_table(WIDE).map_err(backend)?;
-        crate::migrate::from_json_records(&txn, &locator)?;
+        migrate::from_json_records(&txn, &locator)?;
         txn.commit().map_err(backend)?;
         Ok(Self { db, locator })
     }

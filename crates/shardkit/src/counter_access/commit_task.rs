@@ -16,7 +16,7 @@
 //! the connections, all commit after the turn's connections have written and publish
 //! before any of them waits.
 
-use crate::counter_access::Counters;
+use super::Counters;
 use shardkit_counters::Pending;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -1,11 +1,11 @@
 //! Fuzzes the RESP parser the way a connection drives it: every complete command is
 //! taken, errors with a known boundary are skipped, a fatal one ends the stream.
-//! Run: `cd crates/shardkit/fuzz && cargo fuzz run resp_parse -- -max_total_time=60`.
+//! Run: `cd crates/resp/fuzz && cargo fuzz run resp_parse -- -max_total_time=60`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shardkit::resp::parse::Parsed;
-use shardkit::resp::{Limits, Parser};
+use shardkit_resp::parse::Parsed;
+use shardkit_resp::{Limits, Parser};
 
 fuzz_target!(|data: &[u8]| {
     let mut parser = Parser::new(Limits {

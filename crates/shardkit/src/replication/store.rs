@@ -5,9 +5,8 @@
 //! store rather than on the whole server state: today a node has one store; a cluster
 //! node (docs/cluster.md) will hold one per slot group it serves.
 
-use crate::config::Settings;
+use super::Status;
 use crate::counter_access::Counters;
-use crate::replication::Status;
 use std::sync::Arc;
 
 /// A counter store: what the replication tasks read and change.
@@ -85,8 +84,11 @@ impl LeaseRelease {
     }
 }
 
+/// Makes what a new leader needs in its engine before it takes writes.
+pub type PrepareLeader = fn(&shardkit_counters::Engine) -> Result<(), shardkit_counters::Error>;
+
 /// Where a store's log lives and how its lease runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct StoreSpec {
     /// The store's name: its stream, buckets and subject derive from it.
     pub name: String,
@@ -100,22 +102,8 @@ pub struct StoreSpec {
     pub may_lead: bool,
     /// Snapshots kept in the object store.
     pub snapshots_kept: usize,
-    /// Whether a new leader makes the link-click counters (the server's own store
-    /// holds them).
-    pub holds_clicks: bool,
-}
-
-impl StoreSpec {
-    /// The server's store, from `[counters]` and `[nats]`.
-    pub fn from_settings(settings: &Settings) -> Self {
-        Self {
-            name: settings.counters.store.clone(),
-            nats: settings.nats.clone(),
-            lease_ms: settings.counters.lease_ms,
-            stream_replicas: settings.counters.stream_replicas,
-            may_lead: settings.counters.role == "auto",
-            snapshots_kept: settings.counters.snapshots_kept,
-            holds_clicks: true,
-        }
-    }
+    /// What a new leader makes in its engine before it takes writes (the server's own
+    /// store: the link-click counters). A function of the layer above, so replication
+    /// need not know what the store holds.
+    pub prepare_leader: Option<PrepareLeader>,
 }

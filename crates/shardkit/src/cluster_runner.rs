@@ -14,14 +14,15 @@
 //! up with the stream and leads, its first append fenced by the stream's last sequence,
 //! so no write acknowledged here is lost.
 
-use super::map_store::MapStore;
-use super::registry::{NodeRecord, Registry};
 use crate::cluster::live::Live;
 use crate::cluster::map::SlotMap;
+use crate::cluster::nats::map_store::MapStore;
+use crate::cluster::nats::names::group_store_name;
+use crate::cluster::nats::registry::{NodeRecord, Registry};
 use crate::config::Settings;
 use crate::counter_access::Counters;
-use crate::counter_store::{CounterStore, StoreSpec};
 use crate::replication::jetstream::Replicator;
+use crate::replication::store::{CounterStore, StoreSpec};
 use anyhow::Context;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -61,7 +62,7 @@ struct Ctx {
     /// The RESP runtime, where the connections that wait on the groups' commits run:
     /// every group's commit task runs there too, so on the one-thread event loop a
     /// group commits after every connection ready in the same turn has written, as a
-    /// lone node's commit does ([`crate::group_commit`]).
+    /// lone node's commit does ([`crate::counter_access::commit_task`]).
     commits: tokio::runtime::Handle,
     /// Groups whose store must start over (a lease lost other than by a hand-over, or a
     /// follower behind the purge point): the map watch closes and reopens them.
@@ -125,10 +126,14 @@ impl Runner {
         let name = &settings.cluster.name;
         let lease_for = Duration::from_millis(settings.counters.lease_ms);
         let (registry, maps, id_kv, nats, replicas) = runtime.block_on(async {
-            let js =
-                super::connect(&settings.nats, &format!("shardkit {}", record.announce)).await?;
+            let js = crate::cluster::nats::connect(
+                &settings.nats,
+                &format!("shardkit {}", record.announce),
+            )
+            .await?;
             let replicas =
-                super::replicas::choose(&js, name, settings.cluster.stream_replicas).await?;
+                crate::cluster::nats::replicas::choose(&js, name, settings.cluster.stream_replicas)
+                    .await?;
             let registry = Registry::open(&js, name, replicas).await?;
             let maps = MapStore::open(&js, name, replicas).await?;
             let id_kv = crate::replication::jetstream::election::lease_bucket(
@@ -142,7 +147,7 @@ impl Runner {
             registry.announce(&record).await?;
             anyhow::Ok((registry, maps, id_kv, js.client(), replicas))
         })?;
-        live.set_schema_writer(Box::new(super::map_store::KvSchemaWriter {
+        live.set_schema_writer(Box::new(crate::cluster::nats::map_store::KvSchemaWriter {
             maps: maps.clone(),
             runtime: runtime.handle().clone(),
         }));
@@ -447,11 +452,6 @@ fn reopen_groups(ctx: &Ctx, groups: &[u16]) {
     reconcile(ctx);
 }
 
-/// The group's store name: `<cluster>-g<NNN>`.
-pub fn group_store_name(cluster: &str, group: u16) -> String {
-    format!("{cluster}-g{group:03}")
-}
-
 /// Where the node keeps its local copy of group `group`.
 fn group_dir(data: &Path, group: u16) -> PathBuf {
     data.join("cluster").join(format!("g{group:03}"))
@@ -467,7 +467,7 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
         stream_replicas: ctx.replicas,
         may_lead: owner,
         snapshots_kept: settings.counters.snapshots_kept,
-        holds_clicks: false,
+        prepare_leader: None,
     };
     let dir = group_dir(&settings.data, g);
     if dir.exists() {
@@ -504,7 +504,7 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
         spec,
         release: Default::default(),
         stands_for_lease: std::sync::atomic::AtomicBool::new(owner),
-        on_restart: crate::counter_store::OnRestart::Reopen {
+        on_restart: crate::replication::store::OnRestart::Reopen {
             group: g,
             queue: ctx.reopen.clone(),
         },
@@ -515,9 +515,10 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
     // The group commit's waiters are the RESP connections, and it runs beside them;
     // its publishes go to the group's publisher on the node's runtime. It ends on
     // `stop_commit` (the group closed).
-    ctx.commits.spawn(crate::group_commit::GroupCommit::run(
-        counters, true, stopped,
-    ));
+    ctx.commits
+        .spawn(crate::counter_access::commit_task::GroupCommit::run(
+            counters, true, stopped,
+        ));
     Ok(Open {
         owner,
         store,

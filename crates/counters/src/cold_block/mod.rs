@@ -11,7 +11,7 @@
 //! ```
 //!
 //! The CRC32 covers every byte before it. Version 2, written since 2026-11-26, keeps this
-//! header and lays out its payload as `block_sections.rs` says (id gaps in byte
+//! header and lays out its payload as `sections.rs` says (id gaps in byte
 //! planes, each section compressed on its own; `raw_len` is the sum of the sections' raw
 //! lengths): 0.75x the bytes of version 1 on Weibo-like rows. Version 1 blocks are still
 //! read. In version 1 the payload is the raw part compressed with `codec` (0: stored as
@@ -30,6 +30,8 @@
 //! Decoding checks everything (length, CRC, header against the caller's index entry,
 //! every section's bounds, the ids' order) and reports a damaged block as
 //! [`BlockError::Corrupt`] naming the ids it held.
+
+mod sections;
 
 /// First bytes of every block.
 ///
@@ -249,7 +251,7 @@ fn encode_version(
     }
 
     let (payload, raw_len) = if version == VERSION {
-        crate::block_sections::encode(ids, columns, codec)?
+        sections::encode(ids, columns, codec)?
     } else {
         encode_v1(ids, columns, codec)?
     };
@@ -493,7 +495,7 @@ pub(crate) fn unzstd(payload: &[u8], raw_len: usize) -> std::io::Result<Vec<u8>>
 fn parse(o: &Opened) -> Result<(Vec<u64>, Vec<Vec<u64>>), Damage> {
     if o.version == VERSION {
         let range = (o.first_id, o.last_id);
-        return crate::block_sections::decode(o.payload, o.rows, range, o.widths.len(), o.raw_len);
+        return sections::decode(o.payload, o.rows, range, o.widths.len(), o.raw_len);
     }
     let raw = match o.codec {
         Codec::None => o.payload.to_vec(),
