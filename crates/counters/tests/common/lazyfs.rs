@@ -2,9 +2,10 @@
 //!
 //! LazyFS (a FUSE file system) keeps every written byte in its own cache until the file
 //! is fsynced, and drops whatever is still unsynced when told `lazyfs::clear-cache`
-//! through its fault fifo: what a power cut does to a page cache. The repository does
-//! not build it; the tests use the executable named by `SHARDKIT_LAZYFS` and skip
-//! without it.
+//! through its fault fifo: what a power cut does to a page cache. `scripts/lazyfs`
+//! builds it from the copy in `third_party/lazyfs`; the tests use the executable named
+//! by `SHARDKIT_LAZYFS` and skip without it, unless `SHARDKIT_REQUIRE_LAZYFS=1` (set by
+//! `scripts/test`) makes a missing one a failure.
 //!
 //! LazyFS only models data: creates, renames, unlinks and truncates go straight to the
 //! file system under it, so a cut never undoes one of those.
@@ -16,9 +17,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The environment variable naming the LazyFS executable: the repository ships no
-/// LazyFS, so whoever runs these tests says where theirs is.
+/// The environment variable naming the LazyFS executable (`scripts/lazyfs` prints the
+/// path of the one it builds), so whoever runs these tests says where theirs is.
 pub const ENV: &str = "SHARDKIT_LAZYFS";
+
+/// Set to `1` (as `scripts/test` does), a missing [`ENV`] fails the test instead of
+/// skipping it: under the test command a power-loss test can never pass vacuously.
+pub const REQUIRE_ENV: &str = "SHARDKIT_REQUIRE_LAZYFS";
 
 /// How long mounting, a fault command or unmounting may take before the test gives up
 /// (each is milliseconds when LazyFS works: a hang is a broken setup, not a slow one).
@@ -26,16 +31,27 @@ const PATIENCE: Duration = Duration::from_secs(15);
 
 /// The LazyFS executable from [`ENV`], or `None` after printing why the test skips.
 /// Exists so every power-loss test skips the same way on machines without LazyFS and
-/// fails loudly where it is named but missing.
+/// fails loudly where it is named but missing, or missing while [`REQUIRE_ENV`] is `1`.
 pub fn binary(test: &str) -> Option<PathBuf> {
-    match std::env::var_os(ENV) {
+    let required = std::env::var_os(REQUIRE_ENV).is_some_and(|v| v == "1");
+    match std::env::var_os(ENV).filter(|p| !p.is_empty()) {
         None => {
+            assert!(
+                !required,
+                "{test}: {ENV} is not set (path to a LazyFS executable) but \
+                 {REQUIRE_ENV}=1 forbids skipping: run `bash scripts/test`, or set \
+                 {ENV}=$(bash scripts/lazyfs)"
+            );
             println!("{test}: skipped: {ENV} is not set (path to a LazyFS executable)");
             None
         }
         Some(p) => {
             let p = PathBuf::from(p);
-            assert!(p.is_file(), "{ENV}={} is not a file", p.display());
+            assert!(
+                p.is_file(),
+                "{ENV}={} is not a file (`bash scripts/lazyfs` builds one)",
+                p.display()
+            );
             Some(p)
         }
     }
