@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18's failover benchmark: the time from a cluster node's SIGKILL to its groups
+# The time from a cluster node's SIGKILL to its groups
 # serving writes again, and that nothing it acknowledged is lost.
 #
 #   bash bench/cluster-failover.sh        # ROUNDS=3 LEASE_MS=3000 (the default) CLUSTER_GROUPS=64

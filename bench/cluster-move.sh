@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18's move benchmark: a group holding about ROWS rows moves to a new node while a
+# A group holding about ROWS rows moves to a new node while a
 # client keeps writing to it.
 #
 #   bash bench/cluster-move.sh             # ROWS=1000000

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18's benchmark: what the Redis Cluster mode costs per request, against one
+# What the Redis Cluster mode costs per request, against one
 # node with the same log (JetStream), in one run.
 #
 #   bash bench/cluster.sh                 # ROUNDS=2 N=200000 C=50 P=16 CLUSTER_GROUPS=64

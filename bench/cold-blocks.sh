@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cold tier's block format (issue 19), in process: bytes per row on disk per codec
+# The cold tier's block format, in process: bytes per row on disk per codec
 # and block size, and the time to decode one block and to get one id, on realistic rows.
 #
 #   bash bench/cold-blocks.sh                  # 1,000,000 and 10,000,000 rows

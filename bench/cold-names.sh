@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# String-keyed counter rows in the cold tier (issue 19), in process, shardkit alone:
+# String-keyed counter rows in the cold tier, in process, shardkit alone:
 # RAM and disk per row once cold, cold and warm reads, writes that bring rows back.
 #
 #   bash bench/cold-names.sh               # 10,000,000 rows

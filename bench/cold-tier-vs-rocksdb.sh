@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The counters' cold tier against its peer, RocksDB (issue 19), on the same rows, one
+# The counters' cold tier against its peer, RocksDB, on the same rows, one
 # after the other in one run:
 #
 #   bash bench/cold-tier-vs-rocksdb.sh                     # 10,000,000 rows

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The counters' cold tier (issue 19) end to end, in process, shardkit alone:
+# The counters' cold tier end to end, in process, shardkit alone:
 #
 #   bash bench/cold-tier.sh                                    # 10,000,000 rows
 #   bash bench/cold-tier.sh 100000000                          # 100 M (~4 GB of scratch disk for the log)

@@ -90,7 +90,7 @@ PY
 # drawn from millions of codes, and stalled its connections while collecting them and
 # resizing its string table: at 10 M links the p99 of redirects the server answered from
 # its cache went from 3.9 ms to 157 ms with distinct strings, and back to 3.8 ms with the
-# pause at 100% (bench/README.md, thirty-second session).
+# pause at 100% (bench/notes/runs.md, thirty-second session).
 codes_lua() {
   local packed="$1.packed" width padded
   # The packed string is made once per CODES file: a second script over the same codes

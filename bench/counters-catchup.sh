@@ -69,7 +69,7 @@ offset() {
 }
 
 # load PORT: ROWS rows, ROUNDS INCRBYs each, pipelined (one redis-cli --pipe per
-# million commands: one pipe of 10 million stalled once, see bench/README.md).
+# million commands: one pipe of 10 million stalled once, see bench/notes/runs.md).
 load() {
   local from round
   for ((round = 0; round < ROUNDS; round++)); do

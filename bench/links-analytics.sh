@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What click analytics cost the redirect: wrk on GET /{code} (N links, default 10,000; a random code
 # per request, a desktop browser's User-Agent and a Referer on every request) against
-# this build and a reference build without analytics (BASE, e.g. main before issue 23),
+# this build and a reference build without analytics (BASE, e.g. a commit before analytics),
 # alternated rounds in one run: requests/s, p99, server CPU, and the ratio. Afterwards
 # it checks that this build's stats counted the clicks (none dropped).
 #

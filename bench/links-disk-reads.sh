@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Redirects that must read the disk (issue 25): N links loaded once, then for each
+# Redirects that must read the disk: N links loaded once, then for each
 # round and each build, the page cache dropped (and the clicks' counters removed, so
 # every round starts alike) and wrk -t2 -c50 for D on random codes; with DROPPER=1 the
 # page cache is dropped again every 0.2 s during the run, which keeps a 10 M-link store

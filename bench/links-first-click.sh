@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a redirect of a link nobody clicked yet today costs against one the server has
-# at hand (issue 25: why the rate at 100 M links is not the rate at 10,000), on one
+# at hand (why the rate at 100 M links is not the rate at 10,000), on one
 # store of N links loaded once, three kinds of round alternated R times:
 #   hot    wrk on the first 10,000 codes only: after the first second every request is
 #          a redirect-cache hit and a repeat click (what a 10,000-link run measures)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The PostgreSQL link store's bulk import as its shards grow (issue 25): two fresh
+# The PostgreSQL link store's bulk import as its shards grow: two fresh
 # databases on the machine's PostgreSQL as two servers (`shardkit pg init`, 64 logical
 # shards), one `shardkit serve` on them, then CHUNKS imports of 250,000 links each
 # (`shardkit links import --batch 10000`, what `links-scale.sh` does in one go); for

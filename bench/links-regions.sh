@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Short links in two regions (issue 26): `us` and `cn` as network namespaces, each with its
+# Short links in two regions: `us` and `cn` as network namespaces, each with its
 # own shardkit node and storage, 80 ms apart (round trip): `tc netem delay 40ms` on each end
 # of a veth pair between them, or, where the kernel has no netem, bench/delay-proxy.py in
 # the root namespace (each region reaches it over its own link; the script says which).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Redirects as links grow (issue 25), the embedded store (`redb`: segment files and a
+# Redirects as links grow, the embedded store (`redb`: segment files and a
 # dense offset index) against the previous ones in the same run, same binary
 # (`[links] store = "redb-compact"`: records in redb; `"redb-json"`: JSON records; both
 # kept for this comparison):
@@ -37,7 +37,7 @@
 # taken from it as it comes, `import_codes`).
 # Before each run the store's files (links.segments/, links.redb) are read once, as a
 # server that has served a while holds them: the redirects' CPU apart from the VM's
-# disk. These VMs page out files idle for a minute (DAMON, bench/README.md), and in the
+# disk. These VMs page out files idle for a minute (DAMON, bench/notes/runs.md), and in the
 # rounds each store waits while the others run: unwarmed, the 10 M and 100 M stores of a
 # ladder were read from the disk (0.9-1.0 disk reads a redirect, 569 and 780 req/s).
 #   WARM=0 bash bench/links-scale.sh 10000 100000000

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7: redirects per second with the PostgreSQL link store behind the redirect
+# Redirects per second with the PostgreSQL link store behind the redirect
 # cache, against the embedded (redb) store, in the same run. Two fresh databases on the
 # machine's PostgreSQL stand in for two servers (`shardkit pg init`, 64 logical shards);
 # two shardkit servers (embedded, postgres) get the same N links through the bulk API;

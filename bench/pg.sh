@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 figures, side by side in one run on the machine's PostgreSQL and MariaDB
+# PostgreSQL shards and ticket servers, side by side in one run on the machine's PostgreSQL and MariaDB
 # (fresh databases, dropped after): next_id() inserts/s on one shard and across 64
 # shards vs a plain bigserial key (and Instagram's published function), and MariaDB
 # ticket numbers/s with segments vs one REPLACE per number. Prints markdown tables.

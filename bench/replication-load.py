@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The load client, lag sampler and failover prober of bench/replication.sh (issue 17).
+"""The load client, lag sampler and failover prober of bench/replication.sh.
 
     load:     C connections send pipelines of P `INCR counter:<k>` (k uniform in [0, R)),
               optionally followed by `WAIT 1 0` (--wait, for Redis with a replica), and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17's benchmarks, in one run: the counters' log on NATS JetStream against the
+# In one run: the counters' log on NATS JetStream against the
 # local log and against Redis with a replica.
 #
 #   bash bench/replication.sh                     # ROUNDS=2 DUR=8 C=50

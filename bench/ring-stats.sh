@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side figures for shardkit-ring (issue 3), all from one run on one machine:
+# Side-by-side figures for shardkit-ring, all from one run on one machine:
 #   1. criterion lookup times: ours vs `hashring` (ring, 160 vnodes) and `jumphash`
 #      (ours: jump = Lamping-Veach, jump-back = JumpBack hashing), at 100 and 1000 nodes,
 #      printed with ours/theirs ratios;

@@ -1,4 +1,4 @@
-//! The RocksDB peer of the counters' cold tier (issue 19).
+//! The RocksDB peer of the counters' cold tier.
 //!
 //! `cold-tier rows ROWS | rocksdb-peer load DIR ROWS` stores the cold-tier benchmark's
 //! rows as the issue asks (8-byte big-endian id -> the two u16 columns, zstd, RocksDB's

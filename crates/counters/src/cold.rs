@@ -32,7 +32,7 @@ use crate::error::{io_err, Error, Result};
 use crate::hash::FastMap;
 use crate::name_block::{NameBlock, NameBlockEntry};
 
-/// Rows per block at most: the size measured in bench/README.md ("Cold tier block
+/// Rows per block at most: the size measured in bench/notes/runs.md ("Cold tier block
 /// format", 3.42 bytes per row at 4,096 rows).
 pub(crate) const BLOCK_ROWS: usize = 4096;
 
@@ -299,7 +299,7 @@ impl ColdFile {
 /// Tells the kernel that `file` is read at random offsets, so a cold read's miss in the
 /// page cache reads the block's pages and not a readahead window around them (RocksDB
 /// does the same to its table files, `advise_random_on_open`). Measured in
-/// bench/README.md ("Cold reads from the disk"). Advice only: a failure changes nothing.
+/// bench/notes/runs.md ("Cold reads from the disk"). Advice only: a failure changes nothing.
 fn advise_random(file: &File) {
     let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::Random);
 }

@@ -5,7 +5,7 @@
 //! by its high bits and batch number alone and recovery reads the index from the batch.
 //! The index of rows that no longer change is then written once, not again by every
 //! snapshot: before, at a billion rows, each snapshot carried 1.3 GB of cold index beside
-//! 1 GB of hot rows (bench/README.md, "A billion rows").
+//! 1 GB of hot rows (bench/notes/runs.md, "A billion rows").
 //!
 //! Layout after the last block (integers little-endian, `var` = LEB128):
 //!

@@ -43,7 +43,7 @@ use crate::names::CopiedRow;
 
 /// Rows per block at most: far fewer than the id blocks' 4,096, because a read of one
 /// row decodes its whole block and string keys cost more to decode than id gaps
-/// (front-coded keys rebuilt one by one). Measured (bench/README.md, "String-keyed rows
+/// (front-coded keys rebuilt one by one). Measured (bench/notes/runs.md, "String-keyed rows
 /// in the cold tier", 10 M rows of 18-byte keys): a cold read p50/p99 of ~290-370/~510-550 µs at
 /// 4,096 rows, 70/142 µs at 1,024 and 28/54 µs at 256, for 12.08 bytes a row on disk at
 /// 1,024 and 12.68 at 256 (+5%).

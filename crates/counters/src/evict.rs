@@ -189,7 +189,7 @@ fn evict_counter(
 }
 
 /// Rows copied, or swapped into a run, per hold of a stripe's lock: writers of the
-/// stripe wait for at most this many rows' work. Measured at 10 M rows (bench/README.md,
+/// stripe wait for at most this many rows' work. Measured at 10 M rows (bench/notes/runs.md,
 /// "String-keyed rows in the cold tier"): 4,096 rows a hold took up to 9 ms (a swap
 /// finds, compares and unlinks each row: cache misses); a whole stripe a hold, as
 /// before, stalled a writer for 253 ms.

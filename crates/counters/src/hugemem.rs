@@ -3,7 +3,7 @@
 //!
 //! Exists because a random increment on a big table is mostly page walks: with 4 KiB
 //! pages every look-up in a table of a gigabyte misses the TLB, with 2 MiB pages most do
-//! not (see `bench/README-counters.md`). The general-purpose allocator neither aligns big
+//! not (see `bench/notes/counters-engine.md`). The general-purpose allocator neither aligns big
 //! blocks to 2 MiB nor asks for huge pages, so a partition's arrays live in a [`HugeBuf`]
 //! instead.
 //!

@@ -17,7 +17,7 @@
 //! - `8` integer-keyed rows of one stripe (chunked): counter index, stripe, L, then the
 //!   rows sorted by id as one cold-tier block ([`crate::cold_block`]: id gaps in byte
 //!   planes, columns as varints, zstd, its own CRC), ~4.7x smaller than the same rows
-//!   in `3` on time-ordered ids (bench/README.md, "Snapshots as blocks");
+//!   in `3` on time-ordered ids (bench/notes/runs.md, "Snapshots as blocks");
 //! - `4` transaction ids of one stripe: counter index, stripe, L, entries;
 //! - `6` the cold partitions of one stripe: counter index, stripe, L, count,
 //!   then per partition its high 32 bits, cold batch number, rows, and the low 32 bits of
@@ -245,7 +245,7 @@ pub(crate) struct SnapWriter {
     /// The chunk buffers, kept from stripe to stripe for the snapshot's life: made anew
     /// for each of a counter's 32 stripes they were allocated, grown and zero-filled by
     /// the kernel each time (a counter of 80 columns gathers 40 MiB a 65,536-row
-    /// chunk), which was half of a big snapshot's CPU (bench/README.md).
+    /// chunk), which was half of a big snapshot's CPU (bench/notes/runs.md).
     chunks: Chunks,
 }
 

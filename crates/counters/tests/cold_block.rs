@@ -326,7 +326,7 @@ proptest! {
 
 /// What version 2 is for: on ids made in time order by a Snowflake-style layout (two per
 /// millisecond, a random 13-bit shard, a 10-bit sequence that rarely leaves 0) with two
-/// small skewed columns, its blocks are well under version 1's (bench/README.md measures
+/// small skewed columns, its blocks are well under version 1's (bench/notes/runs.md measures
 /// 0.75x on the rows).
 #[test]
 fn version_2_is_smaller_than_version_1_on_time_ordered_ids() {

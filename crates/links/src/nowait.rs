@@ -5,7 +5,7 @@
 //! holds the thread, and every connection queued on it, for the disk's latency. At 100 M
 //! links (9.4 GB of segment files) a uniform draw misses the page cache most of the
 //! time, and the two runtime threads reading in place served 10.7 k redirects/s
-//! (bench/README.md). `preadv2(RWF_NOWAIT)` (Linux 4.14) reads only what the
+//! (bench/notes/runs.md). `preadv2(RWF_NOWAIT)` (Linux 4.14) reads only what the
 //! page cache holds and answers `EAGAIN` otherwise, so the caller reads in place when
 //! that is cheap and hands the read to a thread that may block only when it is not.
 //! Where that flag does not exist (another OS, a file system without it) every read

@@ -113,7 +113,7 @@ fn io(what: &str, path: &Path, e: std::io::Error) -> StoreError {
 
 /// Opens segment `path` for reading and appending. On Linux with `O_NOATIME`: the file
 /// is the server's own, and a redirect's read of a record then skips the access-time
-/// check (~0.07 µs of each read, perf at 10 M links, bench/README.md). A file another
+/// check (~0.07 µs of each read, perf at 10 M links, bench/notes/runs.md). A file another
 /// user owns refuses the flag, and is opened without it.
 fn open_segment(path: &Path, create: bool) -> Result<File, StoreError> {
     let open = |flags: i32| {

@@ -2,7 +2,7 @@
 //!
 //! Exists because a redirect that misses every cache used to make two `pread`s, one for
 //! its slot in `index-gNN` and one for its record, and on two cores each system call is
-//! also where the load generator takes the CPU (bench/README.md). Holding the
+//! also where the load generator takes the CPU (bench/notes/runs.md). Holding the
 //! slots in the process makes it one. Whole, they are 8 bytes a link (800 MB at 100 M);
 //! packed they are 144 bytes a block of 64 slots of a group, about 2.25 bytes a link:
 //! the location of a block's first record, then for each slot the gap from the record

@@ -20,7 +20,7 @@ use crate::cluster::nats::map_store::MapStore;
 use crate::cluster::nats::names::group_store_name;
 use crate::cluster::nats::registry::{NodeRecord, Registry};
 use crate::config::Settings;
-use crate::counter_access::Counters;
+use crate::counters::Counters;
 use crate::replication::jetstream::Replicator;
 use crate::replication::store::{CounterStore, StoreSpec};
 use anyhow::Context;
@@ -62,7 +62,7 @@ struct Ctx {
     /// The RESP runtime, where the connections that wait on the groups' commits run:
     /// every group's commit task runs there too, so on the one-thread event loop a
     /// group commits after every connection ready in the same turn has written, as a
-    /// lone node's commit does ([`crate::counter_access::commit_task`]).
+    /// lone node's commit does ([`crate::counters::commit_task`]).
     commits: tokio::runtime::Handle,
     /// Groups whose store must start over (a lease lost other than by a hand-over, or a
     /// follower behind the purge point): the map watch closes and reopens them.
@@ -516,7 +516,7 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
     // its publishes go to the group's publisher on the node's runtime. It ends on
     // `stop_commit` (the group closed).
     ctx.commits
-        .spawn(crate::counter_access::commit_task::GroupCommit::run(
+        .spawn(crate::counters::commit_task::GroupCommit::run(
             counters, true, stopped,
         ));
     Ok(Open {

@@ -7,6 +7,57 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// `[counters] fsync`: when the counters' local log reaches the disk (Redis's
+/// `appendfsync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Fsync {
+    /// Before a write is acknowledged: no acknowledged write is lost.
+    #[default]
+    Always,
+    /// Once a second: a power cut loses up to about a second.
+    Everysec,
+    /// When the operating system writes: fastest, a power cut loses what it held.
+    No,
+}
+
+/// `[counters] log`: where the counters' log of record lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum CounterLog {
+    /// The data directory's segment files.
+    #[default]
+    Local,
+    /// A NATS JetStream stream: the lease holder writes, replicas follow (feature `nats`).
+    Jetstream,
+}
+
+/// `[counters] role`: whether a node with the JetStream log may lead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum CounterRole {
+    /// Lead when the lease is free, else follow.
+    #[default]
+    Auto,
+    /// Never lead.
+    Replica,
+}
+
+/// `[links] store`: where links live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkStoreKind {
+    /// Embedded: records in `<data>/links.segments/`, their indexes in `<data>/links.redb`.
+    #[default]
+    Redb,
+    /// The previous embedded format (records in redb), for side-by-side measurements.
+    RedbCompact,
+    /// The oldest embedded format (JSON records), for side-by-side measurements.
+    RedbJson,
+    /// The logical shards of `links.servers`, made by `shardkit pg init` (feature `sql`).
+    Postgres,
+}
+
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -55,7 +106,7 @@ pub struct Settings {
     pub cluster: crate::cluster::settings::ClusterSettings,
     /// Short links in several regions; absent: one region.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub regions: Option<crate::regions::RegionSettings>,
+    pub regions: Option<shardkit_link_service::regions::RegionSettings>,
 }
 
 pub use crate::nats_settings::NatsSettings;
@@ -70,7 +121,7 @@ pub struct AccessSettings {
     pub public: Vec<String>,
 }
 
-use crate::cache_size::MAX_CACHE_ENTRIES;
+use shardkit_link_service::cache_size::MAX_CACHE_ENTRIES;
 
 /// `[links]`: short links (codes, cache, limits, click flushing).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,7 +145,7 @@ pub struct LinkSettings {
     /// indexes in `<data>/links.redb`) or `postgres` (the logical shards of `servers`,
     /// made by `shardkit pg init`; needs feature `sql`). `redb-compact` and `redb-json`
     /// are the two previous embedded formats, kept for side-by-side measurements.
-    pub store: String,
+    pub store: LinkStoreKind,
     /// PostgreSQL server URLs of the cluster when `store` is `postgres`.
     pub servers: Vec<String>,
     /// A MaxMind DB file (GeoLite2-Country or alike) for the clicks' countries; none
@@ -121,7 +172,7 @@ impl Default for LinkSettings {
             create_per_second: 100,
             create_burst: 1_000,
             click_flush_ms: 100,
-            store: "redb".into(),
+            store: LinkStoreKind::Redb,
             servers: Vec::new(),
             geoip_db: None,
             memory_mib: 256,
@@ -134,7 +185,7 @@ impl Default for LinkSettings {
 #[serde(default, deny_unknown_fields)]
 pub struct CounterSettings {
     /// `always` (default: no acknowledged write is lost), `everysec` or `no`, as Redis's appendfsync.
-    pub fsync: String,
+    pub fsync: Fsync,
     /// Writes create missing counters (one column `value`) and columns (16 bits, max 64).
     pub auto_create: bool,
     /// How long applied transaction ids are remembered, seconds.
@@ -151,14 +202,14 @@ pub struct CounterSettings {
     /// The log of record: `local` (the data directory's segment files) or `jetstream`
     /// (a NATS JetStream stream: a leader that holds the store's lease writes, replicas
     /// follow; needs feature `nats`).
-    pub log: String,
+    pub log: CounterLog,
     /// Name of the counter store on NATS; the stream, lease bucket and subject derive
     /// from it, so several stores share one NATS. Letters, digits, `-` and `_`.
     pub store: String,
     /// Copies JetStream keeps of the stream and the lease bucket (3 in production).
     pub stream_replicas: usize,
     /// `auto` (lead when the lease is free, else follow) or `replica` (never lead).
-    pub role: String,
+    pub role: CounterRole,
     /// How long the leader's lease lasts without renewal, ms (renewed every third of it).
     pub lease_ms: u64,
     /// Snapshots kept (1-16), so a damaged newest one can fall back on the one before:
@@ -220,22 +271,19 @@ impl CounterSettings {
     }
 }
 
-/// The `[counters] log` modes.
-pub const COUNTER_LOGS: [&str; 2] = ["local", "jetstream"];
-
 impl Default for CounterSettings {
     fn default() -> Self {
         Self {
-            fsync: "always".into(),
+            fsync: Fsync::Always,
             auto_create: true,
             txid_window_secs: 600,
             snapshot_log_mib: 64,
             snapshot_growth_percent: 100,
             snapshot_seconds: 3600,
-            log: "local".into(),
+            log: CounterLog::Local,
             store: "counters".into(),
             stream_replicas: 1,
-            role: "auto".into(),
+            role: CounterRole::Auto,
             lease_ms: 3_000,
             snapshots_kept: 2,
             announce: None,
@@ -353,15 +401,15 @@ pub struct Overrides {
     /// `--log-format` / `SHARDKIT_LOG_FORMAT`.
     pub log_format: Option<LogFormat>,
     /// `--store` / `SHARDKIT_STORE`: where links live (`links.store`).
-    pub store: Option<String>,
+    pub store: Option<LinkStoreKind>,
     /// `--servers` / `SHARDKIT_PG_SERVERS`: PostgreSQL servers (`links.servers`).
     pub servers: Option<Vec<String>>,
     /// `--counters-log` / `SHARDKIT_COUNTERS_LOG` (`counters.log`).
-    pub counters_log: Option<String>,
+    pub counters_log: Option<CounterLog>,
     /// `--counters-store` / `SHARDKIT_COUNTERS_STORE` (`counters.store`).
     pub counters_store: Option<String>,
     /// `--counters-role` / `SHARDKIT_COUNTERS_ROLE` (`counters.role`).
-    pub counters_role: Option<String>,
+    pub counters_role: Option<CounterRole>,
     /// `--counters-lease-ms` / `SHARDKIT_COUNTERS_LEASE_MS` (`counters.lease_ms`).
     pub counters_lease_ms: Option<u64>,
     /// `--counters-stream-replicas` / `SHARDKIT_COUNTERS_STREAM_REPLICAS`.
@@ -487,7 +535,7 @@ impl Settings {
         if let Some(announce) = &self.counters.announce {
             crate::announce::check("counters.announce", announce)?;
         }
-        if self.counters.log == "jetstream" {
+        if self.counters.log == CounterLog::Jetstream {
             crate::announce::check_reachable(
                 "counters.announce",
                 self.counters.announce.as_deref(),
@@ -524,16 +572,10 @@ impl Settings {
                 self.resp_threads
             );
         }
-        if !matches!(self.counters.fsync.as_str(), "always" | "everysec" | "no") {
-            anyhow::bail!(
-                "counters.fsync must be \"always\", \"everysec\" or \"no\", got {:?}",
-                self.counters.fsync
-            );
-        }
         self.check_counter_log()?;
         self.check_cold_tier()?;
         self.cluster.check()?;
-        if self.cluster.enabled && self.counters.log == "jetstream" {
+        if self.cluster.enabled && self.counters.log == CounterLog::Jetstream {
             anyhow::bail!(
                 "cluster.enabled: a cluster node keeps the counters in its slot groups' logs \
                  on JetStream already; leave counters.log at \"local\" (it then holds only the \
@@ -561,18 +603,17 @@ impl Settings {
                 self.links.memory_mib
             );
         }
-        match self.links.store.as_str() {
-            "redb" | "redb-compact" | "redb-json" => {}
-            "postgres" if !cfg!(feature = "sql") => {
+        match self.links.store {
+            LinkStoreKind::Redb | LinkStoreKind::RedbCompact | LinkStoreKind::RedbJson => {}
+            LinkStoreKind::Postgres if !cfg!(feature = "sql") => {
                 anyhow::bail!(
                     "links.store \"postgres\" needs a shardkit built with the cargo feature `sql`"
                 )
             }
-            "postgres" if self.links.servers.is_empty() => {
+            LinkStoreKind::Postgres if self.links.servers.is_empty() => {
                 anyhow::bail!("links.store \"postgres\" needs the cluster's servers: pass --servers URL[,URL...] (or links.servers)")
             }
-            "postgres" => {}
-            other => anyhow::bail!("links.store must be \"redb\" or \"postgres\", got {other:?}"),
+            LinkStoreKind::Postgres => {}
         }
         if let Some(base) = &self.links.base_url {
             shardkit_links::OwnOrigin::from_base_url(base)
@@ -585,15 +626,12 @@ impl Settings {
     /// a lease long enough to renew.
     fn check_counter_log(&self) -> anyhow::Result<()> {
         let c = &self.counters;
-        match c.log.as_str() {
-            "local" => return Ok(()),
-            "jetstream" if !cfg!(feature = "nats") => anyhow::bail!(
+        match c.log {
+            CounterLog::Local => return Ok(()),
+            CounterLog::Jetstream if !cfg!(feature = "nats") => anyhow::bail!(
                 "counters.log \"jetstream\" needs a shardkit built with the cargo feature `nats`"
             ),
-            "jetstream" => {}
-            other => {
-                anyhow::bail!("counters.log must be \"local\" or \"jetstream\", got {other:?}")
-            }
+            CounterLog::Jetstream => {}
         }
         if c.store.is_empty()
             || c.store.len() > 64
@@ -605,12 +643,6 @@ impl Settings {
             anyhow::bail!(
                 "counters.store must be 1 to 64 letters, digits, '-' or '_', got {:?}",
                 c.store
-            );
-        }
-        if !matches!(c.role.as_str(), "auto" | "replica") {
-            anyhow::bail!(
-                "counters.role must be \"auto\" or \"replica\", got {:?}",
-                c.role
             );
         }
         if !(300..=60_000).contains(&c.lease_ms) {
@@ -641,7 +673,7 @@ impl Settings {
         let c = &self.counters;
         let tiered = c.max_memory_bytes()?.is_some() | c.cold_after_duration()?.is_some();
         c.block_cache_bytes()?;
-        if tiered && c.log == "jetstream" {
+        if tiered && c.log == CounterLog::Jetstream {
             anyhow::bail!(
                 "counters.max_memory and counters.cold_after are not available with counters.log \"jetstream\" yet: the snapshots shipped to the object store do not carry the cold blocks they name; unset them or use log \"local\""
             );
@@ -704,6 +736,13 @@ mod tests {
                 "counters.block_cache",
             ),
             ("[counters]\nmax_memorie = \"2GiB\"\n", "max_memorie"),
+            ("[counters]\nlog = \"nats\"\n", "setting counters.log"),
+            (
+                "[counters]\nfsync = \"sometimes\"\n",
+                "setting counters.fsync",
+            ),
+            ("[counters]\nrole = \"leader\"\n", "setting counters.role"),
+            ("[links]\nstore = \"sqlite\"\n", "setting links.store"),
             (
                 "[counters]\nlog = \"jetstream\"\ncold_after = \"10m\"\n",
                 "jetstream",

@@ -4,29 +4,25 @@
 
 #![warn(missing_docs)]
 
-pub mod access;
 pub mod announce;
+pub mod api_keys;
 pub mod byte_size;
-pub mod cache_size;
 pub mod cluster;
 #[cfg(feature = "nats")]
 pub mod cluster_runner;
 pub mod config;
 pub mod config_error;
-pub mod counter_access;
+pub mod counters;
 pub mod data_dir;
 pub mod decoded_json;
 pub mod http;
 pub mod id_format;
 pub mod id_layout_record;
 pub mod id_leases;
-pub mod links;
-pub mod log_every;
 #[cfg(feature = "nats")]
 pub mod nats_connect;
 pub mod nats_settings;
 pub mod plural;
-pub mod regions;
 pub mod replication;
 pub mod resp;
 pub mod resp_clients;

@@ -52,7 +52,7 @@ async fn listen(name: &str, addr: std::net::SocketAddr) -> anyhow::Result<TcpLis
 /// a server that is not up yet is left to the start's own waiting.
 #[cfg(feature = "nats")]
 async fn refused_by_nats(settings: &Settings) -> anyhow::Result<()> {
-    if settings.counters.log != "jetstream" && !settings.cluster.enabled {
+    if settings.counters.log != crate::config::CounterLog::Jetstream && !settings.cluster.enabled {
         return Ok(());
     }
     match crate::nats_connect::connect(&settings.nats, "shardkit start").await {
@@ -103,7 +103,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         let state = Arc::clone(&state);
         tokio::task::spawn_blocking(move || {
             crate::replication::Running::start(
-                state.settings.counters.log == "jetstream",
+                state.settings.counters.log == crate::config::CounterLog::Jetstream,
                 &state.store,
                 &state.id_leases,
             )
@@ -146,9 +146,9 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         .await
     });
     let (stop_fsync, fsync_stopped) = watch::channel(false);
-    let group_commit = resp_runtime.spawn(crate::counter_access::commit_task::GroupCommit::run(
+    let group_commit = resp_runtime.spawn(crate::counters::commit_task::GroupCommit::run(
         Arc::clone(&state.counters),
-        state.settings.counters.log == "jetstream",
+        state.settings.counters.log == crate::config::CounterLog::Jetstream,
         fsync_stopped,
     ));
     let clicks = tokio::spawn(flush_clicks(Arc::clone(&state), stopped.clone()));
@@ -246,7 +246,7 @@ fn clone_listener(listener: &TcpListener) -> anyhow::Result<std::net::TcpListene
 async fn flush_clicks(state: Arc<AppState>, mut stopped: watch::Receiver<bool>) {
     let every = Duration::from_millis(state.settings.links.click_flush_ms.max(1));
     // A failing write is retried every flush: logged the first time, then once a minute.
-    let failure_log = crate::log_every::LogEvery::minute();
+    let failure_log = shardkit_util::log_every::LogEvery::minute();
     let mut failed_flushes = 0u64;
     loop {
         tokio::select! {

@@ -1,9 +1,8 @@
 //! What every request handler shares: settings, the id generator and the ticket
 //! sequences. Built once at start-up, read by HTTP and RESP alike.
 
-use crate::config::Settings;
-use crate::counter_access::Counters;
-use crate::links::Links;
+use crate::config::{CounterLog, CounterRole, Fsync, LinkStoreKind, Settings};
+use crate::counters::Counters;
 use anyhow::Context;
 use parking_lot::Mutex;
 use shardkit_counters::{Engine, FsyncPolicy};
@@ -11,6 +10,7 @@ use shardkit_ids::tickets::{EmbeddedTicketStore, SegmentAllocator, SegmentOption
 use shardkit_ids::{
     BackwardPolicy, GeneratorOptions, GuardOptions, Layout, ShardedGenerator, TicketError,
 };
+use shardkit_link_service::Links;
 use shardkit_links::{
     load_or_create_key, CompactLinkStore, GroupSequences, LinkStore, Minter, RedbLinkStore,
     SegmentLinkStore, TicketSequences,
@@ -56,11 +56,11 @@ pub(crate) fn engine_options(
     Ok(shardkit_counters::Options {
         // With the JetStream log the stream is what makes a write durable; the local
         // copy is rebuilt from it at start, so fsyncing it would buy nothing.
-        fsync: match settings.counters.fsync.as_str() {
+        fsync: match settings.counters.fsync {
             _ if jetstream => FsyncPolicy::No,
-            "everysec" => FsyncPolicy::EverySec,
-            "no" => FsyncPolicy::No,
-            _ => FsyncPolicy::Always,
+            Fsync::Everysec => FsyncPolicy::EverySec,
+            Fsync::No => FsyncPolicy::No,
+            Fsync::Always => FsyncPolicy::Always,
         },
         txid_window: Duration::from_secs(settings.counters.txid_window_secs),
         snapshot_log_bytes: Some(settings.counters.snapshot_log_mib.max(1) << 20),
@@ -91,7 +91,7 @@ pub struct AppState {
     /// The settings the server started with.
     pub settings: Settings,
     /// The admin key and the named keys with roles: who may do what.
-    pub access: crate::access::Access,
+    pub access: crate::api_keys::Access,
     /// The id layout in use.
     pub layout: Layout,
     /// Ids for every logical shard, with a durable time guard in the data directory.
@@ -108,7 +108,7 @@ pub struct AppState {
     /// Short links (`<data>/links.redb`, code key `<data>/links.key`).
     pub links: Links,
     /// `[regions]`: where links live, the calls to other regions, their links' cache.
-    pub regions: Option<crate::regions::Regions>,
+    pub regions: Option<shardkit_link_service::regions::Regions>,
     /// This node's replication role (standalone with the `local` log).
     pub replication: Arc<crate::replication::Status>,
     /// The open RESP connections (`CLIENT LIST`, `CLIENT KILL`, `INFO clients`).
@@ -116,7 +116,7 @@ pub struct AppState {
     /// When the server started (`INFO server`'s uptime).
     pub started: std::time::Instant,
     /// Password attempts on protected links, per client address.
-    pub password_attempts: Arc<crate::links::password::PasswordAttempts>,
+    pub password_attempts: Arc<shardkit_link_service::password::PasswordAttempts>,
     /// This node's view of its Redis Cluster (`[cluster] enabled`): set once the node
     /// has joined; unset on a node outside a cluster.
     pub cluster: std::sync::OnceLock<Arc<crate::cluster::live::Live>>,
@@ -170,7 +170,7 @@ impl AppState {
             segment,
             sequences: Mutex::new(HashMap::new()),
         };
-        let jetstream = settings.counters.log == "jetstream";
+        let jetstream = settings.counters.log == CounterLog::Jetstream;
         let engine_options = engine_options(&settings, jetstream)?;
         // With the JetStream log: the stream sequence the start's snapshot covers.
         let mut restored_seq = 0;
@@ -196,7 +196,7 @@ impl AppState {
         let recovery = engine.recovery();
         tracing::info!(report = ?recovery, "counters recovered");
         // A write waits for its batch's fsync, or for JetStream's ack of its batch.
-        let writes_wait_for_disk = settings.counters.fsync == "always" || jetstream;
+        let writes_wait_for_disk = settings.counters.fsync == Fsync::Always || jetstream;
         let counters = Arc::new(Counters {
             engine,
             auto_create: settings.counters.auto_create,
@@ -206,7 +206,7 @@ impl AppState {
         });
         if !jetstream {
             // With the JetStream log they are made when this node first leads.
-            crate::links::clicks::ensure_counters(&counters.engine)?;
+            shardkit_link_service::analytics::clicks::ensure_counters(&counters.engine)?;
         }
         let announced = crate::announce::addresses(
             settings.counters.announce.as_deref(),
@@ -229,22 +229,22 @@ impl AppState {
         let key_path = settings.data.join("links.key");
         let key = load_or_create_key(&key_path)
             .with_context(|| format!("cannot read or make the code key {}", key_path.display()))?;
-        let mut remote_keys: Option<Box<dyn crate::access::KeySource>> = None;
+        let mut remote_keys: Option<Box<dyn crate::api_keys::KeySource>> = None;
         let (store, link_sequences): (Arc<dyn LinkStore>, Box<dyn GroupSequences>) =
-            match settings.links.store.as_str() {
-                "postgres" => {
+            match settings.links.store {
+                LinkStoreKind::Postgres => {
                     let (store, sequences, keys) = open_postgres_links(&settings.links.servers)?;
                     remote_keys = Some(keys);
                     (store, sequences)
                 }
                 // The previous format, for side-by-side measurements only.
-                "redb-json" => (
+                LinkStoreKind::RedbJson => (
                     Arc::new(RedbLinkStore::open(settings.data.join("links.redb"))?),
                     Box::new(embedded_sequences),
                 ),
                 // The previous embedded store (records in redb), for side-by-side
                 // measurements only.
-                "redb-compact" => (
+                LinkStoreKind::RedbCompact => (
                     Arc::new(CompactLinkStore::open(
                         settings.data.join("links.redb"),
                         Links::codec(settings.links.sequential_codes, key),
@@ -252,7 +252,7 @@ impl AppState {
                     )?),
                     Box::new(embedded_sequences),
                 ),
-                _ => {
+                LinkStoreKind::Redb => {
                     let store = SegmentLinkStore::open(
                         settings.data.join("links.redb"),
                         Links::codec(settings.links.sequential_codes, key),
@@ -285,13 +285,13 @@ impl AppState {
             .clone()
             .unwrap_or_else(|| format!("http://{}", settings.http));
         let geo = match &settings.links.geoip_db {
-            Some(path) => Some(crate::links::analytics::geo::GeoIp::open(path)?),
+            Some(path) => Some(shardkit_link_service::analytics::geo::GeoIp::open(path)?),
             None => None,
         };
-        let analytics = crate::links::analytics::Analytics::open(&counters.engine, geo)?;
+        let analytics = shardkit_link_service::analytics::Analytics::open(&counters.engine, geo)?;
         let regions = match &settings.regions {
             None => {
-                crate::regions::claim::forget(&settings.data)?;
+                shardkit_link_service::regions::claim::forget(&settings.data)?;
                 None
             }
             Some(region_settings) => {
@@ -306,8 +306,12 @@ impl AppState {
                         layout.shards()
                     );
                 }
-                let regions = crate::regions::Regions::new(region_settings)?;
-                crate::regions::claim::check(&settings.data, &regions.map, store.as_ref())?;
+                let regions = shardkit_link_service::regions::Regions::new(region_settings)?;
+                shardkit_link_service::regions::claim::check(
+                    &settings.data,
+                    &regions.map,
+                    store.as_ref(),
+                )?;
                 Some(regions)
             }
         };
@@ -321,8 +325,8 @@ impl AppState {
         .with_regions(regions.as_ref().map(|r| std::sync::Arc::clone(&r.map)));
         let access = match remote_keys {
             // With the links in the cluster, so are the keys: every server takes the same.
-            Some(keys) => crate::access::Access::open_remote(keys, settings.api_key.clone())?,
-            None => crate::access::Access::open(&settings.data, settings.api_key.clone())?,
+            Some(keys) => crate::api_keys::Access::open_remote(keys, settings.api_key.clone())?,
+            None => crate::api_keys::Access::open(&settings.data, settings.api_key.clone())?,
         };
         // Nodes that share a store, or a cluster, lease the shards they issue ids from.
         let id_leases = Arc::new(if jetstream || settings.cluster.enabled {
@@ -335,7 +339,9 @@ impl AppState {
             replication: Arc::clone(&replication),
             spec: store_spec(&settings),
             release: Default::default(),
-            stands_for_lease: std::sync::atomic::AtomicBool::new(settings.counters.role == "auto"),
+            stands_for_lease: std::sync::atomic::AtomicBool::new(
+                settings.counters.role == CounterRole::Auto,
+            ),
             on_restart: crate::replication::store::OnRestart::RestartProcess,
         });
         Ok(Self {
@@ -352,7 +358,7 @@ impl AppState {
             replication,
             clients: Default::default(),
             started: std::time::Instant::now(),
-            password_attempts: crate::links::password::password_attempts(),
+            password_attempts: shardkit_link_service::password::password_attempts(),
             cluster: Default::default(),
             tickets,
         })
@@ -398,9 +404,9 @@ fn store_spec(settings: &Settings) -> crate::replication::store::StoreSpec {
         nats: settings.nats.clone(),
         lease_ms: settings.counters.lease_ms,
         stream_replicas: settings.counters.stream_replicas,
-        may_lead: settings.counters.role == "auto",
+        may_lead: settings.counters.role == CounterRole::Auto,
         snapshots_kept: settings.counters.snapshots_kept,
-        prepare_leader: Some(crate::links::clicks::ensure_counters),
+        prepare_leader: Some(shardkit_link_service::analytics::clicks::ensure_counters),
     }
 }
 /// A random id for this process, as announced in the counters' lease.
@@ -461,7 +467,7 @@ fn open_postgres_links(_servers: &[String]) -> anyhow::Result<PostgresParts> {
 type PostgresParts = (
     Arc<dyn LinkStore>,
     Box<dyn GroupSequences>,
-    Box<dyn crate::access::KeySource>,
+    Box<dyn crate::api_keys::KeySource>,
 );
 
 /// Ticket sequences by name, each with its own segment allocator over one store.

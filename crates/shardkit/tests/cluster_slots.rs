@@ -114,7 +114,7 @@ fn cluster_commands_answer_as_a_redis_without_cluster_support() {
 #[test]
 fn cluster_replies_are_redis_7s_byte_for_byte() {
     use shardkit::cluster::map::{NodeInfo, SlotMap};
-    use shardkit::cluster::replies;
+    use shardkit::resp::cluster_replies as replies;
     let dir = tempfile::tempdir().unwrap();
     let redis = cluster_redis(dir.path());
     let mut c = RawClient::connect(redis.addr);

@@ -23,7 +23,7 @@
 //!   column's width (the engine's overflow values) need nothing special.
 //!
 //! The column widths are kept so a partition brought back into RAM gets its widths again.
-//! Varints rather than values packed at the widths: measured on realistic rows (bench/README.md,
+//! Varints rather than values packed at the widths: measured on realistic rows (bench/notes/runs.md,
 //! "Cold tier block format"), zstd shrinks varint columns 7% more than packed ones, and a
 //! read decompresses the whole block either way, so packing's random access buys nothing.
 //!
@@ -52,7 +52,7 @@ pub const MAX_ROWS: u32 = 1 << 20;
 /// Most columns one block holds (the engine's own limit per counter).
 pub const MAX_COLUMNS: u16 = 1024;
 
-/// The zstd level [`Codec::Zstd`] encodes at; chosen by measurement (bench/README.md,
+/// The zstd level [`Codec::Zstd`] encodes at; chosen by measurement (bench/notes/runs.md,
 /// "Cold tier block format"): higher levels gained little on these blocks.
 pub const ZSTD_LEVEL: i32 = 3;
 

@@ -3,7 +3,7 @@
 //!
 //! Version 1 (`cold_block.rs`) wrote the id gaps and the columns as one stream of varints
 //! under one zstd frame. Two things cost bytes there, measured on Weibo-like rows
-//! (bench/README.md, "Cold tier block format, version 2"): a varint spreads a gap's random
+//! (bench/notes/runs.md, "Cold tier block format, version 2"): a varint spreads a gap's random
 //! low bits and its skewed high bits over bytes that all share one Huffman table with the
 //! columns' bytes, and ids made by a layout with low bits that are mostly zero (a sequence
 //! that rarely passes 0) carry those zeros in every gap. So:

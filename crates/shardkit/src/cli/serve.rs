@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::Args;
-use shardkit::config::{LogFormat, Overrides, Settings};
+use shardkit::config::{CounterLog, CounterRole, LinkStoreKind, LogFormat, Overrides, Settings};
 use shardkit::server::Stopped;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -27,8 +27,8 @@ pub struct ServeArgs {
     #[arg(long, env = "SHARDKIT_LOG_FORMAT", value_enum)]
     log_format: Option<LogFormat>,
     /// Where links live: `redb` (embedded, the default) or `postgres` (feature `sql`).
-    #[arg(long, env = "SHARDKIT_STORE", value_name = "redb|postgres")]
-    store: Option<String>,
+    #[arg(long, env = "SHARDKIT_STORE", value_enum)]
+    store: Option<LinkStoreKind>,
     /// PostgreSQL servers of the cluster (`shardkit pg init`), comma-separated, for `--store postgres`.
     #[arg(
         long,
@@ -38,14 +38,14 @@ pub struct ServeArgs {
     )]
     servers: Option<Vec<String>>,
     /// The counters' log of record: `local` (default) or `jetstream` (feature `nats`).
-    #[arg(long, env = "SHARDKIT_COUNTERS_LOG", value_name = "local|jetstream")]
-    counters_log: Option<String>,
+    #[arg(long, env = "SHARDKIT_COUNTERS_LOG", value_enum)]
+    counters_log: Option<CounterLog>,
     /// Name of the counter store on NATS (stream and lease names derive from it).
     #[arg(long, env = "SHARDKIT_COUNTERS_STORE", value_name = "NAME")]
     counters_store: Option<String>,
     /// `auto` (lead when the lease is free) or `replica` (never lead).
-    #[arg(long, env = "SHARDKIT_COUNTERS_ROLE", value_name = "auto|replica")]
-    counters_role: Option<String>,
+    #[arg(long, env = "SHARDKIT_COUNTERS_ROLE", value_enum)]
+    counters_role: Option<CounterRole>,
     /// The leader's lease, ms [default: 3000].
     #[arg(long, env = "SHARDKIT_COUNTERS_LEASE_MS", value_name = "MS")]
     counters_lease_ms: Option<u64>,

@@ -5,8 +5,6 @@
 //! - [`settings`]: `[cluster] enabled`, `name`, `announce`, `groups`.
 //! - [`map`]: slot groups, their owners and replicas, and the nodes (`SlotMap`).
 //! - [`route`]: where a command goes (here, `-MOVED`, `-CROSSSLOT`, `-CLUSTERDOWN`).
-//! - [`replies`]: `CLUSTER SLOTS|SHARDS|NODES|INFO` written off a map, in Redis 7's
-//!   shapes.
 //! - [`live`]: the map and group stores a cluster node's requests are routed by.
 //! - [`tickets`]: ticket sequences kept in the groups (`TICKET.NEXT`, `POST /api/tickets`).
 //! - [`schema`]: the counters and columns every group has (`COUNTER.CREATE|ADDCOL`).
@@ -23,7 +21,6 @@ pub mod map;
 #[cfg(feature = "nats")]
 pub mod nats;
 pub mod planner;
-pub mod replies;
 pub mod route;
 pub mod schema;
 pub mod settings;

@@ -8,7 +8,7 @@
 //! `next - count .. next - 1` as numbers under `[tickets] increment` and `offset`.
 //! Both frontends (`TICKET.NEXT`, `POST /api/tickets/{name}`) call this.
 
-use crate::counter_access::CounterKey;
+use crate::counters::CounterKey;
 use shardkit_counters::{ColumnOptions, Error};
 use shardkit_ids::tickets::SequenceSpec;
 

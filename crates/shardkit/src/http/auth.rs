@@ -8,7 +8,7 @@
 //! stay open.
 
 use super::ApiError;
-use crate::access::{Grant, Need};
+use crate::api_keys::{Grant, Need};
 use crate::state::AppState;
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::{header, Method};

@@ -8,7 +8,7 @@
 //! while this node is still taking the group over or no node serves it.
 
 use super::ApiError;
-use crate::counter_access::{row_key, Counters, DEFAULT_COLUMN};
+use crate::counters::{row_key, Counters, DEFAULT_COLUMN};
 use crate::state::AppState;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};

@@ -4,8 +4,7 @@
 //! awaits its group commit without a thread.
 
 use super::{regions, ApiError};
-use crate::access::Grant;
-use crate::links::{LinkOpError, LinkPatch, NewLink};
+use crate::api_keys::Grant;
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -15,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use shardkit_link_service::{LinkOpError, LinkPatch, NewLink};
 use std::sync::Arc;
 
 /// Most links one list page holds.

@@ -3,9 +3,7 @@
 
 use super::links::{blocking, op_error};
 use super::ApiError;
-use crate::access::Grant;
-use crate::links::lines::{self, Format};
-use crate::links::LinkOpError;
+use crate::api_keys::Grant;
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
@@ -16,6 +14,8 @@ use axum::Extension;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use shardkit_link_service::lines::{self, Format};
+use shardkit_link_service::LinkOpError;
 use shardkit_links::Link;
 use std::sync::Arc;
 
@@ -182,7 +182,7 @@ pub async fn export(
             .analytics
             .flush(engine, &state.links.clicks)
             .and_then(|_| {
-                crate::links::analytics::export::all(engine, &state.links.analytics.labels)
+                shardkit_link_service::analytics::export::all(engine, &state.links.analytics.labels)
             })
             .map_err(|e| {
                 LinkOpError::Unavailable(format!("the click analytics cannot be read: {e}"))

@@ -104,8 +104,8 @@ pub struct MgetAnswer {
         crate::decoded_json::DecodedAnyJson,
         super::counters::IncrBody,
         super::counters::MgetBody,
-        crate::links::NewLink,
-        crate::links::LinkPatch,
+        shardkit_link_service::NewLink,
+        shardkit_link_service::LinkPatch,
         super::stats::StatsAnswer,
         super::stats::StatValue
     ))

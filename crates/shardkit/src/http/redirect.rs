@@ -6,15 +6,15 @@
 //!
 //! A link with a password answers a form instead; `POST /{code}` with the right
 //! `password` counts the click and redirects (303), a wrong one answers 401 and the
-//! form again. Attempts are limited per client address ([`crate::links::password::PasswordAttempts`]).
+//! form again. Attempts are limited per client address ([`shardkit_link_service::password::PasswordAttempts`]).
 
 use super::pages;
-use crate::links::analytics::RawClick;
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use shardkit_link_service::analytics::RawClick;
 use shardkit_links::{day_of, now_ms, MAX_ALIAS_LEN};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -293,7 +293,7 @@ pub async fn unlock(
     }
     if unknown
         || given.as_ref().is_some_and(|p| {
-            p.is_empty() || p.chars().count() > crate::links::password::MAX_PASSWORD_LEN
+            p.is_empty() || p.chars().count() > shardkit_link_service::password::MAX_PASSWORD_LEN
         })
     {
         return pages::answer(
@@ -325,7 +325,7 @@ pub async fn unlock(
             );
         };
         let right = tokio::task::spawn_blocking(move || {
-            crate::links::password::verify(given.as_bytes(), &hash)
+            shardkit_link_service::password::verify(given.as_bytes(), &hash)
         })
         .await
         .unwrap_or(false);

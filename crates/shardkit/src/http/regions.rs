@@ -11,8 +11,6 @@
 //!   limit (counted at home, so the limit holds across regions): 204, or 410.
 
 use super::ApiError;
-use crate::regions::peers::{LocalClicks, FORWARDED_BY};
-use crate::regions::Regions;
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -21,6 +19,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use shardkit_link_service::regions::peers::{LocalClicks, FORWARDED_BY};
+use shardkit_link_service::regions::Regions;
 use shardkit_links::{day_of, now_ms, Link};
 use std::sync::Arc;
 
@@ -56,7 +56,7 @@ pub fn home_of_path<'a>(regions: Option<&'a Regions>, path: &str) -> Home<'a> {
 }
 
 /// The answer of a region that could not be reached: 503 naming it.
-pub fn unreachable(e: &crate::regions::PeerError) -> ApiError {
+pub fn unreachable(e: &shardkit_link_service::regions::PeerError) -> ApiError {
     ApiError::unavailable(format!(
         "the link's home region cannot be reached now: {e}; retry later"
     ))
@@ -108,7 +108,7 @@ pub async fn view_summed(state: &Arc<AppState>, link: &Link) -> Value {
     let Some(regions) = &state.regions else {
         return value;
     };
-    let (first, last) = crate::links::series_days(link);
+    let (first, last) = shardkit_link_service::series_days(link);
     let mut asks = tokio::task::JoinSet::new();
     for (region, _) in regions.map.peers() {
         let (state, region, id) = (Arc::clone(state), region.clone(), link.id);

@@ -5,16 +5,16 @@
 
 use super::links::op_error;
 use super::ApiError;
-use crate::access::Grant;
-use crate::links::analytics::classify::Dim;
-use crate::links::analytics::query::{self, Days, MAX_DAYS};
-use crate::links::LinkOpError;
+use crate::api_keys::Grant;
 use crate::state::AppState;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
+use shardkit_link_service::analytics::classify::Dim;
+use shardkit_link_service::analytics::query::{self, Days, MAX_DAYS};
+use shardkit_link_service::LinkOpError;
 use shardkit_links::{day_of, format_day, now_ms, parse_day};
 use std::sync::Arc;
 

@@ -5,13 +5,13 @@
 //! nothing is loaded from elsewhere.
 
 use super::pages::{self, escape, page};
-use crate::links::analytics::classify::Dim;
-use crate::links::analytics::query::{self, Days};
 use crate::plural::plural;
 use crate::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
+use shardkit_link_service::analytics::classify::Dim;
+use shardkit_link_service::analytics::query::{self, Days};
 use shardkit_links::{day_of, format_day, now_ms, Link};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ pub async fn index(State(state): State<Arc<AppState>>) -> Html<String> {
     let public = super::auth::parse_public(&state.settings.access.public).unwrap_or_default();
     let needs_key = state.access.enforced()
         && super::auth::need(&axum::http::Method::POST, "/api/links", &public)
-            != crate::access::Need::Nothing;
+            != crate::api_keys::Need::Nothing;
     let body = format!("<div hidden data-needs-key=\"{needs_key}\" id=\"needs-key\"></div>{INDEX}");
     Html(page("Shorten a link", &body))
 }
@@ -118,7 +118,7 @@ pub async fn link_page(State(state): State<Arc<AppState>>, Path(code): Path<Stri
             escape(&gone)
         );
     }
-    if let Some(expires) = crate::links::expiry_text(&link) {
+    if let Some(expires) = shardkit_link_service::expiry_text(&link) {
         let verb = if link.expired_at(now_ms()) {
             "Expired"
         } else {
@@ -146,7 +146,7 @@ pub async fn link_page(State(state): State<Arc<AppState>>, Path(code): Path<Stri
 fn people_per_day(state: &AppState, link: &Link) -> Vec<(String, u64)> {
     let today = day_of(now_ms());
     let first = day_of(link.created_at)
-        .max(today.saturating_sub(crate::links::SERIES_DAYS - 1))
+        .max(today.saturating_sub(shardkit_link_service::SERIES_DAYS - 1))
         .min(today);
     let Ok(days) = Days::new(first, today) else {
         return Vec::new();
@@ -163,7 +163,10 @@ fn people_per_day(state: &AppState, link: &Link) -> Vec<(String, u64)> {
 fn analytics(state: &AppState, link: &Link) -> String {
     let engine = &state.counters.engine;
     let today = day_of(now_ms());
-    let Ok(days) = Days::new(today.saturating_sub(crate::links::SERIES_DAYS - 1), today) else {
+    let Ok(days) = Days::new(
+        today.saturating_sub(shardkit_link_service::SERIES_DAYS - 1),
+        today,
+    ) else {
         return String::new();
     };
     let per_day = query::link_days(engine, link.id, days).unwrap_or_default();
@@ -200,7 +203,7 @@ fn gone_reason(link: &Link, clicks: u64, now: u64) -> Option<String> {
     if link.expired_at(now) {
         return Some(format!(
             "it expired at {}",
-            crate::links::expiry_text(link).unwrap_or_default()
+            shardkit_link_service::expiry_text(link).unwrap_or_default()
         ));
     }
     match link.max_visits {

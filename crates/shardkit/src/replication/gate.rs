@@ -1,8 +1,7 @@
-//! The write gate and the replication replies, kept in one module so the RESP
-//! dispatcher needs one call before a write and one branch for `ROLE`.
+//! The write gate: what a node in its replication role refuses (writes on a replica,
+//! reads on a replica that diverged), as texts both frontends answer with.
 
 use super::{Role, Status};
-use bytes::BytesMut;
 
 /// Redis's answer to a write sent to a replica, word for word.
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
@@ -71,74 +70,6 @@ pub fn http_leader(status: &Status) -> Option<Option<String>> {
         Role::Standalone | Role::Leader => None,
         Role::Replica { leader } => Some(leader.map(|l| l.http)),
         Role::Deposed => Some(None),
-    }
-}
-
-/// The replicas a leader knows of (the members announcing `slave`): host, port and
-/// applied stream sequence.
-fn known_replicas(status: &Status) -> Vec<(String, i64, u64)> {
-    status
-        .members
-        .snapshot(status.members.now_ms())
-        .into_iter()
-        .filter(|s| s.member.node != status.me.node && s.member.role == "slave")
-        .map(|s| {
-            let (host, port) = split_addr(Some(&s.member.resp));
-            (host, port, s.member.applied_seq)
-        })
-        .collect()
-}
-
-/// `ROLE`, as Redis answers it: `master <offset> [[host, port, offset], ...]` or `slave
-/// <host> <port> <state> <offset>`. Offsets are stream sequences; a master lists the
-/// replicas announced in the members bucket.
-pub fn role_reply(status: &Status, out: &mut BytesMut) {
-    let (seq, lag, _) = status.progress();
-    match status.role() {
-        Role::Standalone | Role::Leader => {
-            let replicas = known_replicas(status);
-            shardkit_resp::reply::array_header(out, 3);
-            shardkit_resp::reply::bulk(out, b"master");
-            shardkit_resp::reply::integer(out, seq as i64);
-            shardkit_resp::reply::array_header(out, replicas.len());
-            for (host, port, offset) in replicas {
-                shardkit_resp::reply::array_header(out, 3);
-                shardkit_resp::reply::bulk(out, host.as_bytes());
-                shardkit_resp::reply::bulk_integer(out, port);
-                shardkit_resp::reply::bulk_integer(out, offset as i64);
-            }
-        }
-        Role::Replica { leader } => {
-            let (host, port) = split_addr(leader.as_ref().map(|l| l.resp.as_str()));
-            shardkit_resp::reply::array_header(out, 5);
-            shardkit_resp::reply::bulk(out, b"slave");
-            shardkit_resp::reply::bulk(out, host.as_bytes());
-            shardkit_resp::reply::integer(out, port);
-            let link: &[u8] = if leader.is_none() || !status.link_up() {
-                b"connect"
-            } else if lag > 0 {
-                b"sync"
-            } else {
-                b"connected"
-            };
-            shardkit_resp::reply::bulk(out, link);
-            shardkit_resp::reply::integer(out, seq as i64);
-        }
-        Role::Deposed => {
-            shardkit_resp::reply::array_header(out, 5);
-            shardkit_resp::reply::bulk(out, b"slave");
-            shardkit_resp::reply::bulk(out, b"?");
-            shardkit_resp::reply::integer(out, 0);
-            shardkit_resp::reply::bulk(out, b"connect");
-            shardkit_resp::reply::integer(out, seq as i64);
-        }
-    }
-}
-
-fn split_addr(addr: Option<&str>) -> (String, i64) {
-    match addr.and_then(|a| a.rsplit_once(':')) {
-        Some((host, port)) => (host.to_string(), port.parse().unwrap_or(0)),
-        None => ("?".to_string(), 0),
     }
 }
 
@@ -213,6 +144,29 @@ pub fn info_section(status: &Status) -> String {
     s
 }
 
+/// The replicas a leader knows of (the members announcing `slave`): host, port and
+/// applied stream sequence.
+pub fn known_replicas(status: &Status) -> Vec<(String, i64, u64)> {
+    status
+        .members
+        .snapshot(status.members.now_ms())
+        .into_iter()
+        .filter(|s| s.member.node != status.me.node && s.member.role == "slave")
+        .map(|s| {
+            let (host, port) = split_addr(Some(&s.member.resp));
+            (host, port, s.member.applied_seq)
+        })
+        .collect()
+}
+
+/// `host:port` taken apart for a reply (`?` and 0 when unknown).
+pub fn split_addr(addr: Option<&str>) -> (String, i64) {
+    match addr.and_then(|a| a.rsplit_once(':')) {
+        Some((host, port)) => (host.to_string(), port.parse().unwrap_or(0)),
+        None => ("?".to_string(), 0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,7 +201,7 @@ mod tests {
     }
 
     #[test]
-    fn role_names_the_leader() {
+    fn info_and_the_421_name_the_leader() {
         let leader = LeaderAddr {
             node: "x".into(),
             resp: "10.0.0.1:7000".into(),
@@ -257,12 +211,6 @@ mod tests {
             leader: Some(leader),
         });
         replica.set_progress(42, 0, 0);
-        let mut out = BytesMut::new();
-        role_reply(&replica, &mut out);
-        assert_eq!(
-            &out[..],
-            b"*5\r\n$5\r\nslave\r\n$8\r\n10.0.0.1\r\n:7000\r\n$9\r\nconnected\r\n:42\r\n"
-        );
         assert_eq!(http_leader(&replica), Some(Some("10.0.0.1:8000".into())));
         let info = info_section(&replica);
         assert!(

@@ -6,7 +6,7 @@
 //! node (docs/cluster.md) will hold one per slot group it serves.
 
 use super::Status;
-use crate::counter_access::Counters;
+use crate::counters::Counters;
 use std::sync::Arc;
 
 /// A counter store: what the replication tasks read and change.

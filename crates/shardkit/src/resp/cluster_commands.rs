@@ -94,10 +94,10 @@ fn cluster(call: &mut Call<'_, '_>) {
     let sub = call.cmd.arg(1).unwrap_or_default().to_ascii_lowercase();
     let argc = call.cmd.len();
     match (sub.as_slice(), argc) {
-        (b"slots", 2) => crate::cluster::replies::slots(&map, call.out),
-        (b"shards", 2) => crate::cluster::replies::shards(&map, call.session.resp3, call.out),
-        (b"nodes", 2) => crate::cluster::replies::nodes(&map, &live.me, call.out),
-        (b"info", 2) => crate::cluster::replies::info_as(&map, live.serving(), call.out),
+        (b"slots", 2) => super::cluster_replies::slots(&map, call.out),
+        (b"shards", 2) => super::cluster_replies::shards(&map, call.session.resp3, call.out),
+        (b"nodes", 2) => super::cluster_replies::nodes(&map, &live.me, call.out),
+        (b"info", 2) => super::cluster_replies::info_as(&map, live.serving(), call.out),
         (b"myid", 2) => reply::bulk(call.out, live.me.as_bytes()),
         (b"keyslot", 3) => {
             let key = call.cmd.arg(2).unwrap_or_default();

@@ -20,7 +20,7 @@ use super::values::{engine_error, stored_fields, NOT_INTEGER};
 use crate::cluster::live::Live;
 use crate::cluster::map::SlotMap;
 use crate::cluster::slot::{key_slot, SLOTS};
-use crate::counter_access::{CounterKey, Counters};
+use crate::counters::{CounterKey, Counters};
 use shardkit_counters::OwnedKey;
 use shardkit_resp::reply;
 

@@ -128,10 +128,10 @@ pub async fn serve(
 }
 
 /// Waits once for every write of a batch. Under fsync `always` that is an fsync shared
-/// with the other connections' batches ([`crate::counter_access::commit_task`]); under `everysec` and
+/// with the other connections' batches ([`crate::counters::commit_task`]); under `everysec` and
 /// `no` the records are already where the policy wants them.
 async fn commit(
-    counters: &crate::counter_access::Counters,
+    counters: &crate::counters::Counters,
     pending: shardkit_counters::Pending,
 ) -> Result<(), ()> {
     if counters.writes_wait_for_disk {

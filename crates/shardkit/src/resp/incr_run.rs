@@ -22,8 +22,8 @@
 
 use super::session::Session;
 use super::values::engine_error;
-use crate::counter_access::CounterKey;
-use crate::counter_access::Counters;
+use crate::counters::CounterKey;
+use crate::counters::Counters;
 use bytes::BytesMut;
 use shardkit_counters::{Error, Key};
 use shardkit_resp::reply;

@@ -21,7 +21,7 @@
 
 use super::table::{Call, CommandSpec};
 use super::values::{holds_value, strict_i64};
-use crate::counter_access::{CounterKey, Counters, DEFAULT_COLUMN};
+use crate::counters::{CounterKey, Counters, DEFAULT_COLUMN};
 use shardkit_counters::{OwnedKey, STRIPES};
 use shardkit_resp::glob;
 use shardkit_resp::parse::Command;

@@ -97,7 +97,7 @@ fn sentinel(call: &mut Call<'_, '_>) {
         status,
         &counters.store,
         counters.lease_ms,
-        counters.role == "auto",
+        counters.role == crate::config::CounterRole::Auto,
     );
     match name {
         "get-master-addr-by-name" => match v.master_addr.filter(|_| ours) {

@@ -206,7 +206,7 @@ fn select(call: &mut Call<'_, '_>) {
 }
 
 fn role(call: &mut Call<'_, '_>) {
-    crate::replication::gate::role_reply(&call.state.replication, call.out);
+    super::role_reply::role_reply(&call.state.replication, call.out);
 }
 
 fn dbsize(call: &mut Call<'_, '_>) {
@@ -246,7 +246,7 @@ fn check_key(
     state: &crate::state::AppState,
     user: Option<&[u8]>,
     key: Option<&[u8]>,
-) -> Option<crate::access::Grant> {
+) -> Option<crate::api_keys::Grant> {
     let grant = state.access.authenticate(key)?;
     match user {
         Some(user) if user != b"default" && user != grant.name.as_bytes() => None,

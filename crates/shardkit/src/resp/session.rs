@@ -17,7 +17,7 @@ pub struct Session {
     pub authenticated: bool,
     /// The key `AUTH` proved (its name and roles); `None` before, or with no key
     /// configured.
-    pub grant: Option<crate::access::Grant>,
+    pub grant: Option<crate::api_keys::Grant>,
     /// Whether every command may run without a role check: no key is configured, or
     /// the key is an admin key (the hot path then skips [`super::permissions`]).
     pub unrestricted: bool,
@@ -42,7 +42,7 @@ pub struct Session {
     /// On a cluster node: the log positions the batch's replies wait for in the stores
     /// of slot groups (one entry per store), besides `pending` of the node's own.
     pub group_pending: Vec<(
-        std::sync::Arc<crate::counter_access::Counters>,
+        std::sync::Arc<crate::counters::Counters>,
         shardkit_counters::Pending,
     )>,
 }
@@ -68,9 +68,9 @@ impl Session {
     }
 
     /// Takes the grant of a key that `AUTH`/`HELLO … AUTH` proved.
-    pub fn authenticate(&mut self, grant: crate::access::Grant) {
+    pub fn authenticate(&mut self, grant: crate::api_keys::Grant) {
         self.authenticated = true;
-        self.unrestricted = grant.allows(crate::access::Need::Admin);
+        self.unrestricted = grant.allows(crate::api_keys::Need::Admin);
         self.grant = Some(grant);
     }
 
@@ -82,7 +82,7 @@ impl Session {
     /// Waits for `p` of group store `counters` too before the batch's replies go out.
     pub fn wait_for_store(
         &mut self,
-        counters: &std::sync::Arc<crate::counter_access::Counters>,
+        counters: &std::sync::Arc<crate::counters::Counters>,
         p: shardkit_counters::Pending,
     ) {
         if p.is_none() {

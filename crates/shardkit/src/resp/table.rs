@@ -21,7 +21,7 @@ pub struct Call<'c, 'a> {
     pub state: &'c AppState,
     /// The counter store the command's keys live in (the server's one store today; a
     /// cluster node's store of the keys' slot group, docs/cluster.md).
-    pub counters: &'c crate::counter_access::Counters,
+    pub counters: &'c crate::counters::Counters,
     /// The connection's state (authentication, pending writes, id).
     pub session: &'c mut Session,
     /// Where the reply goes.

@@ -9,8 +9,8 @@
 //! zero is no value.
 
 use super::table::Call;
-use crate::counter_access::CounterKey;
-use crate::counter_access::Counters;
+use crate::counters::CounterKey;
+use crate::counters::Counters;
 use bytes::BytesMut;
 use shardkit_counters::{Error, MAX_VALUE};
 use shardkit_resp::reply;

@@ -310,8 +310,8 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
                 // the bucket answers.
                 seen = None;
                 unreadable_since.get_or_insert(asked);
-                static FAILED: crate::log_every::LogEvery =
-                    crate::log_every::LogEvery::every(Duration::from_secs(10));
+                static FAILED: shardkit_util::log_every::LogEvery =
+                    shardkit_util::log_every::LogEvery::every(Duration::from_secs(10));
                 if FAILED.due() {
                     tracing::warn!(error = %e, "cannot read the counters' lease (logged at most every 10 s)");
                 }
@@ -770,8 +770,8 @@ async fn renew(
             }
             Err(e) => {
                 // A cluster node's groups fail together: said once per period.
-                static FAILED: crate::log_every::LogEvery =
-                    crate::log_every::LogEvery::every(Duration::from_secs(10));
+                static FAILED: shardkit_util::log_every::LogEvery =
+                    shardkit_util::log_every::LogEvery::every(Duration::from_secs(10));
                 if !failing && FAILED.due() {
                     tracing::warn!(error = %e, "cannot renew the counters' lease; trying again (writes wait meanwhile; logged at most every 10 s)");
                 }

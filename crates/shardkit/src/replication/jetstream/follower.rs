@@ -123,8 +123,8 @@ pub async fn follow(
             }
             Err(Stopped::Nats(e)) => {
                 state.replication.set_link_up(false);
-                static FAILED: crate::log_every::LogEvery =
-                    crate::log_every::LogEvery::every(std::time::Duration::from_secs(5));
+                static FAILED: shardkit_util::log_every::LogEvery =
+                    shardkit_util::log_every::LogEvery::every(std::time::Duration::from_secs(5));
                 if FAILED.due() {
                     tracing::warn!(error = %e, "following the counters' stream failed; following again (logged at most every 5 s)");
                 }

@@ -142,7 +142,7 @@ async fn announce(state: &CounterStore, membership: &Membership) {
 }
 
 /// NATS weather repeats these failures every tick: logged once per period.
-static WATCH_FAILED: crate::log_every::LogEvery =
-    crate::log_every::LogEvery::every(std::time::Duration::from_secs(10));
-static ANNOUNCE_FAILED: crate::log_every::LogEvery =
-    crate::log_every::LogEvery::every(std::time::Duration::from_secs(10));
+static WATCH_FAILED: shardkit_util::log_every::LogEvery =
+    shardkit_util::log_every::LogEvery::every(std::time::Duration::from_secs(10));
+static ANNOUNCE_FAILED: shardkit_util::log_every::LogEvery =
+    shardkit_util::log_every::LogEvery::every(std::time::Duration::from_secs(10));

@@ -518,7 +518,7 @@ mod tests {
             password_hash: None,
             author: None,
         };
-        let mut day = crate::links::analytics::export::DayLine {
+        let mut day = crate::analytics::export::DayLine {
             people: 4,
             bots: 1,
             ..Default::default()

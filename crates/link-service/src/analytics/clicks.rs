@@ -18,8 +18,8 @@
 //! unflushed is dropped at the next flush; flushes run one at a time, so by then the
 //! engine holds every earlier click and a reload from it is exact.
 
-use super::analytics::store::{self, total_key, Backlog, Clicks, KeyText, Labels, OwnerRows};
-use super::analytics::FastHash;
+use super::store::{self, total_key, Backlog, Clicks, KeyText, Labels, OwnerRows};
+use super::FastHash;
 use parking_lot::Mutex;
 use shardkit_counters::{Engine, Error, Key};
 use std::collections::HashMap;
@@ -97,7 +97,7 @@ fn stored_total(engine: &Engine, id: u64) -> u64 {
 
 /// The `link_daily` row of a link and day, `<id>:<day>`: its clicks and its analytics
 /// (one function spells it for both).
-pub use super::analytics::store::day_key;
+pub use super::store::day_key;
 
 /// Makes the two counters (the analytics' ones, which hold the clicks too) if they do
 /// not exist yet, moving the rows of earlier layouts into them.

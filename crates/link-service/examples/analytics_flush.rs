@@ -6,14 +6,14 @@
 //! analytics, as the server's flusher does), so the figure is what the flusher spends
 //! on a click whole. Prints the time per click. For a figure that this VM's noise does not move, run it under
 //! `valgrind --tool=callgrind` and compare two builds' instructions in
-//! `store::write` (`callgrind_annotate --inclusive=yes`): bench/README.md.
+//! `store::write` (`callgrind_annotate --inclusive=yes`): bench/notes/runs.md.
 //!
 //! ```sh
-//! cargo run --release --example analytics_flush -- 50000 4 new
+//! cargo run --release -p shardkit-link-service --example analytics_flush -- 50000 4 new
 //! ```
 
-use shardkit::links::analytics::{Analytics, RawClick};
-use shardkit::links::clicks::{self, ClickBook};
+use shardkit_link_service::analytics::clicks::{self, ClickBook};
+use shardkit_link_service::analytics::{Analytics, RawClick};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant;
 
@@ -29,10 +29,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("again") => true,
         Some(other) => return Err(format!("expected new or again, not {other}").into()),
     };
-    if clicks > shardkit::links::analytics::QUEUE as u64 {
+    if clicks > shardkit_link_service::analytics::QUEUE as u64 {
         return Err(format!(
             "at most {} clicks a round",
-            shardkit::links::analytics::QUEUE
+            shardkit_link_service::analytics::QUEUE
         )
         .into());
     }

@@ -3,7 +3,7 @@
 //! clients (redis-py `RedisCluster`, ioredis `Cluster`, node-redis `createCluster`,
 //! `redis-benchmark --cluster`) read them as they read Redis's.
 
-use super::map::{NodeInfo, SlotMap, SlotRange};
+use crate::cluster::map::{NodeInfo, SlotMap, SlotRange};
 use bytes::BytesMut;
 use shardkit_resp::reply;
 
@@ -160,7 +160,7 @@ pub fn nodes(map: &SlotMap, me: &str, out: &mut BytesMut) {
 
 /// `CLUSTER INFO`: Redis's fields; `ok` when every slot is assigned.
 pub fn info(map: &SlotMap, out: &mut BytesMut) {
-    let all = map.slots_assigned() == usize::from(super::slot::SLOTS);
+    let all = map.slots_assigned() == usize::from(crate::cluster::slot::SLOTS);
     info_as(map, all, out);
 }
 

@@ -119,7 +119,7 @@ pub struct Counters {
     /// Whether a write waits for an fsync before it returns (fsync `always`).
     pub writes_wait_for_disk: bool,
     /// The shared fsync for RESP batches under fsync `always`.
-    pub group_commit: crate::counter_access::commit_task::GroupCommit,
+    pub group_commit: crate::counters::commit_task::GroupCommit,
     /// Runs before `auto_create` makes a missing counter or column with the default
     /// options: a cluster group's store sets it to apply the cluster's schema read
     /// afresh, so a counter or column made by `COUNTER.CREATE|ADDCOL` on another node a

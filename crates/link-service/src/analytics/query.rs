@@ -238,7 +238,7 @@ mod tests {
     /// were clicked and flushed once before (rows stored, owners cached).
     #[test]
     fn a_write_stopped_at_any_engine_call_stores_each_click_once_when_retried() {
-        use super::super::super::clicks::ClickBook;
+        use super::super::clicks::ClickBook;
         // Three runs of total rows and three of day rows (runs of 1,024).
         const LINKS: u64 = 2_500;
         let days = Days::new(10, 10).unwrap();

@@ -1,15 +1,27 @@
-//! The short-link service inside the server: the [`shardkit_links`] rules and store,
-//! a hot cache in front of the store for redirects, clicks counted in memory and
-//! flushed to the counter engine, and the per-client creation limit. HTTP handlers
-//! and the bulk formats call into this; it knows nothing of HTTP.
+//! The short-link service of the server: the [`shardkit_links`] rules and store, a hot
+//! cache in front of the store for redirects, clicks counted in memory and flushed to
+//! the counter engine, and the per-client creation limit ([`Links`], this file). The
+//! server's HTTP handlers and the bulk formats call into it; it knows nothing of HTTP
+//! routes or status codes.
+//!
+//! - [`analytics`]: clicks counted in memory ([`analytics::clicks`]) and every click's
+//!   details, written together per link and day into the counter engine.
+//! - [`lines`]: the bulk import/export formats (JSON lines, CSV).
+//! - [`password`]: link passwords (Argon2id) and the attempt limiter.
+//! - [`regions`]: links homed in several regions (`[regions]`), fetched from and
+//!   forwarded to their peers.
+//! - [`cache_size`]: the bound on every in-memory cache of links.
+
+#![warn(missing_docs)]
 
 pub mod analytics;
-pub mod clicks;
+pub mod cache_size;
 mod doorkeeper;
 pub mod lines;
 pub mod password;
+pub mod regions;
 
-use clicks::ClickBook;
+use analytics::clicks::ClickBook;
 use lines::{BulkItem, Restore};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -726,7 +738,7 @@ impl Links {
     /// at 10,000); reading the disk on a worker stalls it (two workers served 10.7 k
     /// redirects/s at 100 million links); `block_in_place`, which moves the worker's
     /// queue to a new thread instead, was 7% of the server's CPU at 10 million links
-    /// with 15% of reads on the disk (bench/README.md). A link read from the
+    /// with 15% of reads on the disk (bench/notes/runs.md). A link read from the
     /// store is cached on its code's second miss (`links/doorkeeper.rs`), so codes asked for
     /// once do not push the popular ones out nor pay for an insert.
     pub async fn lookup(&self, path: &str) -> Result<Option<Arc<Link>>, StoreError> {

@@ -504,7 +504,7 @@ pub struct Labels {
 
 /// Owner rows a write leaves allocated for the next: made anew each flush, the rows of
 /// a flush of thousands of new links were fresh pages the kernel zero-filled (0.3 µs
-/// of a first click at 100 M links when a row was 640 bytes, bench/README.md); past
+/// of a first click at 100 M links when a row was 640 bytes, bench/notes/runs.md); past
 /// this many a flush's rows are freed instead (an import's analytics).
 const KEPT_OWNER_ROWS: usize = 16_384;
 
@@ -520,7 +520,7 @@ struct LabelsInner {
 /// dimension fits inline, 48 bytes and no allocation a link. (Every column, 640
 /// bytes a link, made a flush of thousands of new links write and scan that many
 /// cold lines: at the server, ~20% of `store::write`'s own time went to scanning a
-/// row for its last owned slot; bench/README.md.)
+/// row for its last owned slot; bench/notes/runs.md.)
 type OwnerRow = smallvec::SmallVec<[u64; DIMS]>;
 
 /// The owner in column `column` of `row` (0: free).
@@ -1171,7 +1171,8 @@ pub fn write(
 
 /// When a refused row was last logged: a damaged row is retried every flush, and
 /// logged once a minute.
-static REFUSED_LOG: crate::log_every::LogEvery = crate::log_every::LogEvery::minute();
+static REFUSED_LOG: shardkit_util::log_every::LogEvery =
+    shardkit_util::log_every::LogEvery::minute();
 
 /// Ends a write stopped by `e` at a whole engine call: what the calls before it
 /// stored (behind `newest`) is committed, so that what `out` does not hand back is
@@ -1646,7 +1647,7 @@ mod tests {
     /// twice, and new clicks add to the moved ones.
     #[test]
     fn the_four_row_layout_moves_into_two_rows_once_and_a_redo_counts_nothing_twice() {
-        use super::super::super::clicks::ClickBook;
+        use super::super::clicks::ClickBook;
         use super::super::query::{self, Days};
         let dir = tempfile::tempdir().unwrap();
         let days = Days::new(10, 10).unwrap();

@@ -4,7 +4,8 @@
 //! The redirect only queues a [`RawClick`] (its referrer, User-Agent and address) in
 //! a bounded queue; the click flusher, every `click_flush_ms`, classifies the queued
 //! clicks ([`classify`]), adds them up per link, day and value ([`Tally`]) and writes
-//! them to the counter engine ([`store`]) with the clicks the click book counted, into
+//! them to the counter engine ([`store`]) with the clicks the click book ([`clicks`])
+//! counted, into
 //! the same rows, so a SIGKILL loses at most one flush interval of them, as it does of
 //! the clicks themselves. The address is used for the
 //! country look-up and dropped; nothing that identifies a person is kept. A full
@@ -12,13 +13,14 @@
 //! `shardkit_link_analytics_dropped_total`.
 
 pub mod classify;
+pub mod clicks;
 pub mod export;
 pub mod geo;
 pub mod query;
 pub mod store;
 
-use super::clicks::ClickBook;
 use classify::{Agent, Dim};
+use clicks::ClickBook;
 use geo::GeoIp;
 use parking_lot::Mutex;
 use shardkit_counters::{Engine, Error};

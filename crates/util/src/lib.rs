@@ -1,0 +1,6 @@
+//! Small helpers every layer of shardkit shares, kept in the lowest crate so that no
+//! layer reaches up for them.
+
+#![warn(missing_docs)]
+
+pub mod log_every;
