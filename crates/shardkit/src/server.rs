@@ -1,12 +1,12 @@
 //! `shardkit serve`: opens the state, binds HTTP and RESP, serves until SIGINT or
 //! SIGTERM, then stops accepting, lets connections finish, and closes the state
 //! cleanly (the id time guard records the exact last time). A node that must start
-//! over ([`crate::restart_in_place`]) drains the same way and hands its listening
+//! over ([`shardkit_node::restart_in_place`]) drains the same way and hands its listening
 //! sockets back to the caller, which restarts the binary on them.
 
-use crate::config::Settings;
-use crate::state::AppState;
 use anyhow::Context;
+use shardkit_node::config::Settings;
+use shardkit_node::state::AppState;
 use shardkit_resp::Limits;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,8 +30,8 @@ pub enum Stopped {
     /// (HTTP, RESP), still open and queueing connections.
     Restart {
         /// Why, and the exit status if the restart cannot happen.
-        request: crate::restart_in_place::Request,
-        /// HTTP's and RESP's, in [`crate::restart_in_place::HANDED_OVER`]'s order.
+        request: shardkit_node::restart_in_place::Request,
+        /// HTTP's and RESP's, in [`shardkit_node::restart_in_place::HANDED_OVER`]'s order.
         listeners: Vec<std::net::TcpListener>,
     },
 }
@@ -39,7 +39,7 @@ pub enum Stopped {
 /// Binds `addr` for `name` (`http`, `resp`), or takes the socket a previous image of
 /// this process handed over for it (a restart in place), so the port never closes.
 async fn listen(name: &str, addr: std::net::SocketAddr) -> anyhow::Result<TcpListener> {
-    if let Some(inherited) = crate::restart_in_place::inherited(name, addr) {
+    if let Some(inherited) = shardkit_node::restart_in_place::inherited(name, addr) {
         return Ok(TcpListener::from_std(inherited)?);
     }
     TcpListener::bind(addr)
@@ -52,15 +52,17 @@ async fn listen(name: &str, addr: std::net::SocketAddr) -> anyhow::Result<TcpLis
 /// a server that is not up yet is left to the start's own waiting.
 #[cfg(feature = "nats")]
 async fn refused_by_nats(settings: &Settings) -> anyhow::Result<()> {
-    if settings.counters.log != crate::config::CounterLog::Jetstream && !settings.cluster.enabled {
+    if settings.counters.log != shardkit_node::config::CounterLog::Jetstream
+        && !settings.cluster.enabled
+    {
         return Ok(());
     }
-    match crate::nats_connect::connect(&settings.nats, "shardkit start").await {
+    match shardkit_node::nats_connect::connect(&settings.nats, "shardkit start").await {
         Ok(client) => {
             let _ = client.drain().await;
             Ok(())
         }
-        Err(e) if crate::replication::jetstream::until_up::lasting(&e) => Err(e),
+        Err(e) if shardkit_node::replication::jetstream::until_up::lasting(&e) => Err(e),
         Err(_) => Ok(()),
     }
 }
@@ -72,7 +74,7 @@ async fn refused_by_nats(_: &Settings) -> anyhow::Result<()> {
 
 /// Runs the server to completion.
 pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
-    crate::restart_in_place::mark_start();
+    shardkit_node::restart_in_place::mark_start();
     let limits = Limits {
         max_bulk_len: settings.resp_limits.max_bulk_len,
         max_array_len: settings.resp_limits.max_array_len,
@@ -102,8 +104,8 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
     let replication = {
         let state = Arc::clone(&state);
         tokio::task::spawn_blocking(move || {
-            crate::replication::Running::start(
-                state.settings.counters.log == crate::config::CounterLog::Jetstream,
+            shardkit_node::replication::Running::start(
+                state.settings.counters.log == shardkit_node::config::CounterLog::Jetstream,
                 &state.store,
                 &state.id_leases,
             )
@@ -113,7 +115,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
     // RESP (and the fsync task its connections wait on) run on a runtime of their own,
     // sized by `resp_threads`; HTTP keeps the main one. A cluster node's group commits
     // run on it too.
-    let resp_runtime = crate::resp_runtime::RespRuntime::start(state.settings.resp_threads)
+    let resp_runtime = shardkit_node::resp_runtime::RespRuntime::start(state.settings.resp_threads)
         .context("cannot start the RESP runtime")?;
     let cluster = join_cluster(&state, resp_runtime.handle()).await?;
     tracing::info!(
@@ -124,8 +126,9 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         "shardkit listening"
     );
 
-    let _ = crate::telemetry::prometheus();
-    metrics::gauge!("shardkit_restarts_in_place").set(crate::restart_in_place::count() as f64);
+    let _ = shardkit_node::telemetry::prometheus();
+    metrics::gauge!("shardkit_restarts_in_place")
+        .set(shardkit_node::restart_in_place::count() as f64);
     // Copies of the listening sockets, kept open through the drain for a restart in
     // place: connections made meanwhile wait in the backlog for the next image.
     let mut kept = vec![
@@ -146,9 +149,9 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         .await
     });
     let (stop_fsync, fsync_stopped) = watch::channel(false);
-    let group_commit = resp_runtime.spawn(crate::counters::commit_task::GroupCommit::run(
+    let group_commit = resp_runtime.spawn(shardkit_node::counters::commit_task::GroupCommit::run(
         Arc::clone(&state.counters),
-        state.settings.counters.log == crate::config::CounterLog::Jetstream,
+        state.settings.counters.log == shardkit_node::config::CounterLog::Jetstream,
         fsync_stopped,
     ));
     let clicks = tokio::spawn(flush_clicks(Arc::clone(&state), stopped.clone()));
@@ -167,7 +170,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
 
     let restart = tokio::select! {
         _ = wait_for_signal() => None,
-        request = crate::restart_in_place::requested() => Some(request),
+        request = shardkit_node::restart_in_place::requested() => Some(request),
     };
     let drain_for = match restart {
         None => {
@@ -297,7 +300,7 @@ async fn accept_resp(
             _ = sample.tick() => crate::resp::server_info::sample_ops(),
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    crate::telemetry::add(&crate::telemetry::RESP_CONNECTIONS, 1);
+                    shardkit_node::telemetry::add(&shardkit_node::telemetry::RESP_CONNECTIONS, 1);
                     connections.spawn(crate::resp::connection::serve(stream, Arc::clone(&state), limits, stopped.clone()));
                 }
                 Err(e) => {
@@ -341,18 +344,18 @@ async fn wait_for_signal() {
 async fn join_cluster(
     state: &Arc<AppState>,
     commits: tokio::runtime::Handle,
-) -> anyhow::Result<Option<crate::cluster_runner::Runner>> {
+) -> anyhow::Result<Option<shardkit_node::cluster_runner::Runner>> {
     if !state.settings.cluster.enabled {
         return Ok(None);
     }
     let state = Arc::clone(state);
     let runner = tokio::task::spawn_blocking(move || {
-        let me = crate::cluster::nats::node_id::load_or_create(&state.settings.data)?;
-        let live = Arc::new(crate::cluster::live::Live::new(
+        let me = shardkit_node::cluster::nats::node_id::load_or_create(&state.settings.data)?;
+        let live = Arc::new(shardkit_node::cluster::live::Live::new(
             me,
             state.settings.cluster.groups,
         ));
-        let runner = crate::cluster_runner::Runner::start(
+        let runner = shardkit_node::cluster_runner::Runner::start(
             &state.settings,
             Arc::clone(&live),
             Arc::clone(&state.id_leases),

@@ -11,9 +11,9 @@ mod common;
 
 use common::nats::Nats;
 use serde_json::Value;
-use shardkit::cluster::nats::map_store::{MapStore, StoreError};
-use shardkit::cluster::nats::registry::{NodeRecord, Registry};
-use shardkit::cluster::planner;
+use shardkit_node::cluster::nats::map_store::{MapStore, StoreError};
+use shardkit_node::cluster::nats::registry::{NodeRecord, Registry};
+use shardkit_node::cluster::planner;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -43,8 +43,8 @@ impl Fleet {
             .build()
             .unwrap();
         let (registry, maps) = runtime.block_on(async {
-            let js = shardkit::cluster::nats::connect(
-                &shardkit::nats_settings::NatsSettings::servers(&nats.url),
+            let js = shardkit_node::cluster::nats::connect(
+                &shardkit_node::nats_settings::NatsSettings::servers(&nats.url),
                 "test",
             )
             .await

@@ -184,7 +184,7 @@ fn owner_of(node: &Server, slot: u16) -> String {
 }
 
 fn slot(key: &str) -> u16 {
-    shardkit::cluster::slot::key_slot(key.as_bytes())
+    shardkit_node::cluster::slot::key_slot(key.as_bytes())
 }
 
 /// A pipeline of increments to one node, over two of its groups and a slot it does not

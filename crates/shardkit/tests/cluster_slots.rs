@@ -8,7 +8,7 @@ use common::raw_resp::{RawClient, RedisServer, Reply};
 use common::Server;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use shardkit::cluster::slot::key_slot;
+use shardkit_node::cluster::slot::key_slot;
 
 /// A private Redis 7 with `cluster-enabled`, its nodes file in `dir`, announcing
 /// 127.0.0.1 (so its replies name the address ours do).
@@ -113,8 +113,8 @@ fn cluster_commands_answer_as_a_redis_without_cluster_support() {
 
 #[test]
 fn cluster_replies_are_redis_7s_byte_for_byte() {
-    use shardkit::cluster::map::{NodeInfo, SlotMap};
     use shardkit::resp::cluster_replies as replies;
+    use shardkit_node::cluster::map::{NodeInfo, SlotMap};
     let dir = tempfile::tempdir().unwrap();
     let redis = cluster_redis(dir.path());
     let mut c = RawClient::connect(redis.addr);

@@ -17,12 +17,12 @@ mod common;
 use async_nats::jetstream::{self, message::PublishMessage, stream};
 use bytes::Bytes;
 use common::nats::Nats;
-use shardkit::replication::jetstream::names::{Names, LSN_HEADER};
-use shardkit::replication::jetstream::publisher::{JetStreamLog, Lease};
-use shardkit::replication::jetstream::stamp::Stamp;
-use shardkit::replication::jetstream::tasks::Tasks;
-use shardkit::replication::log_chain::Head;
 use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, LogOfRecord, Options};
+use shardkit_node::replication::jetstream::names::{Names, LSN_HEADER};
+use shardkit_node::replication::jetstream::publisher::{JetStreamLog, Lease};
+use shardkit_node::replication::jetstream::stamp::Stamp;
+use shardkit_node::replication::jetstream::tasks::Tasks;
+use shardkit_node::replication::log_chain::Head;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -271,7 +271,7 @@ fn published_messages_continue_each_other() {
     for seq in start.seq + 1..=last {
         let m = rt.block_on(stream.get_raw_message(seq)).unwrap();
         let stamp = Stamp::read(Some(&m.headers)).unwrap().expect("stamped");
-        let lsns = shardkit::replication::jetstream::lsn_seq::lsn_range(&m.headers).unwrap();
+        let lsns = shardkit_node::replication::jetstream::lsn_seq::lsn_range(&m.headers).unwrap();
         // A reader whose copy ends elsewhere refuses the message its copy does not lead to.
         let elsewhere = Head {
             chain: head.unwrap().chain ^ 1,

@@ -8,11 +8,11 @@
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::json;
-use shardkit::cluster::map::{NodeInfo, SlotMap};
-use shardkit::cluster::nats::map_store::MapStore;
-use shardkit::cluster::nats::registry::{NodeRecord, Registry};
-use shardkit::cluster::planner::{self, Rebalance};
-use shardkit::config::{Overrides, Settings};
+use shardkit_node::cluster::map::{NodeInfo, SlotMap};
+use shardkit_node::cluster::nats::map_store::MapStore;
+use shardkit_node::cluster::nats::registry::{NodeRecord, Registry};
+use shardkit_node::cluster::planner::{self, Rebalance};
+use shardkit_node::config::{Overrides, Settings};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -50,7 +50,7 @@ pub struct Where {
 
 /// A cluster resolved from [`Where`].
 struct Target {
-    nats: shardkit::nats_settings::NatsSettings,
+    nats: shardkit_node::nats_settings::NatsSettings,
     cluster: String,
     groups: u16,
 }
@@ -132,7 +132,7 @@ pub fn run(cmd: ClusterCommand, out: &mut impl Write) -> anyhow::Result<()> {
 
 /// The node records and the map bucket of a cluster, and the JetStream they are on.
 async fn open(at: &Target) -> anyhow::Result<(Registry, MapStore, async_nats::jetstream::Context)> {
-    let js = shardkit::cluster::nats::connect(&at.nats, "shardkit cluster").await?;
+    let js = shardkit_node::cluster::nats::connect(&at.nats, "shardkit cluster").await?;
     let registry = Registry::open(&js, &at.cluster, 1).await?;
     let maps = MapStore::open(&js, &at.cluster, 1).await?;
     Ok((registry, maps, js))
@@ -159,8 +159,8 @@ async fn group_streams(
 ) -> Vec<serde_json::Value> {
     let mut out = Vec::with_capacity(usize::from(groups));
     for g in 0..groups {
-        let store = shardkit::cluster::nats::names::group_store_name(cluster, g);
-        let name = shardkit::replication::jetstream::names::Names::new(&store).stream;
+        let store = shardkit_node::cluster::nats::names::group_store_name(cluster, g);
+        let name = shardkit_node::replication::jetstream::names::Names::new(&store).stream;
         let info = match js.get_stream(&name).await {
             Ok(mut stream) => stream.info().await.ok().cloned(),
             Err(_) => None,

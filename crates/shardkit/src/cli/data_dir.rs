@@ -19,7 +19,7 @@ pub struct DataDirArgs {
 impl DataDirArgs {
     /// Creates the directory if missing; an error names a file given in its place.
     pub fn ensure(&self) -> anyhow::Result<()> {
-        shardkit::data_dir::create(&self.dir)
+        shardkit_node::data_dir::create(&self.dir)
     }
 
     /// The id generator's time guard file.

@@ -6,10 +6,10 @@ use super::layout_args::LayoutArgs;
 use anyhow::{bail, Context};
 use clap::Subcommand;
 use shardkit::decoded_json::{decode_time_ordered, DecodedIdJson};
-use shardkit::id_format::{self, IdFormat, TimeOrdered};
 use shardkit_ids::{
     Clock, GenerateError, GeneratorOptions, GuardOptions, ShardGenerator, SystemClock, ULID_LEN,
 };
+use shardkit_node::id_format::{self, IdFormat, TimeOrdered};
 use std::io::Write;
 
 /// The most ids one `id next` call prints: about ten seconds of one Instagram shard.

@@ -9,8 +9,8 @@
 use super::data_dir::DataDirArgs;
 use anyhow::Context;
 use clap::Subcommand;
-use shardkit::api_keys::keyring::{self, KEYS_FILE};
-use shardkit::api_keys::Role;
+use shardkit_node::api_keys::keyring::{self, KEYS_FILE};
+use shardkit_node::api_keys::Role;
 use std::io::Write;
 
 /// Subcommands of `shardkit keys`.
@@ -179,7 +179,7 @@ pub fn run(cmd: KeysCommand, out: &mut impl Write) -> anyhow::Result<()> {
 }
 
 #[cfg(feature = "sql")]
-use shardkit::api_keys::pg_keys::{row_of, stored_of};
+use shardkit_node::api_keys::pg_keys::{row_of, stored_of};
 
 /// The cluster's key table at `url`.
 #[cfg(feature = "sql")]

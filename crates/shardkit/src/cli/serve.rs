@@ -2,8 +2,10 @@
 
 use anyhow::Context;
 use clap::Args;
-use shardkit::config::{CounterLog, CounterRole, LinkStoreKind, LogFormat, Overrides, Settings};
 use shardkit::server::Stopped;
+use shardkit_node::config::{
+    CounterLog, CounterRole, LinkStoreKind, LogFormat, Overrides, Settings,
+};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -112,7 +114,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     match result? {
         Stopped::Signal => Ok(()),
         Stopped::Restart { request, listeners } => {
-            let error = shardkit::restart_in_place::exec(request, listeners);
+            let error = shardkit_node::restart_in_place::exec(request, listeners);
             // Still here: the new image could not start. Exit with the status a
             // supervisor restarts on.
             tracing::error!(error = %error, code = request.code, "cannot restart in place; exiting for a supervisor");

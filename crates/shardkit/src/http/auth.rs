@@ -8,13 +8,13 @@
 //! stay open.
 
 use super::ApiError;
-use crate::api_keys::{Grant, Need};
-use crate::state::AppState;
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 use governor::{Quota, RateLimiter};
+use shardkit_node::api_keys::{Grant, Need};
+use shardkit_node::state::AppState;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::Arc;

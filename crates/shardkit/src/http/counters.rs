@@ -8,14 +8,14 @@
 //! while this node is still taking the group over or no node serves it.
 
 use super::ApiError;
-use crate::counters::{row_key, Counters, DEFAULT_COLUMN};
-use crate::state::AppState;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use shardkit_counters::{Error, Key};
+use shardkit_node::counters::{row_key, Counters, DEFAULT_COLUMN};
+use shardkit_node::state::AppState;
 use std::sync::Arc;
 
 /// The most keys one `mget` may ask for.
@@ -115,7 +115,7 @@ pub async fn incr(
 ) -> Result<Json<Value>, ApiError> {
     let counters = row_counters(&state, &counter, &key)?;
     if state.cluster.get().is_none() {
-        if let Some(leader) = crate::replication::gate::http_leader(&state.replication) {
+        if let Some(leader) = shardkit_node::replication::gate::http_leader(&state.replication) {
             return Err(ApiError::misdirected(leader));
         }
     }
@@ -220,7 +220,7 @@ pub async fn mget(
 /// module doc for the answers otherwise).
 fn row_counters(state: &AppState, counter: &str, key: &str) -> Result<Arc<Counters>, ApiError> {
     let Some(live) = state.cluster.get() else {
-        if let Some(refusal) = crate::replication::gate::refuse_read(&state.replication) {
+        if let Some(refusal) = shardkit_node::replication::gate::refuse_read(&state.replication) {
             return Err(ApiError::unavailable(refusal));
         }
         return Ok(Arc::clone(&state.counters));
@@ -231,7 +231,7 @@ fn row_counters(state: &AppState, counter: &str, key: &str) -> Result<Arc<Counte
 /// On a cluster node, the counters of `slot`'s group when this node leads it; else 421
 /// naming the owner's HTTP address, or 503 while the group is taken over or unserved.
 pub fn slot_counters(
-    live: &crate::cluster::live::Live,
+    live: &shardkit_node::cluster::live::Live,
     slot: u16,
 ) -> Result<Arc<Counters>, ApiError> {
     let map = live.map();
@@ -239,7 +239,12 @@ pub fn slot_counters(
     if map.owner[usize::from(group)].as_deref() == Some(live.me.as_str()) {
         return live
             .store(group)
-            .filter(|s| matches!(s.replication.role(), crate::replication::Role::Leader))
+            .filter(|s| {
+                matches!(
+                    s.replication.role(),
+                    shardkit_node::replication::Role::Leader
+                )
+            })
             .map(|s| Arc::clone(&s.counters))
             .ok_or_else(|| {
                 ApiError::unavailable(format!(
@@ -262,5 +267,5 @@ pub fn row_slot(counter: &str, key: &str) -> u16 {
         .strip_prefix('{')
         .and_then(|k| k.strip_suffix('}'))
         .unwrap_or(key);
-    crate::cluster::slot::key_slot(format!("{counter}:{{{id}}}").as_bytes())
+    shardkit_node::cluster::slot::key_slot(format!("{counter}:{{{id}}}").as_bytes())
 }

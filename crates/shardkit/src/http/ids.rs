@@ -3,12 +3,12 @@
 
 use super::ApiError;
 use crate::decoded_json::{DecodedAnyJson, DecodedIdJson};
-use crate::id_format::IdFormat;
-use crate::state::{AppState, MAX_BATCH};
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde::Deserialize;
 use shardkit_ids::GenerateError;
+use shardkit_node::id_format::IdFormat;
+use shardkit_node::state::{AppState, MAX_BATCH};
 use std::sync::Arc;
 
 /// Query of `POST /api/ids`; numbers are read by hand to say exactly what is wrong.
@@ -70,7 +70,7 @@ pub async fn create(
             .time_ordered
             .next_texts(kind, count)
             .map_err(generate_error)?;
-        crate::telemetry::add(&crate::telemetry::IDS_ISSUED, count);
+        shardkit_node::telemetry::add(&shardkit_node::telemetry::IDS_ISSUED, count);
         return Ok(super::ids_body::text_ids_response(&texts));
     }
     let shards = state.layout.shards();
@@ -101,7 +101,7 @@ pub async fn create(
         .map_err(|why| ApiError::unavailable(why.trim_start_matches("ERR ").to_string()))?;
     let mut ids = vec![0u64; count as usize];
     state.ids.fill(shard, &mut ids).map_err(generate_error)?;
-    crate::telemetry::add(&crate::telemetry::IDS_ISSUED, count);
+    shardkit_node::telemetry::add(&shardkit_node::telemetry::IDS_ISSUED, count);
     Ok(super::ids_body::ids_response(&ids))
 }
 

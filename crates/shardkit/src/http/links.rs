@@ -4,8 +4,6 @@
 //! awaits its group commit without a thread.
 
 use super::{regions, ApiError};
-use crate::api_keys::Grant;
-use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -15,6 +13,8 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use shardkit_link_service::{LinkOpError, LinkPatch, NewLink};
+use shardkit_node::api_keys::Grant;
+use shardkit_node::state::AppState;
 use std::sync::Arc;
 
 /// Most links one list page holds.

@@ -3,8 +3,6 @@
 
 use super::links::{blocking, op_error};
 use super::ApiError;
-use crate::api_keys::Grant;
-use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Query, State};
@@ -17,6 +15,8 @@ use serde_json::{json, Value};
 use shardkit_link_service::lines::{self, Format};
 use shardkit_link_service::LinkOpError;
 use shardkit_links::Link;
+use shardkit_node::api_keys::Grant;
+use shardkit_node::state::AppState;
 use std::sync::Arc;
 
 /// Largest bulk body, bytes (64 MiB): room for 100,000 long lines.

@@ -2,15 +2,15 @@
 //! and the state's figures, rendered at scrape time) and the middleware that times
 //! every request by route.
 
-use crate::state::AppState;
-use crate::telemetry::{
-    prometheus, IDS_ISSUED, LINK_REDIRECTS, RESP_COMMANDS, RESP_CONNECTIONS, RESP_ERRORS,
-    TICKETS_ISSUED,
-};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use shardkit_node::state::AppState;
+use shardkit_node::telemetry::{
+    prometheus, IDS_ISSUED, LINK_REDIRECTS, RESP_COMMANDS, RESP_CONNECTIONS, RESP_ERRORS,
+    TICKETS_ISSUED,
+};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;

@@ -25,11 +25,11 @@ mod ui_charts;
 pub use auth::parse_public;
 pub use error::ApiError;
 
-use crate::state::AppState;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{get, post};
 use axum::Router;
+use shardkit_node::state::AppState;
 use std::sync::Arc;
 
 /// All routes, with the key check (`auth.rs`: which role each route needs) in front of

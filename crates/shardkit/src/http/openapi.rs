@@ -1,10 +1,10 @@
 //! `GET /openapi.json`: the API description, generated from the handlers' own
 //! annotations (utoipa), so it cannot drift from the routes.
 
-use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
 use serde::Serialize;
+use shardkit_node::state::AppState;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use utoipa::{OpenApi, ToSchema};

@@ -6,10 +6,10 @@
 
 use super::counters::MAX_MGET_KEYS;
 use super::links::MAX_PAGE;
-use crate::state::MAX_BATCH;
 use serde_json::{json, Value};
 use shardkit_counters::MAX_TXID_LEN;
 use shardkit_links::{MAX_ALIAS_LEN, MAX_TAGS, MAX_URL_LEN};
+use shardkit_node::state::MAX_BATCH;
 
 /// Longest counter or column name, bytes (the counter engine's rule).
 const MAX_NAME_LEN: usize = 200;

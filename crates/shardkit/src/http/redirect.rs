@@ -9,13 +9,13 @@
 //! form again. Attempts are limited per client address ([`shardkit_link_service::password::PasswordAttempts`]).
 
 use super::pages;
-use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use shardkit_link_service::analytics::RawClick;
 use shardkit_links::{day_of, now_ms, MAX_ALIAS_LEN};
+use shardkit_node::state::AppState;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
@@ -239,7 +239,7 @@ fn click_and_redirect(
         agent: visitor.agent,
         ip: visitor.ip,
     });
-    crate::telemetry::add(&crate::telemetry::LINK_REDIRECTS, 1);
+    shardkit_node::telemetry::add(&shardkit_node::telemetry::LINK_REDIRECTS, 1);
     (status, [(header::LOCATION, location)]).into_response()
 }
 

@@ -11,7 +11,6 @@
 //!   limit (counted at home, so the limit holds across regions): 204, or 410.
 
 use super::ApiError;
-use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
@@ -22,6 +21,7 @@ use serde_json::{json, Value};
 use shardkit_link_service::regions::peers::{LocalClicks, FORWARDED_BY};
 use shardkit_link_service::regions::Regions;
 use shardkit_links::{day_of, now_ms, Link};
+use shardkit_node::state::AppState;
 use std::sync::Arc;
 
 /// Where a request for `/{path}` (or a new link) is answered.

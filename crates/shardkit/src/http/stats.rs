@@ -5,8 +5,6 @@
 
 use super::links::op_error;
 use super::ApiError;
-use crate::api_keys::Grant;
-use crate::state::AppState;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
@@ -16,6 +14,8 @@ use shardkit_link_service::analytics::classify::Dim;
 use shardkit_link_service::analytics::query::{self, Days, MAX_DAYS};
 use shardkit_link_service::LinkOpError;
 use shardkit_links::{day_of, format_day, now_ms, parse_day};
+use shardkit_node::api_keys::Grant;
+use shardkit_node::state::AppState;
 use std::sync::Arc;
 
 /// Days a question covers when it names no `from`: the last 30, `to` included.

@@ -2,10 +2,10 @@
 
 use super::ids::parse_count;
 use super::ApiError;
-use crate::state::AppState;
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 use shardkit_ids::TicketError;
+use shardkit_node::state::AppState;
 use std::sync::Arc;
 
 /// Query of `POST /api/tickets/{name}`.
@@ -36,7 +36,7 @@ pub async fn create(
         return on_cluster_node(&state, live, name, query).await;
     }
     // Ids and tickets come from the leader only (a replica holds no lease on them yet).
-    if let Some(leader) = crate::replication::gate::http_leader(&state.replication) {
+    if let Some(leader) = shardkit_node::replication::gate::http_leader(&state.replication) {
         return Err(ApiError::misdirected(leader));
     }
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
@@ -47,7 +47,10 @@ pub async fn create(
         .await
         .map_err(|_| ApiError::unavailable("the ticket allocator stopped"))?
         .map_err(ticket_error)?;
-    crate::telemetry::add(&crate::telemetry::TICKETS_ISSUED, numbers.len() as u64);
+    shardkit_node::telemetry::add(
+        &shardkit_node::telemetry::TICKETS_ISSUED,
+        numbers.len() as u64,
+    );
     Ok(super::ids_body::ids_response(&numbers))
 }
 
@@ -57,25 +60,27 @@ pub async fn create(
 /// over).
 async fn on_cluster_node(
     state: &Arc<AppState>,
-    live: &crate::cluster::live::Live,
+    live: &shardkit_node::cluster::live::Live,
     name: String,
     query: Result<Query<TicketQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<axum::response::Response, ApiError> {
     shardkit_ids::tickets::validate_name(&name).map_err(ticket_error)?;
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let count = parse_count(query.count.as_deref())?;
-    let counters =
-        super::counters::slot_counters(live, crate::cluster::slot::key_slot(name.as_bytes()))?;
+    let counters = super::counters::slot_counters(
+        live,
+        shardkit_node::cluster::slot::key_slot(name.as_bytes()),
+    )?;
     let n = count;
     // The write waits for the group's log: keep it off the async workers.
     let (next, _) = tokio::task::spawn_blocking(move || {
-        crate::cluster::tickets::reserve(&counters.engine, &name, n, false)
+        shardkit_node::cluster::tickets::reserve(&counters.engine, &name, n, false)
     })
     .await
     .map_err(|_| ApiError::unavailable("the counter engine stopped"))?
     .map_err(super::counters::engine_error)?;
-    let numbers = crate::cluster::tickets::numbers_of(state.ticket_spec(), next, n)
-        .ok_or_else(|| ApiError::bad_request(crate::cluster::tickets::USED_UP))?;
+    let numbers = shardkit_node::cluster::tickets::numbers_of(state.ticket_spec(), next, n)
+        .ok_or_else(|| ApiError::bad_request(shardkit_node::cluster::tickets::USED_UP))?;
     Ok(super::ids_body::ids_response(&numbers))
 }
 

@@ -6,13 +6,13 @@
 
 use super::pages::{self, escape, page};
 use crate::plural::plural;
-use crate::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use shardkit_link_service::analytics::classify::Dim;
 use shardkit_link_service::analytics::query::{self, Days};
 use shardkit_links::{day_of, format_day, now_ms, Link};
+use shardkit_node::state::AppState;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -25,7 +25,7 @@ pub async fn index(State(state): State<Arc<AppState>>) -> Html<String> {
     let public = super::auth::parse_public(&state.settings.access.public).unwrap_or_default();
     let needs_key = state.access.enforced()
         && super::auth::need(&axum::http::Method::POST, "/api/links", &public)
-            != crate::api_keys::Need::Nothing;
+            != shardkit_node::api_keys::Need::Nothing;
     let body = format!("<div hidden data-needs-key=\"{needs_key}\" id=\"needs-key\"></div>{INDEX}");
     Html(page("Shorten a link", &body))
 }

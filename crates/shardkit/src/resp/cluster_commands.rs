@@ -101,7 +101,10 @@ fn cluster(call: &mut Call<'_, '_>) {
         (b"myid", 2) => reply::bulk(call.out, live.me.as_bytes()),
         (b"keyslot", 3) => {
             let key = call.cmd.arg(2).unwrap_or_default();
-            reply::integer(call.out, i64::from(crate::cluster::slot::key_slot(key)));
+            reply::integer(
+                call.out,
+                i64::from(shardkit_node::cluster::slot::key_slot(key)),
+            );
         }
         (b"countkeysinslot", 3) => super::cluster_keyspace::count_keys_in_slot(call, live),
         (b"getkeysinslot", 4) => super::cluster_keyspace::get_keys_in_slot(call, live),

@@ -14,10 +14,10 @@
 
 use super::session::Session;
 use super::table::{Call, CommandSpec};
-use crate::cluster::live::Live;
-use crate::cluster::route::{route, route_key, Route};
-use crate::state::AppState;
 use bytes::BytesMut;
+use shardkit_node::cluster::live::Live;
+use shardkit_node::cluster::route::{route, route_key, Route};
+use shardkit_node::state::AppState;
 use shardkit_resp::parse::Command;
 use shardkit_resp::reply;
 
@@ -55,7 +55,7 @@ fn run_by(
     cmd: &Command<'_>,
     state: &AppState,
     live: &Live,
-    map: &crate::cluster::map::SlotMap,
+    map: &shardkit_node::cluster::map::SlotMap,
     session: &mut Session,
     out: &mut BytesMut,
 ) {
@@ -157,20 +157,20 @@ fn run_by(
 /// `None`.
 pub fn led_store(
     live: &Live,
-    map: &crate::cluster::map::SlotMap,
+    map: &shardkit_node::cluster::map::SlotMap,
     slot: u16,
     out: &mut BytesMut,
-) -> Option<std::sync::Arc<crate::replication::store::CounterStore>> {
+) -> Option<std::sync::Arc<shardkit_node::replication::store::CounterStore>> {
     led(live.store(map.group_of(slot)), map, slot, out)
 }
 
 /// [`led_store`] for the store already looked up (`None`: not open here).
 fn led(
-    store: Option<std::sync::Arc<crate::replication::store::CounterStore>>,
-    map: &crate::cluster::map::SlotMap,
+    store: Option<std::sync::Arc<shardkit_node::replication::store::CounterStore>>,
+    map: &shardkit_node::cluster::map::SlotMap,
     slot: u16,
     out: &mut BytesMut,
-) -> Option<std::sync::Arc<crate::replication::store::CounterStore>> {
+) -> Option<std::sync::Arc<shardkit_node::replication::store::CounterStore>> {
     let group = map.group_of(slot);
     let store = store.filter(|s| s.replication.is_leader());
     if store.is_none() {

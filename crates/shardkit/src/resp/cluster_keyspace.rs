@@ -17,11 +17,11 @@
 use super::keyspace_commands::{reply_scan, row_text, ScanOptions, Walk, POSITION_BITS};
 use super::table::Call;
 use super::values::{engine_error, stored_fields, NOT_INTEGER};
-use crate::cluster::live::Live;
-use crate::cluster::map::SlotMap;
-use crate::cluster::slot::{key_slot, SLOTS};
-use crate::counters::{CounterKey, Counters};
 use shardkit_counters::OwnedKey;
+use shardkit_node::cluster::live::Live;
+use shardkit_node::cluster::map::SlotMap;
+use shardkit_node::cluster::slot::{key_slot, SLOTS};
+use shardkit_node::counters::{CounterKey, Counters};
 use shardkit_resp::reply;
 
 /// Bits of a cluster cursor above the walk of one group: the group (up to 1,024).
@@ -42,7 +42,7 @@ fn keys_of_row(
     row: &OwnedKey,
     push: &mut dyn FnMut(String, &'static str),
 ) {
-    if name == crate::cluster::tickets::COUNTER {
+    if name == shardkit_node::cluster::tickets::COUNTER {
         return;
     }
     let id = row_text(row);
@@ -82,10 +82,12 @@ pub fn scan(call: &mut Call<'_, '_>, live: &Live) {
     let mut walk = Walk::new(&options);
     let mut next = 0;
     for group in first..map.groups {
-        let Some(store) = live
-            .store(group)
-            .filter(|s| matches!(s.replication.role(), crate::replication::Role::Leader))
-        else {
+        let Some(store) = live.store(group).filter(|s| {
+            matches!(
+                s.replication.role(),
+                shardkit_node::replication::Role::Leader
+            )
+        }) else {
             continue;
         };
         if walk.examined >= options.count {
@@ -130,7 +132,7 @@ pub fn flush(call: &mut Call<'_, '_>, live: &Live) {
     for store in &led {
         let engine = &store.counters.engine;
         for counter in engine.counters() {
-            if counter == crate::cluster::tickets::COUNTER {
+            if counter == shardkit_node::cluster::tickets::COUNTER {
                 continue;
             }
             match engine.clear_deferred(&counter) {
@@ -158,10 +160,12 @@ pub fn flush(call: &mut Call<'_, '_>, live: &Live) {
 fn keys_in_slot(live: &Live, slot: u16, limit: usize) -> Vec<String> {
     let map = live.map();
     let group = map.group_of(slot);
-    let Some(store) = live
-        .store(group)
-        .filter(|s| matches!(s.replication.role(), crate::replication::Role::Leader))
-    else {
+    let Some(store) = live.store(group).filter(|s| {
+        matches!(
+            s.replication.role(),
+            shardkit_node::replication::Role::Leader
+        )
+    }) else {
         return Vec::new();
     };
     let counters = &store.counters;

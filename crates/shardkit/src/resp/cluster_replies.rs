@@ -3,8 +3,8 @@
 //! clients (redis-py `RedisCluster`, ioredis `Cluster`, node-redis `createCluster`,
 //! `redis-benchmark --cluster`) read them as they read Redis's.
 
-use crate::cluster::map::{NodeInfo, SlotMap, SlotRange};
 use bytes::BytesMut;
+use shardkit_node::cluster::map::{NodeInfo, SlotMap, SlotRange};
 use shardkit_resp::reply;
 
 /// `CLUSTER SLOTS`: `[start, end, [host, port, id, []] owner, replicas…]` per range,
@@ -160,7 +160,7 @@ pub fn nodes(map: &SlotMap, me: &str, out: &mut BytesMut) {
 
 /// `CLUSTER INFO`: Redis's fields; `ok` when every slot is assigned.
 pub fn info(map: &SlotMap, out: &mut BytesMut) {
-    let all = map.slots_assigned() == usize::from(crate::cluster::slot::SLOTS);
+    let all = map.slots_assigned() == usize::from(shardkit_node::cluster::slot::SLOTS);
     info_as(map, all, out);
 }
 
@@ -190,7 +190,16 @@ pub fn info_as(map: &SlotMap, ok: bool, out: &mut BytesMut) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::map::test_node as node;
+
+    /// Node `i` of these tests' clusters: id `i` in hex, port 7000 + `i`.
+    fn node(i: u8) -> NodeInfo {
+        NodeInfo {
+            id: format!("{:040x}", i),
+            host: "127.0.0.1".into(),
+            port: 7000 + u16::from(i),
+            http: String::new(),
+        }
+    }
 
     #[test]
     fn every_owner_is_first_named_as_a_master_and_every_slot_listed_once() {
@@ -199,7 +208,7 @@ mod tests {
             let map = SlotMap::place(1, 16, &nodes, copies);
             let listed = slots_listed(map.ranges());
             let mut first_role: std::collections::HashMap<&str, &str> = Default::default();
-            let mut covered = vec![0u8; usize::from(crate::cluster::slot::SLOTS)];
+            let mut covered = vec![0u8; usize::from(shardkit_node::cluster::slot::SLOTS)];
             for r in &listed {
                 first_role.entry(&r.owner.id).or_insert("master");
                 for replica in &r.replicas {

@@ -8,9 +8,9 @@
 use super::counter_admin::{column_options, no_such_counter, reply_info};
 use super::table::Call;
 use super::values::engine_error;
-use crate::cluster::live::Live;
-use crate::cluster::schema::{ChangeError, Schema};
 use shardkit_counters::{ColumnSpec, CounterStats, Error};
+use shardkit_node::cluster::live::Live;
+use shardkit_node::cluster::schema::{ChangeError, Schema};
 use shardkit_resp::reply;
 
 /// The text argument at `index`, or an error written to `out`.
@@ -37,7 +37,7 @@ fn change_schema(
             "CLUSTERDOWN this node has not joined the cluster yet; retry shortly",
         );
     };
-    let changed = crate::resp_runtime::block_here(|| {
+    let changed = shardkit_node::resp_runtime::block_here(|| {
         let (revision, schema) = writer.change(change)?;
         live.set_schema(revision, schema);
         let failed = live.apply_schema();

@@ -1,12 +1,12 @@
 //! `TICKET.NEXT name [count]` on a cluster node: the RESP side of
-//! [`crate::cluster::tickets`] (the sequence is routed by its name's slot).
+//! [`shardkit_node::cluster::tickets`] (the sequence is routed by its name's slot).
 
 use super::session::Session;
-use crate::cluster::live::Live;
-use crate::cluster::route::{route, Route};
-use crate::cluster::tickets::{numbers_of, reserve, USED_UP};
-use crate::state::AppState;
 use bytes::BytesMut;
+use shardkit_node::cluster::live::Live;
+use shardkit_node::cluster::route::{route, Route};
+use shardkit_node::cluster::tickets::{numbers_of, reserve, USED_UP};
+use shardkit_node::state::AppState;
 use shardkit_resp::keys::KeySpec;
 use shardkit_resp::reply;
 
@@ -35,13 +35,15 @@ pub fn next(
     };
     let count = match cmd.arg(2).map(super::values::strict_i64) {
         None => None,
-        Some(Some(n)) if (1..=crate::state::MAX_BATCH as i64).contains(&n) => Some(n as u64),
+        Some(Some(n)) if (1..=shardkit_node::state::MAX_BATCH as i64).contains(&n) => {
+            Some(n as u64)
+        }
         Some(_) => {
             return reply::error(
                 out,
                 &format!(
                     "ERR count must be between 1 and {}",
-                    crate::state::MAX_BATCH
+                    shardkit_node::state::MAX_BATCH
                 ),
             )
         }

@@ -3,8 +3,8 @@
 
 use super::session::Session;
 use super::table;
-use crate::state::AppState;
 use bytes::{Buf, BytesMut};
+use shardkit_node::state::AppState;
 use shardkit_resp::parse::Parsed;
 use shardkit_resp::{reply, Limits, Parser};
 use std::sync::Arc;
@@ -111,11 +111,14 @@ pub async fn serve(
                 return;
             }
         }
-        crate::telemetry::add(&crate::telemetry::RESP_COMMANDS, commands_run);
+        shardkit_node::telemetry::add(&shardkit_node::telemetry::RESP_COMMANDS, commands_run);
         if commands_run > 0 {
             client.touch(last_command.unwrap_or("unknown"));
         }
-        crate::telemetry::add(&crate::telemetry::RESP_ERRORS, count_errors(&output));
+        shardkit_node::telemetry::add(
+            &shardkit_node::telemetry::RESP_ERRORS,
+            count_errors(&output),
+        );
         if stream.write_all(&output).await.is_err() {
             return;
         }
@@ -128,10 +131,10 @@ pub async fn serve(
 }
 
 /// Waits once for every write of a batch. Under fsync `always` that is an fsync shared
-/// with the other connections' batches ([`crate::counters::commit_task`]); under `everysec` and
+/// with the other connections' batches ([`shardkit_node::counters::commit_task`]); under `everysec` and
 /// `no` the records are already where the policy wants them.
 async fn commit(
-    counters: &crate::counters::Counters,
+    counters: &shardkit_node::counters::Counters,
     pending: shardkit_counters::Pending,
 ) -> Result<(), ()> {
     if counters.writes_wait_for_disk {

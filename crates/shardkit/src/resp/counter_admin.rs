@@ -4,9 +4,9 @@
 
 use super::table::{Call, CommandSpec};
 use super::values::*;
-use crate::state::AppState;
 use bytes::BytesMut;
 use shardkit_counters::ColumnOptions;
+use shardkit_node::state::AppState;
 use shardkit_resp::parse::Command;
 use shardkit_resp::reply;
 
@@ -91,7 +91,7 @@ fn digest(call: &mut Call<'_, '_>) {
         None => None,
     };
     // A full pass over the rows: off the event loop.
-    match crate::resp_runtime::block_here(|| state.counters.engine.digest(only)) {
+    match shardkit_node::resp_runtime::block_here(|| state.counters.engine.digest(only)) {
         Ok(d) => {
             reply::array_header(out, 2);
             reply::integer(out, d.lsn as i64);
@@ -105,12 +105,12 @@ fn digest(call: &mut Call<'_, '_>) {
 }
 
 /// Runs a write that waits for the log itself (schema changes). Under fsync `always`
-/// it waits for the disk, so it runs in [`crate::resp_runtime::block_here`]; under
+/// it waits for the disk, so it runs in [`shardkit_node::resp_runtime::block_here`]; under
 /// `everysec` and `no` it runs inline.
 #[inline]
 fn may_block<T>(state: &AppState, write: impl FnOnce() -> T) -> T {
     if state.counters.writes_wait_for_disk {
-        crate::resp_runtime::block_here(write)
+        shardkit_node::resp_runtime::block_here(write)
     } else {
         write()
     }

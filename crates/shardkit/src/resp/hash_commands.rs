@@ -4,7 +4,7 @@
 
 use super::table::{Call, CommandSpec};
 use super::values::*;
-use crate::counters::CounterKey;
+use shardkit_node::counters::CounterKey;
 use shardkit_resp::reply;
 
 const R_FAST: &[&str] = &["readonly", "fast"];

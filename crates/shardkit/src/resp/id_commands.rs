@@ -6,8 +6,8 @@
 
 use super::table::{Call, CommandSpec};
 use super::values::{strict_i64, NOT_INTEGER};
-use crate::id_format::{IdFormat, TimeOrdered, FORMAT_NAMES};
-use crate::state::MAX_BATCH;
+use shardkit_node::id_format::{IdFormat, TimeOrdered, FORMAT_NAMES};
+use shardkit_node::state::MAX_BATCH;
 use shardkit_resp::reply;
 
 /// The id family's entries of the command table.
@@ -115,7 +115,7 @@ fn id_next(call: &mut Call<'_, '_>) {
     match count {
         None => match state.ids.next_id(shard) {
             Ok(id) => {
-                crate::telemetry::add(&crate::telemetry::IDS_ISSUED, 1);
+                shardkit_node::telemetry::add(&shardkit_node::telemetry::IDS_ISSUED, 1);
                 reply::bulk_u64(out, id)
             }
             Err(e) => reply::error(out, &format!("ERR {e}")),
@@ -127,7 +127,7 @@ fn id_next(call: &mut Call<'_, '_>) {
             let mut ids = vec![0u64; n as usize];
             match state.ids.fill(shard, &mut ids) {
                 Ok(()) => {
-                    crate::telemetry::add(&crate::telemetry::IDS_ISSUED, n);
+                    shardkit_node::telemetry::add(&shardkit_node::telemetry::IDS_ISSUED, n);
                     reply::array_header(out, ids.len());
                     for id in ids {
                         reply::bulk_u64(out, id);
@@ -147,7 +147,10 @@ fn time_ordered_next(call: &mut Call<'_, '_>, kind: TimeOrdered, count: Option<u
     }
     match call.state.time_ordered.next_texts(kind, count.unwrap_or(1)) {
         Ok(texts) => {
-            crate::telemetry::add(&crate::telemetry::IDS_ISSUED, texts.len() as u64);
+            shardkit_node::telemetry::add(
+                &shardkit_node::telemetry::IDS_ISSUED,
+                texts.len() as u64,
+            );
             if count.is_some() {
                 reply::array_header(out, texts.len());
             }
@@ -181,7 +184,10 @@ fn ticket_next(call: &mut Call<'_, '_>) {
         .tickets(name)
         .and_then(|allocator| allocator.take(count.unwrap_or(1)));
     if let Ok(numbers) = &result {
-        crate::telemetry::add(&crate::telemetry::TICKETS_ISSUED, numbers.len() as u64);
+        shardkit_node::telemetry::add(
+            &shardkit_node::telemetry::TICKETS_ISSUED,
+            numbers.len() as u64,
+        );
     }
     match (result, count) {
         (Ok(numbers), None) => reply::bulk_u64(out, numbers[0]),

@@ -22,10 +22,10 @@
 
 use super::session::Session;
 use super::values::engine_error;
-use crate::counters::CounterKey;
-use crate::counters::Counters;
 use bytes::BytesMut;
 use shardkit_counters::{Error, Key};
+use shardkit_node::counters::CounterKey;
+use shardkit_node::counters::Counters;
 use shardkit_resp::reply;
 use std::sync::Arc;
 

@@ -21,8 +21,8 @@
 
 use super::table::{Call, CommandSpec};
 use super::values::{holds_value, strict_i64};
-use crate::counters::{CounterKey, Counters, DEFAULT_COLUMN};
 use shardkit_counters::{OwnedKey, STRIPES};
+use shardkit_node::counters::{CounterKey, Counters, DEFAULT_COLUMN};
 use shardkit_resp::glob;
 use shardkit_resp::parse::Command;
 use shardkit_resp::reply;

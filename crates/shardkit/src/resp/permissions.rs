@@ -11,7 +11,7 @@
 //! no key) skips the check.
 
 use super::table::CommandSpec;
-use crate::api_keys::Need;
+use shardkit_node::api_keys::Need;
 
 /// Commands any authenticated connection may run.
 const ANY_KEY: &[&str] = &[

@@ -1,8 +1,8 @@
 //! `ROLE`, as Redis answers it, from the node's replication status.
 
-use crate::replication::gate::{known_replicas, split_addr};
-use crate::replication::{Role, Status};
 use bytes::BytesMut;
+use shardkit_node::replication::gate::{known_replicas, split_addr};
+use shardkit_node::replication::{Role, Status};
 use shardkit_resp::reply;
 
 /// `ROLE`, as Redis answers it: `master <offset> [[host, port, offset], ...]` or `slave
@@ -54,7 +54,7 @@ pub fn role_reply(status: &Status, out: &mut BytesMut) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replication::LeaderAddr;
+    use shardkit_node::replication::LeaderAddr;
 
     #[test]
     fn a_replica_names_its_leader_as_redis_does() {

@@ -1,7 +1,7 @@
 //! `SENTINEL`: the subset of Redis Sentinel's command that clients use to find a
 //! master (`get-master-addr-by-name`, `masters`, `master`, `replicas`/`slaves`,
 //! `sentinels`, `myid`, `help`), answered by every node from the lease and the
-//! membership announcements ([`crate::replication::sentinel`]). The store name
+//! membership announcements ([`shardkit_node::replication::sentinel`]). The store name
 //! (`[counters] store`) is the master's name.
 //!
 //! Replies have Redis's shapes: an instance is a map of bulk strings (a flat
@@ -10,7 +10,7 @@
 //! `get-master-addr-by-name`.
 
 use super::table::{Call, CommandSpec};
-use crate::replication::sentinel::{view, Instance};
+use shardkit_node::replication::sentinel::{view, Instance};
 use shardkit_resp::reply;
 
 /// The `SENTINEL` entry of the command table.
@@ -97,7 +97,7 @@ fn sentinel(call: &mut Call<'_, '_>) {
         status,
         &counters.store,
         counters.lease_ms,
-        counters.role == crate::config::CounterRole::Auto,
+        counters.role == shardkit_node::config::CounterRole::Auto,
     );
     match name {
         "get-master-addr-by-name" => match v.master_addr.filter(|_| ours) {

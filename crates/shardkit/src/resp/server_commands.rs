@@ -243,10 +243,10 @@ fn auth(call: &mut Call<'_, '_>) {
 /// The grant of `key` if it is valid and, when a user name other than `default` is
 /// given, named so.
 fn check_key(
-    state: &crate::state::AppState,
+    state: &shardkit_node::state::AppState,
     user: Option<&[u8]>,
     key: Option<&[u8]>,
-) -> Option<crate::api_keys::Grant> {
+) -> Option<shardkit_node::api_keys::Grant> {
     let grant = state.access.authenticate(key)?;
     match user {
         Some(user) if user != b"default" && user != grant.name.as_bytes() => None,
@@ -329,7 +329,7 @@ fn hello(call: &mut Call<'_, '_>) {
     }
     let resp3 = call.session.resp3;
     let role: &[u8] = match state.replication.role() {
-        crate::replication::Role::Replica { .. } => b"replica",
+        shardkit_node::replication::Role::Replica { .. } => b"replica",
         _ => b"master",
     };
     reply::map_header(out, 7, resp3);

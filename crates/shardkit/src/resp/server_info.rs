@@ -7,8 +7,8 @@
 //! number; shardkit's own figures (ids, counters) get their own sections.
 
 use super::table::{Call, CommandSpec};
-use crate::state::AppState;
 use parking_lot::Mutex;
+use shardkit_node::state::AppState;
 use shardkit_resp::glob;
 use shardkit_resp::reply;
 use std::collections::VecDeque;
@@ -100,14 +100,14 @@ pub fn info_text(state: &AppState, wanted: &[String]) -> String {
                     text,
                     "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_error_replies:{}\r\n",
                     state.clients.accepted(),
-                    crate::telemetry::RESP_COMMANDS.load(Ordering::Relaxed),
+                    shardkit_node::telemetry::RESP_COMMANDS.load(Ordering::Relaxed),
                     ops_per_sec(),
-                    crate::telemetry::RESP_ERRORS.load(Ordering::Relaxed),
+                    shardkit_node::telemetry::RESP_ERRORS.load(Ordering::Relaxed),
                 );
             }
-            "replication" => {
-                text.push_str(&crate::replication::gate::info_section(&state.replication))
-            }
+            "replication" => text.push_str(&shardkit_node::replication::gate::info_section(
+                &state.replication,
+            )),
             "cpu" => cpu(&mut text),
             "ids" => {
                 let _ = write!(text, "# Ids\r\nlayout:{}\r\n", state.layout);
@@ -268,7 +268,7 @@ pub fn sample_ops() {
     }
     samples.push_back((
         Instant::now(),
-        crate::telemetry::RESP_COMMANDS.load(Ordering::Relaxed),
+        shardkit_node::telemetry::RESP_COMMANDS.load(Ordering::Relaxed),
     ));
 }
 
@@ -309,8 +309,8 @@ fn config(call: &mut Call<'_, '_>) {
             }
         }
         "resetstat" if call.cmd.len() == 2 => {
-            crate::telemetry::RESP_COMMANDS.store(0, Ordering::Relaxed);
-            crate::telemetry::RESP_ERRORS.store(0, Ordering::Relaxed);
+            shardkit_node::telemetry::RESP_COMMANDS.store(0, Ordering::Relaxed);
+            shardkit_node::telemetry::RESP_ERRORS.store(0, Ordering::Relaxed);
             OPS_SAMPLES.lock().clear();
             reply::simple(call.out, "OK");
         }

@@ -1,6 +1,6 @@
 //! Per-connection state: authentication, the writes waiting for the disk, the id.
 
-use crate::resp_clients::Client;
+use shardkit_node::resp_clients::Client;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ pub struct Session {
     pub authenticated: bool,
     /// The key `AUTH` proved (its name and roles); `None` before, or with no key
     /// configured.
-    pub grant: Option<crate::api_keys::Grant>,
+    pub grant: Option<shardkit_node::api_keys::Grant>,
     /// Whether every command may run without a role check: no key is configured, or
     /// the key is an admin key (the hot path then skips [`super::permissions`]).
     pub unrestricted: bool,
@@ -37,12 +37,12 @@ pub struct Session {
     /// not own) are served from its follower copy instead of `-MOVED`.
     pub read_replicas: bool,
     /// On a cluster node: the slot map this connection routed its last command by,
-    /// kept while it is the newest ([`crate::cluster::live::Live::map_after`]).
-    pub cluster_map: Option<Arc<crate::cluster::map::SlotMap>>,
+    /// kept while it is the newest ([`shardkit_node::cluster::live::Live::map_after`]).
+    pub cluster_map: Option<Arc<shardkit_node::cluster::map::SlotMap>>,
     /// On a cluster node: the log positions the batch's replies wait for in the stores
     /// of slot groups (one entry per store), besides `pending` of the node's own.
     pub group_pending: Vec<(
-        std::sync::Arc<crate::counters::Counters>,
+        std::sync::Arc<shardkit_node::counters::Counters>,
         shardkit_counters::Pending,
     )>,
 }
@@ -68,9 +68,9 @@ impl Session {
     }
 
     /// Takes the grant of a key that `AUTH`/`HELLO … AUTH` proved.
-    pub fn authenticate(&mut self, grant: crate::api_keys::Grant) {
+    pub fn authenticate(&mut self, grant: shardkit_node::api_keys::Grant) {
         self.authenticated = true;
-        self.unrestricted = grant.allows(crate::api_keys::Need::Admin);
+        self.unrestricted = grant.allows(shardkit_node::api_keys::Need::Admin);
         self.grant = Some(grant);
     }
 
@@ -82,7 +82,7 @@ impl Session {
     /// Waits for `p` of group store `counters` too before the batch's replies go out.
     pub fn wait_for_store(
         &mut self,
-        counters: &std::sync::Arc<crate::counters::Counters>,
+        counters: &std::sync::Arc<shardkit_node::counters::Counters>,
         p: shardkit_counters::Pending,
     ) {
         if p.is_none() {

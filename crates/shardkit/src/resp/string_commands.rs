@@ -4,7 +4,7 @@
 use super::incr_run::{self, refuse};
 use super::table::{Call, CommandSpec};
 use super::values::*;
-use crate::counters::CounterKey;
+use shardkit_node::counters::CounterKey;
 use shardkit_resp::reply;
 
 const W_FAST: &[&str] = &["write", "denyoom", "fast"];

@@ -7,8 +7,8 @@
 //! binary search in a table sorted once at start.
 
 use super::session::Session;
-use crate::state::AppState;
 use bytes::BytesMut;
+use shardkit_node::state::AppState;
 use shardkit_resp::parse::Command;
 use shardkit_resp::reply;
 use std::sync::OnceLock;
@@ -21,7 +21,7 @@ pub struct Call<'c, 'a> {
     pub state: &'c AppState,
     /// The counter store the command's keys live in (the server's one store today; a
     /// cluster node's store of the keys' slot group, docs/cluster.md).
-    pub counters: &'c crate::counters::Counters,
+    pub counters: &'c shardkit_node::counters::Counters,
     /// The connection's state (authentication, pending writes, id).
     pub session: &'c mut Session,
     /// Where the reply goes.
@@ -189,11 +189,12 @@ pub fn execute(
             .as_ref()
             .map_or("default", |g| g.name.as_str());
         reply::error(out, &super::permissions::refusal(user, spec.name));
-    } else if let Some(refusal) = crate::replication::gate::refuse(&state.replication, name) {
+    } else if let Some(refusal) = shardkit_node::replication::gate::refuse(&state.replication, name)
+    {
         super::incr_run::flush(&state.counters, session, out);
         reply::error(out, refusal);
     } else if let Some(refusal) = (spec.first_key > 0)
-        .then(|| crate::replication::gate::refuse_read(&state.replication))
+        .then(|| shardkit_node::replication::gate::refuse_read(&state.replication))
         .flatten()
     {
         super::incr_run::flush(&state.counters, session, out);

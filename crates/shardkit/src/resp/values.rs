@@ -9,10 +9,10 @@
 //! zero is no value.
 
 use super::table::Call;
-use crate::counters::CounterKey;
-use crate::counters::Counters;
 use bytes::BytesMut;
 use shardkit_counters::{Error, MAX_VALUE};
+use shardkit_node::counters::CounterKey;
+use shardkit_node::counters::Counters;
 use shardkit_resp::reply;
 
 /// Redis's reply to an argument that is not a decimal `i64`.

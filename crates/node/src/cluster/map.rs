@@ -134,23 +134,18 @@ impl SlotMap {
     }
 }
 
-/// Node `i` of the unit tests' clusters: id `i` in hex, port 7000 + `i`.
-#[cfg(test)]
-pub(crate) fn test_node(i: u8) -> NodeInfo {
-    NodeInfo {
-        id: format!("{:040x}", i),
-        host: "127.0.0.1".into(),
-        port: 7000 + u16::from(i),
-        http: String::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Node `i` of these tests' clusters: id `i` in hex, port 7000 + `i`.
     fn node(i: u8) -> NodeInfo {
-        test_node(i)
+        NodeInfo {
+            id: format!("{:040x}", i),
+            host: "127.0.0.1".into(),
+            port: 7000 + u16::from(i),
+            http: String::new(),
+        }
     }
 
     #[test]
