@@ -1,5 +1,9 @@
 //! The engine: counters, the log, snapshots and the background threads, behind one
 //! thread-safe handle.
+//!
+//! Why one file of this size: it is the crate's whole public surface (`Engine` and its
+//! options), every method a short delegation to the stripes, the log and the snapshot
+//! code; splitting it would split the API a reader looks up.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -36,6 +36,9 @@
 //! - every record reachable from a slot has a value away from its column's default
 //!   (rows at all defaults are removed, as in the numeric tables);
 //! - `dead` = bytes of the arena no slot points into (apart from its unused byte 0).
+//!
+//! Why one file of this size: the index and the record codec above share one layout; a
+//! change to either is a change to both.
 
 use smallvec::SmallVec;
 

@@ -30,6 +30,9 @@
 //! - `cols.len()` may be shorter than the counter's schema: missing columns read as the
 //!   column default (this is how `add_column` avoids touching existing rows);
 //! - every occupied slot holds a row with at least one column away from its default.
+//!
+//! Why one file of this size: the invariants above bind every function of the table
+//! (probe, insert, shift-back delete, growth); they are checked in one place.
 // Allowed here only (unchecked key and value reads on the look-up path; each block says why it is sound); the workspace denies unsafe code elsewhere.
 #![allow(unsafe_code)]
 

@@ -1,4 +1,7 @@
 //! Startup: the newest usable snapshot plus the log tail, with everything cut reported.
+//!
+//! Why one file of this size: recovery is one ordered procedure (pick a snapshot,
+//! verify it, replay the tail, report every cut), read top to bottom.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -15,6 +15,10 @@
 //!
 //! A value that does not fit its column's inline width is stored inline as the
 //! all-ones marker and in full in `overflow`, keyed by (id, column).
+//!
+//! Why one file of this size: the placement rules above are the only ones and every
+//! look-up, insert, promotion and delete follows them; they are kept in one file so no
+//! path can drift from the others.
 
 use crate::cold::{ColdPart, Frozen};
 use crate::cold_names::{FrozenNames, NameRun};

@@ -45,6 +45,10 @@
 //! segments, and the slots past that budget, are read with `pread` (no mmap), so they
 //! sit in the kernel's page cache, not in the process: resident memory does not grow
 //! past `cache_bytes` with the number of links.
+//!
+//! Why one file of this size: every write of the store is one redb transaction over the
+//! files listed above; the ordering that makes a crash safe is visible only with all of
+//! them in view.
 
 use crate::code::{looks_generated, Codec};
 use crate::compact_store::{backend, ALIASES, IDS, META, TAGS, URLS, WIDE};

@@ -49,6 +49,9 @@
 //! The pause covers the lock waits, the last round, the id state and the map writes: its
 //! length is what [`MoveReport::pause`] says. Reads of the shard go on during it, except
 //! for the moment the old copy is dropped.
+//!
+//! Why one file of this size: the steps above are one protocol whose safety depends on
+//! their order; they are kept in the order they run.
 
 use crate::cluster::{read_meta, record_meta, Meta};
 use crate::connect::{connect, error_text, query_error};

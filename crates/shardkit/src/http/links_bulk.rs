@@ -12,7 +12,7 @@ use axum::Extension;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use shardkit_link_service::lines::{self, Format};
+use shardkit_link_service::bulk_formats::{self, Format};
 use shardkit_link_service::LinkOpError;
 use shardkit_links::Link;
 use shardkit_node::api_keys::Grant;
@@ -85,7 +85,7 @@ pub async fn create(
             .and_then(|v| v.to_str().ok())
             .unwrap_or(""),
     );
-    let (numbers, mut items): (Vec<usize>, Vec<_>) = lines::parse(format, body)
+    let (numbers, mut items): (Vec<usize>, Vec<_>) = bulk_formats::parse(format, body)
         .map_err(ApiError::bad_request)?
         .into_iter()
         .unzip();
@@ -192,12 +192,12 @@ pub async fn export(
                 .links
                 .store()
                 .list(query.tag.as_deref(), after, EXPORT_PAGE)?;
-            let with_clicks: Vec<(Link, lines::Clicks)> = page
+            let with_clicks: Vec<(Link, bulk_formats::Clicks)> = page
                 .iter()
                 // An author-only key exports the links it created.
                 .filter(|l| grant.as_ref().is_none_or(|Extension(g)| g.may_see(l)))
                 .map(|l| {
-                    let clicks = lines::Clicks {
+                    let clicks = bulk_formats::Clicks {
                         total: state.links.clicks.total(&state.counters.engine, l.id),
                         daily: daily.remove(&l.id).unwrap_or_default(),
                         analytics: analytics.remove(&l.id).unwrap_or_default(),
@@ -205,7 +205,7 @@ pub async fn export(
                     (l.clone(), clicks)
                 })
                 .collect();
-            lines::write(format, &with_clicks, header, &mut out);
+            bulk_formats::write(format, &with_clicks, header, &mut out);
             header = false;
             match page.last() {
                 Some(last) if page.len() == EXPORT_PAGE => after = Some(last.id),

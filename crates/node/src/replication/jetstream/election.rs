@@ -8,6 +8,10 @@
 //! publish an empty marker expecting L (refused if a deposed writer appended meanwhile:
 //! then read again), stop following, attach the [`JetStreamLog`] and take writes. From the marker on, any
 //! publish of an older writer expects a sequence that is no longer the last: refused.
+//!
+//! Why one file of this size: take-over, renewal and step-down share the lease's state
+//! and its fencing rule; kept together so that every path that may write checks the
+//! same term.
 
 use super::follower::follow;
 use super::names::{Names, LEADER_HEADER, LEASE_KEY, LSN_HEADER};
