@@ -8,7 +8,7 @@ pub enum UrlError {
     #[error("the url is empty")]
     Empty,
     /// Longer than [`crate::MAX_URL_LEN`]: browsers and proxies cut such URLs.
-    #[error("the url is {len} bytes long; at most {max} are accepted")]
+    #[error("the url is {len} characters long (or bytes, normalized); at most {max} are accepted")]
     TooLong {
         /// Bytes given.
         len: usize,
@@ -24,6 +24,9 @@ pub enum UrlError {
     /// `http:///path` and the like.
     #[error("the url has no host")]
     NoHost,
+    /// Not of the documented shape (`NewLink.url`'s pattern in `/openapi.json`).
+    #[error("the url must be http(s)://host[:port][/path][?query][#fragment] with a host name of ASCII letters, digits, `-` and `_` (punycode for international names) or an IPv4 address, no user name or password, and no spaces or control characters")]
+    Shape,
     /// A short link to a short link of ours could loop forever.
     #[error("the url points at this short-link service itself ({0}); shorten the target instead")]
     OwnDomain(String),

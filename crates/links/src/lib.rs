@@ -78,4 +78,6 @@ pub use model::{
 pub use redb_store::RedbLinkStore;
 pub use segment_store::{segments_dir, FoldStats, SegmentLinkStore, FOLD_LINKS};
 pub use store::{write_one, InsertOutcome, LinkStore, Write, Written};
-pub use url_rules::{normalize_url, OwnOrigin, MAX_URL_LEN};
+pub use url_rules::{
+    has_url_shape, normalize_url, OwnOrigin, MAX_URL_CHARS, MAX_URL_LEN, URL_PATTERN,
+};

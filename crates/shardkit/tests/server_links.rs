@@ -203,6 +203,57 @@ fn bad_input_gets_a_400_with_the_reason() {
     assert_eq!(get_json(&c, &server, "/healthz").0, 200);
 }
 
+/// The server takes exactly the link targets `/openapi.json` documents (`NewLink.url`'s
+/// pattern): schemathesis found `http://a.b*` (a host with `*`, which the URL standard
+/// lets through) accepted although the document refused it.
+#[test]
+fn link_targets_are_the_documented_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let c = client();
+    let (_, doc) = get_json(&c, &server, "/openapi.json");
+    let pattern = &doc["components"]["schemas"]["NewLink"]["properties"]["url"]["pattern"];
+    assert_eq!(pattern.as_str(), Some(shardkit_links::URL_PATTERN));
+    for url in [
+        "https://my-site.example_1.com/a?b=1#c",
+        "HTTPS://Example.COM:443/x",
+        "http://10.1.2.3:8080/",
+        "https://xn--bcher-kva.de",
+        " https://example.com/padded\n",
+    ] {
+        let (status, answer) = create(&c, &server, json!({ "url": url }));
+        assert_eq!(status, 201, "{url:?}: {answer}");
+    }
+    for url in [
+        "http://a.b*",
+        "http://user:secret@example.com/",
+        "http://[::1]/",
+        "http://example.com/a b",
+        "http://0x7f.1/",
+        "http://example.com:/",
+    ] {
+        let (status, answer) = create(&c, &server, json!({ "url": url }));
+        assert_eq!(status, 400, "{url:?}: {answer}");
+        assert!(
+            answer["error"]
+                .as_str()
+                .unwrap()
+                .contains("must be http(s)://"),
+            "{url:?}: {answer}"
+        );
+    }
+    let code = create(&c, &server, json!({ "url": "https://example.com/" })).1["code"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = c
+        .patch(server.url(&format!("/api/links/{code}")))
+        .json(&json!({ "url": "http://a.b*" }))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+}
+
 #[test]
 fn expiry_and_visit_limits_answer_410() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,7 +8,7 @@ use super::counters::MAX_MGET_KEYS;
 use super::links::MAX_PAGE;
 use serde_json::{json, Value};
 use shardkit_counters::MAX_TXID_LEN;
-use shardkit_links::{MAX_ALIAS_LEN, MAX_TAGS, MAX_URL_LEN};
+use shardkit_links::{MAX_ALIAS_LEN, MAX_TAGS, MAX_URL_CHARS, URL_PATTERN};
 use shardkit_node::state::MAX_BATCH;
 
 /// Longest counter or column name, bytes (the counter engine's rule).
@@ -25,10 +25,6 @@ const TAG_PATTERN: &str = r"^[A-Za-z0-9_.:-]{1,64}$";
 /// Aliases: letters, digits, `-` and `_`; from 7 characters on one of `-` `_` is
 /// required, so no alias has the shape of a generated code.
 const ALIAS_PATTERN: &str = r"^([A-Za-z0-9_-]{1,6}|[A-Za-z0-9_-]*[-_][A-Za-z0-9_-]*)$";
-/// Link targets: http or https with a host name whose last label starts with a letter
-/// (the URL standard reads an all-digit last label as an IPv4 address).
-const URL_PATTERN: &str =
-    r"^https?://([A-Za-z0-9]+[.])*[A-Za-z][A-Za-z0-9]*(:[0-9]{1,4})?([/?#]\S*)?$";
 /// A bulk CSV body starts with its header: `url`, then any of the other columns.
 const CSV_PATTERN: &str = r"^url(,(alias|expires_at|max_visits|redirect|tags))*(\r?\n|$)";
 /// Expiry instants: RFC 3339 in UTC (`Z`). The server takes any instant in
@@ -257,8 +253,8 @@ fn parameter_rules(shards: u64) -> Vec<(&'static str, &'static str, &'static str
 
 /// Rules of body fields: (schema, property, schema keywords).
 fn property_rules() -> Vec<(&'static str, &'static str, Value)> {
-    // Normalizing may add a `/` (an empty path), and the limit holds after it.
-    let url = json!({"minLength": 1, "maxLength": MAX_URL_LEN - 1, "pattern": URL_PATTERN});
+    // Link targets: the link crate's rule, which the server enforces as written.
+    let url = json!({"minLength": 1, "maxLength": MAX_URL_CHARS, "pattern": URL_PATTERN});
     let max_visits = json!({"format": "uint64", "minimum": 1, "maximum": u64::MAX});
     let expires_at = json!({"pattern": FUTURE_TIME_PATTERN});
     let redirect = json!({"enum": [301, 302, 307, 308, null]});
