@@ -311,6 +311,44 @@ fn counters_over_http() {
     assert_eq!(too_many.status().as_u16(), 400);
 }
 
+/// `by` is an i64: one below its minimum is refused, not rounded onto it. JSON readers
+/// see `-9223372036854775809` as the float -2^63, which the whole-float rule used to
+/// turn into i64::MIN (schemathesis found it accepted, with a repeated txid answering
+/// 200).
+#[test]
+fn an_incr_by_past_i64_is_refused_not_rounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let client = Client::new();
+    let incr = |body: &str| -> (u16, Value) {
+        let r = client
+            .post(server.url("/api/counters/hits/1/incr"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .unwrap();
+        (r.status().as_u16(), r.json().unwrap())
+    };
+    assert_eq!(incr(r#"{"by": 5, "txid": "t"}"#).0, 200);
+    for by in [
+        "-9223372036854775809",
+        "-9223372036854775808.0",
+        "9223372036854775808",
+        "1e19",
+    ] {
+        let (status, answer) = incr(&format!(r#"{{"by": {by}, "txid": "t"}}"#));
+        assert_eq!(status, 400, "{by}: {answer}");
+        assert!(
+            answer["error"].as_str().unwrap().contains("by"),
+            "{by}: {answer}"
+        );
+    }
+    // The ends themselves, written as integers, are integers.
+    let (status, answer) = incr(r#"{"by": -9223372036854775808, "txid": "t"}"#);
+    assert_eq!((status, &answer["value"]), (200, &json!(5)), "{answer}");
+    assert_eq!(incr(r#"{"by": 2.0}"#).1["value"], 7);
+}
+
 #[test]
 fn sigkill_loses_no_acknowledged_increment() {
     let dir = tempfile::tempdir().unwrap();

@@ -23,14 +23,17 @@ pub fn read<T: DeserializeOwned>(
 }
 
 /// Rewrites every float without a fraction that fits an integer type as that integer
-/// (below 2^64, at least -2^63; anything else stays a float and is refused).
+/// (below 2^64, above -2^63; anything else stays a float and is refused). The bounds
+/// are strict on both sides: a float read as exactly ±2^63 or 2^64 may be an integer
+/// past the type's end rounded onto it (`-9223372036854775809` parses as -2^63), and
+/// the integers at the ends themselves are read as integers, not floats.
 fn whole_numbers_as_integers(value: &mut Value) {
     match value {
         Value::Number(n) if !n.is_i64() && !n.is_u64() => {
             if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0) {
                 if f >= 0.0 && f < u64::MAX as f64 {
                     *n = Number::from(f as u64);
-                } else if f < 0.0 && f >= i64::MIN as f64 {
+                } else if f < 0.0 && f > i64::MIN as f64 {
                     *n = Number::from(f as i64);
                 }
             }
@@ -59,5 +62,12 @@ mod tests {
         let mut too_big = json!(18446744073709551616.0);
         whole_numbers_as_integers(&mut too_big);
         assert!(too_big.is_f64());
+        // One below i64::MIN rounds onto -2^63 as a float: it must not become i64::MIN.
+        let mut too_small: Value = serde_json::from_str("-9223372036854775809").unwrap();
+        whole_numbers_as_integers(&mut too_small);
+        assert!(too_small.is_f64());
+        let mut min: Value = serde_json::from_str("-9223372036854775808").unwrap();
+        whole_numbers_as_integers(&mut min);
+        assert_eq!(min.as_i64(), Some(i64::MIN));
     }
 }
