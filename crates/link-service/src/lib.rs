@@ -252,7 +252,10 @@ impl Links {
 
     /// The region a new link is homed in (`None` without `[regions]`): the request's
     /// `region`, the default region for an alias, else the region of its URL's host.
+    /// A request with a bad field is refused (400) before its region is judged: the
+    /// fields are the request's own, the regions the deployment's.
     pub fn home_of(&self, request: &NewLink) -> Result<Option<String>, LinkOpError> {
+        self.check_fields(request)?;
         let Some(map) = &self.regions else {
             return match &request.region {
                 Some(region) => Err(LinkOpError::NoSuchRegion {
@@ -286,6 +289,26 @@ impl Links {
             .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
             .unwrap_or_default();
         Ok(Some(map.home_of_host(&host).to_string()))
+    }
+
+    /// Every rule of a new link's own fields (URL, alias, tags, expiry, visit limit,
+    /// redirect, password), as [`Links::create`] applies them; not the store's (a taken
+    /// alias) nor the deployment's (regions).
+    pub fn check_fields(&self, request: &NewLink) -> Result<(), LinkOpError> {
+        normalize_url(&request.url, &self.own).map_err(LinkError::from)?;
+        if let Some(alias) = &request.alias {
+            validate_alias(alias).map_err(LinkError::from)?;
+        }
+        validate_tags(request.tags.as_deref().unwrap_or_default()).map_err(LinkOpError::Invalid)?;
+        if let Some(t) = request.expires_at.as_deref() {
+            expiry(t, now_ms())?;
+        }
+        max_visits(request.max_visits)?;
+        redirect(request.redirect)?;
+        if let Some(p) = request.password.as_deref() {
+            password::check(p).map_err(LinkOpError::Invalid)?;
+        }
+        Ok(())
     }
 
     /// The region a stored link lives in (`None` without `[regions]`).

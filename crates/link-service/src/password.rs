@@ -24,13 +24,20 @@ pub fn password_attempts() -> Arc<PasswordAttempts> {
 /// Longest password accepted, in characters.
 pub const MAX_PASSWORD_LEN: usize = 128;
 
-/// The PHC string of `password` with a fresh random salt, or why it is refused.
-pub fn hash(password: &str) -> Result<String, String> {
+/// Why `password` cannot be a link's password, if it cannot: 1 to
+/// [`MAX_PASSWORD_LEN`] characters.
+pub fn check(password: &str) -> Result<(), String> {
     if password.is_empty() || password.chars().count() > MAX_PASSWORD_LEN {
         return Err(format!(
             "password must be 1 to {MAX_PASSWORD_LEN} characters (give none for a link without one)"
         ));
     }
+    Ok(())
+}
+
+/// The PHC string of `password` with a fresh random salt, or why it is refused.
+pub fn hash(password: &str) -> Result<String, String> {
+    check(password)?;
     let mut salt = [0u8; 16];
     getrandom::fill(&mut salt).map_err(|e| format!("no randomness for the salt: {e}"))?;
     let salt = SaltString::encode_b64(&salt).map_err(|e| e.to_string())?;

@@ -254,6 +254,32 @@ fn link_targets_are_the_documented_shape() {
     assert_eq!(r.status().as_u16(), 400);
 }
 
+/// A request with a bad field is a 400 whatever its `region` says: schemathesis found an
+/// empty `url` (and an alias past 64 characters) answered 421 for a region this server
+/// does not have, the deployment judged before the request.
+#[test]
+fn a_bad_field_is_a_400_before_the_region_is_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let c = client();
+    for body in [
+        json!({ "url": "", "region": "eu" }),
+        json!({ "url": "https://e.com", "alias": "a".repeat(65), "region": "eu" }),
+        json!({ "url": "https://e.com", "expires_at": "soon", "region": "eu" }),
+        json!({ "url": "https://e.com", "max_visits": 0, "region": "eu" }),
+        json!({ "url": "https://e.com", "password": "", "region": "eu" }),
+    ] {
+        let (status, answer) = create(&c, &server, body.clone());
+        assert_eq!(status, 400, "{body}: {answer}");
+    }
+    let (status, answer) = create(
+        &c,
+        &server,
+        json!({ "url": "https://e.com", "region": "eu" }),
+    );
+    assert_eq!((status, &answer["region"]), (421, &json!("eu")), "{answer}");
+}
+
 #[test]
 fn expiry_and_visit_limits_answer_410() {
     let dir = tempfile::tempdir().unwrap();
