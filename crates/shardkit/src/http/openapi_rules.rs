@@ -58,6 +58,9 @@ pub fn apply(doc: &mut Value, shards: u64) -> Vec<String> {
     if !bulk_body(doc) {
         missing.push("POST /api/links/bulk request body".to_string());
     }
+    if !unlock_body(doc) {
+        missing.push("POST /{code} request body".to_string());
+    }
     missing
 }
 
@@ -299,6 +302,23 @@ fn bulk_body(doc: &mut Value) -> bool {
         "application/x-ndjson": {"schema": {"type": "string", "minLength": 1}},
         "text/csv": {"schema": {"type": "string", "pattern": CSV_PATTERN}},
     });
+    true
+}
+
+/// The password form of `POST /{code}`: the form, or no body at all. An empty body is
+/// also what an empty string is on the wire, so `""` is stated as the empty form it is
+/// (a client that sends it has sent no field, which a link without a password takes).
+fn unlock_body(doc: &mut Value) -> bool {
+    let Some(schema) = doc.pointer_mut(
+        "/paths/~1{code}/post/requestBody/content/application~1x-www-form-urlencoded/schema",
+    ) else {
+        return false;
+    };
+    *schema = json!({"oneOf": [
+        {"type": "null"},
+        {"type": "string", "maxLength": 0},
+        {"$ref": "#/components/schemas/PasswordForm"},
+    ]});
     true
 }
 
