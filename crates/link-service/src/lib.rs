@@ -11,6 +11,7 @@
 //! - [`regions`]: links homed in several regions (`[regions]`), fetched from and
 //!   forwarded to their peers.
 //! - [`cache_size`]: the bound on every in-memory cache of links.
+//! - [`settings`]: the `[links]` section.
 //!
 //! Why one file of this size: `Links` is the service's one entry point (validate, mint,
 //! store, cache, views); its submodules hold the parts that stand alone.
@@ -23,6 +24,7 @@ pub mod cache_size;
 mod doorkeeper;
 pub mod password;
 pub mod regions;
+pub mod settings;
 
 use analytics::clicks::ClickBook;
 use bulk_formats::{BulkItem, Restore};

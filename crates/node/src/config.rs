@@ -1,62 +1,22 @@
 //! Server settings: defaults, then a TOML file, then `SHARDKIT_*` environment
 //! variables, then command-line flags, each overriding the one before.
 //! `shardkit serve --print-config` shows the result.
+//!
+//! [`Settings`] only collects the sections: each section's type, defaults and checks
+//! live beside the subsystem that reads it (`[counters]` in `counters::settings`,
+//! `[links]` in the link service, `[nats]` in `nats_settings`, …). What is left here
+//! is the top-level keys, the order of the sources, and the checks that span sections.
 
+pub use crate::api_keys::AccessSettings;
+pub use crate::counters::settings::{CounterLog, CounterRole, CounterSettings, Fsync};
+pub use crate::id_settings::IdSettings;
+pub use crate::nats_settings::NatsSettings;
+pub use crate::resp_limits::RespLimitSettings;
+pub use crate::ticket_settings::TicketSettings;
 use serde::{Deserialize, Serialize};
+pub use shardkit_link_service::settings::{LinkSettings, LinkStoreKind};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-/// `[counters] fsync`: when the counters' local log reaches the disk (Redis's
-/// `appendfsync`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Fsync {
-    /// Before a write is acknowledged: no acknowledged write is lost.
-    #[default]
-    Always,
-    /// Once a second: a power cut loses up to about a second.
-    Everysec,
-    /// When the operating system writes: fastest, a power cut loses what it held.
-    No,
-}
-
-/// `[counters] log`: where the counters' log of record lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum CounterLog {
-    /// The data directory's segment files.
-    #[default]
-    Local,
-    /// A NATS JetStream stream: the lease holder writes, replicas follow (feature `nats`).
-    Jetstream,
-}
-
-/// `[counters] role`: whether a node with the JetStream log may lead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum CounterRole {
-    /// Lead when the lease is free, else follow.
-    #[default]
-    Auto,
-    /// Never lead.
-    Replica,
-}
-
-/// `[links] store`: where links live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum LinkStoreKind {
-    /// Embedded: records in `<data>/links.segments/`, their indexes in `<data>/links.redb`.
-    #[default]
-    Redb,
-    /// The previous embedded format (records in redb), for side-by-side measurements.
-    RedbCompact,
-    /// The oldest embedded format (JSON records), for side-by-side measurements.
-    RedbJson,
-    /// The logical shards of `links.servers`, made by `shardkit pg init` (feature `sql`).
-    Postgres,
-}
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
@@ -108,230 +68,6 @@ pub struct Settings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub regions: Option<shardkit_link_service::regions::RegionSettings>,
 }
-
-pub use crate::nats_settings::NatsSettings;
-
-/// `[access]`: routes the operator opens to callers without a key.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AccessSettings {
-    /// Routes open without a key even when keys are configured, as `"METHOD /path"`
-    /// with the router's patterns (`"GET /api/links/{code}"`, `"GET /metrics"`); a
-    /// pattern alone means GET.
-    pub public: Vec<String>,
-}
-
-use shardkit_link_service::cache_size::MAX_CACHE_ENTRIES;
-
-/// `[links]`: short links (codes, cache, limits, click flushing).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LinkSettings {
-    /// Start of every short URL, e.g. `https://sho.rt`; `http://<http address>` when absent.
-    /// Long URLs pointing there are refused.
-    pub base_url: Option<String>,
-    /// Plain sequential codes (`a000001`, `a000002`, …) instead of scrambled ones.
-    pub sequential_codes: bool,
-    /// Links kept in the redirect cache (at most [`MAX_CACHE_ENTRIES`]).
-    pub cache_entries: usize,
-    /// Link creations per second per client address (0: no limit).
-    pub create_per_second: u32,
-    /// Creations a client may make at once before the rate applies.
-    pub create_burst: u32,
-    /// How often clicks counted in memory are written to the counter engine, ms:
-    /// the most clicks a SIGKILL can lose.
-    pub click_flush_ms: u64,
-    /// Where links live: `redb` (embedded: records in `<data>/links.segments/`, their
-    /// indexes in `<data>/links.redb`) or `postgres` (the logical shards of `servers`,
-    /// made by `shardkit pg init`; needs feature `sql`). `redb-compact` and `redb-json`
-    /// are the two previous embedded formats, kept for side-by-side measurements.
-    pub store: LinkStoreKind,
-    /// PostgreSQL server URLs of the cluster when `store` is `postgres`.
-    pub servers: Vec<String>,
-    /// A MaxMind DB file (GeoLite2-Country or alike) for the clicks' countries; none
-    /// by default (no country recorded, nothing downloaded).
-    pub geoip_db: Option<PathBuf>,
-    /// Memory of the embedded link store, MiB: its page cache, which holds what
-    /// resident memory the store takes whatever the number of links (16 to 1,048,576).
-    pub memory_mib: u64,
-}
-
-impl LinkSettings {
-    /// The embedded store's page cache in bytes (`memory_mib`).
-    pub fn store_cache_bytes(&self) -> usize {
-        usize::try_from(self.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
-    }
-}
-
-impl Default for LinkSettings {
-    fn default() -> Self {
-        Self {
-            base_url: None,
-            sequential_codes: false,
-            cache_entries: 100_000,
-            create_per_second: 100,
-            create_burst: 1_000,
-            click_flush_ms: 100,
-            store: LinkStoreKind::Redb,
-            servers: Vec::new(),
-            geoip_db: None,
-            memory_mib: 256,
-        }
-    }
-}
-
-/// `[counters]`: durability and schema behaviour of the counter engine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct CounterSettings {
-    /// `always` (default: no acknowledged write is lost), `everysec` or `no`, as Redis's appendfsync.
-    pub fsync: Fsync,
-    /// Writes create missing counters (one column `value`) and columns (16 bits, max 64).
-    pub auto_create: bool,
-    /// How long applied transaction ids are remembered, seconds.
-    pub txid_window_secs: u64,
-    /// Snapshot and rotate the log after this many MiB of log.
-    pub snapshot_log_mib: u64,
-    /// ... and once the log since the last snapshot is this percent of that snapshot's
-    /// size (Redis's `auto-aof-rewrite-percentage`), so a big store is not rewritten
-    /// whole every `snapshot_log_mib`; 0: the MiB trigger alone.
-    pub snapshot_growth_percent: u32,
-    /// Also snapshot this many seconds after the last one if anything was written since
-    /// (Redis's `save <seconds> 1`); 0 turns the timed snapshot off.
-    pub snapshot_seconds: u64,
-    /// The log of record: `local` (the data directory's segment files) or `jetstream`
-    /// (a NATS JetStream stream: a leader that holds the store's lease writes, replicas
-    /// follow; needs feature `nats`).
-    pub log: CounterLog,
-    /// Name of the counter store on NATS; the stream, lease bucket and subject derive
-    /// from it, so several stores share one NATS. Letters, digits, `-` and `_`.
-    pub store: String,
-    /// Copies JetStream keeps of the stream and the lease bucket (3 in production).
-    pub stream_replicas: usize,
-    /// `auto` (lead when the lease is free, else follow) or `replica` (never lead).
-    pub role: CounterRole,
-    /// How long the leader's lease lasts without renewal, ms (renewed every third of it).
-    pub lease_ms: u64,
-    /// Snapshots kept (1-16), so a damaged newest one can fall back on the one before:
-    /// in the data directory, with the log segments the oldest kept one needs (and the
-    /// cold files it names); with the `jetstream` log also in the store's object store,
-    /// the stream purged up to what the oldest of them covers. 1 keeps the directory
-    /// smallest (a billion cold-tiered rows: about the newest snapshot less on disk).
-    pub snapshots_kept: usize,
-    /// The RESP address clients reach this node at (`host:port`), handed out by `ROLE`,
-    /// `INFO replication`, Sentinel, the HTTP 421 and the members' records, the HTTP
-    /// address taking its host; required with the `jetstream` log when `resp` or
-    /// `http` listens on an unspecified address (`0.0.0.0`, `::`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub announce: Option<String>,
-    /// The cold tier: when the engine's memory passes this size (`"2GiB"`), the least
-    /// recently written partitions go to disk. None: no limit, everything in RAM.
-    pub max_memory: Option<String>,
-    /// The cold tier: partitions not written for this long (`"10m"`, `"1h"`) go to
-    /// disk. None: never by age.
-    pub cold_after: Option<String>,
-    /// The cold tier's block cache (decoded blocks of cold rows), e.g. `"64MiB"`.
-    pub block_cache: String,
-}
-
-impl CounterSettings {
-    /// `max_memory` in bytes (None: no limit).
-    pub fn max_memory_bytes(&self) -> anyhow::Result<Option<u64>> {
-        let Some(text) = &self.max_memory else {
-            return Ok(None);
-        };
-        let n = crate::byte_size::parse_byte_size(text)
-            .map_err(|e| anyhow::anyhow!("counters.max_memory: {e}"))?;
-        if n < 1 << 20 {
-            anyhow::bail!("counters.max_memory must be at least 1MiB, got {text:?}");
-        }
-        Ok(Some(n))
-    }
-
-    /// `cold_after` as a duration (None: never by age).
-    pub fn cold_after_duration(&self) -> anyhow::Result<Option<Duration>> {
-        let Some(text) = &self.cold_after else {
-            return Ok(None);
-        };
-        let d = humantime::parse_duration(text.trim()).map_err(|e| {
-            anyhow::anyhow!(
-                "counters.cold_after: {text:?} is not a duration ({e}); write e.g. \"10m\", \"1h\" or \"30s\""
-            )
-        })?;
-        if d < Duration::from_secs(1) {
-            anyhow::bail!("counters.cold_after must be at least 1s, got {text:?}");
-        }
-        Ok(Some(d))
-    }
-
-    /// `block_cache` in bytes.
-    pub fn block_cache_bytes(&self) -> anyhow::Result<u64> {
-        crate::byte_size::parse_byte_size(&self.block_cache)
-            .map_err(|e| anyhow::anyhow!("counters.block_cache: {e}"))
-    }
-}
-
-impl Default for CounterSettings {
-    fn default() -> Self {
-        Self {
-            fsync: Fsync::Always,
-            auto_create: true,
-            txid_window_secs: 600,
-            snapshot_log_mib: 64,
-            snapshot_growth_percent: 100,
-            snapshot_seconds: 3600,
-            log: CounterLog::Local,
-            store: "counters".into(),
-            stream_replicas: 1,
-            role: CounterRole::Auto,
-            lease_ms: 3_000,
-            snapshots_kept: 2,
-            announce: None,
-            max_memory: None,
-            cold_after: None,
-            block_cache: "64MiB".into(),
-        }
-    }
-}
-
-/// `[ids]`: the layout and clock policies of the server's id generator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct IdSettings {
-    /// `instagram`, `snowflake`, `sonyflake`, `sonyflake-legacy` or `T/S/Q@Nms`.
-    pub layout: String,
-    /// RFC 3339 epoch; the layout's default (2024-01-01T00:00:00Z) when absent.
-    pub epoch: Option<String>,
-    /// How far ids may run ahead of the wall clock, in ms.
-    pub max_lead_ms: u64,
-    /// `refuse` or `wait` when the clock steps back further than that.
-    pub on_clock_backwards: String,
-}
-
-/// `[tickets]`: how this server's ticket sequences are numbered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TicketSettings {
-    /// Step between numbers (2 for Flickr's pair of servers).
-    pub increment: u64,
-    /// First number, 1 to `increment`.
-    pub offset: u64,
-    /// First block size of each sequence.
-    pub initial_step: u64,
-}
-
-/// `[resp_limits]`: sizes a Redis client may announce.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RespLimitSettings {
-    /// Largest bulk string, bytes.
-    pub max_bulk_len: usize,
-    /// Most arguments in one command.
-    pub max_array_len: usize,
-    /// Most unparsed bytes held for one connection.
-    pub max_buffer: usize,
-}
-
 impl Default for Settings {
     fn default() -> Self {
         Self {
@@ -350,38 +86,6 @@ impl Default for Settings {
             access: AccessSettings::default(),
             cluster: Default::default(),
             regions: None,
-        }
-    }
-}
-
-impl Default for IdSettings {
-    fn default() -> Self {
-        Self {
-            layout: "instagram".into(),
-            epoch: None,
-            max_lead_ms: 2_000,
-            on_clock_backwards: "refuse".into(),
-        }
-    }
-}
-
-impl Default for TicketSettings {
-    fn default() -> Self {
-        Self {
-            increment: 1,
-            offset: 1,
-            initial_step: 1_000,
-        }
-    }
-}
-
-impl Default for RespLimitSettings {
-    fn default() -> Self {
-        let limits = shardkit_resp::Limits::default();
-        Self {
-            max_bulk_len: limits.max_bulk_len,
-            max_array_len: limits.max_array_len,
-            max_buffer: limits.max_buffer,
         }
     }
 }
@@ -532,9 +236,6 @@ impl Settings {
     pub fn check(&self) -> anyhow::Result<()> {
         // Every mode may reach NATS (the log, a cluster, the CLI's cluster commands).
         self.nats.check()?;
-        if let Some(announce) = &self.counters.announce {
-            crate::announce::check("counters.announce", announce)?;
-        }
         if self.counters.log == CounterLog::Jetstream {
             crate::announce::check_reachable(
                 "counters.announce",
@@ -572,8 +273,7 @@ impl Settings {
                 self.resp_threads
             );
         }
-        self.check_counter_log()?;
-        self.check_cold_tier()?;
+        self.counters.check()?;
         self.cluster.check()?;
         if self.cluster.enabled && self.counters.log == CounterLog::Jetstream {
             anyhow::bail!(
@@ -585,100 +285,13 @@ impl Settings {
         if let Some(regions) = &self.regions {
             regions.check()?;
         }
-        if !matches!(self.ids.on_clock_backwards.as_str(), "refuse" | "wait") {
+        self.ids.check()?;
+        if self.links.store == LinkStoreKind::Postgres && !cfg!(feature = "sql") {
             anyhow::bail!(
-                "ids.on_clock_backwards must be \"refuse\" or \"wait\", got {:?}",
-                self.ids.on_clock_backwards
-            );
+                "links.store \"postgres\" needs a shardkit built with the cargo feature `sql`"
+            )
         }
-        if self.links.cache_entries > MAX_CACHE_ENTRIES {
-            anyhow::bail!(
-                "links.cache_entries must be 0 to {MAX_CACHE_ENTRIES} (links in the redirect cache), got {}",
-                self.links.cache_entries
-            );
-        }
-        if !(16..=1 << 20).contains(&self.links.memory_mib) {
-            anyhow::bail!(
-                "links.memory_mib must be 16 to 1048576 (MiB of page cache for the link store), got {}",
-                self.links.memory_mib
-            );
-        }
-        match self.links.store {
-            LinkStoreKind::Redb | LinkStoreKind::RedbCompact | LinkStoreKind::RedbJson => {}
-            LinkStoreKind::Postgres if !cfg!(feature = "sql") => {
-                anyhow::bail!(
-                    "links.store \"postgres\" needs a shardkit built with the cargo feature `sql`"
-                )
-            }
-            LinkStoreKind::Postgres if self.links.servers.is_empty() => {
-                anyhow::bail!("links.store \"postgres\" needs the cluster's servers: pass --servers URL[,URL...] (or links.servers)")
-            }
-            LinkStoreKind::Postgres => {}
-        }
-        if let Some(base) = &self.links.base_url {
-            shardkit_links::OwnOrigin::from_base_url(base)
-                .map_err(|e| anyhow::anyhow!("links.base_url {base:?} is not a usable URL: {e}"))?;
-        }
-        Ok(())
-    }
-
-    /// The replicated-log settings: a mode this build has, a usable store name, a role,
-    /// a lease long enough to renew.
-    fn check_counter_log(&self) -> anyhow::Result<()> {
-        let c = &self.counters;
-        match c.log {
-            CounterLog::Local => return Ok(()),
-            CounterLog::Jetstream if !cfg!(feature = "nats") => anyhow::bail!(
-                "counters.log \"jetstream\" needs a shardkit built with the cargo feature `nats`"
-            ),
-            CounterLog::Jetstream => {}
-        }
-        if c.store.is_empty()
-            || c.store.len() > 64
-            || !c
-                .store
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            anyhow::bail!(
-                "counters.store must be 1 to 64 letters, digits, '-' or '_', got {:?}",
-                c.store
-            );
-        }
-        if !(300..=60_000).contains(&c.lease_ms) {
-            anyhow::bail!(
-                "counters.lease_ms must be from 300 to 60000, got {}",
-                c.lease_ms
-            );
-        }
-        if !(1..=5).contains(&c.stream_replicas) {
-            anyhow::bail!(
-                "counters.stream_replicas must be from 1 to 5 (JetStream's limit), got {}",
-                c.stream_replicas
-            );
-        }
-        if !(1..=16).contains(&c.snapshots_kept) {
-            anyhow::bail!(
-                "counters.snapshots_kept must be from 1 to 16, got {}",
-                c.snapshots_kept
-            );
-        }
-        Ok(())
-    }
-
-    /// The cold tier's settings: sizes and a duration that parse, and not with the
-    /// `jetstream` log (its snapshots, shipped to the object store, do not carry the cold
-    /// blocks they name).
-    fn check_cold_tier(&self) -> anyhow::Result<()> {
-        let c = &self.counters;
-        let tiered = c.max_memory_bytes()?.is_some() | c.cold_after_duration()?.is_some();
-        c.block_cache_bytes()?;
-        if tiered && c.log == CounterLog::Jetstream {
-            anyhow::bail!(
-                "counters.max_memory and counters.cold_after are not available with counters.log \"jetstream\" yet: the snapshots shipped to the object store do not carry the cold blocks they name; unset them or use log \"local\""
-            );
-        }
-        Ok(())
+        self.links.check()
     }
 
     /// The settings as TOML with the API key hidden, for `--print-config`.
@@ -704,6 +317,7 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn cold_tier_settings_parse_and_bad_ones_are_named() {

@@ -20,12 +20,14 @@ pub mod data_dir;
 pub mod id_format;
 pub mod id_layout_record;
 pub mod id_leases;
+pub mod id_settings;
 #[cfg(feature = "nats")]
 pub mod nats_connect;
 pub mod nats_settings;
 pub mod replication;
-pub mod resp_clients;
+pub mod resp_limits;
 pub mod resp_runtime;
 pub mod restart_in_place;
 pub mod state;
 pub mod telemetry;
+pub mod ticket_settings;

@@ -111,12 +111,8 @@ pub struct AppState {
     pub regions: Option<shardkit_link_service::regions::Regions>,
     /// This node's replication role (standalone with the `local` log).
     pub replication: Arc<crate::replication::Status>,
-    /// The open RESP connections (`CLIENT LIST`, `CLIENT KILL`, `INFO clients`).
-    pub clients: crate::resp_clients::Clients,
     /// When the server started (`INFO server`'s uptime).
     pub started: std::time::Instant,
-    /// Password attempts on protected links, per client address.
-    pub password_attempts: Arc<shardkit_link_service::password::PasswordAttempts>,
     /// This node's view of its Redis Cluster (`[cluster] enabled`): set once the node
     /// has joined; unset on a node outside a cluster.
     pub cluster: std::sync::OnceLock<Arc<crate::cluster::live::Live>>,
@@ -356,9 +352,7 @@ impl AppState {
             links,
             regions,
             replication,
-            clients: Default::default(),
             started: std::time::Instant::now(),
-            password_attempts: shardkit_link_service::password::password_attempts(),
             cluster: Default::default(),
             tickets,
         })

@@ -72,15 +72,19 @@ async fn refused_by_nats(_: &Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Checks the settings only a frontend can judge, which the node's `Settings::check`
+/// cannot: `[access] public` names routes of HTTP's table. `serve` and `--print-config`
+/// call it before anything is written, and [`run`] again for callers that skip the CLI.
+pub fn check_frontend_settings(settings: &Settings) -> anyhow::Result<()> {
+    crate::http::parse_public(&settings.access.public)?;
+    Ok(())
+}
+
 /// Runs the server to completion.
 pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
     shardkit_node::restart_in_place::mark_start();
-    let limits = Limits {
-        max_bulk_len: settings.resp_limits.max_bulk_len,
-        max_array_len: settings.resp_limits.max_array_len,
-        max_buffer: settings.resp_limits.max_buffer,
-        ..Limits::default()
-    };
+    check_frontend_settings(&settings)?;
+    let limits = settings.resp_limits.limits();
     refused_by_nats(&settings).await?;
     let http_listener = listen("http", settings.http).await?;
     let resp_listener = listen("resp", settings.resp).await?;
@@ -136,7 +140,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         clone_listener(&resp_listener)?,
     ];
     let (stop, stopped) = watch::channel(false);
-    let router = crate::http::router(Arc::clone(&state));
+    let router = crate::http::router(Arc::clone(&state))?;
     let mut http_stopped = stopped.clone();
     let http = tokio::spawn(async move {
         axum::serve(
@@ -294,6 +298,7 @@ async fn accept_resp(
     mut stopped: watch::Receiver<bool>,
 ) {
     let mut connections = JoinSet::new();
+    let clients = Arc::new(crate::resp::clients::Clients::default());
     let mut sample = tokio::time::interval(crate::resp::server_info::OPS_SAMPLE_EVERY);
     loop {
         tokio::select! {
@@ -301,7 +306,13 @@ async fn accept_resp(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     shardkit_node::telemetry::add(&shardkit_node::telemetry::RESP_CONNECTIONS, 1);
-                    connections.spawn(crate::resp::connection::serve(stream, Arc::clone(&state), limits, stopped.clone()));
+                    connections.spawn(crate::resp::connection::serve(
+                        stream,
+                        Arc::clone(&state),
+                        Arc::clone(&clients),
+                        limits,
+                        stopped.clone(),
+                    ));
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.

@@ -113,7 +113,7 @@ fn cluster_commands_answer_as_a_redis_without_cluster_support() {
 
 #[test]
 fn cluster_replies_are_redis_7s_byte_for_byte() {
-    use shardkit::resp::cluster_replies as replies;
+    use shardkit::resp::cluster::replies;
     use shardkit_node::cluster::map::{NodeInfo, SlotMap};
     let dir = tempfile::tempdir().unwrap();
     let redis = cluster_redis(dir.path());

@@ -6,11 +6,13 @@
 //! either the server is open, as it is on loopback by default. The HTTP check is
 //! in `http::auth`, route by route.
 
+mod access_settings;
 pub mod keyring;
 #[cfg(feature = "sql")]
 pub mod pg_keys;
 pub mod role;
 
+pub use access_settings::AccessSettings;
 pub use role::{Grant, Need, Role};
 
 use keyring::{KeyRing, KEYS_FILE};

@@ -21,6 +21,20 @@ pub struct NodeInfo {
     pub http: String,
 }
 
+impl NodeInfo {
+    /// Node `i` of a made-up cluster on one host: id `i` in hex, port 7000 + `i`. For
+    /// tests of maps and of the replies written from them, in this crate and above.
+    #[doc(hidden)]
+    pub fn numbered(i: u8) -> Self {
+        Self {
+            id: format!("{i:040x}"),
+            host: "127.0.0.1".into(),
+            port: 7000 + u16::from(i),
+            http: String::new(),
+        }
+    }
+}
+
 /// Slot groups, their owners and replicas, and the nodes, at one version.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SlotMap {
@@ -138,20 +152,10 @@ impl SlotMap {
 mod tests {
     use super::*;
 
-    /// Node `i` of these tests' clusters: id `i` in hex, port 7000 + `i`.
-    fn node(i: u8) -> NodeInfo {
-        NodeInfo {
-            id: format!("{:040x}", i),
-            host: "127.0.0.1".into(),
-            port: 7000 + u16::from(i),
-            http: String::new(),
-        }
-    }
-
     #[test]
     fn groups_cover_every_slot_once_in_order() {
         for groups in [1u16, 2, 64, 1024] {
-            let map = SlotMap::place(1, groups, &[node(1)], 0);
+            let map = SlotMap::place(1, groups, &[NodeInfo::numbered(1)], 0);
             let mut next = 0u32;
             for g in 0..groups {
                 let r = map.slots_of(g);
@@ -167,7 +171,11 @@ mod tests {
 
     #[test]
     fn placement_spreads_groups_and_ranges_merge() {
-        let nodes = [node(1), node(2), node(3)];
+        let nodes = [
+            NodeInfo::numbered(1),
+            NodeInfo::numbered(2),
+            NodeInfo::numbered(3),
+        ];
         let map = SlotMap::place(7, 64, &nodes, 1);
         let owned = |n: &NodeInfo| {
             map.owner

@@ -7,10 +7,12 @@
 //! time adds it (16 bits inline, max 64 bits); reads of either answer "absent". With it
 //! off, both are errors that say how to create them.
 //!
+//! [`settings`]: the `[counters]` section.
 //! [`commit_task`]: the one task per store that makes a batch of writes durable and
 //! wakes the connections waiting for it (group commit).
 
 pub mod commit_task;
+pub mod settings;
 
 use shardkit_counters::{ColumnOptions, Engine, Error, Key};
 

@@ -93,9 +93,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     .with_nats_env();
     let settings = Settings::load(args.config.as_deref(), overrides)?;
-    // The HTTP layer owns the route table `access.public` names, so it checks that
-    // setting: a typo must stop the start, not leave a route closed.
-    shardkit::http::parse_public(&settings.access.public)?;
+    // A typo in a setting only a frontend reads must stop the start too.
+    shardkit::server::check_frontend_settings(&settings)?;
     if args.print_config {
         print!("{}", settings.to_toml_redacted()?);
         return Ok(());

@@ -26,6 +26,7 @@ pub use auth::parse_public;
 pub use error::ApiError;
 
 use axum::extract::DefaultBodyLimit;
+use axum::handler::Handler;
 use axum::middleware;
 use axum::routing::{get, post};
 use axum::Router;
@@ -34,7 +35,10 @@ use std::sync::Arc;
 
 /// All routes, with the key check (`auth.rs`: which role each route needs) in front of
 /// everything but the redirect, and the per-client rate limit in front of link creation.
-pub fn router(state: Arc<AppState>) -> Router {
+///
+/// Fails only on an `[access] public` entry that names no route, which
+/// [`crate::server::check_frontend_settings`] refuses before the server starts.
+pub fn router(state: Arc<AppState>) -> anyhow::Result<Router> {
     let limiter = rate_limit::limiter(
         state.settings.links.create_per_second,
         state.settings.links.create_burst,
@@ -42,8 +46,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let limited = || middleware::from_fn_with_state(limiter.clone(), rate_limit::creation);
     let auth_state = auth::AuthState {
         app: Arc::clone(&state),
-        // Checked before the server starts (`cli/serve.rs`).
-        public: Arc::new(auth::parse_public(&state.settings.access.public).unwrap_or_default()),
+        public: Arc::new(auth::parse_public(&state.settings.access.public)?),
         failures: auth::failure_limiter(),
     };
     let routes = Router::new()
@@ -88,7 +91,9 @@ pub fn router(state: Arc<AppState>) -> Router {
     } else {
         routes
     };
-    routes
+    // Password attempts are counted per client address by the unlock form alone.
+    let attempts = axum::Extension(shardkit_link_service::password::password_attempts());
+    Ok(routes
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(middleware::from_fn_with_state(auth_state, auth::check))
@@ -96,6 +101,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         // The redirect hot path, after the layers: GET needs no key, and it is counted
         // by one atomic (`shardkit_link_redirects_total`) instead of the per-route
         // histogram, which costs more than the redirect itself.
-        .route("/{code}", get(redirect::follow).post(redirect::unlock))
-        .with_state(state)
+        .route(
+            "/{code}",
+            get(redirect::follow).post(redirect::unlock.layer(attempts)),
+        )
+        .with_state(state))
 }

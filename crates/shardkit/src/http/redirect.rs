@@ -14,6 +14,7 @@ use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use shardkit_link_service::analytics::RawClick;
+use shardkit_link_service::password::PasswordAttempts;
 use shardkit_links::{day_of, now_ms, MAX_ALIAS_LEN};
 use shardkit_node::state::AppState;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -271,6 +272,7 @@ pub struct PasswordForm {
     ))]
 pub async fn unlock(
     State(state): State<Arc<AppState>>,
+    axum::Extension(attempts): axum::Extension<Arc<PasswordAttempts>>,
     Path(code): Path<String>,
     request: Request,
 ) -> Response {
@@ -309,7 +311,7 @@ pub async fn unlock(
         Err(answer) => return *answer,
     };
     if let Some(hash) = link.password_hash.clone() {
-        if state.password_attempts.check_key(&ip).is_err() {
+        if attempts.check_key(&ip).is_err() {
             return pages::answer(
                 html,
                 StatusCode::TOO_MANY_REQUESTS,

@@ -144,7 +144,7 @@ fn list(call: &mut Call<'_, '_>) {
         }
     }
     let mut text = String::new();
-    for client in call.state.clients.list() {
+    for client in call.session.clients.list() {
         if ids.as_ref().is_none_or(|ids| ids.contains(&client.id)) {
             text.push_str(&client.line());
             text.push('\n');
@@ -159,7 +159,7 @@ fn kill(call: &mut Call<'_, '_>) {
     let me = call.session.id;
     if call.cmd.len() == 3 {
         let addr = String::from_utf8_lossy(call.cmd.arg(2).unwrap_or_default()).into_owned();
-        return match call.state.clients.kill(|c| c.addr == addr) {
+        return match call.session.clients.kill(|c| c.addr == addr) {
             0 => reply::error(call.out, "ERR No such client"),
             _ => reply::simple(call.out, "OK"),
         };
@@ -186,7 +186,7 @@ fn kill(call: &mut Call<'_, '_>) {
             _ => return reply::error(call.out, "ERR syntax error"),
         }
     }
-    let killed = call.state.clients.kill(|c| {
+    let killed = call.session.clients.kill(|c| {
         id.is_none_or(|id| c.id == id)
             && addr.as_ref().is_none_or(|a| &c.addr == a)
             && laddr.as_ref().is_none_or(|a| &c.laddr == a)

@@ -16,6 +16,7 @@ use tokio::net::TcpStream;
 pub async fn serve(
     mut stream: TcpStream,
     state: Arc<AppState>,
+    clients: Arc<super::clients::Clients>,
     limits: Limits,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -25,13 +26,13 @@ pub async fn serve(
     let mut parser = Parser::new(limits);
     let addr =
         |a: std::io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
-    let registration = state.clients.register(
+    let registration = clients.register(
         Session::next_id(),
         addr(stream.peer_addr()),
         addr(stream.local_addr()),
     );
     let client = Arc::clone(&registration.client);
-    let mut session = Session::new(!state.access.enforced(), Arc::clone(&client));
+    let mut session = Session::new(!state.access.enforced(), Arc::clone(&client), clients);
     // One future for the whole connection, not one per batch: each new one would join
     // and leave the shutdown and kill waiter lists again for every read.
     let closed = async {

@@ -18,7 +18,7 @@
 //! connection; a cluster client's pipeline to a node holds that node's slots), is
 //! flushed into that store wherever the flush happens, and its writes are waited for as
 //! that store's ([`Session::wait_for_store`]). A command for another group, or one
-//! routed elsewhere, flushes it first (`cluster_dispatch.rs`).
+//! routed elsewhere, flushes it first (`cluster/dispatch.rs`).
 
 use super::session::Session;
 use super::values::engine_error;
@@ -44,7 +44,7 @@ pub struct IncrRun {
     items: Vec<(usize, usize, i64)>,
     results: Vec<Result<u64, Error>>,
     /// On a cluster node, the store of the slot group the waiting increments are for
-    /// (set by `cluster_dispatch.rs` when a run starts there); `None`: the node's own.
+    /// (set by `cluster/dispatch.rs` when a run starts there); `None`: the node's own.
     group: Option<Arc<Counters>>,
 }
 

@@ -6,19 +6,16 @@
 //!   own file ([`string_commands`], [`hash_commands`], [`keyspace_commands`],
 //!   [`counter_admin`], [`server_commands`], [`client_commands`], [`server_info`],
 //!   [`id_commands`], [`command_info`], [`sentinel_commands`],
-//!   [`cluster_commands`]).
+//!   [`cluster::commands`]).
+//! - [`cluster`]: Redis Cluster's commands and, on a cluster node, commands run by slot.
 //! - [`connection`]: one client's read-parse-dispatch-write loop.
 //! - [`permissions`]: which key role each command needs (`-NOPERM`).
 //! - [`values`]: what the counter commands share (the zero-and-absence rule, Redis's
 //!   integer parsing and error texts).
 
 pub mod client_commands;
-pub mod cluster_commands;
-pub mod cluster_dispatch;
-pub mod cluster_keyspace;
-pub mod cluster_replies;
-pub mod cluster_schema;
-pub mod cluster_tickets;
+pub mod clients;
+pub mod cluster;
 pub mod command_info;
 pub mod connection;
 pub mod counter_admin;

@@ -6,6 +6,7 @@
 //! fragmentation, keyspace hits) are left out rather than answered with a made-up
 //! number; shardkit's own figures (ids, counters) get their own sections.
 
+use super::clients::Clients;
 use super::table::{Call, CommandSpec};
 use parking_lot::Mutex;
 use shardkit_node::state::AppState;
@@ -72,12 +73,12 @@ fn info(call: &mut Call<'_, '_>) {
     {
         wanted = SECTIONS.iter().map(|s| s.to_string()).collect();
     }
-    let text = info_text(call.state, &wanted);
+    let text = info_text(call.state, &call.session.clients, &wanted);
     reply::verbatim(call.out, text.as_bytes(), call.session.resp3);
 }
 
 /// The `INFO` text of the `wanted` sections (unknown names are skipped, as in Redis).
-pub fn info_text(state: &AppState, wanted: &[String]) -> String {
+pub fn info_text(state: &AppState, clients: &Clients, wanted: &[String]) -> String {
     let stats = state.counter_stats();
     let mut text = String::with_capacity(2048);
     for section in SECTIONS.iter().filter(|s| wanted.iter().any(|w| w == *s)) {
@@ -90,7 +91,7 @@ pub fn info_text(state: &AppState, wanted: &[String]) -> String {
                 let _ = write!(
                     text,
                     "# Clients\r\nconnected_clients:{}\r\nblocked_clients:0\r\ntracking_clients:0\r\n",
-                    state.clients.len()
+                    clients.len()
                 );
             }
             "memory" => memory(&stats, &mut text),
@@ -99,7 +100,7 @@ pub fn info_text(state: &AppState, wanted: &[String]) -> String {
                 let _ = write!(
                     text,
                     "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_error_replies:{}\r\n",
-                    state.clients.accepted(),
+                    clients.accepted(),
                     shardkit_node::telemetry::RESP_COMMANDS.load(Ordering::Relaxed),
                     ops_per_sec(),
                     shardkit_node::telemetry::RESP_ERRORS.load(Ordering::Relaxed),

@@ -1,6 +1,6 @@
 //! Per-connection state: authentication, the writes waiting for the disk, the id.
 
-use shardkit_node::resp_clients::Client;
+use super::clients::{Client, Clients};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -27,6 +27,8 @@ pub struct Session {
     pub resp3: bool,
     /// This connection's entry in the server's client list (name, library, kill).
     pub client: Arc<Client>,
+    /// Every open connection of this listener (`CLIENT LIST|KILL`, `INFO clients`).
+    pub clients: Arc<Clients>,
     /// Set by `QUIT`: write the replies, then close.
     pub closing: bool,
     /// Increments of the batch waiting to reach the engine together.
@@ -49,7 +51,7 @@ pub struct Session {
 
 impl Session {
     /// A session; `authenticated` from the start when no API key is configured.
-    pub fn new(authenticated: bool, client: Arc<Client>) -> Self {
+    pub fn new(authenticated: bool, client: Arc<Client>, clients: Arc<Clients>) -> Self {
         Self {
             pending: shardkit_counters::Pending::NONE,
             authenticated,
@@ -58,6 +60,7 @@ impl Session {
             id: client.id,
             resp3: false,
             client,
+            clients,
             closing: false,
             incrs: Default::default(),
             last_spec: None,

@@ -110,7 +110,7 @@ pub fn all() -> &'static [&'static CommandSpec] {
             super::hash_commands::COMMANDS,
             super::counter_admin::COMMANDS,
             super::sentinel_commands::COMMANDS,
-            super::cluster_commands::COMMANDS,
+            super::cluster::commands::COMMANDS,
         ]
         .into_iter()
         .flatten()
@@ -200,7 +200,7 @@ pub fn execute(
         super::incr_run::flush(&state.counters, session, out);
         reply::error(out, &refusal);
     } else if let Some(live) = state.cluster.get() {
-        super::cluster_dispatch::run(spec, cmd, state, live, session, out);
+        super::cluster::dispatch::run(spec, cmd, state, live, session, out);
     } else {
         (spec.run)(&mut Call {
             cmd,

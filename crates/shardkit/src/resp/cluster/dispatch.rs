@@ -6,14 +6,14 @@
 //! Keyless commands run as on a lone node, except those that would see only this
 //! node's groups as if they were the whole keyspace: `DBSIZE` counts the rows of the
 //! groups led here (ticket sequences are not keys) and `SCAN`, `FLUSHDB`, `FLUSHALL` walk or clear them (Redis Cluster's
-//! per-node meaning, `cluster_keyspace.rs`), `COUNTER.CREATE|ADDCOL` change the
+//! per-node meaning, `keyspace.rs`), `COUNTER.CREATE|ADDCOL` change the
 //! schema every group gets and `COUNTER.INFO` sums this node's groups
-//! (`cluster_schema.rs`), and
-//! `TICKET.NEXT` is served by the owner of its name's slot (`cluster_tickets.rs`).
+//! (`schema.rs`), and
+//! `TICKET.NEXT` is served by the owner of its name's slot (`tickets.rs`).
 //! Ids are safe: a cluster node issues them only from the id shards it leases.
 
-use super::session::Session;
-use super::table::{Call, CommandSpec};
+use crate::resp::session::Session;
+use crate::resp::table::{Call, CommandSpec};
 use bytes::BytesMut;
 use shardkit_node::cluster::live::Live;
 use shardkit_node::cluster::route::{route, route_key, Route};
@@ -42,7 +42,7 @@ pub fn run(
     out: &mut BytesMut,
 ) {
     if spec.name == "ticket.next" {
-        return super::cluster_tickets::next(cmd, state, live, session, out);
+        return super::tickets::next(cmd, state, live, session, out);
     }
     let map = live.map_after(session.cluster_map.take());
     run_by(spec, cmd, state, live, &map, session, out);
@@ -81,7 +81,7 @@ fn run_by(
             .as_ref()
             .is_some_and(|s| session.incrs.is_for_group(&s.counters))
     {
-        super::incr_run::flush(&state.counters, session, out);
+        crate::resp::incr_run::flush(&state.counters, session, out);
     }
     match route {
         Route::NoKeys if spec.name == "dbsize" => {
@@ -97,11 +97,11 @@ fn run_by(
                 out,
             };
             match spec.name {
-                "scan" => super::cluster_keyspace::scan(&mut call, live),
-                "flushdb" | "flushall" => super::cluster_keyspace::flush(&mut call, live),
-                "counter.create" => super::cluster_schema::create(&mut call, live),
-                "counter.addcol" => super::cluster_schema::addcol(&mut call, live),
-                _ => super::cluster_schema::info(&mut call, live),
+                "scan" => super::keyspace::scan(&mut call, live),
+                "flushdb" | "flushall" => super::keyspace::flush(&mut call, live),
+                "counter.create" => super::schema::create(&mut call, live),
+                "counter.addcol" => super::schema::addcol(&mut call, live),
+                _ => super::schema::info(&mut call, live),
             }
         }
         Route::NoKeys => (spec.run)(&mut Call {

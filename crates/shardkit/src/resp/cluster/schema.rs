@@ -5,9 +5,9 @@
 //! answers for this node, as `DBSIZE` does: the counter's rows and bytes summed over the
 //! groups it leads, its columns as the schema has them.
 
-use super::counter_admin::{column_options, no_such_counter, reply_info};
-use super::table::Call;
-use super::values::engine_error;
+use crate::resp::counter_admin::{column_options, no_such_counter, reply_info};
+use crate::resp::table::Call;
+use crate::resp::values::engine_error;
 use shardkit_counters::{ColumnSpec, CounterStats, Error};
 use shardkit_node::cluster::live::Live;
 use shardkit_node::cluster::schema::{ChangeError, Schema};

@@ -191,19 +191,9 @@ pub fn info_as(map: &SlotMap, ok: bool, out: &mut BytesMut) {
 mod tests {
     use super::*;
 
-    /// Node `i` of these tests' clusters: id `i` in hex, port 7000 + `i`.
-    fn node(i: u8) -> NodeInfo {
-        NodeInfo {
-            id: format!("{:040x}", i),
-            host: "127.0.0.1".into(),
-            port: 7000 + u16::from(i),
-            http: String::new(),
-        }
-    }
-
     #[test]
     fn every_owner_is_first_named_as_a_master_and_every_slot_listed_once() {
-        let nodes: Vec<NodeInfo> = (1..=4).map(node).collect();
+        let nodes: Vec<NodeInfo> = (1..=4).map(NodeInfo::numbered).collect();
         for copies in [0, 1, 2] {
             let map = SlotMap::place(1, 16, &nodes, copies);
             let listed = slots_listed(map.ranges());

@@ -14,9 +14,9 @@
 //! `shardkit_tickets`) are not keys: never listed, never flushed (a flush would hand
 //! numbers out again).
 
-use super::keyspace_commands::{reply_scan, row_text, ScanOptions, Walk, POSITION_BITS};
-use super::table::Call;
-use super::values::{engine_error, stored_fields, NOT_INTEGER};
+use crate::resp::keyspace_commands::{reply_scan, row_text, ScanOptions, Walk, POSITION_BITS};
+use crate::resp::table::Call;
+use crate::resp::values::{engine_error, stored_fields, NOT_INTEGER};
 use shardkit_counters::OwnedKey;
 use shardkit_node::cluster::live::Live;
 use shardkit_node::cluster::map::SlotMap;
@@ -124,7 +124,7 @@ pub fn scan(call: &mut Call<'_, '_>, live: &Live) {
 /// owner see the clear), acknowledged once every group has it. Other nodes' groups
 /// are theirs to flush (a cluster client sends the command to every primary).
 pub fn flush(call: &mut Call<'_, '_>, live: &Live) {
-    let Some(name) = super::server_commands::flush_name(call) else {
+    let Some(name) = crate::resp::server_commands::flush_name(call) else {
         return;
     };
     let mut rows = 0;
@@ -191,7 +191,7 @@ fn keys_in_slot(live: &Live, slot: u16, limit: usize) -> Vec<String> {
 
 /// The integer argument at `index`, or Redis's error written to `out`.
 fn int_arg(call: &mut Call<'_, '_>, index: usize) -> Option<i64> {
-    let value = super::values::strict_i64(call.cmd.arg(index).unwrap_or_default());
+    let value = crate::resp::values::strict_i64(call.cmd.arg(index).unwrap_or_default());
     if value.is_none() {
         reply::error(call.out, NOT_INTEGER);
     }

@@ -1,5 +1,5 @@
-//! The connected RESP clients (held by the shared state, so outside `resp/`), for `CLIENT LIST`, `CLIENT INFO`, `CLIENT KILL` and
-//! `INFO clients`: one entry per open connection, added when it is accepted and
+//! The connected RESP clients, for `CLIENT LIST`, `CLIENT INFO`, `CLIENT KILL` and
+//! `INFO clients`: one registry per RESP listener, which every session holds; one entry per open connection, added when it is accepted and
 //! removed when it closes (by the [`Registration`] guard, on every exit path).
 //!
 //! The hot path does not touch the registry: a connection updates its entry's

@@ -1,7 +1,7 @@
 //! `TICKET.NEXT name [count]` on a cluster node: the RESP side of
 //! [`shardkit_node::cluster::tickets`] (the sequence is routed by its name's slot).
 
-use super::session::Session;
+use crate::resp::session::Session;
 use bytes::BytesMut;
 use shardkit_node::cluster::live::Live;
 use shardkit_node::cluster::route::{route, Route};
@@ -19,7 +19,7 @@ pub fn next(
     out: &mut BytesMut,
 ) {
     let (Some(raw), true) = (cmd.arg(1), (2..=3).contains(&cmd.len())) else {
-        return super::table::wrong_arity(out, "ticket.next");
+        return crate::resp::table::wrong_arity(out, "ticket.next");
     };
     let name = match std::str::from_utf8(raw)
         .ok()
@@ -33,7 +33,7 @@ pub fn next(
             )
         }
     };
-    let count = match cmd.arg(2).map(super::values::strict_i64) {
+    let count = match cmd.arg(2).map(crate::resp::values::strict_i64) {
         None => None,
         Some(Some(n)) if (1..=shardkit_node::state::MAX_BATCH as i64).contains(&n) => {
             Some(n as u64)
@@ -57,13 +57,13 @@ pub fn next(
         Route::Refuse(message) => return reply::error(out, &message),
         Route::NoKeys => unreachable!("the name is the key"),
     };
-    let Some(store) = super::cluster_dispatch::led_store(live, &map, slot, out) else {
+    let Some(store) = super::dispatch::led_store(live, &map, slot, out) else {
         return;
     };
     let n = count.unwrap_or(1);
     let (next, pending) = match reserve(&store.counters.engine, name, n, true) {
         Ok(done) => done,
-        Err(e) => return super::values::engine_error(out, &e),
+        Err(e) => return crate::resp::values::engine_error(out, &e),
     };
     session.wait_for_store(&store.counters, pending);
     let Some(numbers) = numbers_of(state.ticket_spec(), next, n) else {

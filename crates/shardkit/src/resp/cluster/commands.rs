@@ -3,7 +3,7 @@
 //! `cluster-enabled` (what a cluster client checks to tell a lone server from a cluster
 //! node); a cluster node (`[cluster] enabled`) answers from the slot map it holds.
 
-use super::table::{Call, CommandSpec};
+use crate::resp::table::{Call, CommandSpec};
 use shardkit_resp::reply;
 
 /// Redis's reply to a cluster command on a server without cluster support.
@@ -94,10 +94,10 @@ fn cluster(call: &mut Call<'_, '_>) {
     let sub = call.cmd.arg(1).unwrap_or_default().to_ascii_lowercase();
     let argc = call.cmd.len();
     match (sub.as_slice(), argc) {
-        (b"slots", 2) => super::cluster_replies::slots(&map, call.out),
-        (b"shards", 2) => super::cluster_replies::shards(&map, call.session.resp3, call.out),
-        (b"nodes", 2) => super::cluster_replies::nodes(&map, &live.me, call.out),
-        (b"info", 2) => super::cluster_replies::info_as(&map, live.serving(), call.out),
+        (b"slots", 2) => super::replies::slots(&map, call.out),
+        (b"shards", 2) => super::replies::shards(&map, call.session.resp3, call.out),
+        (b"nodes", 2) => super::replies::nodes(&map, &live.me, call.out),
+        (b"info", 2) => super::replies::info_as(&map, live.serving(), call.out),
         (b"myid", 2) => reply::bulk(call.out, live.me.as_bytes()),
         (b"keyslot", 3) => {
             let key = call.cmd.arg(2).unwrap_or_default();
@@ -106,8 +106,8 @@ fn cluster(call: &mut Call<'_, '_>) {
                 i64::from(shardkit_node::cluster::slot::key_slot(key)),
             );
         }
-        (b"countkeysinslot", 3) => super::cluster_keyspace::count_keys_in_slot(call, live),
-        (b"getkeysinslot", 4) => super::cluster_keyspace::get_keys_in_slot(call, live),
+        (b"countkeysinslot", 3) => super::keyspace::count_keys_in_slot(call, live),
+        (b"getkeysinslot", 4) => super::keyspace::get_keys_in_slot(call, live),
         (
             b"slots" | b"shards" | b"nodes" | b"info" | b"myid" | b"keyslot" | b"countkeysinslot"
             | b"getkeysinslot",

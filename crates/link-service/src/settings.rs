@@ -1,0 +1,105 @@
+//! `[links]`: the short-link service's settings (codes, cache, rate limits, click
+//! flushing, where links live) and their checks.
+
+use crate::cache_size::MAX_CACHE_ENTRIES;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// `[links] store`: where links live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkStoreKind {
+    /// Embedded: records in `<data>/links.segments/`, their indexes in `<data>/links.redb`.
+    #[default]
+    Redb,
+    /// The previous embedded format (records in redb), for side-by-side measurements.
+    RedbCompact,
+    /// The oldest embedded format (JSON records), for side-by-side measurements.
+    RedbJson,
+    /// The logical shards of `links.servers`, made by `shardkit pg init` (feature `sql`).
+    Postgres,
+}
+
+/// `[links]`: short links (codes, cache, limits, click flushing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinkSettings {
+    /// Start of every short URL, e.g. `https://sho.rt`; `http://<http address>` when absent.
+    /// Long URLs pointing there are refused.
+    pub base_url: Option<String>,
+    /// Plain sequential codes (`a000001`, `a000002`, …) instead of scrambled ones.
+    pub sequential_codes: bool,
+    /// Links kept in the redirect cache (at most [`MAX_CACHE_ENTRIES`]).
+    pub cache_entries: usize,
+    /// Link creations per second per client address (0: no limit).
+    pub create_per_second: u32,
+    /// Creations a client may make at once before the rate applies.
+    pub create_burst: u32,
+    /// How often clicks counted in memory are written to the counter engine, ms:
+    /// the most clicks a SIGKILL can lose.
+    pub click_flush_ms: u64,
+    /// Where links live: `redb` (embedded: records in `<data>/links.segments/`, their
+    /// indexes in `<data>/links.redb`) or `postgres` (the logical shards of `servers`,
+    /// made by `shardkit pg init`; needs feature `sql`). `redb-compact` and `redb-json`
+    /// are the two previous embedded formats, kept for side-by-side measurements.
+    pub store: LinkStoreKind,
+    /// PostgreSQL server URLs of the cluster when `store` is `postgres`.
+    pub servers: Vec<String>,
+    /// A MaxMind DB file (GeoLite2-Country or alike) for the clicks' countries; none
+    /// by default (no country recorded, nothing downloaded).
+    pub geoip_db: Option<PathBuf>,
+    /// Memory of the embedded link store, MiB: its page cache, which holds what
+    /// resident memory the store takes whatever the number of links (16 to 1,048,576).
+    pub memory_mib: u64,
+}
+
+impl LinkSettings {
+    /// The embedded store's page cache in bytes (`memory_mib`).
+    pub fn store_cache_bytes(&self) -> usize {
+        usize::try_from(self.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+    }
+}
+
+impl Default for LinkSettings {
+    fn default() -> Self {
+        Self {
+            base_url: None,
+            sequential_codes: false,
+            cache_entries: 100_000,
+            create_per_second: 100,
+            create_burst: 1_000,
+            click_flush_ms: 100,
+            store: LinkStoreKind::Redb,
+            servers: Vec::new(),
+            geoip_db: None,
+            memory_mib: 256,
+        }
+    }
+}
+
+impl LinkSettings {
+    /// Refuses values that cannot work, naming the setting. Whether this build has the
+    /// `postgres` store is the binary's to say (its cargo features).
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.cache_entries > MAX_CACHE_ENTRIES {
+            anyhow::bail!(
+                "links.cache_entries must be 0 to {MAX_CACHE_ENTRIES} (links in the redirect cache), got {}",
+                self.cache_entries
+            );
+        }
+        if !(16..=1 << 20).contains(&self.memory_mib) {
+            anyhow::bail!(
+                "links.memory_mib must be 16 to 1048576 (MiB of page cache for the link store), got {}",
+                self.memory_mib
+            );
+        }
+        if self.store == LinkStoreKind::Postgres && self.servers.is_empty() {
+            anyhow::bail!("links.store \"postgres\" needs the cluster's servers: pass --servers URL[,URL...] (or links.servers)")
+        }
+        if let Some(base) = &self.base_url {
+            shardkit_links::OwnOrigin::from_base_url(base)
+                .map_err(|e| anyhow::anyhow!("links.base_url {base:?} is not a usable URL: {e}"))?;
+        }
+        Ok(())
+    }
+}
