@@ -182,7 +182,11 @@ pub struct Links {
     /// Where the clicks came from, classified off the redirect path.
     pub analytics: analytics::Analytics,
     own: Vec<OwnOrigin>,
+    /// `[links] base_url`, or the bound HTTP address when that is unset.
     base_url: String,
+    /// Whether short URLs start with the request's origin (no `base_url` configured),
+    /// `base_url` then being only the fallback for a request without a usable Host.
+    base_from_request: bool,
     /// With `[regions]`: where links live (this region mints in its own groups only).
     regions: Option<Arc<crate::regions::RegionMap>>,
 }
@@ -241,8 +245,29 @@ impl Links {
             analytics,
             own,
             base_url,
+            base_from_request: false,
             regions: None,
         })
+    }
+
+    /// Short URLs from each request's origin (`base_url` was not configured; the one
+    /// given to [`Links::new`] is the fallback), and long URLs to any of `hosts` (the
+    /// names this server answers to) refused as links to itself.
+    pub fn with_request_origins(mut self, hosts: &[String]) -> anyhow::Result<Self> {
+        self.base_from_request = true;
+        for host in hosts {
+            self.own
+                .push(OwnOrigin::from_base_url(&format!("http://{host}"))?);
+            self.own
+                .push(OwnOrigin::from_base_url(&format!("https://{host}"))?);
+        }
+        Ok(self)
+    }
+
+    /// Whether short URLs take the request's origin, so the HTTP layer reads it only
+    /// then.
+    pub fn takes_request_origin(&self) -> bool {
+        self.base_from_request
     }
 
     /// The service as one region of several: codes minted in this region's groups
@@ -353,9 +378,15 @@ impl Links {
         self.store.stats()
     }
 
-    /// `<base_url>/<alias or code>`.
-    pub fn short_url(&self, link: &Link) -> String {
-        format!("{}/{}", self.base_url.trim_end_matches('/'), link.path())
+    /// `<base>/<alias or code>`, the base being `[links] base_url` when configured,
+    /// else `origin` (the request's `scheme://host[:port]`, when it had a usable one),
+    /// else the bound HTTP address.
+    pub fn short_url(&self, origin: Option<&str>, link: &Link) -> String {
+        let base = match origin {
+            Some(origin) if self.base_from_request => origin,
+            _ => &self.base_url,
+        };
+        format!("{}/{}", base.trim_end_matches('/'), link.path())
     }
 
     /// A stored link from a validated request (code minted or restored, id made), not
@@ -854,14 +885,14 @@ impl Links {
 
     /// The API's JSON for a link: the stored fields plus `short_url`, with
     /// `"password": true` in place of the password's hash (never shown).
-    pub fn view(&self, link: &Link) -> Value {
+    pub fn view(&self, origin: Option<&str>, link: &Link) -> Value {
         let mut value = serde_json::to_value(link).unwrap_or_else(|_| json!({}));
         if let Some(object) = value.as_object_mut() {
             object.remove("password_hash");
             if link.password_hash.is_some() {
                 object.insert("password".into(), json!(true));
             }
-            object.insert("short_url".into(), json!(self.short_url(link)));
+            object.insert("short_url".into(), json!(self.short_url(origin, link)));
             if let Some(region) = self.region_of(link) {
                 object.insert("region".into(), json!(region));
             }
@@ -879,8 +910,8 @@ impl Links {
     }
 
     /// The view plus `clicks` and `daily`.
-    pub fn view_with_clicks(&self, engine: &Engine, link: &Link) -> Value {
-        let mut value = self.view(link);
+    pub fn view_with_clicks(&self, engine: &Engine, origin: Option<&str>, link: &Link) -> Value {
+        let mut value = self.view(origin, link);
         let daily: Vec<Value> = self
             .daily(engine, link)
             .into_iter()

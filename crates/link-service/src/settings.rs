@@ -27,6 +27,11 @@ pub struct LinkSettings {
     /// Start of every short URL, e.g. `https://sho.rt`; `http://<http address>` when absent.
     /// Long URLs pointing there are refused.
     pub base_url: Option<String>,
+    /// The host names (`host` or `host:port`) clients reach the links at. When set, a
+    /// request naming another `Host` is refused with 421 (so a forged Host cannot mint
+    /// short URLs on another domain) and long URLs to these hosts are refused as links
+    /// to this server. Without `base_url`, short URLs start with the request's Host.
+    pub hosts: Vec<String>,
     /// Plain sequential codes (`a000001`, `a000002`, …) instead of scrambled ones.
     pub sequential_codes: bool,
     /// Links kept in the redirect cache (at most [`MAX_CACHE_ENTRIES`]).
@@ -64,6 +69,7 @@ impl Default for LinkSettings {
     fn default() -> Self {
         Self {
             base_url: None,
+            hosts: Vec::new(),
             sequential_codes: false,
             cache_entries: 100_000,
             create_per_second: 100,
@@ -96,10 +102,48 @@ impl LinkSettings {
         if self.store == LinkStoreKind::Postgres && self.servers.is_empty() {
             anyhow::bail!("links.store \"postgres\" needs the cluster's servers: pass --servers URL[,URL...] (or links.servers)")
         }
+        for host in &self.hosts {
+            if host_key(host).is_none() {
+                anyhow::bail!(
+                    "links.hosts: {host:?} is not a host name with an optional port (write e.g. \"sho.rt\" or \"go.example:8443\")"
+                );
+            }
+        }
         if let Some(base) = &self.base_url {
             shardkit_links::OwnOrigin::from_base_url(base)
                 .map_err(|e| anyhow::anyhow!("links.base_url {base:?} is not a usable URL: {e}"))?;
         }
         Ok(())
+    }
+}
+
+/// A `Host` (or `hosts` entry) as `host[:port]`, lowercased, the scheme's default port
+/// dropped so `sho.rt` and `sho.rt:80` compare equal; `None` when it is no host name
+/// with an optional port (a path, a user, spaces).
+pub fn host_key(host: &str) -> Option<String> {
+    if host.is_empty() || host.contains(['/', '@', '?', '#', ' ']) {
+        return None;
+    }
+    let url = url::Url::parse(&format!("http://{host}/")).ok()?;
+    let name = url.host_str()?.to_ascii_lowercase();
+    Some(match url.port() {
+        Some(port) => format!("{name}:{port}"),
+        None => name,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_compare_without_case_or_the_default_port() {
+        assert_eq!(host_key("Sho.RT").as_deref(), Some("sho.rt"));
+        assert_eq!(host_key("sho.rt:80").as_deref(), Some("sho.rt"));
+        assert_eq!(host_key("sho.rt:8443").as_deref(), Some("sho.rt:8443"));
+        assert_eq!(host_key("[::1]:8080").as_deref(), Some("[::1]:8080"));
+        for bad in ["", "sho.rt/x", "user@sho.rt", "sho rt", "sho.rt:99999"] {
+            assert_eq!(host_key(bad), None, "{bad}");
+        }
     }
 }

@@ -112,7 +112,7 @@ impl Runner {
         let announced = crate::announce::addresses(
             settings.cluster.announce.as_deref(),
             settings.resp,
-            settings.http,
+            settings.http.listen,
         );
         let record = NodeRecord {
             id: live.me.clone(),

@@ -9,6 +9,7 @@
 
 pub use crate::api_keys::AccessSettings;
 pub use crate::counters::settings::{CounterLog, CounterRole, CounterSettings, Fsync};
+pub use crate::http_settings::HttpSettings;
 pub use crate::id_settings::IdSettings;
 pub use crate::nats_settings::NatsSettings;
 pub use crate::resp_limits::RespLimitSettings;
@@ -35,8 +36,9 @@ pub enum LogFormat {
 pub struct Settings {
     /// Data directory (time guard, tickets, counters, links).
     pub data: PathBuf,
-    /// HTTP listen address.
-    pub http: SocketAddr,
+    /// HTTP listen address (`http = "ip:port"`), or `[http]` with `listen` and the
+    /// proxies whose forwarding headers are believed (`trusted_proxies`).
+    pub http: HttpSettings,
     /// Redis-protocol listen address.
     pub resp: SocketAddr,
     /// API key: write endpoints need `Authorization: Bearer KEY`, RESP needs `AUTH KEY`.
@@ -72,7 +74,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             data: PathBuf::from("./shardkit-data"),
-            http: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            http: HttpSettings::default(),
             resp: SocketAddr::from(([127, 0, 0, 1], 6380)),
             api_key: None,
             log_format: LogFormat::Text,
@@ -174,7 +176,7 @@ impl Settings {
             settings.data = v;
         }
         if let Some(v) = overrides.http {
-            settings.http = v;
+            settings.http.listen = v;
         }
         if let Some(v) = overrides.resp {
             settings.resp = v;
@@ -241,7 +243,7 @@ impl Settings {
                 "counters.announce",
                 self.counters.announce.as_deref(),
                 self.resp,
-                self.http,
+                self.http.listen,
             )?;
         }
         if self.cluster.enabled {
@@ -249,10 +251,10 @@ impl Settings {
                 "cluster.announce",
                 self.cluster.announce.as_deref(),
                 self.resp,
-                self.http,
+                self.http.listen,
             )?;
         }
-        let exposed: Vec<String> = [("http", self.http), ("resp", self.resp)]
+        let exposed: Vec<String> = [("http", self.http.listen), ("resp", self.resp)]
             .iter()
             .filter(|(_, addr)| !addr.ip().is_loopback())
             .map(|(name, addr)| format!("{name} {addr}"))

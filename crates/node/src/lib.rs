@@ -17,6 +17,7 @@ pub mod config;
 pub mod config_error;
 pub mod counters;
 pub mod data_dir;
+pub mod http_settings;
 pub mod id_format;
 pub mod id_layout_record;
 pub mod id_leases;

@@ -207,7 +207,7 @@ impl AppState {
         let announced = crate::announce::addresses(
             settings.counters.announce.as_deref(),
             settings.resp,
-            settings.http,
+            settings.http.listen,
         );
         let me = crate::replication::LeaderAddr {
             node: node_id(),
@@ -275,11 +275,13 @@ impl AppState {
             Links::codec(settings.links.sequential_codes, key),
             link_sequences,
         );
+        // Without `base_url`, short URLs take each request's origin; the bound address
+        // is the fallback for a request without a usable Host.
         let base_url = settings
             .links
             .base_url
             .clone()
-            .unwrap_or_else(|| format!("http://{}", settings.http));
+            .unwrap_or_else(|| format!("http://{}", settings.http.listen));
         let geo = match &settings.links.geoip_db {
             Some(path) => Some(shardkit_link_service::analytics::geo::GeoIp::open(path)?),
             None => None,
@@ -311,7 +313,7 @@ impl AppState {
                 Some(regions)
             }
         };
-        let links = Links::new(
+        let mut links = Links::new(
             store,
             minter,
             base_url,
@@ -319,6 +321,9 @@ impl AppState {
             analytics,
         )?
         .with_regions(regions.as_ref().map(|r| std::sync::Arc::clone(&r.map)));
+        if settings.links.base_url.is_none() {
+            links = links.with_request_origins(&settings.links.hosts)?;
+        }
         let access = match remote_keys {
             // With the links in the cluster, so are the keys: every server takes the same.
             Some(keys) => crate::api_keys::Access::open_remote(keys, settings.api_key.clone())?,

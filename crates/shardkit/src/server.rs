@@ -86,23 +86,22 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
     check_frontend_settings(&settings)?;
     let limits = settings.resp_limits.limits();
     refused_by_nats(&settings).await?;
-    let http_listener = listen("http", settings.http).await?;
+    let http_listener = listen("http", settings.http.listen).await?;
     let resp_listener = listen("resp", settings.resp).await?;
     if settings.links.base_url.is_none() {
-        // The bound address (port 0 becomes a real port), so short URLs work as printed.
         let bound = http_listener.local_addr()?;
         if bound.ip().is_unspecified() {
             tracing::warn!(
                 http = %bound,
-                "links.base_url is not set and HTTP listens on an unspecified address: every \
-                 short URL will read http://{bound}/...; set links.base_url to the address \
-                 users reach (https://sho.rt, say)"
+                "links.base_url is not set and HTTP listens on an unspecified address: short \
+                 URLs take each request's Host, and a request without one gets \
+                 http://{bound}/...; set links.base_url to the address users reach \
+                 (https://sho.rt, say), or links.hosts to refuse other Hosts"
             );
         }
-        settings.links.base_url = Some(format!("http://{bound}"));
     }
     // The addresses really bound (port 0 becomes a real port): a leader announces them.
-    settings.http = http_listener.local_addr()?;
+    settings.http.listen = http_listener.local_addr()?;
     settings.resp = resp_listener.local_addr()?;
     let state = Arc::new(tokio::task::spawn_blocking(move || AppState::open(settings)).await??);
     let replication = {

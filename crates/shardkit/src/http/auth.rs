@@ -8,14 +8,14 @@
 //! stay open.
 
 use super::ApiError;
-use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 use governor::{Quota, RateLimiter};
 use shardkit_node::api_keys::{Grant, Need};
 use shardkit_node::state::AppState;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
@@ -162,11 +162,11 @@ pub async fn check(
     if needed == Need::Nothing {
         return Ok(next.run(request).await);
     }
-    let ip = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    let ip = super::client_addr::client(
+        super::client_addr::peer(request.extensions()),
+        request.headers(),
+        &auth.app.settings.http.trusted_proxies,
+    );
     let grant: Option<Grant> = auth.app.access.authenticate(bearer(&request));
     let Some(grant) = grant else {
         metrics::counter!("shardkit_auth_failures_total").increment(1);

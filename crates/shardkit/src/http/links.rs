@@ -3,6 +3,7 @@
 //! is an fsynced transaction), except a plain create on the embedded store, which
 //! awaits its group commit without a thread.
 
+use super::host::RequestOrigin;
 use super::{regions, ApiError};
 use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -69,6 +70,7 @@ pub async fn blocking<T: Send + 'static>(
     ))]
 pub async fn create(
     State(state): State<Arc<AppState>>,
+    origin: RequestOrigin,
     grant: Option<Extension<Grant>>,
     headers: HeaderMap,
     body: Result<Json<Value>, JsonRejection>,
@@ -127,7 +129,7 @@ pub async fn create(
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(state.links.view(&link))).into_response())
+    Ok((status, Json(state.links.view(origin.as_deref(), &link))).into_response())
 }
 
 /// The link with its clicks and daily series.
@@ -140,6 +142,7 @@ pub async fn create(
     ))]
 pub async fn get(
     State(state): State<Arc<AppState>>,
+    origin: RequestOrigin,
     grant: Option<Extension<Grant>>,
     headers: HeaderMap,
     Path(code): Path<String>,
@@ -155,7 +158,7 @@ pub async fn get(
         // An author-only key is told nothing of others' links.
         .filter(|l| grant.as_ref().is_none_or(|Extension(g)| g.may_see(l)));
     let link = link.ok_or_else(|| op_error(LinkOpError::NotFound(code)))?;
-    Ok(Json(regions::view_summed(&state, &link).await).into_response())
+    Ok(Json(regions::view_summed(&state, origin.as_deref(), &link).await).into_response())
 }
 
 /// With `[regions]`, the answer for a request about a link homed in another region
@@ -206,6 +209,7 @@ pub(super) async fn elsewhere_at(
     ))]
 pub async fn update(
     State(state): State<Arc<AppState>>,
+    origin: RequestOrigin,
     method: Method,
     headers: HeaderMap,
     Path(code): Path<String>,
@@ -219,7 +223,7 @@ pub async fn update(
     }
     let worker = Arc::clone(&state);
     let link = blocking(move || worker.links.update(&code, &patch)).await?;
-    Ok(Json(state.links.view(&link)).into_response())
+    Ok(Json(state.links.view(origin.as_deref(), &link)).into_response())
 }
 
 /// `PUT /api/links/{code}`: the same as PATCH.
@@ -229,12 +233,13 @@ pub async fn update(
         (status = 503, description = "Storage failing, or (`[regions]`) the link's home region cannot be reached", body = super::openapi::ErrorBody)))]
 pub async fn replace(
     state: State<Arc<AppState>>,
+    origin: RequestOrigin,
     method: Method,
     headers: HeaderMap,
     code: Path<String>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    update(state, method, headers, code, body).await
+    update(state, origin, method, headers, code, body).await
 }
 
 /// Deletes a link; its code and alias then answer 404.
@@ -275,6 +280,7 @@ pub struct ListQuery {
     ))]
 pub async fn list(
     State(state): State<Arc<AppState>>,
+    origin: RequestOrigin,
     grant: Option<Extension<Grant>>,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -324,6 +330,9 @@ pub async fn list(
     })
     .await?;
     let next = next.map(|id| id.to_string());
-    let views: Vec<Value> = links.iter().map(|l| state.links.view(l)).collect();
+    let views: Vec<Value> = links
+        .iter()
+        .map(|l| state.links.view(origin.as_deref(), l))
+        .collect();
     Ok(Json(json!({ "links": views, "next_cursor": next })))
 }

@@ -56,6 +56,7 @@ pub struct BulkQuery {
     ))]
 pub async fn create(
     State(state): State<Arc<AppState>>,
+    origin: super::host::RequestOrigin,
     grant: Option<Extension<Grant>>,
     query: Result<Query<BulkQuery>, QueryRejection>,
     headers: HeaderMap,
@@ -108,7 +109,7 @@ pub async fn create(
         .map(|(r, line)| match r {
             Ok(link) => {
                 created += 1;
-                json!({ "line": line, "code": link.code, "short_url": state.links.short_url(&link), "id": link.id.to_string() })
+                json!({ "line": line, "code": link.code, "short_url": state.links.short_url(origin.as_deref(), &link), "id": link.id.to_string() })
             }
             Err(e) => {
                 let conflict = match &e {

@@ -2,9 +2,11 @@
 //! per group of endpoints.
 
 mod auth;
+mod client_addr;
 mod counters;
 mod error;
 mod health;
+mod host;
 mod ids;
 mod ids_body;
 mod json_body;
@@ -39,11 +41,14 @@ use std::sync::Arc;
 /// Fails only on an `[access] public` entry that names no route, which
 /// [`crate::server::check_frontend_settings`] refuses before the server starts.
 pub fn router(state: Arc<AppState>) -> anyhow::Result<Router> {
-    let limiter = rate_limit::limiter(
-        state.settings.links.create_per_second,
-        state.settings.links.create_burst,
-    );
-    let limited = || middleware::from_fn_with_state(limiter.clone(), rate_limit::creation);
+    let creation = rate_limit::Creation {
+        limiter: rate_limit::limiter(
+            state.settings.links.create_per_second,
+            state.settings.links.create_burst,
+        ),
+        trusted: state.settings.http.trusted_proxies.clone().into(),
+    };
+    let limited = || middleware::from_fn_with_state(creation.clone(), rate_limit::creation);
     let auth_state = auth::AuthState {
         app: Arc::clone(&state),
         public: Arc::new(auth::parse_public(&state.settings.access.public)?),
@@ -97,6 +102,10 @@ pub fn router(state: Arc<AppState>) -> anyhow::Result<Router> {
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(middleware::from_fn_with_state(auth_state, auth::check))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            host::known_host,
+        ))
         .route_layer(middleware::from_fn(metrics::track))
         // The redirect hot path, after the layers: GET needs no key, and it is counted
         // by one atomic (`shardkit_link_redirects_total`) instead of the per-route

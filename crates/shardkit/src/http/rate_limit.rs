@@ -3,11 +3,11 @@
 //! only; redirects are never limited.
 
 use super::ApiError;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::{Quota, RateLimiter};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
@@ -23,18 +23,24 @@ pub fn limiter(per_second: u32, burst: u32) -> Option<Arc<Limiter>> {
     )))
 }
 
+/// What the creation limit needs: the limiter (none when off) and the proxies whose
+/// forwarding headers name the client (`[http] trusted_proxies`).
+#[derive(Clone)]
+pub struct Creation {
+    /// The per-client limiter; `None`: no limit.
+    pub limiter: Option<Arc<Limiter>>,
+    /// `[http] trusted_proxies`.
+    pub trusted: Arc<[ipnet::IpNet]>,
+}
+
 /// Refuses a creation with 429 when the client's rate is used up.
-pub async fn creation(
-    State(limiter): State<Option<Arc<Limiter>>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if let Some(limiter) = &limiter {
-        let ip = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip())
-            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+pub async fn creation(State(creation): State<Creation>, request: Request, next: Next) -> Response {
+    if let Some(limiter) = &creation.limiter {
+        let ip = super::client_addr::client(
+            super::client_addr::peer(request.extensions()),
+            request.headers(),
+            &creation.trusted,
+        );
         if limiter.check_key(&ip).is_err() {
             return ApiError::too_many_requests(
                 "too many links created from this address; wait a moment and try again",

@@ -8,16 +8,16 @@
 //! `password` counts the click and redirects (303), a wrong one answers 401 and the
 //! form again. Attempts are limited per client address ([`shardkit_link_service::password::PasswordAttempts`]).
 
-use super::pages;
+use super::{client_addr, pages};
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use shardkit_link_service::analytics::RawClick;
 use shardkit_link_service::password::PasswordAttempts;
 use shardkit_links::{day_of, now_ms, MAX_ALIAS_LEN};
 use shardkit_node::state::AppState;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 /// Redirects to the link's target with its status (302 by default).
@@ -59,7 +59,7 @@ pub async fn follow(
         };
     }
     let status = StatusCode::from_u16(link.redirect.status()).unwrap_or(StatusCode::FOUND);
-    let visitor = Visitor::of(&request);
+    let visitor = Visitor::of(&request, &state.settings.http.trusted_proxies);
     let counted = match count_at_home(&state, &link, &code, home, html()).await {
         Ok(counted) => counted,
         Err(answer) => return *answer,
@@ -177,7 +177,7 @@ struct Visitor {
 }
 
 impl Visitor {
-    fn of(request: &Request) -> Visitor {
+    fn of(request: &Request, trusted: &[ipnet::IpNet]) -> Visitor {
         let header = |name| {
             request
                 .headers()
@@ -188,18 +188,13 @@ impl Visitor {
         Visitor {
             referrer: header(header::REFERER),
             agent: header(header::USER_AGENT),
-            ip: client_ip(request),
+            ip: client_addr::client(
+                client_addr::peer(request.extensions()),
+                request.headers(),
+                trusted,
+            ),
         }
     }
-}
-
-/// The client's address (unspecified when the server runs without connect info).
-fn client_ip(request: &Request) -> IpAddr {
-    request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
 }
 
 /// Counts one click (410 once the visit limit is reached) unless its home region
@@ -277,7 +272,7 @@ pub async fn unlock(
     request: Request,
 ) -> Response {
     let html = pages::wants_html(request.headers());
-    let visitor = Visitor::of(&request);
+    let visitor = Visitor::of(&request, &state.settings.http.trusted_proxies);
     let ip = visitor.ip;
     if code.is_empty() || code.len() > MAX_ALIAS_LEN {
         return pages::not_found(html, &code);

@@ -102,9 +102,9 @@ pub async fn forward(
 /// A link's view with `clicks` and `daily` summed over every region (each other region
 /// asked for what it counted; one that does not answer in time is named in
 /// `regions_unreachable`, with `clicks_partial: true`).
-pub async fn view_summed(state: &Arc<AppState>, link: &Link) -> Value {
+pub async fn view_summed(state: &Arc<AppState>, origin: Option<&str>, link: &Link) -> Value {
     let engine = &state.counters.engine;
-    let mut value = state.links.view_with_clicks(engine, link);
+    let mut value = state.links.view_with_clicks(engine, origin, link);
     let Some(regions) = &state.regions else {
         return value;
     };

@@ -232,6 +232,7 @@ fn named_span(days: Option<Days>, from: Option<&str>, to: Option<&str>) -> (Stri
     ))]
 pub async fn top(
     State(state): State<Arc<AppState>>,
+    origin: super::host::RequestOrigin,
     grant: Option<Extension<Grant>>,
     query: Result<Query<TopQuery>, QueryRejection>,
 ) -> Result<Json<StatsAnswer>, ApiError> {
@@ -278,7 +279,7 @@ pub async fn top(
                 continue;
             }
             out.push(StatValue {
-                short_url: Some(worker.links.short_url(&link)),
+                short_url: Some(worker.links.short_url(origin.as_deref(), &link)),
                 url: Some(link.url.clone()),
                 ..value(link.path().to_string(), clicks)
             });

@@ -90,7 +90,11 @@ pub fn qr_svg(text: &str) -> Option<String> {
 /// A link's page: target, total clicks, the chart and the QR code.
 #[utoipa::path(get, path = "/ui/links/{code}", tag = "ui", params(("code" = String, Path, description = "Code or alias")),
     responses((status = 200, description = "HTML page of the link"), (status = 404, description = "Unknown code (HTML)")))]
-pub async fn link_page(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
+pub async fn link_page(
+    State(state): State<Arc<AppState>>,
+    origin: super::host::RequestOrigin,
+    Path(code): Path<String>,
+) -> Response {
     let link = match state.links.lookup(&code).await {
         Ok(Some(link)) => link,
         Ok(None) => return pages::not_found(true, &code),
@@ -101,7 +105,7 @@ pub async fn link_page(State(state): State<Arc<AppState>>, Path(code): Path<Stri
     let engine = &state.counters.engine;
     let total = state.links.clicks.total(engine, link.id);
     let days = people_per_day(&state, &link);
-    let short = state.links.short_url(&link);
+    let short = state.links.short_url(origin.as_deref(), &link);
     let qr = qr_svg(&short).unwrap_or_default();
     let mut body = format!(
         "<h1>/{path}</h1><p>Short link: <a id=\"short\" href=\"{s}\">{s}</a></p><p>Goes to <a id=\"target\" href=\"{t}\">{t}</a></p>\
@@ -218,9 +222,13 @@ fn gone_reason(link: &Link, clicks: u64, now: u64) -> Option<String> {
 /// The QR code of a link's short URL.
 #[utoipa::path(get, path = "/ui/links/{code}/qr.svg", tag = "ui", params(("code" = String, Path, description = "Code or alias")),
     responses((status = 200, description = "SVG image"), (status = 404, description = "Unknown code")))]
-pub async fn qr(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
+pub async fn qr(
+    State(state): State<Arc<AppState>>,
+    origin: super::host::RequestOrigin,
+    Path(code): Path<String>,
+) -> Response {
     match state.links.lookup(&code).await {
-        Ok(Some(link)) => match qr_svg(&state.links.short_url(&link)) {
+        Ok(Some(link)) => match qr_svg(&state.links.short_url(origin.as_deref(), &link)) {
             Some(svg) => (
                 [
                     (header::CONTENT_TYPE, "image/svg+xml"),
