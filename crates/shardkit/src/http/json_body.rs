@@ -1,6 +1,8 @@
 //! JSON request bodies as every endpoint reads them. JSON has one number type, so a
 //! whole number written `5.0` is the integer 5 here (JSON Schema's `integer` allows it,
 //! and JavaScript clients send it); serde alone would refuse it for an integer field.
+//! That needs floats read exactly: serde_json's `float_roundtrip` (set in the workspace's
+//! Cargo.toml), without which `1857599720877799.0` reads as `1857599720877799.2`.
 //! A refused body answers 413, 415 or 400 with the reason, never a 500.
 
 use super::ApiError;
