@@ -50,15 +50,17 @@ pub(super) fn refused_rows<T>(
 /// label past its 1,024 bytes) or a count past the column's max is left out, as
 /// `incr_batch` leaves it; a row refused otherwise (its cold block unreadable) is left
 /// out too, its error kept in `refused` if it is the first. `Err` is a whole call
-/// refused: the items from `reached` on are not stored, those before it are.
+/// refused: the items from `reached` on are not stored, those before it are, and
+/// `newest` already holds their log position, so the commit that ends a stopped
+/// write makes them durable too.
 pub(super) fn incr_column(
     engine: &Engine,
     counter: &str,
     items: &[(String, u64)],
+    newest: &mut Pending,
     refused: &mut Option<Error>,
     reached: &mut usize,
-) -> Result<Pending, Error> {
-    let mut newest = Pending::NONE;
+) -> Result<(), Error> {
     let mut results = Vec::new();
     for (k, run) in items.chunks(RUN).enumerate() {
         let run: Vec<(Key<'_>, i64)> = run
@@ -68,7 +70,7 @@ pub(super) fn incr_column(
         *reached = k * RUN;
         before_call(engine);
         let pending = engine.incr_run(counter, COLUMN, &run, &mut results)?;
-        newest = newest.max(pending);
+        *newest = (*newest).max(pending);
         for result in results.drain(..) {
             match result {
                 Ok(_) | Err(Error::BadKey(_) | Error::Negative { .. } | Error::TooLarge { .. }) => {
@@ -79,7 +81,7 @@ pub(super) fn incr_column(
             }
         }
     }
-    Ok(newest)
+    Ok(())
 }
 
 /// Test hook: makes the engine refuse writes (a follower's engine) before this

@@ -446,8 +446,7 @@ fn add_new_labels(
         .into_iter()
         .map(|((dim, label), n)| (format!("{}:{label}", dim.tag()), n))
         .collect();
-    *newest = (*newest).max(incr_column(engine, LABELS, &label_keys, refused, &mut 0)?);
-    Ok(())
+    incr_column(engine, LABELS, &label_keys, newest, refused, &mut 0)
 }
 
 /// Each link's [`TOTALS`] row of one write, written once for all its columns: its
@@ -602,8 +601,7 @@ fn add_site_rows(
     refused: &mut Option<Error>,
     reached: &mut usize,
 ) -> Result<(), Error> {
-    *newest = (*newest).max(incr_column(engine, SITE, site, refused, reached)?);
-    Ok(())
+    incr_column(engine, SITE, site, newest, refused, reached)
 }
 
 /// Ends a write that made every call: one commit makes all of it durable; refused
