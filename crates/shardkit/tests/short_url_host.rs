@@ -180,4 +180,8 @@ fn a_configured_base_url_wins_over_the_host_and_bad_hosts_stop_the_start() {
         err.contains("links.hosts") && err.contains("sho.rt/path"),
         "{err}"
     );
+    assert!(
+        !dir.path().join("data").exists(),
+        "nothing may be written before the settings hold"
+    );
 }

@@ -227,4 +227,8 @@ fn a_bad_trusted_proxy_entry_stops_the_start_naming_it() {
         err.contains("http.trusted_proxies") && err.contains("10.0.0.0/40"),
         "{err}"
     );
+    assert!(
+        !dir.path().join("data").exists(),
+        "nothing may be written before the settings hold"
+    );
 }
