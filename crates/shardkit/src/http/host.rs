@@ -81,7 +81,7 @@ pub async fn known_host(
     if !known {
         return ApiError::new(
             StatusCode::MISDIRECTED_REQUEST,
-            &format!(
+            format!(
                 "this server does not serve host {}: links.hosts lists {}",
                 named.as_deref().unwrap_or("(none)"),
                 hosts.join(", ")
