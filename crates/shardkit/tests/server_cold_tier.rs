@@ -153,22 +153,7 @@ fn bad_cold_tier_settings_stop_the_start_with_their_name() {
         ("[counters]\nmax_memory = \"2\"\n", "counters.max_memory"),
         ("[counters]\ncold_after = \"soon\"\n", "counters.cold_after"),
     ] {
-        let config = dir.path().join("bad.toml");
-        std::fs::write(&config, text).unwrap();
-        let err = Server::try_start(
-            &dir.path().join("data"),
-            &[
-                "--http",
-                "127.0.0.1:0",
-                "--resp",
-                "127.0.0.1:0",
-                "--config",
-                config.to_str().unwrap(),
-            ],
-            &[],
-        )
-        .err()
-        .expect("the server must refuse the setting");
+        let err = Server::refused_with_config(dir.path(), text);
         assert!(err.contains(says), "{text}: {err}");
     }
 }

@@ -160,28 +160,9 @@ fn a_configured_base_url_wins_over_the_host_and_bad_hosts_stop_the_start() {
     assert!(short_url(&a).starts_with("https://s.example/"), "{a:?}");
 
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("shardkit.toml");
-    std::fs::write(&config, "[links]\nhosts = [\"sho.rt/path\"]\n").unwrap();
-    let err = Server::try_start(
-        &dir.path().join("data"),
-        &[
-            "--http",
-            "127.0.0.1:0",
-            "--resp",
-            "127.0.0.1:0",
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        &[],
-    )
-    .err()
-    .expect("the server must refuse the setting");
+    let err = Server::refused_with_config(dir.path(), "[links]\nhosts = [\"sho.rt/path\"]\n");
     assert!(
         err.contains("links.hosts") && err.contains("sho.rt/path"),
         "{err}"
-    );
-    assert!(
-        !dir.path().join("data").exists(),
-        "nothing may be written before the settings hold"
     );
 }

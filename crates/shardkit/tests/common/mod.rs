@@ -167,6 +167,35 @@ impl Server {
         .expect("server should start")
     }
 
+    /// Writes `toml` to `dir/shardkit.toml` and starts a server on it, which must
+    /// refuse to start; answers what it said. Checks that the refusal wrote nothing:
+    /// no data directory `dir/data`.
+    pub fn refused_with_config(dir: &Path, toml: &str) -> String {
+        let config = dir.join("shardkit.toml");
+        std::fs::write(&config, toml).unwrap();
+        let data = dir.join("data");
+        let err = Self::try_start(
+            &data,
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--resp",
+                "127.0.0.1:0",
+                "--config",
+                config.to_str().unwrap(),
+            ],
+            &[],
+        )
+        .err()
+        .unwrap_or_else(|| panic!("the server must refuse {toml:?}"));
+        assert!(
+            !data.exists(),
+            "a refused start wrote {}: {err}",
+            data.display()
+        );
+        err
+    }
+
     /// `http://127.0.0.1:PORT` + path.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.http, path)
