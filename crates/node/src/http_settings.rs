@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, SocketAddr};
 
 /// `[http]`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HttpSettings {
     /// Listen address.
     pub listen: SocketAddr,
@@ -42,6 +42,21 @@ fn parse_net(text: &str) -> Result<IpNet, String> {
              (write e.g. \"10.0.0.0/8\" or \"192.0.2.7\")"
         )
     })
+}
+
+/// `--print-config` writes the address alone while it is all there is, as a file
+/// written before the table existed says it, and the table otherwise.
+impl Serialize for HttpSettings {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        if self.trusted_proxies.is_empty() {
+            return serializer.collect_str(&self.listen);
+        }
+        let mut table = serializer.serialize_struct("HttpSettings", 2)?;
+        table.serialize_field("listen", &self.listen)?;
+        table.serialize_field("trusted_proxies", &self.trusted_proxies)?;
+        table.end()
+    }
 }
 
 /// The table form as written.
@@ -149,5 +164,8 @@ mod tests {
         }
         let text = toml::to_string(&Out { http: &s }).unwrap();
         assert_eq!(read(&text).unwrap(), s, "{text}");
+        let alone = read("http = \"127.0.0.1:9002\"").unwrap();
+        let text = toml::to_string(&Out { http: &alone }).unwrap();
+        assert_eq!(text.trim(), "http = \"127.0.0.1:9002\"");
     }
 }

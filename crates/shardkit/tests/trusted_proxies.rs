@@ -207,10 +207,8 @@ fn without_trusted_proxies_forwarding_headers_are_ignored() {
 #[test]
 fn a_bad_trusted_proxy_entry_stops_the_start_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    let err = Server::refused_with_config(
-        dir.path(),
-        "[http]\ntrusted_proxies = [\"10.0.0.0/40\"]\n",
-    );
+    let err =
+        Server::refused_with_config(dir.path(), "[http]\ntrusted_proxies = [\"10.0.0.0/40\"]\n");
     assert!(
         err.contains("http.trusted_proxies") && err.contains("10.0.0.0/40"),
         "{err}"
