@@ -111,7 +111,7 @@ impl Runner {
             .context("cannot start the cluster runtime")?;
         let announced = crate::announce::addresses(
             settings.cluster.announce.as_deref(),
-            settings.resp,
+            settings.resp.addr(),
             settings.http.listen,
         );
         let record = NodeRecord {

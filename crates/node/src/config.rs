@@ -13,6 +13,7 @@ pub use crate::http_settings::HttpSettings;
 pub use crate::id_settings::IdSettings;
 pub use crate::nats_settings::NatsSettings;
 pub use crate::resp_limits::RespLimitSettings;
+pub use crate::resp_settings::RespSettings;
 pub use crate::ticket_settings::TicketSettings;
 use serde::{Deserialize, Serialize};
 pub use shardkit_link_service::settings::{LinkSettings, LinkStoreKind};
@@ -39,8 +40,9 @@ pub struct Settings {
     /// HTTP listen address (`http = "ip:port"`), or `[http]` with `listen` and the
     /// proxies whose forwarding headers are believed (`trusted_proxies`).
     pub http: HttpSettings,
-    /// Redis-protocol listen address.
-    pub resp: SocketAddr,
+    /// Redis-protocol listen address (`resp = "ip:port"`), or `[resp]` with `listen`
+    /// and a TLS port (`tls`, `tls_cert`, `tls_key`, `tls_ca`).
+    pub resp: RespSettings,
     /// API key: write endpoints need `Authorization: Bearer KEY`, RESP needs `AUTH KEY`.
     /// Required when either address is not loopback.
     pub api_key: Option<String>,
@@ -75,7 +77,7 @@ impl Default for Settings {
         Self {
             data: PathBuf::from("./shardkit-data"),
             http: HttpSettings::default(),
-            resp: SocketAddr::from(([127, 0, 0, 1], 6380)),
+            resp: RespSettings::default(),
             api_key: None,
             log_format: LogFormat::Text,
             resp_threads: 1,
@@ -179,7 +181,7 @@ impl Settings {
             settings.http.listen = v;
         }
         if let Some(v) = overrides.resp {
-            settings.resp = v;
+            settings.resp.listen = Some(v);
         }
         if let Some(v) = overrides.api_key.filter(|k| !k.is_empty()) {
             settings.api_key = Some(v);
@@ -242,7 +244,7 @@ impl Settings {
             crate::announce::check_reachable(
                 "counters.announce",
                 self.counters.announce.as_deref(),
-                self.resp,
+                self.resp.addr(),
                 self.http.listen,
             )?;
         }
@@ -250,11 +252,15 @@ impl Settings {
             crate::announce::check_reachable(
                 "cluster.announce",
                 self.cluster.announce.as_deref(),
-                self.resp,
+                self.resp.addr(),
                 self.http.listen,
             )?;
         }
-        let exposed: Vec<String> = [("http", self.http.listen), ("resp", self.resp)]
+        self.http.check()?;
+        self.resp.check()?;
+        let mut listening = vec![("http", self.http.listen)];
+        listening.extend(self.resp.listening());
+        let exposed: Vec<String> = listening
             .iter()
             .filter(|(_, addr)| !addr.ip().is_loopback())
             .map(|(name, addr)| format!("{name} {addr}"))
@@ -384,7 +390,7 @@ mod tests {
         };
         let s = Settings::load(Some(&file), overrides).unwrap();
         assert_eq!(s.data, PathBuf::from("/srv/sk"));
-        assert_eq!(s.resp, "127.0.0.1:7001".parse().unwrap());
+        assert_eq!(s.resp.listen, Some("127.0.0.1:7001".parse().unwrap()));
         assert_eq!(s.http, Settings::default().http);
         assert_eq!(s.ids.layout, "snowflake");
     }

@@ -1,12 +1,14 @@
-//! `http`: where the HTTP API listens, and the proxies whose forwarding headers it
-//! believes. Written as the address alone (`http = "127.0.0.1:8080"`) or as a table
-//! (`[http]` with `listen` and `trusted_proxies`), so a file that names only the
-//! address reads as it always did.
+//! `http`: where the HTTP API listens, the proxies whose forwarding headers it
+//! believes, and the certificate that makes it HTTPS. Written as the address alone
+//! (`http = "127.0.0.1:8080"`) or as a table (`[http]` with `listen`,
+//! `trusted_proxies`, `tls_cert` and `tls_key`), so a file that names only the address
+//! reads as it always did.
 
 use ipnet::IpNet;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 
 /// `[http]`.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +21,11 @@ pub struct HttpSettings {
     /// per-client decision then uses that address. Empty (the default): the peer is
     /// the client and the headers are ignored.
     pub trusted_proxies: Vec<IpNet>,
+    /// The server's certificate chain (PEM): with `tls_key`, `listen` serves HTTPS
+    /// (HTTP/1.1) only. Reloaded on SIGHUP, so a renewed certificate needs no restart.
+    pub tls_cert: Option<PathBuf>,
+    /// The key of `tls_cert` (PEM).
+    pub tls_key: Option<PathBuf>,
 }
 
 impl Default for HttpSettings {
@@ -26,7 +33,23 @@ impl Default for HttpSettings {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             trusted_proxies: Vec::new(),
+            tls_cert: None,
+            tls_key: None,
         }
+    }
+}
+
+impl HttpSettings {
+    /// Whether `listen` serves HTTPS.
+    pub fn tls(&self) -> bool {
+        self.tls_cert.is_some()
+    }
+
+    /// The certificate and its key come together and can be read.
+    pub fn check(&self) -> anyhow::Result<()> {
+        crate::tls_settings::check_pair("http", &self.tls_cert, &self.tls_key)?;
+        crate::tls_settings::check_file("http.tls_cert", &self.tls_cert)?;
+        crate::tls_settings::check_file("http.tls_key", &self.tls_key)
     }
 }
 
@@ -49,12 +72,18 @@ fn parse_net(text: &str) -> Result<IpNet, String> {
 impl Serialize for HttpSettings {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        if self.trusted_proxies.is_empty() {
+        if self.trusted_proxies.is_empty() && !self.tls() && self.tls_key.is_none() {
             return serializer.collect_str(&self.listen);
         }
-        let mut table = serializer.serialize_struct("HttpSettings", 2)?;
+        let mut table = serializer.serialize_struct("HttpSettings", 4)?;
         table.serialize_field("listen", &self.listen)?;
         table.serialize_field("trusted_proxies", &self.trusted_proxies)?;
+        if let Some(path) = &self.tls_cert {
+            table.serialize_field("tls_cert", path)?;
+        }
+        if let Some(path) = &self.tls_key {
+            table.serialize_field("tls_key", path)?;
+        }
         table.end()
     }
 }
@@ -66,6 +95,8 @@ struct Table {
     listen: Option<SocketAddr>,
     #[serde(default)]
     trusted_proxies: Vec<String>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
 }
 
 impl<'de> Deserialize<'de> for HttpSettings {
@@ -76,7 +107,8 @@ impl<'de> Deserialize<'de> for HttpSettings {
 
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str(
-                    "an address (\"127.0.0.1:8080\") or a table with listen and trusted_proxies",
+                    "an address (\"127.0.0.1:8080\") or a table with listen, trusted_proxies, \
+                     tls_cert and tls_key",
                 )
             }
 
@@ -102,6 +134,8 @@ impl<'de> Deserialize<'de> for HttpSettings {
                 Ok(HttpSettings {
                     listen: table.listen.unwrap_or(HttpSettings::default().listen),
                     trusted_proxies,
+                    tls_cert: table.tls_cert,
+                    tls_key: table.tls_key,
                 })
             }
         }
@@ -164,6 +198,12 @@ mod tests {
         }
         let text = toml::to_string(&Out { http: &s }).unwrap();
         assert_eq!(read(&text).unwrap(), s, "{text}");
+        let tls =
+            read("[http]\nlisten = \"0.0.0.0:443\"\ntls_cert = \"/c.pem\"\ntls_key = \"/k.pem\"\n")
+                .unwrap();
+        assert!(tls.tls());
+        let text = toml::to_string(&Out { http: &tls }).unwrap();
+        assert_eq!(read(&text).unwrap(), tls, "{text}");
         let alone = read("http = \"127.0.0.1:9002\"").unwrap();
         let text = toml::to_string(&Out { http: &alone }).unwrap();
         assert_eq!(text.trim(), "http = \"127.0.0.1:9002\"");

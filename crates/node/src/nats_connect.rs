@@ -45,9 +45,10 @@ pub async fn connect(
         options = options.add_client_certificate(cert.clone(), key.clone());
     }
     options.connect(servers).await.map_err(|e| {
-        // A certificate the server refuses comes back as an I/O error carrying the
-        // TLS alert, not as the TLS kind.
-        let tls_alert = e.to_string().contains("fatal alert");
+        // A certificate the server refuses, or a server certificate this node does not
+        // take (unknown CA, expired), comes back as an I/O error, not as the TLS kind.
+        let text = e.to_string();
+        let tls_alert = text.contains("fatal alert") || text.contains("invalid peer certificate");
         let hint = match e.kind() {
             ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
                 " (check nats.creds, nats.nkey, nats.user/nats.password or nats.token)"

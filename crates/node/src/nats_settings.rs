@@ -161,11 +161,7 @@ impl NatsSettings {
                 "nats.user and nats.password (or nats.password_file) go together: one is set without the other"
             );
         }
-        if self.tls_cert.is_some() != self.tls_key.is_some() {
-            anyhow::bail!(
-                "nats.tls_cert and nats.tls_key go together: one is set without the other"
-            );
-        }
+        crate::tls_settings::check_pair("nats", &self.tls_cert, &self.tls_key)?;
         for (name, path) in [
             ("nats.creds", &self.creds),
             ("nats.nkey", &self.nkey),
@@ -175,9 +171,7 @@ impl NatsSettings {
             ("nats.tls_cert", &self.tls_cert),
             ("nats.tls_key", &self.tls_key),
         ] {
-            if let Some(path) = path {
-                readable(name, path)?;
-            }
+            crate::tls_settings::check_file(name, path)?;
         }
         self.auth().map(|_| ())
     }
@@ -243,12 +237,6 @@ fn check_url(url: &str) -> anyhow::Result<()> {
         anyhow::bail!("nats.url {url:?} has no host");
     }
     Ok(())
-}
-
-fn readable(name: &str, path: &Path) -> anyhow::Result<()> {
-    std::fs::File::open(path)
-        .map(|_| ())
-        .map_err(|e| anyhow::anyhow!("{name}: cannot read {}: {e}", path.display()))
 }
 
 fn first_line(name: &str, path: &Path) -> anyhow::Result<String> {

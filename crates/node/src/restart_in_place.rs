@@ -136,8 +136,18 @@ fn next_streak() -> u64 {
 /// The first descriptor of the systemd socket-activation protocol.
 const FIRST_FD: i32 = 3;
 
-/// The listening sockets handed over, in this order: `LISTEN_FDS` index 0 and 1.
-pub const HANDED_OVER: [&str; 2] = ["http", "resp"];
+/// The listening sockets a node may hand over, by name. A restart in place names the
+/// ones it hands in `LISTEN_FDNAMES` (some ports are optional); a service manager's
+/// socket activation without names hands them in this order.
+pub const HANDED_OVER: [&str; 3] = ["http", "resp", "resp.tls"];
+
+/// Where the socket for `name` is among the handed-over descriptors.
+fn handed_index(name: &str) -> Option<usize> {
+    match std::env::var("LISTEN_FDNAMES") {
+        Ok(names) if !names.is_empty() => names.split(':').position(|n| n == name),
+        _ => HANDED_OVER.iter().position(|n| *n == name),
+    }
+}
 
 /// The listening socket handed over for `name` (one of [`HANDED_OVER`]) by a previous
 /// image of this process (or by a service manager's socket activation), if it is a
@@ -145,7 +155,7 @@ pub const HANDED_OVER: [&str; 2] = ["http", "resp"];
 /// is bound elsewhere (the settings changed) is closed and `addr` bound instead.
 pub fn inherited(name: &str, addr: SocketAddr) -> Option<std::net::TcpListener> {
     static HANDED: std::sync::Mutex<Option<listenfd::ListenFd>> = std::sync::Mutex::new(None);
-    let index = HANDED_OVER.iter().position(|n| *n == name)?;
+    let index = handed_index(name)?;
     let mut handed = HANDED.lock().unwrap_or_else(|e| e.into_inner());
     let fds = handed.get_or_insert_with(listenfd::ListenFd::from_env);
     let listener = match fds.take_tcp_listener(index) {
@@ -168,9 +178,10 @@ pub fn inherited(name: &str, addr: SocketAddr) -> Option<std::net::TcpListener> 
 }
 
 /// Replaces this process with a new image of its own binary, same arguments and
-/// environment, handing `listeners` over (in [`HANDED_OVER`]'s order). Returns only if
-/// that failed (the caller then exits with the request's status).
-pub fn exec(request: Request, listeners: Vec<std::net::TcpListener>) -> std::io::Error {
+/// environment, handing `listeners` over, each under its name (one of
+/// [`HANDED_OVER`]). Returns only if that failed (the caller then exits with the
+/// request's status).
+pub fn exec(request: Request, listeners: Vec<(&str, std::net::TcpListener)>) -> std::io::Error {
     use command_fds::{CommandFdExt, FdMapping};
     use std::os::unix::process::CommandExt;
     let wait = backoff();
@@ -184,10 +195,15 @@ pub fn exec(request: Request, listeners: Vec<std::net::TcpListener>) -> std::io:
         std::thread::sleep(wait);
     }
     let handed = listeners.len();
+    let names = listeners
+        .iter()
+        .map(|(name, _)| *name)
+        .collect::<Vec<_>>()
+        .join(":");
     let mappings = listeners
         .into_iter()
         .zip(FIRST_FD..)
-        .map(|(listener, child_fd)| FdMapping {
+        .map(|((_, listener), child_fd)| FdMapping {
             parent_fd: std::os::fd::OwnedFd::from(listener),
             child_fd,
         })
@@ -206,7 +222,7 @@ pub fn exec(request: Request, listeners: Vec<std::net::TcpListener>) -> std::io:
         .args(args)
         .env("LISTEN_FDS", handed.to_string())
         .env("LISTEN_PID", std::process::id().to_string())
-        .env_remove("LISTEN_FDNAMES")
+        .env("LISTEN_FDNAMES", names)
         .env(COUNT_ENV, (count() + 1).to_string())
         .env(STREAK_ENV, streak.to_string());
     if let Err(e) = command.fd_mappings(mappings) {

@@ -206,7 +206,7 @@ impl AppState {
         }
         let announced = crate::announce::addresses(
             settings.counters.announce.as_deref(),
-            settings.resp,
+            settings.resp.addr(),
             settings.http.listen,
         );
         let me = crate::replication::LeaderAddr {

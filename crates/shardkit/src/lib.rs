@@ -6,7 +6,10 @@
 #![warn(missing_docs)]
 
 pub mod decoded_json;
+pub mod frontend_tls;
 pub mod http;
 pub mod plural;
 pub mod resp;
 pub mod server;
+#[cfg(feature = "tls")]
+pub mod tls;

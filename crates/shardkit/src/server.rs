@@ -7,12 +7,10 @@
 use anyhow::Context;
 use shardkit_node::config::Settings;
 use shardkit_node::state::AppState;
-use shardkit_resp::Limits;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 /// How long connections get to finish after a shutdown signal.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -31,8 +29,8 @@ pub enum Stopped {
     Restart {
         /// Why, and the exit status if the restart cannot happen.
         request: shardkit_node::restart_in_place::Request,
-        /// HTTP's and RESP's, in [`shardkit_node::restart_in_place::HANDED_OVER`]'s order.
-        listeners: Vec<std::net::TcpListener>,
+        /// Each with its name in [`shardkit_node::restart_in_place::HANDED_OVER`].
+        listeners: Vec<(&'static str, std::net::TcpListener)>,
     },
 }
 
@@ -73,21 +71,36 @@ async fn refused_by_nats(_: &Settings) -> anyhow::Result<()> {
 }
 
 /// Checks the settings only a frontend can judge, which the node's `Settings::check`
-/// cannot: `[access] public` names routes of HTTP's table. `serve` and `--print-config`
-/// call it before anything is written, and [`run`] again for callers that skip the CLI.
+/// cannot: `[access] public` names routes of HTTP's table, and the TLS certificates,
+/// keys and CAs must parse. `serve` and `--print-config` call it before anything is
+/// written, and [`run`] again for callers that skip the CLI.
 pub fn check_frontend_settings(settings: &Settings) -> anyhow::Result<()> {
     crate::http::parse_public(&settings.access.public)?;
+    crate::frontend_tls::Frontends::from_settings(settings)?;
     Ok(())
+}
+
+/// Binds `addr` for `name` when there is an address.
+async fn listen_if(
+    name: &str,
+    addr: Option<std::net::SocketAddr>,
+) -> anyhow::Result<Option<TcpListener>> {
+    match addr {
+        Some(addr) => Ok(Some(listen(name, addr).await?)),
+        None => Ok(None),
+    }
 }
 
 /// Runs the server to completion.
 pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
     shardkit_node::restart_in_place::mark_start();
-    check_frontend_settings(&settings)?;
+    crate::http::parse_public(&settings.access.public)?;
+    let tls = crate::frontend_tls::Frontends::from_settings(&settings)?;
     let limits = settings.resp_limits.limits();
     refused_by_nats(&settings).await?;
     let http_listener = listen("http", settings.http.listen).await?;
-    let resp_listener = listen("resp", settings.resp).await?;
+    let resp_listener = listen_if("resp", settings.resp.listen).await?;
+    let resp_tls_listener = listen_if("resp.tls", settings.resp.tls).await?;
     if settings.links.base_url.is_none() {
         let bound = http_listener.local_addr()?;
         if bound.ip().is_unspecified() {
@@ -102,7 +115,12 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
     }
     // The addresses really bound (port 0 becomes a real port): a leader announces them.
     settings.http.listen = http_listener.local_addr()?;
-    settings.resp = resp_listener.local_addr()?;
+    if let Some(l) = &resp_listener {
+        settings.resp.listen = Some(l.local_addr()?);
+    }
+    if let Some(l) = &resp_tls_listener {
+        settings.resp.tls = Some(l.local_addr()?);
+    }
     let state = Arc::new(tokio::task::spawn_blocking(move || AppState::open(settings)).await??);
     let replication = {
         let state = Arc::clone(&state);
@@ -122,8 +140,10 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         .context("cannot start the RESP runtime")?;
     let cluster = join_cluster(&state, resp_runtime.handle()).await?;
     tracing::info!(
-        http = %http_listener.local_addr()?,
-        resp = %resp_listener.local_addr()?,
+        http = %state.settings.http.listen,
+        http_tls = state.settings.http.tls(),
+        resp = %state.settings.resp.addr(),
+        resp_tls = %state.settings.resp.tls.map_or_else(|| "off".to_string(), |a| a.to_string()),
         data = %state.settings.data.display(),
         layout = %state.layout,
         "shardkit listening"
@@ -134,23 +154,16 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         .set(shardkit_node::restart_in_place::count() as f64);
     // Copies of the listening sockets, kept open through the drain for a restart in
     // place: connections made meanwhile wait in the backlog for the next image.
-    let mut kept = vec![
-        clone_listener(&http_listener)?,
-        clone_listener(&resp_listener)?,
-    ];
+    let mut kept = vec![("http", clone_listener(&http_listener)?)];
+    for (name, listener) in [("resp", &resp_listener), ("resp.tls", &resp_tls_listener)] {
+        if let Some(listener) = listener {
+            kept.push((name, clone_listener(listener)?));
+        }
+    }
     let (stop, stopped) = watch::channel(false);
     let router = crate::http::router(Arc::clone(&state))?;
-    let mut http_stopped = stopped.clone();
-    let http = tokio::spawn(async move {
-        axum::serve(
-            http_listener,
-            router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
-            let _ = http_stopped.changed().await;
-        })
-        .await
-    });
+    let reload = spawn_reload(&tls);
+    let http = spawn_http(http_listener, tls.http, router, stopped.clone());
     let (stop_fsync, fsync_stopped) = watch::channel(false);
     let group_commit = resp_runtime.spawn(shardkit_node::counters::commit_task::GroupCommit::run(
         Arc::clone(&state.counters),
@@ -158,18 +171,26 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         fsync_stopped,
     ));
     let clicks = tokio::spawn(flush_clicks(Arc::clone(&state), stopped.clone()));
-    let resp_listener = resp_listener.into_std()?;
-    let resp = resp_runtime.spawn({
+    let clients = Arc::new(crate::resp::clients::Clients::default());
+    let mut resp = vec![resp_runtime.spawn(crate::resp::accept::sample_ops(stopped.clone()))];
+    for (listener, port_tls) in [(resp_listener, None), (resp_tls_listener, tls.resp)] {
+        let Some(listener) = listener else { continue };
+        let listener = listener.into_std()?;
         let state = Arc::clone(&state);
-        async move {
-            match TcpListener::from_std(resp_listener) {
-                Ok(listener) => accept_resp(listener, state, limits, stopped).await,
+        let clients = Arc::clone(&clients);
+        let stopped = stopped.clone();
+        resp.push(resp_runtime.spawn(async move {
+            match TcpListener::from_std(listener) {
+                Ok(listener) => {
+                    crate::resp::accept::accept(listener, port_tls, state, clients, limits, stopped)
+                        .await
+                }
                 Err(e) => {
-                    tracing::error!(error = %e, "cannot move the RESP listener to its runtime")
+                    tracing::error!(error = %e, "cannot move a RESP listener to its runtime")
                 }
             }
-        }
-    });
+        }));
+    }
 
     let restart = tokio::select! {
         _ = wait_for_signal() => None,
@@ -190,9 +211,12 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         }
     };
     let _ = stop.send(true);
+    reload.abort();
     let drained = tokio::time::timeout(drain_for, async {
         let _ = http.await;
-        let _ = resp.await;
+        for port in resp {
+            let _ = port.await;
+        }
     })
     .await;
     if drained.is_err() {
@@ -289,42 +313,66 @@ async fn flush_clicks(state: Arc<AppState>, mut stopped: watch::Receiver<bool>) 
     }
 }
 
-/// Accepts RESP connections until told to stop, then waits for them to end.
-async fn accept_resp(
+/// Serves HTTP, or HTTPS when the settings gave a certificate, until `stopped`.
+fn spawn_http(
     listener: TcpListener,
-    state: Arc<AppState>,
-    limits: Limits,
+    tls: Option<crate::frontend_tls::HttpTls>,
+    router: axum::Router,
     mut stopped: watch::Receiver<bool>,
-) {
-    let mut connections = JoinSet::new();
-    let clients = Arc::new(crate::resp::clients::Clients::default());
-    let mut sample = tokio::time::interval(crate::resp::server_info::OPS_SAMPLE_EVERY);
-    loop {
-        tokio::select! {
-            _ = sample.tick() => crate::resp::server_info::sample_ops(),
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    shardkit_node::telemetry::add(&shardkit_node::telemetry::RESP_CONNECTIONS, 1);
-                    connections.spawn(crate::resp::connection::serve(
-                        stream,
-                        Arc::clone(&state),
-                        Arc::clone(&clients),
-                        limits,
-                        stopped.clone(),
-                    ));
-                }
-                Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            _ = stopped.changed() => break,
+) -> tokio::task::JoinHandle<std::io::Result<()>> {
+    let shutdown = async move {
+        let _ = stopped.changed().await;
+    };
+    let app = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+    match tls {
+        None => tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }),
+        #[cfg(feature = "tls")]
+        Some(acceptor) => {
+            use axum::serve::ListenerExt;
+            // `tap_io` only to reach axum's `ConnectInfo` for any listener.
+            let listener =
+                crate::tls::http_listener::TlsListener::new(listener, acceptor).tap_io(|_| {});
+            tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown)
+                    .await
+            })
         }
+        #[cfg(not(feature = "tls"))]
+        Some(never) => match never {},
     }
-    drop(listener);
-    while connections.join_next().await.is_some() {}
+}
+
+/// Handles SIGHUP while the server runs: the TLS certificates are read again (a
+/// node without TLS logs that there is nothing to reload). Caught in every case, so
+/// `systemctl reload` never ends a node.
+fn spawn_reload(tls: &crate::frontend_tls::Frontends) -> tokio::task::JoinHandle<()> {
+    #[cfg(feature = "tls")]
+    let certificates = tls.certificates.clone();
+    #[cfg(not(feature = "tls"))]
+    let _ = tls;
+    tokio::spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP");
+                return;
+            }
+        };
+        while hangups.recv().await.is_some() {
+            #[cfg(feature = "tls")]
+            if !certificates.is_empty() {
+                crate::tls::reload::reload_all(&certificates);
+                continue;
+            }
+            tracing::info!("SIGHUP: no TLS certificate to reload");
+        }
+    })
 }
 
 async fn wait_for_signal() {

@@ -8,6 +8,7 @@
 mod common;
 
 use common::nats::Nats;
+use common::pki::Pki;
 use common::Server;
 use std::path::Path;
 use std::process::Command;
@@ -148,49 +149,10 @@ fn print_config_shows_secrets_as_set() {
     assert!(stderr.contains("nats.url \"http://b:80\""), "{stderr}");
 }
 
-/// A CA, a server certificate for 127.0.0.1 and a client certificate, as PEM files.
-struct Pki {
-    ca: std::path::PathBuf,
-    server_cert: std::path::PathBuf,
-    server_key: std::path::PathBuf,
-    client_cert: std::path::PathBuf,
-    client_key: std::path::PathBuf,
-}
-
-fn make_pki(dir: &Path) -> Pki {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let issue = |names: Vec<String>| {
-        let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(names)
-            .unwrap()
-            .signed_by(&key, &ca, &ca_key)
-            .unwrap();
-        (cert.pem(), key.serialize_pem())
-    };
-    let (server_cert, server_key) = issue(vec!["127.0.0.1".into(), "localhost".into()]);
-    let (client_cert, client_key) = issue(vec!["node.shardkit.test".into()]);
-    let write = |name: &str, text: &str| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    };
-    Pki {
-        ca: write("ca.pem", &ca.pem()),
-        server_cert: write("server.pem", &server_cert),
-        server_key: write("server-key.pem", &server_key),
-        client_cert: write("client.pem", &client_cert),
-        client_key: write("client-key.pem", &client_key),
-    }
-}
-
 #[test]
 fn a_nats_with_mutual_tls_takes_the_nodes_certificate() {
     let dir = tempfile::tempdir().unwrap();
-    let pki = make_pki(dir.path());
+    let pki = Pki::make(dir.path());
     let nats = Nats::start_with(&format!(
         "tls {{ cert_file: {:?}, key_file: {:?}, ca_file: {:?}, verify: true, timeout: 5 }}",
         pki.server_cert, pki.server_key, pki.ca
@@ -215,9 +177,7 @@ fn a_nats_with_mutual_tls_takes_the_nodes_certificate() {
         "a refused start wrote its data directory: {stderr}"
     );
     // A server certificate from a CA the node does not trust is refused by the node.
-    let other_dir = dir.path().join("other-ca");
-    std::fs::create_dir(&other_dir).unwrap();
-    let other = make_pki(&other_dir);
+    let other = Pki::make(&dir.path().join("other-ca"));
     let wrong_ca = config(
         "wrong-ca.toml",
         &format!(
@@ -247,4 +207,32 @@ fn a_nats_with_mutual_tls_takes_the_nodes_certificate() {
     )
     .expect("the node's certificate is taken");
     writes(&server);
+}
+
+#[test]
+fn a_nats_with_an_expired_certificate_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::make_expired(dir.path());
+    let nats = Nats::start_with(&format!(
+        "tls {{ cert_file: {:?}, key_file: {:?}, timeout: 5 }}",
+        pki.server_cert, pki.server_key
+    ));
+    let config = dir.path().join("shardkit.toml");
+    std::fs::write(&config, format!("[nats]\ntls_ca = {:?}\n", pki.ca)).unwrap();
+    let data = dir.path().join("data");
+    let stderr = node(
+        &data,
+        &nats.url,
+        &[("SHARDKIT_CONFIG", config.to_str().unwrap())],
+    )
+    .err()
+    .expect("an expired server certificate was trusted");
+    assert!(
+        stderr.contains("nats.tls_ca") && stderr.to_lowercase().contains("expired"),
+        "{stderr}"
+    );
+    assert!(
+        !data.exists(),
+        "a refused start wrote its data directory: {stderr}"
+    );
 }

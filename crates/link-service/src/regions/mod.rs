@@ -44,6 +44,7 @@ impl Regions {
                 Arc::clone(&map),
                 settings.peer_key.clone(),
                 settings.peer_timeout_ms,
+                settings.tls_ca.as_deref(),
             )?,
             remote: RemoteCache::new(
                 settings.remote_cache_entries,

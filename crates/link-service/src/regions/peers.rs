@@ -78,14 +78,21 @@ pub struct Peers {
 }
 
 impl Peers {
-    /// Calls to the regions of `map`, showing `key` on the peer routes.
-    pub fn new(map: Arc<RegionMap>, key: Option<String>, timeout_ms: u64) -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder()
+    /// Calls to the regions of `map`, showing `key` on the peer routes; `https://`
+    /// peers' certificates must chain to the CAs in `tls_ca` when given, else to the
+    /// system's.
+    pub fn new(
+        map: Arc<RegionMap>,
+        key: Option<String>,
+        timeout_ms: u64,
+        tls_ca: Option<&std::path::Path>,
+    ) -> anyhow::Result<Self> {
+        let builder = reqwest::Client::builder()
             .timeout(Duration::from_millis(timeout_ms))
             .connect_timeout(Duration::from_millis(timeout_ms))
             .redirect(reqwest::redirect::Policy::none())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build()?;
+            .pool_idle_timeout(Duration::from_secs(90));
+        let client = trusting(builder, tls_ca)?.build()?;
         Ok(Self {
             client,
             map,
@@ -241,4 +248,43 @@ impl Peers {
             body,
         })
     }
+}
+
+/// The client trusting only the CAs of `tls_ca` (PEM) when given.
+#[cfg(feature = "tls")]
+fn trusting(
+    builder: reqwest::ClientBuilder,
+    tls_ca: Option<&std::path::Path>,
+) -> anyhow::Result<reqwest::ClientBuilder> {
+    let Some(path) = tls_ca else {
+        return Ok(builder);
+    };
+    let pem = std::fs::read(path)
+        .map_err(|e| anyhow::anyhow!("regions.tls_ca: cannot read {}: {e}", path.display()))?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+        anyhow::anyhow!(
+            "regions.tls_ca: {} holds no CA certificate that can be read: {e}",
+            path.display()
+        )
+    })?;
+    if certs.is_empty() {
+        anyhow::bail!(
+            "regions.tls_ca: {} holds no CA certificate (no PEM \"BEGIN CERTIFICATE\" block)",
+            path.display()
+        );
+    }
+    Ok(certs
+        .into_iter()
+        .fold(builder.tls_built_in_root_certs(false), |b, c| {
+            b.add_root_certificate(c)
+        }))
+}
+
+/// Without the `tls` feature the settings refuse https peers and `tls_ca`.
+#[cfg(not(feature = "tls"))]
+fn trusting(
+    builder: reqwest::ClientBuilder,
+    _: Option<&std::path::Path>,
+) -> anyhow::Result<reqwest::ClientBuilder> {
+    Ok(builder)
 }

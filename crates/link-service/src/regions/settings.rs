@@ -34,6 +34,9 @@ pub struct RegionSettings {
     pub peer_timeout_ms: u64,
     /// Remote links (and remote misses) kept in the local cache.
     pub remote_cache_entries: usize,
+    /// CA certificates (PEM) that `https://` peers' certificates must chain to, in
+    /// place of the system's CAs (as `curl --cacert`): a private CA between regions.
+    pub tls_ca: Option<std::path::PathBuf>,
 }
 
 impl Default for RegionSettings {
@@ -48,6 +51,7 @@ impl Default for RegionSettings {
             remote_ttl_ms: 30_000,
             peer_timeout_ms: 1_000,
             remote_cache_entries: 100_000,
+            tls_ca: None,
         }
     }
 }
@@ -114,12 +118,25 @@ impl RegionSettings {
         for (name, url) in &self.peers {
             let parsed = url::Url::parse(url)
                 .map_err(|e| anyhow::anyhow!("regions.peers.{name} = {url:?} is not a URL: {e}"))?;
-            if parsed.scheme() != "http" || parsed.host_str().is_none() {
+            if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
                 anyhow::bail!(
-                    "regions.peers.{name} = {url:?} must be an http:// URL with a host (the peer client \
-                     speaks plain HTTP; put TLS in a proxy between regions)"
+                    "regions.peers.{name} = {url:?} must be an http:// or https:// URL with a host"
                 );
             }
+            if parsed.scheme() == "https" && !cfg!(feature = "tls") {
+                anyhow::bail!(
+                    "regions.peers.{name} = {url:?} is https: that needs a shardkit built with \
+                     the cargo feature `tls`"
+                );
+            }
+        }
+        if let Some(ca) = &self.tls_ca {
+            if !cfg!(feature = "tls") {
+                anyhow::bail!("regions.tls_ca needs a shardkit built with the cargo feature `tls`");
+            }
+            std::fs::File::open(ca).map_err(|e| {
+                anyhow::anyhow!("regions.tls_ca: cannot read {}: {e}", ca.display())
+            })?;
         }
         let known = |r: &str| self.regions().any(|n| n == r);
         if !known(&self.default) {
@@ -253,6 +270,10 @@ mod tests {
         assert!(s.check().unwrap_err().to_string().contains("this region"));
         let mut s = two();
         s.peers.insert("cn".into(), "ftp://x".into());
-        assert!(s.check().unwrap_err().to_string().contains("http:// URL"));
+        assert!(s
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("http:// or https:// URL"));
     }
 }

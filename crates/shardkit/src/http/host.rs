@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 /// The origin (`scheme://host[:port]`) a request reached the server at, for its short
 /// URLs; `None` when `base_url` is configured (it wins) or the request named no usable
-/// host. The scheme is `https` only when a trusted proxy says so (`X-Forwarded-Proto`,
-/// `Forwarded: proto=`).
+/// host. The scheme is what a trusted proxy says (`X-Forwarded-Proto`, `Forwarded:
+/// proto=`), else `https` when this server serves TLS itself, else `http`.
 #[derive(Debug, Clone, Default)]
 pub struct RequestOrigin(pub Option<String>);
 
@@ -54,9 +54,14 @@ impl FromRequestParts<Arc<AppState>> for RequestOrigin {
             &parts.headers,
             &state.settings.http.trusted_proxies,
         );
+        let own = if state.settings.http.tls() {
+            "https"
+        } else {
+            "http"
+        };
         Ok(Self(Some(format!(
             "{}://{host}",
-            scheme.as_deref().unwrap_or("http")
+            scheme.as_deref().unwrap_or(own)
         ))))
     }
 }

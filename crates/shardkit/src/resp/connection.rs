@@ -7,30 +7,35 @@ use bytes::{Buf, BytesMut};
 use shardkit_node::state::AppState;
 use shardkit_resp::parse::Parsed;
 use shardkit_resp::{reply, Limits, Parser};
+use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// Serves one connection until the client quits, breaks the protocol beyond repair,
-/// or `shutdown` fires (then the replies already computed are written first).
-pub async fn serve(
-    mut stream: TcpStream,
+/// The two ends of a connection, as CLIENT LIST shows them.
+#[derive(Debug, Clone, Copy)]
+pub struct Ends {
+    /// The client's address.
+    pub peer: Option<SocketAddr>,
+    /// The address it connected to.
+    pub local: Option<SocketAddr>,
+}
+
+/// Serves one connection (plain TCP or TLS) until the client quits, breaks the
+/// protocol beyond repair, or `shutdown` fires (then the replies already computed are
+/// written first).
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    ends: Ends,
     state: Arc<AppState>,
     clients: Arc<super::clients::Clients>,
     limits: Limits,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    let _ = stream.set_nodelay(true);
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut output = BytesMut::with_capacity(16 * 1024);
     let mut parser = Parser::new(limits);
-    let addr =
-        |a: std::io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
-    let registration = clients.register(
-        Session::next_id(),
-        addr(stream.peer_addr()),
-        addr(stream.local_addr()),
-    );
+    let addr = |a: Option<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
+    let registration = clients.register(Session::next_id(), addr(ends.peer), addr(ends.local));
     let client = Arc::clone(&registration.client);
     let mut session = Session::new(!state.access.enforced(), Arc::clone(&client), clients);
     // One future for the whole connection, not one per batch: each new one would join

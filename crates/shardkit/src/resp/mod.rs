@@ -13,6 +13,7 @@
 //! - [`values`]: what the counter commands share (the zero-and-absence rule, Redis's
 //!   integer parsing and error texts).
 
+pub mod accept;
 pub mod client_commands;
 pub mod clients;
 pub mod cluster;

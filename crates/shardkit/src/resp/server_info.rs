@@ -155,7 +155,7 @@ fn server(state: &AppState, text: &mut String) {
         std::env::consts::ARCH,
         usize::BITS,
         std::process::id(),
-        state.settings.resp.port(),
+        state.settings.resp.listen.map_or(0, |a| a.port()),
         uptime / 86_400,
         std::env::current_exe()
             .map(|p| p.display().to_string())
@@ -362,8 +362,9 @@ fn parameters(state: &AppState) -> Vec<(&'static str, String)> {
         ("databases", "1".into()),
         ("maxmemory", "0".into()),
         ("maxmemory-policy", "noeviction".into()),
-        ("port", s.resp.port().to_string()),
-        ("bind", s.resp.ip().to_string()),
+        ("port", s.resp.listen.map_or(0, |a| a.port()).to_string()),
+        ("tls-port", s.resp.tls.map_or(0, |a| a.port()).to_string()),
+        ("bind", s.resp.addr().ip().to_string()),
         ("dir", s.data.join("counters").display().to_string()),
         ("timeout", "0".into()),
     ]

@@ -14,6 +14,7 @@ pub mod nats_cluster;
 pub mod netns;
 #[cfg(feature = "sql")]
 pub mod pg_db;
+pub mod pki;
 pub mod raw_resp;
 #[cfg(feature = "nats")]
 pub mod replication;
