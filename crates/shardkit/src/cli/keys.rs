@@ -115,6 +115,7 @@ pub fn run(cmd: KeysCommand, out: &mut impl Write) -> anyhow::Result<()> {
             postgres: None,
         } => {
             let expires = expires.as_deref().map(expiry).transpose()?;
+            let data = data.resolve()?;
             std::fs::create_dir_all(&data.dir)
                 .with_context(|| format!("cannot create data directory {}", data.dir.display()))?;
             let secret = keyring::add(
@@ -137,7 +138,7 @@ pub fn run(cmd: KeysCommand, out: &mut impl Write) -> anyhow::Result<()> {
                     .into_iter()
                     .map(stored_of)
                     .collect(),
-                None => keyring::list(&data.dir.join(KEYS_FILE))?,
+                None => keyring::list(&data.resolve()?.dir.join(KEYS_FILE))?,
             };
             for key in keys {
                 let line = serde_json::json!({
@@ -171,7 +172,7 @@ pub fn run(cmd: KeysCommand, out: &mut impl Write) -> anyhow::Result<()> {
             data,
             postgres: None,
         } => {
-            keyring::revoke(&data.dir.join(KEYS_FILE), &name)?;
+            keyring::revoke(&data.resolve()?.dir.join(KEYS_FILE), &name)?;
             eprintln!("key {name:?} revoked");
         }
     }

@@ -3,6 +3,7 @@
 mod busy_wait;
 #[cfg(feature = "nats")]
 mod cluster;
+mod config_file;
 mod data_dir;
 mod id;
 mod keys;
