@@ -7,12 +7,14 @@ mod config_file;
 mod data_dir;
 mod id;
 mod keys;
+mod keys_store;
 mod layout_args;
 mod links;
 #[cfg(feature = "sql")]
 mod pg;
 mod ring;
 mod serve;
+mod serve_env;
 mod ticket;
 
 use clap::{Parser, Subcommand};
