@@ -1,5 +1,6 @@
 //! Command-line interface: the argument types and the dispatch to each subcommand.
 
+mod api_server;
 mod busy_wait;
 #[cfg(feature = "nats")]
 mod cluster;

@@ -4,6 +4,18 @@
 
 use clap::ValueEnum;
 use shardkit_node::config::LinkStoreKind;
+use std::net::SocketAddr;
+
+/// `SHARDKIT_HTTP`: `serve`'s HTTP listen address (`http`).
+pub fn http() -> anyhow::Result<Option<SocketAddr>> {
+    var("SHARDKIT_HTTP")
+        .map(|text| {
+            text.parse().map_err(|_| {
+                anyhow::anyhow!("SHARDKIT_HTTP {text:?} is not an address: write ip:port")
+            })
+        })
+        .transpose()
+}
 
 /// `SHARDKIT_STORE`: where `serve` keeps the links (`links.store`), which also says
 /// where it reads the API keys.
