@@ -13,6 +13,8 @@ mod layout_args;
 mod links;
 #[cfg(feature = "sql")]
 mod pg;
+#[cfg(feature = "sql")]
+mod pg_servers;
 mod ring;
 mod serve;
 mod serve_env;
