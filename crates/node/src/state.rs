@@ -435,19 +435,10 @@ fn open_postgres_links(servers: &[String]) -> anyhow::Result<PostgresParts> {
     let store = shardkit_pg::PgLinkStore::open(servers, PG_POOL_SIZE)
         .context("cannot open the PostgreSQL link store")?;
     tracing::info!(cluster = ?store.cluster(), "links on PostgreSQL");
-    let cluster = store.cluster();
-    let first = cluster
-        .map()
-        .nodes()
-        .first()
-        .map(|n| n.name.clone())
+    let url = store
+        .cluster()
+        .first_server_url(servers)
         .context("the shard map has no servers")?;
-    let url = servers
-        .iter()
-        .map(|u| u.trim())
-        .find(|u| shardkit_pg::redact_url(u) == first)
-        .unwrap_or(&first)
-        .to_string();
     let block = BlockSize::new(PG_CODE_BLOCK);
     let tickets = Arc::new(PgTicketStore::new(&url, 1, 1, block)?);
     let sequences = TicketSequences::new(tickets, SequenceSpec::default(), segment_options(block))?;

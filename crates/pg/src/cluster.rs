@@ -440,6 +440,21 @@ impl Cluster {
         Ok(Some(fresh))
     }
 
+    /// The URL of the map's first server, which holds what the whole cluster shares
+    /// (the code sequences, the API keys): its URL in `servers` (with a password
+    /// the map's name leaves out), else its name. `None` for a map without servers.
+    pub fn first_server_url(&self, servers: &[String]) -> Option<String> {
+        let first = &self.map.nodes().first()?.name;
+        Some(
+            servers
+                .iter()
+                .map(|u| u.trim())
+                .find(|u| redact_url(u) == *first)
+                .unwrap_or(first)
+                .to_string(),
+        )
+    }
+
     /// The shard map in force.
     pub fn map(&self) -> &ShardMap {
         &self.map

@@ -12,7 +12,7 @@ use shardkit_node::cluster::map::{NodeInfo, SlotMap};
 use shardkit_node::cluster::nats::map_store::MapStore;
 use shardkit_node::cluster::nats::registry::{NodeRecord, Registry};
 use shardkit_node::cluster::planner::{self, Rebalance};
-use shardkit_node::config::{Overrides, Settings};
+use shardkit_node::config::Overrides;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -64,7 +64,7 @@ impl Where {
             ..Overrides::default()
         }
         .with_nats_env();
-        let settings = Settings::read(self.config.as_deref(), overrides)?;
+        let settings = super::config_file::read(self.config.as_deref(), overrides)?;
         settings.nats.check()?;
         let mut cluster = settings.cluster;
         if let Some(name) = &self.cluster {

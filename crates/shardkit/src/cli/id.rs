@@ -1,7 +1,7 @@
 //! `shardkit id next` and `shardkit id decode`.
 
 use super::busy_wait::{open_when_free, BUSY_WAIT};
-use super::data_dir::DataDirArgs;
+use super::data_dir::{DataDir, DataDirArgs};
 use super::layout_args::LayoutArgs;
 use anyhow::{bail, Context};
 use clap::Subcommand;
@@ -9,8 +9,10 @@ use shardkit::decoded_json::{decode_time_ordered, DecodedIdJson};
 use shardkit_ids::{
     Clock, GenerateError, GeneratorOptions, GuardOptions, ShardGenerator, SystemClock, ULID_LEN,
 };
+use shardkit_node::config::{IdSettings, Overrides};
 use shardkit_node::id_format::{self, IdFormat, TimeOrdered};
 use std::io::Write;
+use std::path::PathBuf;
 
 /// The most ids one `id next` call prints: about ten seconds of one Instagram shard.
 pub const MAX_COUNT: u64 = 10_000_000;
@@ -28,7 +30,8 @@ pub enum IdCommand {
     /// A durable time guard in the data directory (one per format) makes sure no later
     /// run issues an id again, even after the clock steps back; two processes cannot
     /// share it, so a run waits (up to 10 s, saying so on stderr) while another one
-    /// holds it.
+    /// holds it. With --config the data directory and the layout are the node's
+    /// (`data`, `[ids]`): ids made in its directory keep its layout.
     Next {
         #[command(flatten)]
         layout: LayoutArgs,
@@ -53,6 +56,10 @@ pub enum IdCommand {
         /// ULIDs (26 characters), told apart by length.
         #[arg(required = true, value_name = "ID", allow_hyphen_values = true)]
         ids: Vec<String>,
+        /// A node's settings file, read as `serve` reads it: its `[ids]` layout and
+        /// epoch, to decode the node's ids, when --layout and --epoch are not given.
+        #[arg(long, env = "SHARDKIT_CONFIG", value_name = "FILE")]
+        config: Option<PathBuf>,
     },
 }
 
@@ -65,14 +72,32 @@ pub fn run(cmd: IdCommand, out: &mut impl Write) -> anyhow::Result<()> {
             format,
             count,
             data,
-        } => match format.time_ordered() {
-            None => next(&layout, shard.unwrap_or(0), count, &data, out),
-            Some(_) if shard.is_some() => {
-                bail!("--shard applies to snowflake ids only: {format} ids have no shard")
+        } => {
+            let settings = data.settings(Overrides::default())?;
+            let data = DataDir::new(settings.data);
+            match format.time_ordered() {
+                None => next(
+                    &layout,
+                    &settings.ids,
+                    shard.unwrap_or(0),
+                    count,
+                    &data,
+                    out,
+                ),
+                Some(_) if shard.is_some() => {
+                    bail!("--shard applies to snowflake ids only: {format} ids have no shard")
+                }
+                Some(kind) => next_time_ordered(kind, count, &data, out),
             }
-            Some(kind) => next_time_ordered(kind, count, &data, out),
-        },
-        IdCommand::Decode { layout, ids } => decode(&layout, &ids, out),
+        }
+        IdCommand::Decode {
+            layout,
+            ids,
+            config,
+        } => {
+            let settings = super::config_file::read(config.as_deref(), Overrides::default())?;
+            decode(&layout, &settings.ids, &ids, out)
+        }
     }
 }
 
@@ -93,7 +118,7 @@ fn checked_count(count: i64) -> anyhow::Result<u64> {
 fn next_time_ordered(
     kind: TimeOrdered,
     count: i64,
-    data: &DataDirArgs,
+    data: &DataDir,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     let count = checked_count(count)?;
@@ -125,12 +150,13 @@ fn next_time_ordered(
 
 fn next(
     layout: &LayoutArgs,
+    ids: &IdSettings,
     shard: u64,
     count: i64,
-    data: &DataDirArgs,
+    data: &DataDir,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let layout = layout.layout()?;
+    let layout = layout.layout_over(ids)?;
     let count = checked_count(count)?;
     if shard >= layout.shards() {
         bail!(
@@ -164,8 +190,13 @@ fn next(
     Ok(())
 }
 
-fn decode(layout: &LayoutArgs, ids: &[String], out: &mut impl Write) -> anyhow::Result<()> {
-    let layout = layout.layout()?;
+fn decode(
+    layout: &LayoutArgs,
+    settings: &IdSettings,
+    ids: &[String],
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let layout = layout.layout_over(settings)?;
     let now_ms = SystemClock.unix_ms();
     // All or nothing: a script never gets half an answer with a zero exit code.
     let mut lines = Vec::with_capacity(ids.len());

@@ -1,12 +1,13 @@
 //! `shardkit keys add|list|revoke`: named API keys with roles in `<data>/keys.json`, or
 //! with `--postgres URL` in the cluster of a `--store postgres` deployment (its first
-//! server), which every server of it reads.
+//! server), which every server of it reads. With `--config` (a node's settings file)
+//! the keys go where that node reads them (`keys_store`).
 //!
 //! A running server on the same data directory picks up changes within a second, so
 //! keys are added and revoked without a restart (unlike the id guard and the ticket
 //! store, the key file is safe to share with a server).
 
-use super::data_dir::DataDirArgs;
+use super::keys_store::{KeyStore, KeyStoreArgs};
 use anyhow::Context;
 use clap::Subcommand;
 use shardkit_node::api_keys::keyring::{self, KEYS_FILE};
@@ -33,29 +34,20 @@ pub enum KeysCommand {
         /// Shlink's "author only".
         #[arg(long)]
         author_only: bool,
-        /// The keys of a `--store postgres` deployment: its first server's URL.
-        #[arg(long, value_name = "URL", env = "SHARDKIT_KEYS_POSTGRES")]
-        postgres: Option<String>,
         #[command(flatten)]
-        data: DataDirArgs,
+        store: KeyStoreArgs,
     },
     /// List the keys, one JSON object a line (names, roles, times; never secrets).
     List {
-        /// The keys of a `--store postgres` deployment: its first server's URL.
-        #[arg(long, value_name = "URL", env = "SHARDKIT_KEYS_POSTGRES")]
-        postgres: Option<String>,
         #[command(flatten)]
-        data: DataDirArgs,
+        store: KeyStoreArgs,
     },
     /// Remove a key: it stops working at once (within a second on a running server).
     Revoke {
         /// The key's name.
         name: String,
-        /// The keys of a `--store postgres` deployment: its first server's URL.
-        #[arg(long, value_name = "URL", env = "SHARDKIT_KEYS_POSTGRES")]
-        postgres: Option<String>,
         #[command(flatten)]
-        data: DataDirArgs,
+        store: KeyStoreArgs,
     },
 }
 
@@ -90,54 +82,47 @@ pub fn run(cmd: KeysCommand, out: &mut impl Write) -> anyhow::Result<()> {
             roles,
             expires,
             author_only,
-            postgres: Some(url),
-            ..
+            store,
         } => {
             let expires = expires.as_deref().map(expiry).transpose()?;
-            let (secret, stored) = keyring::new_key(&name, &roles, expires, author_only)?;
-            if !cluster_keys(&url)?
-                .add(&row_of(stored))
-                .map_err(anyhow::Error::msg)?
-            {
-                anyhow::bail!(
-                    "a key named {name:?} exists already; revoke it first or pick another name"
-                );
+            match store.resolve()? {
+                KeyStore::Cluster(url) => {
+                    let (secret, stored) = keyring::new_key(&name, &roles, expires, author_only)?;
+                    if !cluster_keys(&url)?
+                        .add(&row_of(stored))
+                        .map_err(anyhow::Error::msg)?
+                    {
+                        anyhow::bail!(
+                            "a key named {name:?} exists already; revoke it first or pick another name"
+                        );
+                    }
+                    writeln!(out, "{secret}")?;
+                    eprintln!("key {name:?} added to the cluster; this is the only time it is shown: keep it safe");
+                }
+                KeyStore::Dir(dir) => {
+                    std::fs::create_dir_all(&dir).with_context(|| {
+                        format!("cannot create data directory {}", dir.display())
+                    })?;
+                    let secret =
+                        keyring::add(&dir.join(KEYS_FILE), &name, &roles, expires, author_only)?;
+                    writeln!(out, "{secret}")?;
+                    eprintln!(
+                        "key {name:?} added; this is the only time it is shown: keep it safe"
+                    );
+                }
             }
-            writeln!(out, "{secret}")?;
-            eprintln!("key {name:?} added to the cluster; this is the only time it is shown: keep it safe");
         }
-        KeysCommand::Add {
-            name,
-            roles,
-            expires,
-            author_only,
-            data,
-            postgres: None,
-        } => {
-            let expires = expires.as_deref().map(expiry).transpose()?;
-            std::fs::create_dir_all(&data.dir)
-                .with_context(|| format!("cannot create data directory {}", data.dir.display()))?;
-            let secret = keyring::add(
-                &data.dir.join(KEYS_FILE),
-                &name,
-                &roles,
-                expires,
-                author_only,
-            )?;
-            writeln!(out, "{secret}")?;
-            eprintln!("key {name:?} added; this is the only time it is shown: keep it safe");
-        }
-        KeysCommand::List { data, postgres } => {
+        KeysCommand::List { store } => {
             let now = keyring::now_unix_ms();
-            let keys = match postgres {
-                Some(url) => cluster_keys(&url)?
+            let keys = match store.resolve()? {
+                KeyStore::Cluster(url) => cluster_keys(&url)?
                     .list()
                     .map_err(anyhow::Error::msg)?
                     .unwrap_or_default()
                     .into_iter()
                     .map(stored_of)
                     .collect(),
-                None => keyring::list(&data.dir.join(KEYS_FILE))?,
+                KeyStore::Dir(dir) => keyring::list(&dir.join(KEYS_FILE))?,
             };
             for key in keys {
                 let line = serde_json::json!({
@@ -151,29 +136,23 @@ pub fn run(cmd: KeysCommand, out: &mut impl Write) -> anyhow::Result<()> {
                 writeln!(out, "{line}")?;
             }
         }
-        KeysCommand::Revoke {
-            name,
-            postgres: Some(url),
-            ..
-        } => {
-            if !cluster_keys(&url)?
-                .revoke(&name)
-                .map_err(anyhow::Error::msg)?
-            {
-                anyhow::bail!(
-                    "no key named {name:?} in the cluster (keys list --postgres shows them)"
-                );
+        KeysCommand::Revoke { name, store } => match store.resolve()? {
+            KeyStore::Cluster(url) => {
+                if !cluster_keys(&url)?
+                    .revoke(&name)
+                    .map_err(anyhow::Error::msg)?
+                {
+                    anyhow::bail!(
+                        "no key named {name:?} in the cluster (keys list --postgres shows them)"
+                    );
+                }
+                eprintln!("key {name:?} revoked in the cluster");
             }
-            eprintln!("key {name:?} revoked in the cluster");
-        }
-        KeysCommand::Revoke {
-            name,
-            data,
-            postgres: None,
-        } => {
-            keyring::revoke(&data.dir.join(KEYS_FILE), &name)?;
-            eprintln!("key {name:?} revoked");
-        }
+            KeyStore::Dir(dir) => {
+                keyring::revoke(&dir.join(KEYS_FILE), &name)?;
+                eprintln!("key {name:?} revoked");
+            }
+        },
     }
     Ok(())
 }

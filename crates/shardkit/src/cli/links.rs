@@ -1,7 +1,8 @@
 //! `shardkit links import FILE` and `shardkit links export`: bulk create and export
 //! through a running server's API (the server owns the data directory), with a
-//! progress bar on stderr for big files.
+//! progress bar on stderr for big files. Which server, and the key: `api_server`.
 
+use super::api_server::{ApiServer, ServerArgs};
 use anyhow::{bail, Context};
 use clap::{Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -9,7 +10,6 @@ use serde_json::Value;
 use shardkit::plural::plural;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// File format of import and export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -71,39 +71,6 @@ pub enum LinksCommand {
 /// The most lines one import request may hold (the server's limit per bulk request).
 pub const MAX_BATCH: usize = 100_000;
 
-/// Which server to talk to.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ServerArgs {
-    /// Base URL of the running server.
-    #[arg(long, env = "SHARDKIT_SERVER", default_value = "http://127.0.0.1:8080")]
-    pub server: String,
-    /// API key, sent as `Authorization: Bearer KEY`.
-    #[arg(long, env = "SHARDKIT_API_KEY", hide_env_values = true)]
-    pub api_key: Option<String>,
-}
-
-impl ServerArgs {
-    fn client(&self) -> anyhow::Result<reqwest::blocking::Client> {
-        let mut headers = reqwest::header::HeaderMap::new();
-        if let Some(key) = self.api_key.as_deref().filter(|k| !k.is_empty()) {
-            headers.insert(
-                reqwest::header::AUTHORIZATION,
-                format!("Bearer {key}")
-                    .parse()
-                    .context("the API key is not a valid header value")?,
-            );
-        }
-        Ok(reqwest::blocking::Client::builder()
-            .default_headers(headers)
-            .timeout(Duration::from_secs(600))
-            .build()?)
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.server.trim_end_matches('/'))
-    }
-}
-
 fn bar(total: Option<u64>) -> ProgressBar {
     let bar = match total {
         Some(n) => ProgressBar::new(n),
@@ -133,7 +100,7 @@ pub fn run(cmd: LinksCommand, out: &mut impl Write) -> anyhow::Result<()> {
             else {
                 bail!("--batch must be between 1 and {MAX_BATCH}, got {batch}");
             };
-            import(&file, format, batch, on_conflict, &server, out)
+            import(&file, format, batch, on_conflict, &server.resolve()?, out)
         }
         LinksCommand::Export {
             format,
@@ -141,6 +108,7 @@ pub fn run(cmd: LinksCommand, out: &mut impl Write) -> anyhow::Result<()> {
             out: path,
             server,
         } => {
+            let server = server.resolve()?;
             let client = server.client()?;
             let mut url = server.url(&format!(
                 "/api/links/export?format={}",
@@ -158,7 +126,7 @@ pub fn run(cmd: LinksCommand, out: &mut impl Write) -> anyhow::Result<()> {
             let response = client
                 .get(&url)
                 .send()
-                .with_context(|| format!("cannot reach {}", server.server))?;
+                .with_context(|| format!("cannot reach {}", server.describe()))?;
             let status = response.status();
             let body = response.bytes()?;
             if !status.is_success() {
@@ -186,7 +154,7 @@ fn import(
     format: Option<FileFormat>,
     batch: usize,
     on_conflict: OnConflict,
-    server: &ServerArgs,
+    server: &ApiServer,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     let format = format.unwrap_or(
@@ -252,7 +220,7 @@ fn import(
             .header(reqwest::header::CONTENT_TYPE, content_type)
             .body(body)
             .send()
-            .with_context(|| format!("cannot reach {}", server.server))?;
+            .with_context(|| format!("cannot reach {}", server.describe()))?;
         let status = response.status();
         let answer: Value = response.json().with_context(|| {
             format!("the server answered {status} with something that is not JSON")

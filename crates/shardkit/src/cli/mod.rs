@@ -1,17 +1,23 @@
 //! Command-line interface: the argument types and the dispatch to each subcommand.
 
+mod api_server;
 mod busy_wait;
 #[cfg(feature = "nats")]
 mod cluster;
+mod config_file;
 mod data_dir;
 mod id;
 mod keys;
+mod keys_store;
 mod layout_args;
 mod links;
 #[cfg(feature = "sql")]
 mod pg;
+#[cfg(feature = "sql")]
+mod pg_servers;
 mod ring;
 mod serve;
+mod serve_env;
 mod ticket;
 
 use clap::{Parser, Subcommand};

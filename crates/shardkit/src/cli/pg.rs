@@ -1,7 +1,8 @@
 //! `shardkit pg ...`: PostgreSQL logical shards, built with the cargo feature
 //! `sql`. A thin shell over `shardkit-pg`: parse arguments, run the library on a small
-//! tokio runtime, print one JSON line.
+//! tokio runtime, print one JSON line. Which servers: `pg_servers`.
 
+use super::pg_servers::PgServersArgs;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use shardkit_pg::{init, InitOptions};
@@ -26,27 +27,15 @@ pub struct MoveArgs {
     /// The server to move it to (may be new to the cluster).
     #[arg(long)]
     to: String,
-    /// Every server of the current map, comma-separated.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        required = true,
-        env = "SHARDKIT_PG_SERVERS"
-    )]
-    servers: Vec<String>,
+    #[command(flatten)]
+    servers: PgServersArgs,
 }
 
 /// Arguments of `shardkit pg init`.
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// PostgreSQL server URLs, comma-separated (postgres://user@host:port/db,...).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        required = true,
-        env = "SHARDKIT_PG_SERVERS"
-    )]
-    servers: Vec<String>,
+    #[command(flatten)]
+    servers: PgServersArgs,
     /// Number of logical shards: a power of two up to 8192. Fixed for the cluster's life.
     #[arg(long)]
     logical_shards: u64,
@@ -75,7 +64,7 @@ pub fn run(cmd: PgCommand, out: &mut impl Write) -> anyhow::Result<()> {
             };
             let logical_shards = shardkit_pg::cluster::check_logical_shards(args.logical_shards)?;
             let options = InitOptions {
-                servers: args.servers,
+                servers: args.servers.resolve()?,
                 logical_shards,
                 epoch_unix_ms,
             };
@@ -96,8 +85,9 @@ pub fn run(cmd: PgCommand, out: &mut impl Write) -> anyhow::Result<()> {
             Ok(())
         }
         PgCommand::MoveShard(args) => {
+            let servers = args.servers.resolve()?;
             let report = runtime
-                .block_on(shardkit_pg::move_shard(&args.servers, args.shard, &args.to))
+                .block_on(shardkit_pg::move_shard(&servers, args.shard, &args.to))
                 .with_context(|| format!("moving shard {}", args.shard))?;
             let line = serde_json::json!({
                 "shard": report.shard,

@@ -47,6 +47,7 @@ pub fn run(cmd: TicketCommand, out: &mut impl Write) -> anyhow::Result<()> {
                 .into());
             }
             let spec = SequenceSpec::new(increment, offset)?;
+            let data = data.resolve()?;
             data.ensure()?;
             // Another run on this data directory has the store open for a moment: wait.
             let store = open_when_free(

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod delay_proxy;
 pub mod hosts;
 pub mod mmdb;
@@ -29,19 +30,14 @@ use std::time::{Duration, Instant};
 
 /// `shardkit keys ARGS --data DIR`: its stdout on success, its stderr on failure.
 pub fn keys_cli(data: &Path, args: &[&str]) -> Result<String, String> {
-    let output = Command::new(env!("CARGO_BIN_EXE_shardkit"))
-        .arg("keys")
-        .args(args)
-        .arg("--data")
-        .arg(data)
-        .env_remove("SHARDKIT_DATA")
-        .output()
-        .unwrap();
-    if output.status.success() {
-        Ok(String::from_utf8(output.stdout).unwrap().trim().to_string())
-    } else {
-        Err(String::from_utf8(output.stderr).unwrap())
-    }
+    let data = data.to_str().unwrap();
+    let args: Vec<&str> = ["keys"]
+        .iter()
+        .chain(args)
+        .chain(&["--data", data])
+        .copied()
+        .collect();
+    cli::outcome(&cli::shardkit(&args, &[]))
 }
 
 /// A running server.
