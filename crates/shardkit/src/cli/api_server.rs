@@ -12,9 +12,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServerArgs {
     /// Base URL of the running server [default: `[links] base_url` of the --config
-    /// file, else `http://` and its `http` address, SHARDKIT_HTTP over it (0.0.0.0 and
-    /// :: reached as 127.0.0.1 and ::1: the command runs on the server's host), else
-    /// http://127.0.0.1:8080].
+    /// file, else `http://` (`https://` with `[http] tls_cert`) and its `http`
+    /// address, SHARDKIT_HTTP over it (0.0.0.0 and :: reached as 127.0.0.1 and ::1:
+    /// the command runs on the server's host), else http://127.0.0.1:8080].
     #[arg(long, env = "SHARDKIT_SERVER", value_name = "URL")]
     server: Option<String>,
     /// API key, sent as `Authorization: Bearer KEY` [default: `api_key` of the
@@ -82,7 +82,10 @@ fn base_of(
              pass --server URL"
         );
     }
-    Ok((format!("http://{}", reachable(listen)), from))
+    // A node serving HTTPS itself (`[http] tls_cert`) is reached over https; its
+    // certificate must then name the address, or --server gives the name it has.
+    let scheme = if settings.http.tls() { "https" } else { "http" };
+    Ok((format!("{scheme}://{}", reachable(listen)), from))
 }
 
 /// `listen` as a client on the same host reaches it: an unspecified address (every

@@ -3,7 +3,8 @@
 //! host's address (clients 4222, routes 6222) with routes to the others, from a config
 //! file written here. Which binary runs is the caller's choice (Debian's 2.9, or a
 //! current one from `scripts/nats-servers`), and `sync_interval: always` (fsync every
-//! JetStream write, accepted from 2.10 on) is asked for or not.
+//! JetStream write, accepted from 2.10 on) is asked for or not. [`NatsOnHosts::start_secured`]
+//! runs it as production runs it: clients log in and speak TLS only.
 
 use super::Hosts;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,18 @@ struct One {
 pub struct NatsOnHosts {
     servers: Vec<One>,
     binary: PathBuf,
+    login: Option<Login>,
+}
+
+/// A cluster's client login and TLS: a user with a password, and the servers'
+/// certificate (one for every host's address) from a CA clients are given.
+#[derive(Debug, Clone)]
+pub struct Login {
+    pub user: String,
+    pub password: String,
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 impl NatsOnHosts {
@@ -35,6 +48,20 @@ impl NatsOnHosts {
     /// server does not take connections within 20 s. Whether JetStream works yet is
     /// [`NatsOnHosts::wait_jetstream`]'s to say.
     pub fn start(hosts: &Hosts, binary: &Path, sync_always: bool) -> NatsOnHosts {
+        Self::start_with(hosts, binary, sync_always, None)
+    }
+
+    /// As [`NatsOnHosts::start`], every client port asking for `login` and TLS.
+    pub fn start_secured(hosts: &Hosts, binary: &Path, login: Login) -> NatsOnHosts {
+        Self::start_with(hosts, binary, false, Some(login))
+    }
+
+    fn start_with(
+        hosts: &Hosts,
+        binary: &Path,
+        sync_always: bool,
+        login: Option<Login>,
+    ) -> NatsOnHosts {
         let mut servers = Vec::new();
         for (i, host) in hosts.hosts.iter().enumerate() {
             let dir = tempfile::tempdir().unwrap();
@@ -45,13 +72,20 @@ impl NatsOnHosts {
                 .filter(|(j, _)| *j != i)
                 .map(|(_, h)| format!("\"nats://{}:{ROUTE_PORT}\"", h.addr))
                 .collect();
-            let config = config(
+            let mut config = config(
                 &format!("h{i}"),
                 &host.addr,
                 &routes,
                 dir.path(),
                 sync_always,
             );
+            if let Some(login) = &login {
+                config.push_str(&format!(
+                    "authorization {{ user: {:?}, password: {:?} }}\n\
+                     tls {{ cert_file: {:?}, key_file: {:?}, timeout: 5 }}\n",
+                    login.user, login.password, login.cert, login.key
+                ));
+            }
             std::fs::write(dir.path().join("nats.conf"), config).unwrap();
             servers.push(One {
                 ns: host.ns.clone(),
@@ -63,6 +97,7 @@ impl NatsOnHosts {
         let mut cluster = NatsOnHosts {
             servers,
             binary: binary.to_path_buf(),
+            login,
         };
         for i in 0..cluster.servers.len() {
             cluster.restart(i);
@@ -130,7 +165,9 @@ impl NatsOnHosts {
         let deadline = Instant::now() + within;
         let mut last = String::new();
         while Instant::now() < deadline {
-            let attempt = async { tokio::time::timeout(Duration::from_secs(5), probe(&url)).await };
+            let attempt = async {
+                tokio::time::timeout(Duration::from_secs(5), probe(&url, self.login.as_ref())).await
+            };
             match runtime.block_on(attempt) {
                 Ok(Ok(())) => return Ok(()),
                 Ok(Err(e)) => last = e,
@@ -180,10 +217,19 @@ fn config(name: &str, addr: &str, routes: &[String], dir: &Path, sync_always: bo
     )
 }
 
-/// Makes and deletes a three-replica probe stream through `url`.
-async fn probe(url: &str) -> Result<(), String> {
+/// Makes and deletes a three-replica probe stream through `url`, logged in as `login`.
+async fn probe(url: &str, login: Option<&Login>) -> Result<(), String> {
     use async_nats::jetstream::{self, stream};
-    let client = async_nats::ConnectOptions::new()
+    let options = match login {
+        None => async_nats::ConnectOptions::new(),
+        Some(login) => async_nats::ConnectOptions::with_user_and_password(
+            login.user.clone(),
+            login.password.clone(),
+        )
+        .add_root_certificates(login.ca.clone())
+        .require_tls(true),
+    };
+    let client = options
         .connection_timeout(Duration::from_secs(2))
         .connect(url)
         .await
