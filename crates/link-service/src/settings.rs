@@ -21,7 +21,7 @@ pub enum LinkStoreKind {
 }
 
 /// `[links]`: short links (codes, cache, limits, click flushing).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, documented::DocumentedFields)]
 #[serde(default, deny_unknown_fields)]
 pub struct LinkSettings {
     /// Start of every short URL, e.g. `https://sho.rt`; `http://<http address>` when absent.

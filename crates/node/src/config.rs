@@ -32,7 +32,7 @@ pub enum LogFormat {
 }
 
 /// Everything `shardkit serve` can be configured with.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, documented::DocumentedFields)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     /// Data directory (time guard, tickets, counters, links).

@@ -11,7 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 /// `[http]`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, documented::DocumentedFields)]
 pub struct HttpSettings {
     /// Listen address.
     pub listen: SocketAddr,

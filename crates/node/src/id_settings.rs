@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `[ids]`: the layout and clock policies of the server's id generator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, documented::DocumentedFields)]
 #[serde(default, deny_unknown_fields)]
 pub struct IdSettings {
     /// `instagram`, `snowflake`, `sonyflake`, `sonyflake-legacy` or `T/S/Q@Nms`.

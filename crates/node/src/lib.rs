@@ -30,6 +30,7 @@ pub mod resp_limits;
 pub mod resp_runtime;
 pub mod resp_settings;
 pub mod restart_in_place;
+pub mod settings_reference;
 pub mod state;
 pub mod telemetry;
 pub mod ticket_settings;

@@ -11,7 +11,7 @@ pub const SECRET_SHOWN: &str = "<set>";
 
 /// `[nats]`: the servers and the credentials the counters' JetStream log, the cluster's
 /// buckets and the CLI's `cluster` commands connect with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, documented::DocumentedFields)]
 #[serde(default, deny_unknown_fields)]
 pub struct NatsSettings {
     /// Servers to try, as a TOML array or one comma-separated string

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `[resp_limits]`: sizes a Redis client may announce.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, documented::DocumentedFields)]
 #[serde(default, deny_unknown_fields)]
 pub struct RespLimitSettings {
     /// Largest bulk string, bytes.

@@ -11,9 +11,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// `[resp]`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, documented::DocumentedFields)]
 pub struct RespSettings {
-    /// The plain-text listen address; `None` when only TLS is served.
+    /// The plain-text listen address; absent when only TLS is served.
     pub listen: Option<SocketAddr>,
     /// The TLS listen address (Redis's `tls-port`), with `tls_cert` and `tls_key`.
     pub tls: Option<SocketAddr>,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `[tickets]`: how this server's ticket sequences are numbered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, documented::DocumentedFields)]
 #[serde(default, deny_unknown_fields)]
 pub struct TicketSettings {
     /// Step between numbers (2 for Flickr's pair of servers).

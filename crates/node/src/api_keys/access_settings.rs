@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 /// `[access]`: routes the operator opens to callers without a key.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Serialize, Deserialize, documented::DocumentedFields,
+)]
 #[serde(default, deny_unknown_fields)]
 pub struct AccessSettings {
     /// Routes open without a key even when keys are configured, as `"METHOD /path"`

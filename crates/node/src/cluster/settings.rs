@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `[cluster]` settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, documented::DocumentedFields)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClusterSettings {
     /// Join the cluster `name` on `[nats] url` (needs feature `nats`).

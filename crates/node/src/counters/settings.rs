@@ -42,7 +42,7 @@ pub enum CounterRole {
 }
 
 /// `[counters]`: durability and schema behaviour of the counter engine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, documented::DocumentedFields)]
 #[serde(default, deny_unknown_fields)]
 pub struct CounterSettings {
     /// `always` (default: no acknowledged write is lost), `everysec` or `no`, as Redis's appendfsync.

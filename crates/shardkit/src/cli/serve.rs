@@ -69,6 +69,10 @@ pub struct ServeArgs {
     /// Print the settings in effect (API key hidden) and exit.
     #[arg(long)]
     print_config: bool,
+    /// With --print-config: every key, unset ones too, each with what it does and the
+    /// flag and environment variable that set it (docs/config.md is this output).
+    #[arg(long, requires = "print_config")]
+    all: bool,
 }
 
 /// Loads the settings and runs the server until SIGINT/SIGTERM.
@@ -96,7 +100,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // A typo in a setting only a frontend reads must stop the start too.
     shardkit::server::check_frontend_settings(&settings)?;
     if args.print_config {
-        print!("{}", settings.to_toml_redacted()?);
+        if args.all {
+            print!(
+                "{}",
+                shardkit_node::settings_reference::annotated(&settings)?
+            );
+        } else {
+            print!("{}", settings.to_toml_redacted()?);
+        }
         return Ok(());
     }
     init_logging(settings.log_format);
