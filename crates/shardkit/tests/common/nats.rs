@@ -57,6 +57,29 @@ impl Nats {
         }
     }
 
+    /// Stops the server as its service manager would (SIGTERM, then waits for it) and
+    /// answers its store directory, whole on disk: what a backup copies.
+    #[allow(dead_code)]
+    pub fn stop(&mut self) -> &std::path::Path {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+        self._dir.path()
+    }
+
+    /// Starts one on a free port over the store directory `dir` (a restored copy).
+    #[allow(dead_code)]
+    pub fn start_on_store(dir: tempfile::TempDir) -> Nats {
+        let port = free_port();
+        let child = spawn(port, dir.path());
+        Nats {
+            child,
+            url: format!("nats://127.0.0.1:{port}"),
+            _dir: dir,
+        }
+    }
+
     /// SIGKILLs the server, waits `down`, and starts it again on the same port and
     /// store directory (its streams and buckets come back from disk): a NATS outage.
     #[allow(dead_code)]
