@@ -306,10 +306,10 @@ impl Settings {
     pub fn to_toml_redacted(&self) -> anyhow::Result<String> {
         let mut shown = self.clone();
         if shown.api_key.is_some() {
-            shown.api_key = Some("<redacted>".into());
+            shown.api_key = Some("<set>".into());
         }
         if let Some(regions) = shown.regions.as_mut().filter(|r| r.peer_key.is_some()) {
-            regions.peer_key = Some("<redacted>".into());
+            regions.peer_key = Some("<set>".into());
         }
         shown.nats = shown.nats.redacted();
         shown.links.servers = shown
@@ -428,7 +428,7 @@ mod tests {
             ..open
         };
         let s = Settings::load(None, keyed).unwrap();
-        assert!(s.to_toml_redacted().unwrap().contains("<redacted>"));
+        assert!(s.to_toml_redacted().unwrap().contains("<set>"));
     }
 
     #[test]
@@ -445,7 +445,7 @@ mod tests {
         assert_eq!((r.remote_ttl_ms, r.peer_timeout_ms), (30_000, 1_000));
         let shown = s.to_toml_redacted().unwrap();
         assert!(
-            !shown.contains("0123456789abcdef") && shown.contains("<redacted>"),
+            !shown.contains("0123456789abcdef") && shown.contains("<set>"),
             "{shown}"
         );
         std::fs::write(

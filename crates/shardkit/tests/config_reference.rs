@@ -90,7 +90,7 @@ const SAMPLES: &[Sample] = &[
     Sample(
         "SHARDKIT_API_KEY",
         "sample-key-0123456789",
-        "api_key = \"<redacted>\"",
+        "api_key = \"<set>\"",
         &[],
     ),
     Sample("SHARDKIT_LOG_FORMAT", "json", "log_format = \"json\"", &[]),

@@ -395,7 +395,7 @@ fn serve_print_config_shows_flags_over_environment_over_file() {
         "flag over env: {text}"
     );
     assert!(
-        text.contains("<redacted>") && !text.contains("secret"),
+        text.contains("<set>") && !text.contains("secret"),
         "key hidden: {text}"
     );
     let bad = shardkit(
