@@ -231,16 +231,22 @@ fn round(
         restarts.join("; ")
     );
     report::failover_parts(tag, nodes, target, &lines_before, fault_wall);
-    // Every node's log lines of the round, to see how a failover went.
-    if std::env::var("SHARDKIT_TEST_ROUND_LOGS").is_ok() {
+    failures.extend(verdict::check(tag, nodes, &seen, totals));
+    // Every node's log lines of the round and its INFO replication, to see how a
+    // failover went: always for a round that failed (a rare failure is diagnosed from
+    // its one run), on request otherwise.
+    if !failures.is_empty() || std::env::var("SHARDKIT_TEST_ROUND_LOGS").is_ok() {
         for (i, node) in nodes.iter().enumerate() {
             for l in node.log_lines().split_off(lines_before[i]) {
                 eprintln!("{tag}: log of {}: {}", node.name, l.trim_end());
             }
+            eprintln!(
+                "{tag}: INFO replication of {}: {}",
+                node.name,
+                readings::info_replication(node.resp).replace("\r\n", "; ")
+            );
         }
     }
-
-    failures.extend(verdict::check(tag, nodes, &seen, totals));
     // A node that must start over restarts in place; an exit means it could not.
     for (node, &before) in nodes.iter().zip(&exits_before) {
         let exits = node.exits();

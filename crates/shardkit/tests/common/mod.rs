@@ -103,17 +103,28 @@ impl Server {
             cmd.env(k, v);
         }
         let mut child = cmd.spawn().expect("spawn shardkit");
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        // Lines are read on a thread of their own, so a server that hangs before its
+        // first line (or between two) cannot hold the test past the deadline.
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (lines, next) = std::sync::mpsc::channel::<String>();
+        let sink = std::sync::Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line.clone());
+                let _ = lines.send(line);
+            }
+        });
         let deadline = Instant::now() + Duration::from_secs(30);
-        let mut seen = Vec::new();
         loop {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).unwrap_or(0) == 0 || Instant::now() > deadline {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = next.recv_timeout(wait) else {
+                // Out of time, or the server exited (its output ended).
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(seen.join(""));
-            }
-            seen.push(line.clone());
+                let seen = log.lock().unwrap().join("\n");
+                return Err(seen);
+            };
             if line.contains("shardkit listening") {
                 let field = |name: &str| -> SocketAddr {
                     let start = line.find(&format!("{name}=")).unwrap() + name.len() + 1;
@@ -125,13 +136,6 @@ impl Server {
                         .unwrap()
                 };
                 let (http, resp) = (field("http"), field("resp"));
-                let log = std::sync::Arc::new(std::sync::Mutex::new(seen));
-                let sink = std::sync::Arc::clone(&log);
-                std::thread::spawn(move || {
-                    for line in stderr.lines().map_while(Result::ok) {
-                        sink.lock().unwrap().push(line);
-                    }
-                });
                 return Ok(Server {
                     child,
                     http,

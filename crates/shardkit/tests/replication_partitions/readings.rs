@@ -157,3 +157,16 @@ fn role_of(con: &mut redis::Connection) -> Option<String> {
         _ => None,
     }
 }
+
+/// What `INFO replication` of the node at `addr` says now (its role, lease, applied lsn
+/// and durability), or why it could not be asked.
+pub fn info_replication(addr: SocketAddr) -> String {
+    let timeout = Duration::from_secs(1);
+    let Some(mut con) = writers::connect(addr, timeout, timeout) else {
+        return "no connection".into();
+    };
+    redis::cmd("INFO")
+        .arg("replication")
+        .query::<String>(&mut con)
+        .unwrap_or_else(|e| format!("error: {e}"))
+}
