@@ -70,7 +70,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         key_step: 0,
         categories: &["@read", "@slow"],
         group: "counter",
-        summary: "COUNTER.DIGEST [counter]: the lsn applied and a digest of the rows at it, to compare replicas",
+        summary: "COUNTER.DIGEST [counter] | GROUP g: the lsn applied and a digest of the rows at it (of slot group g's copy on a cluster node), to compare replicas",
         run: digest,
     },
 ];
@@ -80,8 +80,14 @@ pub const COMMANDS: &[CommandSpec] = &[
 /// counter's). Two nodes that answer the same pair hold the same rows.
 fn digest(call: &mut Call<'_, '_>) {
     let (cmd, state, out) = (call.cmd, call.state, &mut *call.out);
+    if cmd.len() == 3 && cmd.arg(1).is_some_and(|a| a.eq_ignore_ascii_case(b"group")) {
+        return group_digest(state, cmd.arg(2), out);
+    }
     if cmd.len() > 2 {
-        return reply::error(out, "ERR syntax error: COUNTER.DIGEST [counter]");
+        return reply::error(
+            out,
+            "ERR syntax error: COUNTER.DIGEST [counter] or COUNTER.DIGEST GROUP g",
+        );
     }
     let only = match cmd.arg(1) {
         Some(raw) => match utf8(Some(raw), "counter names", out) {
@@ -99,6 +105,39 @@ fn digest(call: &mut Call<'_, '_>) {
         }
         Err(shardkit_counters::Error::NoSuchCounter(name)) => {
             reply::error(out, &no_such_counter(&name))
+        }
+        Err(e) => reply::error(out, &format!("BUSY {e}")),
+    }
+}
+
+/// `COUNTER.DIGEST GROUP g` on a cluster node: the lsn and digest of the copy of slot
+/// group `g` this node holds (as its owner or a follower), so the copies of one group on
+/// several nodes are compared as a replication node's are.
+fn group_digest(state: &AppState, raw: Option<&[u8]>, out: &mut BytesMut) {
+    let Some(live) = state.cluster.get() else {
+        return reply::error(out, "ERR COUNTER.DIGEST GROUP needs a cluster node");
+    };
+    let group = raw
+        .and_then(|r| std::str::from_utf8(r).ok())
+        .and_then(|t| t.parse::<u16>().ok())
+        .filter(|&g| g < live.map().groups);
+    let Some(group) = group else {
+        return reply::error(
+            out,
+            "ERR the group is not a slot group number of this cluster",
+        );
+    };
+    let Some(store) = live.store(group) else {
+        return reply::error(
+            out,
+            &format!("ERR this node holds no copy of group {group}"),
+        );
+    };
+    match shardkit_node::resp_runtime::block_here(|| store.counters.engine.digest(None)) {
+        Ok(d) => {
+            reply::array_header(out, 2);
+            reply::integer(out, d.lsn as i64);
+            reply::bulk(out, format!("{:032x}", d.value).as_bytes());
         }
         Err(e) => reply::error(out, &format!("BUSY {e}")),
     }
