@@ -139,6 +139,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
     let resp_runtime = shardkit_node::resp_runtime::RespRuntime::start(state.settings.resp_threads)
         .context("cannot start the RESP runtime")?;
     let cluster = join_cluster(&state, resp_runtime.handle()).await?;
+    let reload = spawn_reload(&tls);
     tracing::info!(
         http = %state.settings.http.listen,
         http_tls = state.settings.http.tls(),
@@ -162,7 +163,6 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
     }
     let (stop, stopped) = watch::channel(false);
     let router = crate::http::router(Arc::clone(&state))?;
-    let reload = spawn_reload(&tls);
     let http = spawn_http(http_listener, tls.http, router, stopped.clone());
     let (stop_fsync, fsync_stopped) = watch::channel(false);
     let group_commit = resp_runtime.spawn(shardkit_node::counters::commit_task::GroupCommit::run(
@@ -355,9 +355,12 @@ fn spawn_reload(tls: &crate::frontend_tls::Frontends) -> tokio::task::JoinHandle
     let certificates = tls.certificates.clone();
     #[cfg(not(feature = "tls"))]
     let _ = tls;
+    // Registered here, before the server says it listens, not in the task: a SIGHUP
+    // that came between the two would end the process (the default action).
+    use tokio::signal::unix::{signal, SignalKind};
+    let hangups = signal(SignalKind::hangup());
     tokio::spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut hangups = match signal(SignalKind::hangup()) {
+        let mut hangups = match hangups {
             Ok(h) => h,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot listen for SIGHUP");

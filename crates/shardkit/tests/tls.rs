@@ -39,6 +39,26 @@ fn curl(ca: &Path, args: &[&str]) -> Output {
         .expect("curl runs")
 }
 
+/// The command printed `expected` (trimmed); else a panic with all it said.
+fn says(out: &Output, expected: &str) {
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        expected,
+        "{}",
+        text(out)
+    );
+}
+
+/// The command did not print `refused` (a connection that must not be served).
+fn says_not(out: &Output, refused: &str) {
+    assert_ne!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        refused,
+        "{}",
+        text(out)
+    );
+}
+
 fn curl_ok(ca: &Path, url: &str) -> Result<String, String> {
     let out = curl(ca, &["-f", url]);
     if out.status.success() {
@@ -190,7 +210,9 @@ fn resp_tls_server(dir: &Path, pki: &Pki, extra: &str) -> (Server, u16) {
     (server, addr.port())
 }
 
-fn redis_cli(port: u16, pki: &Pki, client_cert: bool, args: &[&str]) -> Output {
+/// `redis-cli --tls` to `port`, trusting `pki`'s CA, showing `client`'s certificate if
+/// given, logged in with the key.
+fn redis_cli(port: u16, pki: &Pki, client: Option<&Pki>, args: &[&str]) -> Output {
     let mut cmd = Command::new("redis-cli");
     cmd.args([
         "-h",
@@ -201,11 +223,11 @@ fn redis_cli(port: u16, pki: &Pki, client_cert: bool, args: &[&str]) -> Output {
         "--cacert",
     ])
     .arg(&pki.ca);
-    if client_cert {
+    if let Some(client) = client {
         cmd.arg("--cert")
-            .arg(&pki.client_cert)
+            .arg(&client.client_cert)
             .arg("--key")
-            .arg(&pki.client_key);
+            .arg(&client.client_key);
     }
     cmd.args(["--user", "default", "--pass", KEY, "--no-auth-warning"])
         .args(args)
@@ -218,13 +240,8 @@ fn the_redis_protocol_over_tls_with_redis_cli_redis_py_and_ioredis() {
     let dir = tempfile::tempdir().unwrap();
     let pki = Pki::make(&dir.path().join("pki"));
     let (server, tls_port) = resp_tls_server(dir.path(), &pki, "");
-    let out = redis_cli(tls_port, &pki, false, &["INCRBY", "tls:cli", "5"]);
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "5",
-        "{}",
-        text(&out)
-    );
+    let out = redis_cli(tls_port, &pki, None, &["INCRBY", "tls:cli", "5"]);
+    says(&out, "5");
     // The plain port still serves, and sees the same counters.
     let mut plain = server.redis();
     let () = redis::cmd("AUTH").arg(KEY).query(&mut plain).unwrap();
@@ -256,12 +273,7 @@ fn the_redis_protocol_over_tls_with_redis_cli_redis_py_and_ioredis() {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&py.stdout).trim(),
-        "7 8",
-        "{}",
-        text(&py)
-    );
+    says(&py, "7 8");
     let js = Command::new("node")
         .env("NODE_PATH", deps.join("node/node_modules"))
         .args([
@@ -278,21 +290,11 @@ fn the_redis_protocol_over_tls_with_redis_cli_redis_py_and_ioredis() {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&js.stdout).trim(),
-        "3 7",
-        "{}",
-        text(&js)
-    );
+    says(&js, "3 7");
     // A client that does not trust the server's CA gets nothing.
     let other = Pki::make(&dir.path().join("other"));
-    let out = redis_cli(tls_port, &other, false, &["PING"]);
-    assert_ne!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "PONG",
-        "{}",
-        text(&out)
-    );
+    let out = redis_cli(tls_port, &other, None, &["PING"]);
+    says_not(&out, "PONG");
     let values: Vec<i64> = ["tls:cli", "tls:py", "tls:js"]
         .iter()
         .map(|k| redis::cmd("GET").arg(k).query(&mut plain).unwrap())
@@ -306,52 +308,14 @@ fn a_tls_port_with_a_ca_takes_only_clients_with_a_certificate() {
     let pki = Pki::make(&dir.path().join("pki"));
     let (_server, tls_port) =
         resp_tls_server(dir.path(), &pki, &format!("tls_ca = {:?}\n", pki.ca));
-    let without = redis_cli(tls_port, &pki, false, &["PING"]);
-    assert_ne!(
-        String::from_utf8_lossy(&without.stdout).trim(),
-        "PONG",
-        "{}",
-        text(&without)
-    );
-    let with = redis_cli(tls_port, &pki, true, &["PING"]);
-    assert_eq!(
-        String::from_utf8_lossy(&with.stdout).trim(),
-        "PONG",
-        "{}",
-        text(&with)
-    );
+    let without = redis_cli(tls_port, &pki, None, &["PING"]);
+    says_not(&without, "PONG");
+    let with = redis_cli(tls_port, &pki, Some(&pki), &["PING"]);
+    says(&with, "PONG");
     // A certificate from another CA is no better than none.
     let other = Pki::make(&dir.path().join("other"));
-    let foreign = Command::new("redis-cli")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &tls_port.to_string(),
-            "--tls",
-            "--cacert",
-        ])
-        .arg(&pki.ca)
-        .arg("--cert")
-        .arg(&other.client_cert)
-        .arg("--key")
-        .arg(&other.client_key)
-        .args([
-            "--user",
-            "default",
-            "--pass",
-            KEY,
-            "--no-auth-warning",
-            "PING",
-        ])
-        .output()
-        .unwrap();
-    assert_ne!(
-        String::from_utf8_lossy(&foreign.stdout).trim(),
-        "PONG",
-        "{}",
-        text(&foreign)
-    );
+    let foreign = redis_cli(tls_port, &pki, Some(&other), &["PING"]);
+    says_not(&foreign, "PONG");
 }
 
 #[test]
@@ -380,13 +344,8 @@ fn a_tls_only_resp_serves_no_plain_port() {
     )
     .unwrap();
     // The node reports the TLS port as its address; it answers TLS there.
-    let out = redis_cli(server.resp.port(), &pki, false, &["PING"]);
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "PONG",
-        "{}",
-        text(&out)
-    );
+    let out = redis_cli(server.resp.port(), &pki, None, &["PING"]);
+    says(&out, "PONG");
     let line = server
         .log
         .lock()
