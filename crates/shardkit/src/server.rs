@@ -140,6 +140,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         .context("cannot start the RESP runtime")?;
     let cluster = join_cluster(&state, resp_runtime.handle()).await?;
     let reload = spawn_reload(&tls);
+    let mut stop_signals = StopSignals::register()?;
     tracing::info!(
         http = %state.settings.http.listen,
         http_tls = state.settings.http.tls(),
@@ -193,7 +194,7 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
     }
 
     let restart = tokio::select! {
-        _ = wait_for_signal() => None,
+        _ = stop_signals.first() => None,
         request = shardkit_node::restart_in_place::requested() => Some(request),
     };
     let drain_for = match restart {
@@ -378,25 +379,29 @@ fn spawn_reload(tls: &crate::frontend_tls::Frontends) -> tokio::task::JoinHandle
     })
 }
 
-async fn wait_for_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
+/// SIGINT and SIGTERM, registered when made: made before the server says it listens,
+/// so a stop sent the moment it does is never met by the default action instead.
+struct StopSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn register() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+            terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
+        })
+    }
+
+    /// Waits for either.
+    async fn first(&mut self) {
         tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
         }
     }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
 }
 
 /// With `[cluster] enabled`: the node's id, its view of the cluster in the state, and the
