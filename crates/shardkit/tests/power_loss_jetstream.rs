@@ -52,6 +52,10 @@ const LOAD_AFTER: Duration = Duration::from_secs(1);
 /// How long a takeover, a rejoin or the nodes' agreeing may take before the round
 /// counts it as a failure.
 const WAIT: Duration = Duration::from_secs(30);
+/// How long a node may take to say it listens: after a power cut it waits (with backoff)
+/// for JetStream's stream leaders to be elected again, which on nats-server 2.9 can
+/// take longer than [`WAIT`].
+const NODE_START: Duration = Duration::from_secs(90);
 
 /// What a run varies.
 struct Setup {
@@ -586,7 +590,7 @@ struct Node {
 }
 
 impl Node {
-    /// Starts it; panics with its log if it does not start in [`WAIT`].
+    /// Starts it; panics with its log if it does not start in [`NODE_START`].
     fn start(data: PathBuf, url: String, replicas: usize) -> Node {
         let server = start_node(&data, &url, replicas, None).unwrap_or_else(|e| panic!("{e}"));
         Node {
@@ -632,7 +636,7 @@ impl Node {
 }
 
 /// `shardkit serve` in role `auto` on the JetStream log at `url`, on the given (HTTP,
-/// RESP) addresses or free ports, tried for [`WAIT`] (a node cannot start while
+/// RESP) addresses or free ports, tried for [`NODE_START`] (a node cannot start while
 /// JetStream has no meta leader).
 fn start_node(
     data: &Path,
@@ -653,9 +657,10 @@ fn start_node(
         (h.to_string(), r.to_string())
     });
     let args = ["--http", http.as_str(), "--resp", resp.as_str()];
-    let deadline = Instant::now() + WAIT;
+    let deadline = Instant::now() + NODE_START;
     loop {
-        match Server::try_start(data, &args, &env) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match Server::try_start_within(&[], data, &args, &env, left.max(Duration::from_secs(1))) {
             Ok(server) => return Ok(server),
             Err(log) if Instant::now() > deadline => {
                 return Err(format!("the node did not start: {log}"))

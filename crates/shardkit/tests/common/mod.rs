@@ -21,6 +21,8 @@ pub mod raw_resp;
 pub mod replication;
 pub mod tcp_proxy;
 pub mod visitors;
+#[cfg(feature = "nats")]
+pub mod written_stream;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -67,13 +69,26 @@ impl Server {
 
     /// Starts a server as [`Server::try_start`] does, through `wrapper` (e.g. `ip netns
     /// exec NAME`, which execs the binary in place: the child is the server).
-    // The child is waited for in `Drop` (or right here on failure).
-    #[allow(clippy::zombie_processes)]
     pub fn try_start_in(
         wrapper: &[&str],
         data: &Path,
         args: &[&str],
         env: &[(&str, &str)],
+    ) -> Result<Server, String> {
+        Self::try_start_within(wrapper, data, args, env, Duration::from_secs(30))
+    }
+
+    /// Starts a server as [`Server::try_start_in`] does, giving it `within` to say it
+    /// listens: a node that waits for JetStream after a fault may take longer than the
+    /// usual deadline, and killing it midway would only start its wait over.
+    // The child is waited for in `Drop` (or right here on failure).
+    #[allow(clippy::zombie_processes)]
+    pub fn try_start_within(
+        wrapper: &[&str],
+        data: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        within: Duration,
     ) -> Result<Server, String> {
         let mut cmd = match wrapper.split_first() {
             None => Command::new(env!("CARGO_BIN_EXE_shardkit")),
@@ -115,7 +130,7 @@ impl Server {
                 let _ = lines.send(line);
             }
         });
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + within;
         loop {
             let wait = deadline.saturating_duration_since(Instant::now());
             let Ok(line) = next.recv_timeout(wait) else {
