@@ -473,7 +473,7 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("cannot clear {}", dir.display()))?;
     }
-    let restored_seq = crate::state::restore_snapshot(&spec, &dir)?;
+    let (restored_seq, started_from) = crate::state::restore_snapshot(&spec, &dir)?;
     let engine =
         shardkit_counters::Engine::open(&dir, crate::state::engine_options(settings, true)?)?;
     engine.set_read_only(true);
@@ -508,6 +508,7 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
             group: g,
             queue: ctx.reopen.clone(),
         },
+        started_from,
     });
     let replicator =
         Replicator::start_group(Arc::clone(&store), ctx.nats.clone(), ctx.shared.clone())?;

@@ -26,12 +26,13 @@ pub const MAX_BATCH: u64 = 100_000;
 pub type Allocator = Arc<SegmentAllocator<Arc<EmbeddedTicketStore>>>;
 
 /// Seeds the empty JetStream-mode engine directory `dir` with the newest snapshot of the
-/// store's object store; returns the last stream sequence it covers (0: none, replay
-/// the stream from its start).
+/// store's object store that this node has no reason to distrust; returns the last
+/// stream sequence it covers (0: none, replay the stream from its start) and which
+/// snapshot it was.
 pub(crate) fn restore_snapshot(
     spec: &crate::replication::store::StoreSpec,
     dir: &std::path::Path,
-) -> anyhow::Result<u64> {
+) -> anyhow::Result<(u64, Option<crate::replication::distrusted::StartedFrom>)> {
     #[cfg(feature = "nats")]
     if let Some(restored) = crate::replication::jetstream::snapshots::restore_newest(spec, dir)? {
         tracing::info!(
@@ -39,10 +40,17 @@ pub(crate) fn restore_snapshot(
             ms = restored.took.as_millis() as u64,
             "counters restored from the object store"
         );
-        return Ok(restored.snapshot.from_seq.saturating_sub(1));
+        let started_from = crate::replication::distrusted::StartedFrom {
+            snapshot: restored.snapshot.name.clone(),
+            list: crate::replication::distrusted::Distrusted::beside(dir),
+        };
+        return Ok((
+            restored.snapshot.from_seq.saturating_sub(1),
+            Some(started_from),
+        ));
     }
     let _ = (spec, dir);
-    Ok(0)
+    Ok((0, None))
 }
 
 /// The counter engine's options from `[counters]`; `jetstream`: the engine is the local
@@ -169,7 +177,7 @@ impl AppState {
         let jetstream = settings.counters.log == CounterLog::Jetstream;
         let engine_options = engine_options(&settings, jetstream)?;
         // With the JetStream log: the stream sequence the start's snapshot covers.
-        let mut restored_seq = 0;
+        let (mut restored_seq, mut started_from) = (0, None);
         let engine = if jetstream {
             // The stream is the log of record: the local directory is only the copy being
             // built from it, started afresh (it may hold records the stream refused),
@@ -182,7 +190,7 @@ impl AppState {
                 std::fs::remove_dir_all(&dir)
                     .with_context(|| format!("cannot clear {}", dir.display()))?;
             }
-            restored_seq = restore_snapshot(&store_spec(&settings), &dir)?;
+            (restored_seq, started_from) = restore_snapshot(&store_spec(&settings), &dir)?;
             let engine = Engine::open(dir, engine_options)?;
             engine.set_read_only(true);
             engine
@@ -344,6 +352,7 @@ impl AppState {
                 settings.counters.role == CounterRole::Auto,
             ),
             on_restart: crate::replication::store::OnRestart::RestartProcess,
+            started_from,
         });
         Ok(Self {
             settings,

@@ -17,9 +17,10 @@ mod common;
 use async_nats::jetstream::{self, message::PublishMessage, stream};
 use bytes::Bytes;
 use common::nats::Nats;
-use shardkit_counters::{ColumnOptions, Engine, FsyncPolicy, Key, LogOfRecord, Options};
+use common::written_stream::{follower_of, lease, messages, opts, Written};
+use shardkit_counters::{ColumnOptions, Engine, Key, LogOfRecord};
 use shardkit_node::replication::jetstream::names::{Names, LSN_HEADER};
-use shardkit_node::replication::jetstream::publisher::{JetStreamLog, Lease};
+use shardkit_node::replication::jetstream::publisher::JetStreamLog;
 use shardkit_node::replication::jetstream::stamp::Stamp;
 use shardkit_node::replication::jetstream::tasks::Tasks;
 use shardkit_node::replication::log_chain::Head;
@@ -27,28 +28,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn opts() -> Options {
-    Options {
-        fsync: FsyncPolicy::No,
-        snapshot_log_bytes: None,
-        ..Options::default()
-    }
-}
-
 /// The stream's end at an unstamped marker `seq`, for a writer of term `term`.
 fn head_at(seq: u64, term: u64) -> Head {
     Head {
         seq,
         term,
         chain: 0,
-    }
-}
-
-/// A lease of term `term` whose publishes are held a few seconds at most.
-fn lease(term: u64) -> Lease {
-    Lease {
-        term,
-        hold: Duration::from_secs(5),
     }
 }
 
@@ -97,27 +82,6 @@ async fn marker(js: &jetstream::Context, names: &Names, last: u64, lsn: u64) -> 
         .await
         .unwrap()
         .sequence
-}
-
-/// Every message of the stream, in order: (sequence, payload).
-async fn messages(stream: &stream::Stream) -> Vec<(u64, Vec<u8>)> {
-    let last = stream.clone().info().await.unwrap().state.last_sequence;
-    let mut out = Vec::new();
-    for seq in 1..=last {
-        let m = stream.get_raw_message(seq).await.unwrap();
-        out.push((seq, m.payload.to_vec()));
-    }
-    out
-}
-
-/// A new engine that applies every batch of the stream, as a follower does.
-fn follower_of(all: &[(u64, Vec<u8>)], dir: &std::path::Path) -> Engine {
-    let f = Engine::open(dir, opts()).unwrap();
-    f.set_read_only(true);
-    for (_, payload) in all.iter().filter(|(_, p)| !p.is_empty()) {
-        f.apply_replicated(payload).unwrap();
-    }
-    f
 }
 
 #[test]
@@ -281,60 +245,6 @@ fn published_messages_continue_each_other() {
         head = Some(Stamp::continues(&stamp, head, seq, lsns, &m.payload).unwrap());
     }
     assert_eq!(head.unwrap().term, 5);
-}
-
-/// A stream a real leader wrote ten `INCR c:1` to before it was killed (store `test`),
-/// and what the tests below need to write more into it by hand.
-struct Written {
-    nats: Nats,
-    rt: tokio::runtime::Runtime,
-    names: Names,
-    js: jetstream::Context,
-    stream: stream::Stream,
-    /// Every message, in order.
-    all: Vec<(u64, Vec<u8>)>,
-    /// The data directory of a replica to start on it.
-    replica_dir: tempfile::TempDir,
-    _leader_dir: tempfile::TempDir,
-}
-
-impl Written {
-    fn by_a_killed_leader() -> Written {
-        use common::replication::{eventually, kill, node, role};
-        let nats = Nats::start();
-        let leader_dir = tempfile::tempdir().unwrap();
-        let mut leader = node(leader_dir.path(), &nats, "auto", 1_000);
-        eventually(20, "the node leads", || {
-            role(&leader).as_deref() == Some("master")
-        });
-        let mut con = leader.redis();
-        for _ in 0..10 {
-            let _: i64 = redis::cmd("INCR").arg("c:1").query(&mut con).unwrap();
-        }
-        kill(&mut leader);
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let names = Names::new("test");
-        let (js, stream) = rt.block_on(async {
-            let js = jetstream::new(async_nats::connect(nats.url.as_str()).await.unwrap());
-            let stream = js.get_stream(&names.stream).await.unwrap();
-            (js, stream)
-        });
-        let all = rt.block_on(messages(&stream));
-        Written {
-            nats,
-            rt,
-            names,
-            js,
-            stream,
-            all,
-            replica_dir: tempfile::tempdir().unwrap(),
-            _leader_dir: leader_dir,
-        }
-    }
 }
 
 /// A message that does not continue the log the replica holds: here a batch whose

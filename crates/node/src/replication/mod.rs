@@ -9,12 +9,15 @@
 //!   names and timings, how it starts over).
 //! - [`log_chain`]: the term and running checksum every message of the log carries, so
 //!   a replica applies only what continues its own copy.
+//! - [`distrusted`]: the snapshots a store no longer starts from on this node (the
+//!   stream did not continue them).
 //! - [`members`]: the store's nodes as they announce themselves; [`sentinel`]: the
 //!   Sentinel view (master, replicas, sentinels) built from them and the lease.
 //! - `jetstream` (feature `nats`): the log of record on a JetStream stream, the leader
 //!   lease in a KV bucket, the follower that applies the stream, the membership
 //!   announcements.
 
+pub mod distrusted;
 pub mod gate;
 #[cfg(feature = "nats")]
 pub mod jetstream;

@@ -66,6 +66,9 @@ pub struct Status {
     /// The first stream sequence after the snapshot this node started from (0: none):
     /// that message alone may repeat records the snapshot already holds.
     snapshot_joint: AtomicU64,
+    /// Whether the follower has checked this copy's end against the stream leader's
+    /// since the start: until then a mismatch may be the snapshot's fault.
+    joint_checked: std::sync::atomic::AtomicBool,
 }
 
 impl Status {
@@ -85,6 +88,7 @@ impl Status {
             durability: parking_lot::Mutex::new(None),
             link_up: std::sync::atomic::AtomicBool::new(true),
             snapshot_joint: AtomicU64::new(0),
+            joint_checked: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -96,6 +100,17 @@ impl Status {
     /// Notes where the stream continues the snapshot this node started from.
     pub fn set_snapshot_joint(&self, seq: u64) {
         self.snapshot_joint.store(seq, Ordering::Release);
+    }
+
+    /// Whether this copy's end has matched the stream leader's since the start (see
+    /// [`crate::replication::distrusted`]).
+    pub fn joint_checked(&self) -> bool {
+        self.joint_checked.load(Ordering::Acquire)
+    }
+
+    /// Notes that this copy's end matched the stream leader's.
+    pub fn set_joint_checked(&self) {
+        self.joint_checked.store(true, Ordering::Release);
     }
 
     /// The role now.

@@ -28,6 +28,9 @@ pub struct CounterStore {
     /// What happens when the store must start over (a leader that lost its lease, a
     /// replica that fell behind the stream's purge point).
     pub on_restart: OnRestart,
+    /// The snapshot this copy started from (none: from the stream's start), noted as
+    /// not to start from again if the stream does not continue it.
+    pub started_from: Option<super::distrusted::StartedFrom>,
 }
 
 /// How a store starts over when its state can no longer be trusted: a deposed leader

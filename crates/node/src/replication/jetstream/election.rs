@@ -14,6 +14,7 @@
 //! same term.
 
 use super::follower::follow;
+use super::joint::joint_head;
 use super::names::{Names, LEADER_HEADER, LEASE_KEY, LSN_HEADER};
 use super::publisher::{JetStreamLog, Lease};
 use super::stamp::{Diverged, Stamp, CHAIN_HEADER, TERM_HEADER};
@@ -170,19 +171,13 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
             .set_head(Some(crate::replication::log_chain::GENESIS));
     } else {
         state.replication.set_snapshot_joint(from);
-        // After a snapshot: its last covered message, as the stream leader holds it
-        // (the snapshotting leader's own), is where this copy's chain stands. Known,
-        // a deposed leader's late write met first is skipped for its older term, as
-        // every other reader skips it, instead of being applied as the first message.
-        let read = tokio::time::timeout(store.lease_for, store.stream.get_raw_message(from - 1));
-        if let Ok(Ok(message)) = read.await {
-            if let Ok(Some(stamp)) = Stamp::read(Some(&message.headers)) {
-                state.replication.set_head(Some(Head {
-                    seq: from - 1,
-                    term: stamp.term,
-                    chain: stamp.after,
-                }));
-            }
+        // After a snapshot: the agreed chain at its joint, as the stream leader holds
+        // it, is where this copy's chain stands. Known, a deposed leader's late write
+        // met first is skipped for its older term, as every other reader skips it,
+        // instead of being applied as the first message.
+        let read = tokio::time::timeout(store.lease_for, joint_head(&store.stream, from));
+        if let Ok(Some(head)) = read.await {
+            state.replication.set_head(Some(head));
         }
     }
     // After what the start restored from a snapshot (0 without one: from the start).
@@ -393,18 +388,11 @@ struct Lagging;
 /// holder could have renewed too, so a lease is found unrenewed only over time in
 /// which renewing was possible.
 async fn read_lease(store: &Store) -> anyhow::Result<Option<(u64, Bytes)>> {
-    let subject = format!("$KV.{}.{LEASE_KEY}", store.names.lease_bucket);
-    match store
-        .lease_stream
-        .get_last_raw_message_by_subject(&subject)
-        .await
-    {
-        // A delete or purge marker (`KV-Operation`) frees the lease.
-        Ok(message) if message.headers.get("KV-Operation").is_some() => Ok(None),
-        Ok(message) => Ok(Some((message.sequence, message.payload))),
-        Err(e) if e.kind() == stream::RawMessageErrorKind::NoMessageFound => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+    // A delete or purge marker frees the lease.
+    Ok(
+        super::kv_agreed::agreed_entry(&store.lease_stream, &store.names.lease_bucket, LEASE_KEY)
+            .await?,
+    )
 }
 
 /// Catches up, checks that this node's copy ends where the stream leader's does (same

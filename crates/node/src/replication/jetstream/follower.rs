@@ -47,6 +47,13 @@ pub struct Behind {
 /// the same way by its node ([`crate::replication::store::OnRestart`]).
 pub fn start_over(state: &CounterStore, why: &anyhow::Error) {
     state.counters.engine.set_read_only(true);
+    if !why.is::<Behind>() && !state.replication.joint_checked() {
+        // The stream did not continue the copy before its end was ever checked against
+        // the stream leader's: the snapshot it started from may be the cause.
+        if let Some(started_from) = &state.started_from {
+            started_from.distrust();
+        }
+    }
     if !why.is::<Behind>() {
         let (applied, _, _) = state.replication.progress();
         state.replication.set_diverged(Some(format!("{why:#}")));
@@ -309,6 +316,7 @@ async fn verify_end(
         }
     }
     *verified = head.seq;
+    state.replication.set_joint_checked();
     state.replication.set_link_up(true);
     Ok(())
 }

@@ -19,6 +19,9 @@
 //!   below what they cover, and a start from the newest one.
 //! - [`stamp`]: the term and chain headers of every message, and the check of them.
 //! - [`lsn_seq`]: which stream sequence a snapshot's lsn corresponds to.
+//! - [`kv_agreed`]: a KV key as its bucket's stream leader holds it (the lease, the
+//!   cluster's map and node records are read so).
+//! - [`joint`]: where a copy restored from a snapshot stands in the stream's chain.
 //! - [`id_leases`]: this node's leases on blocks of id shards, so every node of the
 //!   store issues ids and no two issue the same.
 //! - [`tasks`]: where a store's tasks run and how they are stopped together.
@@ -34,6 +37,8 @@ pub mod durability;
 pub mod election;
 pub mod follower;
 pub mod id_leases;
+pub mod joint;
+pub mod kv_agreed;
 pub mod lsn_seq;
 pub mod membership;
 pub mod names;

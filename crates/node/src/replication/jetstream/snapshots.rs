@@ -14,6 +14,7 @@
 
 use super::lsn_seq::first_seq_reaching;
 use super::names::Names;
+use crate::replication::distrusted::Distrusted;
 use crate::replication::store::CounterStore;
 use crate::replication::Role;
 use anyhow::Context;
@@ -251,9 +252,11 @@ pub struct Restored {
 }
 
 /// Seeds the empty engine directory `dir` with the newest usable snapshot of the
-/// store's object store (an older one if the newest cannot be fetched or is damaged).
-/// `None` when the store has none: the node replays the stream from its start. Blocks:
-/// call it from a blocking thread, before the engine is opened.
+/// store's object store (an older one if the newest cannot be fetched, is damaged, or
+/// is one the stream did not continue at an earlier start here: see
+/// [`crate::replication::distrusted`]). `None` when the store has none: the node
+/// replays the stream from its start. Blocks: call it from a blocking thread, before
+/// the engine is opened.
 pub fn restore_newest(
     spec: &crate::replication::store::StoreSpec,
     dir: &std::path::Path,
@@ -275,7 +278,7 @@ pub fn restore_newest(
             Ok((bucket, all))
         })
         .await?;
-        for stored in all {
+        for stored in usable(all, &Distrusted::beside(dir)) {
             let bytes = match download(&bucket, &stored).await {
                 Ok(bytes) => bytes,
                 Err(e) => {
@@ -299,6 +302,35 @@ pub fn restore_newest(
         }
         Ok(None)
     })
+}
+
+/// The stored snapshots to try, newest first, without those `distrusted` names (the
+/// list forgets snapshots the store no longer has). When every one is distrusted the
+/// list is cleared and all are tried again: a node with no snapshot to start from
+/// could not start at all once the stream is purged.
+fn usable(all: Vec<Stored>, distrusted: &Distrusted) -> Vec<Stored> {
+    let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+    if let Err(e) = distrusted.keep_only(&names) {
+        tracing::warn!(error = %e, "cannot prune the list of snapshots not to start from");
+    }
+    let skipped = distrusted.names();
+    let trusted: Vec<Stored> = all
+        .iter()
+        .filter(|s| !skipped.contains(&s.name))
+        .cloned()
+        .collect();
+    if trusted.is_empty() && !all.is_empty() {
+        tracing::warn!(
+            skipped = ?skipped,
+            "every stored snapshot is one the stream did not continue at an earlier start; trying them all again"
+        );
+        let _ = distrusted.keep_only(&[]);
+        return all;
+    }
+    for name in &skipped {
+        tracing::warn!(snapshot = %name, "not starting from this snapshot: the stream did not continue it at an earlier start");
+    }
+    trusted
 }
 
 #[cfg(test)]

@@ -1,0 +1,200 @@
+//! A node starting from a snapshot in the object store goes on with the stream at the
+//! snapshot's joint. Two ways that joint can be wrong, each made by hand on a stream a
+//! real leader wrote: the message just before it is a deposed leader's late write (the
+//! chain there is not the agreed one), and the snapshot names a joint the stream does
+//! not continue. Either way the node must come up serving the agreed count, not start
+//! over from the same snapshot forever.
+
+#![cfg(feature = "nats")]
+
+mod common;
+
+use async_nats::jetstream::message::PublishMessage;
+use bytes::Bytes;
+use common::replication::{eventually, get, kill, node};
+use common::written_stream::{follower_of, lease, Written};
+use shardkit_counters::{Key, LogOfRecord};
+use shardkit_node::replication::jetstream::names::LSN_HEADER;
+use shardkit_node::replication::jetstream::publisher::JetStreamLog;
+use shardkit_node::replication::jetstream::snapshots;
+use shardkit_node::replication::jetstream::stamp::Stamp;
+use shardkit_node::replication::jetstream::tasks::Tasks;
+use shardkit_node::replication::log_chain::Head;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// The engine's snapshot of `engine` now: (its lsn, the file's bytes).
+fn snapshot_of(engine: &shardkit_counters::Engine) -> (u64, Vec<u8>) {
+    let info = engine.snapshot().unwrap();
+    (info.lsn, std::fs::read(&info.path).unwrap())
+}
+
+/// Puts `bytes` into the store's snapshot object store as the snapshot at `lsn` whose
+/// tail starts at stream sequence `from_seq`.
+fn store_snapshot(written: &Written, lsn: u64, from_seq: u64, bytes: &[u8]) {
+    written.rt.block_on(async {
+        let bucket = snapshots::bucket(&written.js, &written.names, 1)
+            .await
+            .unwrap();
+        let mut data = bytes;
+        bucket
+            .put(snapshots::object_name(lsn, from_seq).as_str(), &mut data)
+            .await
+            .unwrap();
+    });
+}
+
+/// The stream: the killed leader's ten increments, a new leader's marker (newer term),
+/// the deposed leader's late write of 100 stored after it (as nats-server 2.9 was seen
+/// doing after a partition healed), then the new leader's write of 1,000. The snapshot
+/// the new leader took right after its marker is stored with its joint at its own
+/// write, so the message just before the joint is the deposed leader's. A node started
+/// from it must take the marker's chain as its own (the new leader's write builds on
+/// it), not the late write's: with the late write's chain the next message never
+/// continues the copy and the node starts over from the same snapshot forever.
+#[test]
+fn a_start_from_a_snapshot_right_after_a_deposed_leaders_late_write() {
+    let written = Written::by_a_killed_leader();
+    let (rt, names, js, stream, all) = (
+        &written.rt,
+        &written.names,
+        &written.js,
+        &written.stream,
+        &written.all,
+    );
+    let last = all.last().unwrap().0;
+    let end = rt.block_on(stream.get_raw_message(last)).unwrap();
+    let end_stamp = Stamp::read(Some(&end.headers)).unwrap().unwrap();
+    let (old_term, new_term) = (end_stamp.term, end_stamp.term + 100);
+
+    let dir_new = tempfile::tempdir().unwrap();
+    let new_leader = follower_of(all, dir_new.path());
+    let next = new_leader.next_lsn();
+    let marker_stamp = Stamp::new(new_term, end_stamp.after, (next, next), b"");
+    let (t, c) = marker_stamp.header_values();
+    let marker_seq = rt.block_on(async {
+        let m = PublishMessage::build()
+            .payload(Bytes::new())
+            .expected_last_sequence(last)
+            .header(LSN_HEADER, format!("{next}-{next}").as_str())
+            .header("Shardkit-Term", t.as_str())
+            .header("Shardkit-Chain", c.as_str());
+        js.send_publish(names.subject.clone(), m)
+            .await
+            .unwrap()
+            .await
+            .unwrap()
+            .sequence
+    });
+    let (snapshot_lsn, snapshot) = snapshot_of(&new_leader);
+    assert_eq!(snapshot_lsn, next);
+
+    let dir_old = tempfile::tempdir().unwrap();
+    let deposed = follower_of(all, dir_old.path());
+    deposed.set_read_only(false);
+    let stale = JetStreamLog::start(
+        &Tasks::on(rt.handle().clone()),
+        js.clone(),
+        names,
+        Head {
+            seq: marker_seq,
+            term: old_term,
+            chain: end_stamp.after,
+        },
+        lease(old_term),
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    );
+    deposed
+        .set_log_of_record(Some(Arc::new(stale) as Arc<dyn LogOfRecord>))
+        .unwrap();
+    assert_eq!(
+        deposed.incr("c", Key::Id(1), "value", 100, None).unwrap(),
+        110
+    );
+    drop(deposed);
+
+    new_leader.set_read_only(false);
+    let new_log = JetStreamLog::start(
+        &Tasks::on(rt.handle().clone()),
+        js.clone(),
+        names,
+        Head {
+            seq: marker_seq + 1,
+            term: new_term,
+            chain: marker_stamp.after,
+        },
+        lease(new_term),
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    );
+    new_leader
+        .set_log_of_record(Some(Arc::new(new_log) as Arc<dyn LogOfRecord>))
+        .unwrap();
+    assert_eq!(
+        new_leader
+            .incr("c", Key::Id(1), "value", 1_000, None)
+            .unwrap(),
+        1_010
+    );
+    drop(new_leader);
+    store_snapshot(&written, snapshot_lsn, marker_seq + 2, &snapshot);
+
+    let mut replica = node(written.replica_dir.path(), &written.nats, "replica", 1_000);
+    eventually(20, "the replica serves the new leader's count", || {
+        get(&replica, "c:1") == Some(1_010)
+    });
+    let log = replica.log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("counters restored from the object store"),
+        "the replica started from the snapshot: {log}"
+    );
+    assert!(
+        !log.contains("does not continue"),
+        "the replica took the stream for another branch: {log}"
+    );
+    kill(&mut replica);
+}
+
+/// Two snapshots: an older one with the right joint, and a newer one whose joint is
+/// one message late (the message before it, not in the snapshot, would be skipped).
+/// The node restored from the newer one finds the stream does not continue it (a gap
+/// in the records), marks that snapshot as not to start from, starts over in place
+/// from the older one and serves the stream's count, never the count with a message
+/// missing. Without the list of such snapshots it starts over from the newer one
+/// again and again and never serves.
+#[test]
+fn a_snapshot_the_stream_does_not_continue_is_left_for_an_older_one() {
+    let written = Written::by_a_killed_leader();
+    let all = &written.all;
+    assert!(all.len() >= 10, "{} messages", all.len());
+    // Messages 1..=k are in the older snapshot, its tail starts at k + 1.
+    let k = all.len() - 6;
+    let dir_old = tempfile::tempdir().unwrap();
+    let (old_lsn, old) = snapshot_of(&follower_of(&all[..k], dir_old.path()));
+    store_snapshot(&written, old_lsn, all[k].0, &old);
+    // Messages 1..=k+2 are in the newer one, which claims its tail starts at k + 4.
+    let dir_new = tempfile::tempdir().unwrap();
+    let (new_lsn, new) = snapshot_of(&follower_of(&all[..k + 2], dir_new.path()));
+    store_snapshot(&written, new_lsn, all[k + 3].0, &new);
+
+    let mut replica = node(written.replica_dir.path(), &written.nats, "replica", 1_000);
+    eventually(30, "the replica serves the stream's count", || {
+        get(&replica, "c:1") == Some(10)
+    });
+    let log = replica.log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("the next start uses an older one"),
+        "the replica did not meet the newer snapshot's mismatch: {log}"
+    );
+    assert!(
+        log.contains("not starting from this snapshot"),
+        "the restart did not leave the newer snapshot: {log}"
+    );
+    // The count with a message missing was never served: it is only ever read as 10.
+    for _ in 0..20 {
+        assert_eq!(get(&replica, "c:1"), Some(10));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    kill(&mut replica);
+}
