@@ -16,6 +16,7 @@
 
 use crate::cluster::live::Live;
 use crate::cluster::map::SlotMap;
+use crate::cluster::nats::liveness::Liveness;
 use crate::cluster::nats::map_store::MapStore;
 use crate::cluster::nats::names::group_store_name;
 use crate::cluster::nats::registry::{NodeRecord, Registry};
@@ -34,6 +35,11 @@ use tokio::sync::watch;
 /// How often the node reads the map without being told it changed (a KV watch wakes
 /// it at once on a change).
 const MAP_POLL: Duration = Duration::from_millis(200);
+
+/// The longest one read of the map or the schema may hold the map watch: while the
+/// bucket's stream elects a leader a read waits for NATS's request timeout, and the
+/// check for dead owners must go on meanwhile.
+const READ_BOUND: Duration = Duration::from_secs(1);
 
 /// One open group store and what runs it.
 struct Open {
@@ -233,12 +239,13 @@ async fn watch_map(
         .spawn(keep_stores(ctx.clone(), Arc::clone(&stores), reopen));
     let mut polls = 0u32;
     let mut changes = maps.changes().await.ok();
+    let mut liveness = Liveness::default();
     loop {
         polls = polls.wrapping_add(1);
         if polls.is_multiple_of(FAILOVER_EVERY) {
             match tokio::time::timeout(
                 ORPHAN_CHECK_BOUND,
-                take_over_orphans(&ctx, &maps, &registry),
+                take_over_orphans(&ctx, &maps, &registry, &mut liveness, &stores),
             )
             .await
             {
@@ -246,13 +253,19 @@ async fn watch_map(
                 Ok(Err(e)) => {
                     tracing::warn!(error = %e, "cannot check the cluster for dead owners")
                 }
-                Err(_) => tracing::warn!(
-                    bound = ?ORPHAN_CHECK_BOUND,
-                    "checking the cluster for dead owners took too long; will retry"
-                ),
+                Err(_) => {
+                    liveness.unreadable();
+                    tracing::warn!(
+                        bound = ?ORPHAN_CHECK_BOUND,
+                        "checking the cluster for dead owners took too long; will retry"
+                    )
+                }
             }
         }
-        match maps.load().await {
+        let read = tokio::time::timeout(READ_BOUND, maps.load())
+            .await
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("no answer within {READ_BOUND:?}")));
+        match read {
             Ok(Some(map)) if map.version > ctx.live.map().version => {
                 if map.groups != ctx.live.map().groups {
                     tracing::error!(
@@ -331,7 +344,10 @@ async fn keep_stores(
 /// (newly led, or a newer schema): every group a node leads has every counter and
 /// column made by `COUNTER.CREATE|ADDCOL` anywhere in the cluster.
 async fn sync_schema(ctx: &Ctx, maps: &MapStore) {
-    match maps.load_schema().await {
+    let read = tokio::time::timeout(READ_BOUND, maps.load_schema())
+        .await
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("no answer within {READ_BOUND:?}")));
+    match read {
         Ok((revision, schema)) => ctx.live.set_schema(revision, schema),
         Err(e) => tracing::warn!(error = %e, "cannot read the cluster's counter schema"),
     }
@@ -349,35 +365,75 @@ async fn sync_schema(ctx: &Ctx, maps: &MapStore) {
 /// Map polls between two checks for groups whose owner is dead (about a second).
 const FAILOVER_EVERY: u32 = 5;
 
-/// Names this node owner of every group whose owner is not live (its record lapsed) and
-/// of which this node is the first live replica, in one compare-and-set of the map; the
-/// map watch then reopens those groups as owner. Two nodes deciding at once cannot both
-/// win (the map's version), and the dead owner's lease has lapsed by the time its
-/// record has, so the new owner takes it at once.
-async fn take_over_orphans(ctx: &Ctx, maps: &MapStore, registry: &Registry) -> anyhow::Result<()> {
+/// Names this node owner of every group whose owner is not live (its record not renewed
+/// for a record life, as `liveness` saw it) and of which this node is the first live
+/// replica, in one compare-and-set of the map; the map watch then reopens those groups
+/// as owner (this node's own stores at once: `stores` wakes their keeper). Two nodes
+/// deciding at once cannot both win (the map's version), and the
+/// new owner takes the group's lease only once it lapsed, judged the same way, so a
+/// record judged dead too early costs a map change, never a second writer.
+async fn take_over_orphans(
+    ctx: &Ctx,
+    maps: &MapStore,
+    registry: &Registry,
+    liveness: &mut Liveness,
+    stores: &tokio::sync::Notify,
+) -> anyhow::Result<()> {
     let Some(map) = maps.load().await? else {
         return Ok(());
     };
-    let live: Vec<String> = registry.live().await?.into_iter().map(|r| r.id).collect();
-    let me = &ctx.record.id;
+    let records = match registry.records().await {
+        Ok(records) => records,
+        Err(e) => {
+            liveness.unreadable();
+            return Err(e);
+        }
+    };
+    let live: Vec<String> = liveness
+        .live(records, std::time::Instant::now())
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    let Some((next, taken)) = orphans_taken(&map, &live, &ctx.record.id) else {
+        return Ok(());
+    };
+    let version = maps.store(&next, map.version).await?;
+    tracing::warn!(groups = ?taken, version, "took over the groups of a node that stopped");
+    // Served at once: the map just stored is the newest, and reading it back can wait
+    // on the same NATS elections the failover is racing.
+    let mut next = next;
+    next.version = version;
+    if next.version > ctx.live.map().version {
+        ctx.live.set_map(next);
+        stores.notify_one();
+    }
+    Ok(())
+}
+
+/// The map with node `me` owner of every group whose owner is not among `live` and of
+/// which `me` is the first live replica, and those groups; `None` when there is none.
+/// The dead owner stays in the group as its last replica, so when it comes back it
+/// follows the new owner on its own (as a Redis master back from a failover becomes a
+/// replica of the one that replaced it) and the group has its copies again without a
+/// rebalance.
+fn orphans_taken(map: &SlotMap, live: &[String], me: &String) -> Option<(SlotMap, Vec<usize>)> {
     let is_live = |id: &String| live.contains(id);
     let mut next = map.clone();
     let mut taken = Vec::new();
     for g in 0..usize::from(map.groups) {
-        let dead_owner = map.owner[g].as_ref().is_some_and(|o| !is_live(o));
-        let first_live_replica = map.replicas[g].iter().find(|r| is_live(r));
-        if dead_owner && first_live_replica == Some(me) {
+        let Some(owner) = map.owner[g].as_ref().filter(|o| !is_live(o)) else {
+            continue;
+        };
+        if map.replicas[g].iter().find(|r| is_live(r)) == Some(me) {
             next.owner[g] = Some(me.clone());
             next.replicas[g].retain(|r| r != me);
+            if !next.replicas[g].contains(owner) {
+                next.replicas[g].push(owner.clone());
+            }
             taken.push(g);
         }
     }
-    if taken.is_empty() {
-        return Ok(());
-    }
-    let version = maps.store(&next, map.version).await?;
-    tracing::warn!(groups = ?taken, version, "took over the groups of a node that stopped");
-    Ok(())
+    (!taken.is_empty()).then_some((next, taken))
 }
 
 /// What this node holds of group `g` under `map`: `Some(true)` owner, `Some(false)`
@@ -535,4 +591,43 @@ fn close(open: Open) {
     let _ = open.stop_commit.send(true);
     open.replicator.stop();
     drop(open.store);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::map::NodeInfo;
+
+    #[test]
+    fn a_dead_owners_groups_go_to_their_first_live_replica_and_it_follows_them_back() {
+        let nodes = [
+            NodeInfo::numbered(1),
+            NodeInfo::numbered(2),
+            NodeInfo::numbered(3),
+        ];
+        let id = |i: usize| nodes[i].id.clone();
+        // Owners round-robin, two replicas each: group 0 is node 1's, followed by 2, 3.
+        let map = SlotMap::place(4, 6, &nodes, 2);
+        let live = [id(1), id(2)];
+        assert!(
+            orphans_taken(&map, &live, &id(2)).is_none(),
+            "node 3 is not first"
+        );
+        let (next, taken) = orphans_taken(&map, &live, &id(1)).unwrap();
+        assert_eq!(taken, [0, 3]);
+        for g in taken {
+            assert_eq!(next.owner[g], Some(id(1)));
+            assert_eq!(next.replicas[g], [id(2), id(0)], "group {g}");
+        }
+        for g in [1, 2, 4, 5] {
+            assert_eq!(
+                (&next.owner[g], &next.replicas[g]),
+                (&map.owner[g], &map.replicas[g])
+            );
+        }
+        assert!(
+            orphans_taken(&next, &live, &id(1)).is_none(),
+            "nothing left"
+        );
+    }
 }

@@ -6,6 +6,7 @@ use super::names::{map_bucket, MAP_KEY, SCHEMA_KEY};
 use crate::cluster::map::SlotMap;
 use crate::cluster::schema::{ChangeError, Schema, SchemaWriter};
 use crate::replication::jetstream::election::kv_bucket;
+use crate::replication::jetstream::kv_agreed::agreed_entry;
 use anyhow::Context;
 use async_nats::jetstream::{self, kv};
 use std::time::Duration;
@@ -60,21 +61,23 @@ impl MapStore {
     /// The newest map, its `version` set to its revision; `None` before the first.
     pub async fn load(&self) -> anyhow::Result<Option<SlotMap>> {
         let entry = self
-            .kv
-            .entry(MAP_KEY)
+            .agreed(MAP_KEY)
             .await
             .context("cannot read the cluster's map")?;
-        let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
+        let Some((revision, value)) = entry else {
             return Ok(None);
         };
-        let mut map: SlotMap = serde_json::from_slice(&entry.value).with_context(|| {
-            format!(
-                "the cluster's map (version {}) is unreadable",
-                entry.revision
-            )
-        })?;
-        map.version = entry.revision;
+        let mut map: SlotMap = serde_json::from_slice(&value)
+            .with_context(|| format!("the cluster's map (version {revision}) is unreadable"))?;
+        map.version = revision;
         Ok(Some(map))
+    }
+
+    /// Key `key`'s value and revision as the bucket's stream leader holds them: a
+    /// node adopting a map from a copy of the bucket that is behind, or that kept a
+    /// write the others never took, would serve slots by a version never agreed.
+    async fn agreed(&self, key: &str) -> anyhow::Result<Option<(u64, bytes::Bytes)>> {
+        Ok(agreed_entry(&self.kv.stream, &self.kv.name, key).await?)
     }
 
     /// A stream that yields whenever the map key changes (its values are not read:
@@ -126,20 +129,16 @@ impl MapStore {
     /// first `COUNTER.CREATE`).
     pub async fn load_schema(&self) -> anyhow::Result<(u64, Schema)> {
         let entry = self
-            .kv
-            .entry(SCHEMA_KEY)
+            .agreed(SCHEMA_KEY)
             .await
             .context("cannot read the cluster's counter schema")?;
-        let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
+        let Some((revision, value)) = entry else {
             return Ok((0, Schema::default()));
         };
-        let schema = serde_json::from_slice(&entry.value).with_context(|| {
-            format!(
-                "the cluster's counter schema (revision {}) is unreadable",
-                entry.revision
-            )
+        let schema = serde_json::from_slice(&value).with_context(|| {
+            format!("the cluster's counter schema (revision {revision}) is unreadable")
         })?;
-        Ok((entry.revision, schema))
+        Ok((revision, schema))
     }
 
     /// Stores `schema` if the stored revision is still `read_at` (0: none yet); answers

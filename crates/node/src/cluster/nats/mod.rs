@@ -2,12 +2,14 @@
 //!
 //! - [`names`]: the buckets of a cluster, named after it.
 //! - [`registry`]: every node's record in a KV bucket whose values lapse unless renewed.
+//! - [`liveness`]: which of those nodes are up, on this node's clock (the failover check).
 //! - [`map_store`]: the slot map in a KV bucket, changed only by compare-and-set.
 //! - [`node_id`]: the node's id, kept in its data directory.
 //!
 //! Exists so the planner (`shardkit cluster ...`) and the nodes read and change one
 //! source of truth, with JetStream doing the ordering (no home-made consensus).
 
+pub mod liveness;
 pub mod map_store;
 pub mod names;
 pub mod node_id;

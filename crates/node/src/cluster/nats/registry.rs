@@ -6,6 +6,7 @@
 use super::names::nodes_bucket;
 use crate::cluster::map::NodeInfo;
 use crate::replication::jetstream::election::lease_bucket;
+use crate::replication::jetstream::kv_agreed::agreed_entry;
 use anyhow::Context;
 use async_nats::jetstream::{self, kv};
 use futures_util::StreamExt;
@@ -117,6 +118,12 @@ impl Registry {
 
     /// The records that have not lapsed, in id order.
     pub async fn live(&self) -> anyhow::Result<Vec<NodeRecord>> {
+        Ok(self.records().await?.into_iter().map(|(r, _)| r).collect())
+    }
+
+    /// The records whose keys are there, each with its revision (what
+    /// [`super::liveness::Liveness`] judges), in id order.
+    pub async fn records(&self) -> anyhow::Result<Vec<(NodeRecord, u64)>> {
         let mut keys = match self.kv.keys().await {
             Ok(keys) => keys,
             Err(e) => return Err(e).context("cannot list the cluster's nodes"),
@@ -127,18 +134,20 @@ impl Registry {
         }
         let mut out = Vec::new();
         for id in ids {
-            let Some(entry) = self.kv.entry(&id).await? else {
+            // From the bucket's stream leader, not a direct get: a copy that is behind
+            // would show a renewed record as not renewed.
+            let entry = agreed_entry(&self.kv.stream, &self.kv.name, &id)
+                .await
+                .context("cannot read the cluster's node records")?;
+            let Some((revision, value)) = entry else {
                 continue;
             };
-            if entry.operation != kv::Operation::Put {
-                continue;
-            }
-            match serde_json::from_slice::<NodeRecord>(&entry.value) {
-                Ok(record) => out.push(record),
+            match serde_json::from_slice::<NodeRecord>(&value) {
+                Ok(record) => out.push((record, revision)),
                 Err(e) => tracing::warn!(key = %id, error = %e, "unreadable node record"),
             }
         }
-        out.sort_by(|a, b| a.id.cmp(&b.id));
+        out.sort_by(|a, b| a.0.id.cmp(&b.0.id));
         Ok(out)
     }
 }
