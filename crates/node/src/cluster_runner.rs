@@ -26,6 +26,7 @@ use crate::replication::jetstream::Replicator;
 use crate::replication::store::{CounterStore, StoreSpec};
 use anyhow::Context;
 use parking_lot::Mutex;
+use shardkit_util::log_every::LogEvery;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,6 +36,12 @@ use tokio::sync::watch;
 /// How often the node reads the map without being told it changed (a KV watch wakes
 /// it at once on a change).
 const MAP_POLL: Duration = Duration::from_millis(200);
+
+/// While NATS elects leaders after a partition the map watch fails every poll (5 a
+/// second): each kind of failure is logged at most every 5 s.
+static CHECK_FAILED: LogEvery = LogEvery::every(Duration::from_secs(5));
+static MAP_UNREADABLE: LogEvery = LogEvery::every(Duration::from_secs(5));
+static SCHEMA_UNREADABLE: LogEvery = LogEvery::every(Duration::from_secs(5));
 
 /// The longest one read of the map or the schema may hold the map watch: while the
 /// bucket's stream elects a leader a read waits for NATS's request timeout, and the
@@ -251,7 +258,9 @@ async fn watch_map(
             {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "cannot check the cluster for dead owners")
+                    if CHECK_FAILED.due() {
+                        tracing::warn!(error = %e, "cannot check the cluster for dead owners (logged at most every 5 s)")
+                    }
                 }
                 Err(_) => {
                     liveness.unreadable();
@@ -280,7 +289,11 @@ async fn watch_map(
                 }
             }
             Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "cannot read the cluster's map"),
+            Err(e) => {
+                if MAP_UNREADABLE.due() {
+                    tracing::warn!(error = %e, "cannot read the cluster's map (logged at most every 5 s)")
+                }
+            }
         }
         sync_schema(&ctx, &maps).await;
         match changes.as_mut() {
@@ -349,7 +362,11 @@ async fn sync_schema(ctx: &Ctx, maps: &MapStore) {
         .unwrap_or_else(|_| Err(anyhow::anyhow!("no answer within {READ_BOUND:?}")));
     match read {
         Ok((revision, schema)) => ctx.live.set_schema(revision, schema),
-        Err(e) => tracing::warn!(error = %e, "cannot read the cluster's counter schema"),
+        Err(e) => {
+            if SCHEMA_UNREADABLE.due() {
+                tracing::warn!(error = %e, "cannot read the cluster's counter schema (logged at most every 5 s)")
+            }
+        }
     }
     if !ctx.live.needs_schema() {
         return;

