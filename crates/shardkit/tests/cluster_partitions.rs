@@ -276,14 +276,10 @@ fn cluster_groups_through_a_cut_host_on_a_current_nats_server() {
         eprintln!("skipped: {why}");
         return;
     }
-    let Some(binary) = std::env::var_os("SHARDKIT_TEST_NATS_CURRENT") else {
-        eprintln!(
-            "skipped: SHARDKIT_TEST_NATS_CURRENT is not set \
-             (SHARDKIT_TEST_NATS_CURRENT=$(scripts/nats-servers) runs it)"
-        );
+    let Some(binary) = common::nats_cluster::current_nats_server("the cluster's cut round") else {
         return;
     };
-    cut_round(Path::new(&binary), true);
+    cut_round(&binary, true);
 }
 
 /// One cut of the first node's host and its checks, on the NATS servers `nats_binary`

@@ -78,15 +78,13 @@ fn power_cut_of_leader_host_keeps_acknowledged_increments() {
     let Some(bin) = lazyfs::binary("power loss of the JetStream leader's host") else {
         return;
     };
-    let Some(nats) = std::env::var_os("SHARDKIT_TEST_NATS_CURRENT") else {
-        println!(
-            "power loss of the JetStream leader's host: skipped: SHARDKIT_TEST_NATS_CURRENT \
-             is not set (SHARDKIT_TEST_NATS_CURRENT=$(bash scripts/nats-servers) runs it)"
-        );
+    let Some(nats) =
+        common::nats_cluster::current_nats_server("power loss of the JetStream leader's host")
+    else {
         return;
     };
     let setup = Setup {
-        nats: nats.into(),
+        nats,
         sync_always: true,
         replicas: 3,
         pin_to_host0: false,

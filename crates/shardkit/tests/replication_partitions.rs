@@ -38,7 +38,7 @@ use common::hosts::nats::NatsOnHosts;
 use common::hosts::nodes::{Node, NodeSettings, Nodes};
 use common::hosts::{self, Hosts};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 use verdict::Totals;
 use writers::Target;
@@ -81,14 +81,10 @@ fn partitions_with_current_nats_server_fsync_always() {
         eprintln!("skipped: {why}");
         return;
     }
-    let Some(binary) = std::env::var_os("SHARDKIT_TEST_NATS_CURRENT") else {
-        eprintln!(
-            "skipped: SHARDKIT_TEST_NATS_CURRENT is not set \
-             (SHARDKIT_TEST_NATS_CURRENT=$(scripts/nats-servers) runs it)"
-        );
+    let Some(binary) = common::nats_cluster::current_nats_server("the partition rounds") else {
         return;
     };
-    partitions(&PathBuf::from(binary), true);
+    partitions(&binary, true);
 }
 
 /// The fault of a round.

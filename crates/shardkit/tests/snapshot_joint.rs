@@ -9,19 +9,9 @@
 
 mod common;
 
-use async_nats::jetstream::message::PublishMessage;
-use bytes::Bytes;
 use common::replication::{eventually, get, kill, node};
-use common::written_stream::{follower_of, lease, Written};
-use shardkit_counters::{Key, LogOfRecord};
-use shardkit_node::replication::jetstream::names::LSN_HEADER;
-use shardkit_node::replication::jetstream::publisher::JetStreamLog;
+use common::written_stream::{follower_of, Written};
 use shardkit_node::replication::jetstream::snapshots;
-use shardkit_node::replication::jetstream::stamp::Stamp;
-use shardkit_node::replication::jetstream::tasks::Tasks;
-use shardkit_node::replication::log_chain::Head;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 /// The engine's snapshot of `engine` now: (its lsn, the file's bytes).
 fn snapshot_of(engine: &shardkit_counters::Engine) -> (u64, Vec<u8>) {
@@ -55,89 +45,11 @@ fn store_snapshot(written: &Written, lsn: u64, from_seq: u64, bytes: &[u8]) {
 #[test]
 fn a_start_from_a_snapshot_right_after_a_deposed_leaders_late_write() {
     let written = Written::by_a_killed_leader();
-    let (rt, names, js, stream, all) = (
-        &written.rt,
-        &written.names,
-        &written.js,
-        &written.stream,
-        &written.all,
-    );
-    let last = all.last().unwrap().0;
-    let end = rt.block_on(stream.get_raw_message(last)).unwrap();
-    let end_stamp = Stamp::read(Some(&end.headers)).unwrap().unwrap();
-    let (old_term, new_term) = (end_stamp.term, end_stamp.term + 100);
-
-    let dir_new = tempfile::tempdir().unwrap();
-    let new_leader = follower_of(all, dir_new.path());
-    let next = new_leader.next_lsn();
-    let marker_stamp = Stamp::new(new_term, end_stamp.after, (next, next), b"");
-    let (t, c) = marker_stamp.header_values();
-    let marker_seq = rt.block_on(async {
-        let m = PublishMessage::build()
-            .payload(Bytes::new())
-            .expected_last_sequence(last)
-            .header(LSN_HEADER, format!("{next}-{next}").as_str())
-            .header("Shardkit-Term", t.as_str())
-            .header("Shardkit-Chain", c.as_str());
-        js.send_publish(names.subject.clone(), m)
-            .await
-            .unwrap()
-            .await
-            .unwrap()
-            .sequence
+    let mut taken = None;
+    let marker_seq = written.deposed_write_after_new_marker(|new_leader| {
+        taken = Some(snapshot_of(new_leader));
     });
-    let (snapshot_lsn, snapshot) = snapshot_of(&new_leader);
-    assert_eq!(snapshot_lsn, next);
-
-    let dir_old = tempfile::tempdir().unwrap();
-    let deposed = follower_of(all, dir_old.path());
-    deposed.set_read_only(false);
-    let stale = JetStreamLog::start(
-        &Tasks::on(rt.handle().clone()),
-        js.clone(),
-        names,
-        Head {
-            seq: marker_seq,
-            term: old_term,
-            chain: end_stamp.after,
-        },
-        lease(old_term),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    );
-    deposed
-        .set_log_of_record(Some(Arc::new(stale) as Arc<dyn LogOfRecord>))
-        .unwrap();
-    assert_eq!(
-        deposed.incr("c", Key::Id(1), "value", 100, None).unwrap(),
-        110
-    );
-    drop(deposed);
-
-    new_leader.set_read_only(false);
-    let new_log = JetStreamLog::start(
-        &Tasks::on(rt.handle().clone()),
-        js.clone(),
-        names,
-        Head {
-            seq: marker_seq + 1,
-            term: new_term,
-            chain: marker_stamp.after,
-        },
-        lease(new_term),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    );
-    new_leader
-        .set_log_of_record(Some(Arc::new(new_log) as Arc<dyn LogOfRecord>))
-        .unwrap();
-    assert_eq!(
-        new_leader
-            .incr("c", Key::Id(1), "value", 1_000, None)
-            .unwrap(),
-        1_010
-    );
-    drop(new_leader);
+    let (snapshot_lsn, snapshot) = taken.unwrap();
     store_snapshot(&written, snapshot_lsn, marker_seq + 2, &snapshot);
 
     let mut replica = node(written.replica_dir.path(), &written.nats, "replica", 1_000);

@@ -97,3 +97,16 @@ impl Drop for NatsCluster {
         }
     }
 }
+
+/// The current nats-server the test command installs (`SHARDKIT_TEST_NATS_CURRENT`,
+/// from `scripts/nats-servers`), or `None` after saying that `what` is skipped.
+pub fn current_nats_server(what: &str) -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("SHARDKIT_TEST_NATS_CURRENT").map(Into::into);
+    if found.is_none() {
+        eprintln!(
+            "{what}: skipped: SHARDKIT_TEST_NATS_CURRENT is not set \
+             (SHARDKIT_TEST_NATS_CURRENT=$(bash scripts/nats-servers) runs it)"
+        );
+    }
+    found
+}

@@ -3,10 +3,16 @@
 //! leader's late write, another branch, a snapshot's joint).
 
 use super::nats::Nats;
-use async_nats::jetstream::{self, stream};
-use shardkit_counters::{Engine, FsyncPolicy, Options};
-use shardkit_node::replication::jetstream::names::Names;
-use shardkit_node::replication::jetstream::publisher::Lease;
+use async_nats::jetstream::{self, message::PublishMessage, stream};
+use bytes::Bytes;
+use shardkit_counters::{Engine, FsyncPolicy, Key, LogOfRecord, Options};
+use shardkit_node::replication::jetstream::names::{Names, LSN_HEADER};
+use shardkit_node::replication::jetstream::publisher::{JetStreamLog, Lease};
+use shardkit_node::replication::jetstream::stamp::Stamp;
+use shardkit_node::replication::jetstream::tasks::Tasks;
+use shardkit_node::replication::log_chain::Head;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Engine options of a test's hand-run engines: no fsync, no snapshot by log size.
@@ -103,5 +109,96 @@ impl Written {
             replica_dir: tempfile::tempdir().unwrap(),
             _leader_dir: leader_dir,
         }
+    }
+
+    /// Writes on by hand what nats-server 2.9 was seen leaving after a partition
+    /// healed: a new leader's marker (a newer term) continuing the stream's end, the
+    /// deposed leader's late write of 100 to `c:1` stored after it, then the new
+    /// leader's write of 1,000 continuing its marker (`c:1` is then 1,010 in the agreed
+    /// log). `before_writes` sees the new leader's engine right after its marker (a
+    /// test takes its snapshot there). Returns the marker's sequence.
+    pub fn deposed_write_after_new_marker(&self, before_writes: impl FnOnce(&Engine)) -> u64 {
+        let (rt, names, js, stream, all) =
+            (&self.rt, &self.names, &self.js, &self.stream, &self.all);
+        let last = all.last().unwrap().0;
+        let end = rt.block_on(stream.get_raw_message(last)).unwrap();
+        let end_stamp = Stamp::read(Some(&end.headers)).unwrap().unwrap();
+        let (old_term, new_term) = (end_stamp.term, end_stamp.term + 100);
+
+        // The new leader's marker, continuing the stream's end in a newer term.
+        let dir_new = tempfile::tempdir().unwrap();
+        let new_leader = follower_of(all, dir_new.path());
+        let next = new_leader.next_lsn();
+        let marker_stamp = Stamp::new(new_term, end_stamp.after, (next, next), b"");
+        let (t, c) = marker_stamp.header_values();
+        let marker_seq = rt.block_on(async {
+            let m = PublishMessage::build()
+                .payload(Bytes::new())
+                .expected_last_sequence(last)
+                .header(LSN_HEADER, format!("{next}-{next}").as_str())
+                .header("Shardkit-Term", t.as_str())
+                .header("Shardkit-Chain", c.as_str());
+            js.send_publish(names.subject.clone(), m)
+                .await
+                .unwrap()
+                .await
+                .unwrap()
+                .sequence
+        });
+
+        before_writes(&new_leader);
+
+        // The deposed leader's late write: its own chain and term, stored after the marker.
+        let dir_old = tempfile::tempdir().unwrap();
+        let deposed = follower_of(all, dir_old.path());
+        deposed.set_read_only(false);
+        let stale = JetStreamLog::start(
+            &Tasks::on(rt.handle().clone()),
+            js.clone(),
+            names,
+            Head {
+                seq: marker_seq,
+                term: old_term,
+                chain: end_stamp.after,
+            },
+            lease(old_term),
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        );
+        deposed
+            .set_log_of_record(Some(Arc::new(stale) as Arc<dyn LogOfRecord>))
+            .unwrap();
+        assert_eq!(
+            deposed.incr("c", Key::Id(1), "value", 100, None).unwrap(),
+            110
+        );
+        drop(deposed);
+
+        // The new leader's batch, continuing its marker.
+        new_leader.set_read_only(false);
+        let new_log = JetStreamLog::start(
+            &Tasks::on(rt.handle().clone()),
+            js.clone(),
+            names,
+            Head {
+                seq: marker_seq + 1,
+                term: new_term,
+                chain: marker_stamp.after,
+            },
+            lease(new_term),
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        );
+        new_leader
+            .set_log_of_record(Some(Arc::new(new_log) as Arc<dyn LogOfRecord>))
+            .unwrap();
+        assert_eq!(
+            new_leader
+                .incr("c", Key::Id(1), "value", 1_000, None)
+                .unwrap(),
+            1_010
+        );
+        drop(new_leader);
+        marker_seq
     }
 }
