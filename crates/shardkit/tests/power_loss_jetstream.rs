@@ -11,7 +11,10 @@
 //! take over, the old leader starts again (as a replica) and the clients finish their
 //! retries (an unanswered increment goes again with its txid, to whichever node takes
 //! it). Then both nodes must hold every acknowledged increment, nothing that was never
-//! tried, the same values and the same `COUNTER.DIGEST`. Each round also reports what
+//! tried, the same values and the same `COUNTER.DIGEST`. The nodes snapshot every
+//! second of load (`snapshot_seconds = 1`), ship it to the object store and purge the
+//! stream below it, so the old leader comes back from a snapshot that NATS server 0
+//! held on the mount too (the round says which). Each round also reports what
 //! NATS server 0 itself lost: its own copy of the stream's messages and raft log,
 //! counted in copies of its store taken just before and just after the cut.
 //!
@@ -251,6 +254,17 @@ fn round(setup: &Setup, fs: &mut LazyFs, r: usize, x: &mut u64) -> Vec<String> {
     if !wait_for(WAIT, || role(&n0.server).as_deref() == Some("slave")) {
         failures.push(format!("{tag}: node 0 did not come back as a replica"));
     }
+    let restored = n0
+        .server
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|l| l.contains("counters restored from the object store"))
+        .and_then(|l| l.split("snapshot=").nth(1))
+        .and_then(|s| s.split_whitespace().next())
+        .map(str::to_string);
     std::thread::sleep(LOAD_AFTER);
     stop.store(true, Ordering::Release);
     let tally = Tally::sum(clients.into_iter().map(|c| c.join().unwrap()));
@@ -271,7 +285,8 @@ fn round(setup: &Setup, fs: &mut LazyFs, r: usize, x: &mut u64) -> Vec<String> {
          ack {first_ack_after:?} after); NATS server 0 serves JetStream again \
          {server0_back_after:?} after the cut\n  {} of {} increments acknowledged ({} sent \
          again with their txid, {} given up); nodes agree {settled_in:?} after the load \
-         stopped: {}; node exits {:?} / {:?}\n  NATS server 0's own copy: {}",
+         stopped: {}; node exits {:?} / {:?}\n  node 0 came back from snapshot {}\n  \
+         NATS server 0's own copy: {}",
         tally.acked.iter().sum::<u64>(),
         tally.tried.iter().sum::<u64>(),
         tally.resent,
@@ -279,6 +294,9 @@ fn round(setup: &Setup, fs: &mut LazyFs, r: usize, x: &mut u64) -> Vec<String> {
         describe(&readings),
         n0.exits,
         n1.exits,
+        restored
+            .as_deref()
+            .unwrap_or("none (the stream from its start)"),
         server0_losses(&before, &after, &stream.raft_group),
     );
     if !failures.is_empty() {
@@ -654,7 +672,24 @@ fn start_node(
     let (http, resp) = at.map_or(("127.0.0.1:0".into(), "127.0.0.1:0".into()), |(h, r)| {
         (h.to_string(), r.to_string())
     });
-    let args = ["--http", http.as_str(), "--resp", resp.as_str()];
+    // A snapshot every second of load, shipped to the object store (on the NATS
+    // servers, host 0's on the mount) with the stream purged below it: the node that
+    // comes back after the cut starts from it. On normal disk: the settings file is
+    // not one of the files a power cut may take.
+    let config = std::env::temp_dir().join(format!(
+        "shardkit-power-loss-jetstream-{}.toml",
+        std::process::id()
+    ));
+    std::fs::write(&config, "[counters]\nsnapshot_seconds = 1\n").unwrap();
+    let config = config.to_str().unwrap();
+    let args = [
+        "--http",
+        http.as_str(),
+        "--resp",
+        resp.as_str(),
+        "--config",
+        config,
+    ];
     let deadline = Instant::now() + NODE_START;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
