@@ -257,40 +257,19 @@ fn published_messages_continue_each_other() {
 fn a_replica_refuses_a_message_that_does_not_continue_its_chain() {
     use common::replication::{get, node};
     let written = Written::by_a_killed_leader();
-    let (nats, rt, names, js, all) = (
-        &written.nats,
-        &written.rt,
-        &written.names,
-        &written.js,
-        &written.all,
-    );
+    let (nats, all) = (&written.nats, &written.all);
     let last = all.last().unwrap().0;
 
     // Another branch: an engine that holds the same log, writing one more batch
     // through the real publisher from a head whose chain is not the stream's.
     let dir = tempfile::tempdir().unwrap();
     let branch = follower_of(all, dir.path());
-    branch.set_read_only(false);
-    let forged = JetStreamLog::start(
-        &Tasks::on(rt.handle().clone()),
-        js.clone(),
-        names,
-        Head {
-            seq: last,
-            term: u64::MAX / 2,
-            chain: 0x5eed,
-        },
-        lease(u64::MAX / 2),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    );
-    branch
-        .set_log_of_record(Some(Arc::new(forged) as Arc<dyn LogOfRecord>))
-        .unwrap();
-    assert_eq!(
-        branch.incr("c", Key::Id(1), "value", 1_000, None).unwrap(),
-        1_010
-    );
+    let forged = Head {
+        seq: last,
+        term: u64::MAX / 2,
+        chain: 0x5eed,
+    };
+    assert_eq!(written.increment_through(&branch, forged, 1_000), 1_010);
     drop(branch);
 
     let mut replica = node(written.replica_dir.path(), nats, "replica", 1_000);

@@ -111,6 +111,25 @@ impl Written {
         }
     }
 
+    /// Adds `by` to `c:1` in `engine` (made writable) through the real publisher,
+    /// writing as a leader of term `head.term` whose copy ends at `head`; `c:1` after.
+    pub fn increment_through(&self, engine: &Engine, head: Head, by: i64) -> u64 {
+        engine.set_read_only(false);
+        let log = JetStreamLog::start(
+            &Tasks::on(self.rt.handle().clone()),
+            self.js.clone(),
+            &self.names,
+            head,
+            lease(head.term),
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        );
+        engine
+            .set_log_of_record(Some(Arc::new(log) as Arc<dyn LogOfRecord>))
+            .unwrap();
+        engine.incr("c", Key::Id(1), "value", by, None).unwrap()
+    }
+
     /// Writes on by hand what nats-server 2.9 was seen leaving after a partition
     /// healed: a new leader's marker (a newer term) continuing the stream's end, the
     /// deposed leader's late write of 100 to `c:1` stored after it, then the new
@@ -151,51 +170,31 @@ impl Written {
         // The deposed leader's late write: its own chain and term, stored after the marker.
         let dir_old = tempfile::tempdir().unwrap();
         let deposed = follower_of(all, dir_old.path());
-        deposed.set_read_only(false);
-        let stale = JetStreamLog::start(
-            &Tasks::on(rt.handle().clone()),
-            js.clone(),
-            names,
-            Head {
-                seq: marker_seq,
-                term: old_term,
-                chain: end_stamp.after,
-            },
-            lease(old_term),
-            Arc::new(AtomicBool::new(false)),
-            |_| {},
-        );
-        deposed
-            .set_log_of_record(Some(Arc::new(stale) as Arc<dyn LogOfRecord>))
-            .unwrap();
         assert_eq!(
-            deposed.incr("c", Key::Id(1), "value", 100, None).unwrap(),
+            self.increment_through(
+                &deposed,
+                Head {
+                    seq: marker_seq,
+                    term: old_term,
+                    chain: end_stamp.after,
+                },
+                100
+            ),
             110
         );
         drop(deposed);
 
         // The new leader's batch, continuing its marker.
-        new_leader.set_read_only(false);
-        let new_log = JetStreamLog::start(
-            &Tasks::on(rt.handle().clone()),
-            js.clone(),
-            names,
-            Head {
-                seq: marker_seq + 1,
-                term: new_term,
-                chain: marker_stamp.after,
-            },
-            lease(new_term),
-            Arc::new(AtomicBool::new(false)),
-            |_| {},
-        );
-        new_leader
-            .set_log_of_record(Some(Arc::new(new_log) as Arc<dyn LogOfRecord>))
-            .unwrap();
         assert_eq!(
-            new_leader
-                .incr("c", Key::Id(1), "value", 1_000, None)
-                .unwrap(),
+            self.increment_through(
+                &new_leader,
+                Head {
+                    seq: marker_seq + 1,
+                    term: new_term,
+                    chain: marker_stamp.after,
+                },
+                1_000
+            ),
             1_010
         );
         drop(new_leader);
