@@ -54,19 +54,26 @@ fn cli(nats: &Nats, name: &str, args: &[&str]) -> serde_json::Value {
     cli_on(&nats.url, name, args)
 }
 
-/// `shardkit cluster ARGS` against the NATS servers `urls`.
+/// `shardkit cluster ARGS` against the NATS servers `urls`; a call that has not
+/// answered within a minute fails the test with what it printed.
 fn cli_on(urls: &str, name: &str, args: &[&str]) -> serde_json::Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_shardkit"))
-        .arg("cluster")
-        .args(args)
-        .args(["--nats", urls, "--cluster", name])
-        .args(if args == ["status"] {
-            vec![]
-        } else {
-            vec!["--groups".to_string(), GROUPS.to_string()]
-        })
-        .output()
-        .unwrap();
+    let started = Instant::now();
+    let output = common::cli::output_within(
+        Command::new(env!("CARGO_BIN_EXE_shardkit"))
+            .arg("cluster")
+            .args(args)
+            .args(["--nats", urls, "--cluster", name])
+            .args(if args == ["status"] {
+                vec![]
+            } else {
+                vec!["--groups".to_string(), GROUPS.to_string()]
+            }),
+        Duration::from_secs(60),
+    )
+    .unwrap_or_else(|e| panic!("shardkit cluster {args:?}: {e}"));
+    if started.elapsed() > Duration::from_secs(5) {
+        eprintln!("shardkit cluster {args:?} took {:?}", started.elapsed());
+    }
     assert!(
         output.status.success(),
         "shardkit cluster {args:?}: {}",
@@ -1311,7 +1318,13 @@ fn groups_keep_three_copies_on_three_nats_servers_and_status_shows_them() {
             {
                 break;
             }
-            assert!(Instant::now() < deadline, "{name}: {status}");
+            if Instant::now() >= deadline {
+                panic!(
+                    "{name}: the groups were not placed with {copies} copies in 60 s: \
+                     {status}\nnode log:\n{}",
+                    node.log.lock().unwrap().join("\n")
+                );
+            }
             std::thread::sleep(Duration::from_millis(200));
         }
         let log = node.log.lock().unwrap().join("\n");
@@ -1322,12 +1335,14 @@ fn groups_keep_three_copies_on_three_nats_servers_and_status_shows_them() {
     }
 
     // The node's own settings file is enough for the command line: servers and name.
-    let from_file = Command::new(env!("CARGO_BIN_EXE_shardkit"))
-        .args(["cluster", "status", "--config"])
-        .arg(dirs[0].path().join("node.toml"))
-        .env_remove("SHARDKIT_NATS_URL")
-        .output()
-        .unwrap();
+    let from_file = common::cli::output_within(
+        Command::new(env!("CARGO_BIN_EXE_shardkit"))
+            .args(["cluster", "status", "--config"])
+            .arg(dirs[0].path().join("node.toml"))
+            .env_remove("SHARDKIT_NATS_URL"),
+        Duration::from_secs(60),
+    )
+    .unwrap_or_else(|e| panic!("shardkit cluster status --config: {e}"));
     assert!(
         from_file.status.success(),
         "{}",

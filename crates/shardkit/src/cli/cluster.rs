@@ -152,34 +152,50 @@ async fn status(at: &Where) -> anyhow::Result<serde_json::Value> {
 
 /// Each group's stream as NATS keeps it: how many copies, which NATS server leads it,
 /// how many of its copies are current. A group whose stream is missing shows null.
+/// The groups are asked at once, so a JetStream slow to answer (elections under load)
+/// costs one request timeout, not one per group.
 async fn group_streams(
     js: &async_nats::jetstream::Context,
     cluster: &str,
     groups: u16,
 ) -> Vec<serde_json::Value> {
-    let mut out = Vec::with_capacity(usize::from(groups));
+    let mut asked = tokio::task::JoinSet::new();
     for g in 0..groups {
         let store = shardkit_node::cluster::nats::names::group_store_name(cluster, g);
         let name = shardkit_node::replication::jetstream::names::Names::new(&store).stream;
-        let info = match js.get_stream(&name).await {
-            Ok(mut stream) => stream.info().await.ok().cloned(),
-            Err(_) => None,
-        };
-        out.push(match info {
-            None => json!({ "group": g, "stream": name, "replicas": null }),
-            Some(info) => {
-                let cluster_info = info.cluster.as_ref();
-                json!({
-                    "group": g,
-                    "stream": name,
-                    "replicas": info.config.num_replicas,
-                    "leader": cluster_info.and_then(|c| c.leader.clone()),
-                    "current_copies": 1 + cluster_info.map_or(0, |c| c.replicas.iter().filter(|r| r.current).count()),
-                })
-            }
+        let js = js.clone();
+        asked.spawn(async move {
+            let info = match js.get_stream(&name).await {
+                Ok(mut stream) => stream.info().await.ok().cloned(),
+                Err(_) => None,
+            };
+            (g, stream_status(g, name, info))
         });
     }
-    out
+    let mut out: Vec<(u16, serde_json::Value)> = asked.join_all().await;
+    out.sort_by_key(|(g, _)| *g);
+    out.into_iter().map(|(_, v)| v).collect()
+}
+
+/// One group's line of [`group_streams`].
+fn stream_status(
+    g: u16,
+    name: String,
+    info: Option<async_nats::jetstream::stream::Info>,
+) -> serde_json::Value {
+    match info {
+        None => json!({ "group": g, "stream": name, "replicas": null }),
+        Some(info) => {
+            let cluster_info = info.cluster.as_ref();
+            json!({
+                "group": g,
+                "stream": name,
+                "replicas": info.config.num_replicas,
+                "leader": cluster_info.and_then(|c| c.leader.clone()),
+                "current_copies": 1 + cluster_info.map_or(0, |c| c.replicas.iter().filter(|r| r.current).count()),
+            })
+        }
+    }
 }
 
 /// The status document: every node the map names or that is live.
