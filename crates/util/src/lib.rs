@@ -4,3 +4,4 @@
 #![warn(missing_docs)]
 
 pub mod log_every;
+pub mod revision_clock;

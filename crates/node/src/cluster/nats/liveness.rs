@@ -7,17 +7,19 @@
 //! the failover check notes, for every record, when it first saw the record's current
 //! revision; a record whose revision has not moved for a whole record life is dead
 //! whether or not its key is still there, as the counters' leases are judged
-//! (`replication::jetstream::election`). When the bucket cannot be read every clock
+//! (`replication::jetstream::election`; both with
+//! [`shardkit_util::revision_clock::RevisionClock`]). When the bucket cannot be read every clock
 //! starts again: the nodes could not renew their records then either.
 
 use super::registry::{NodeRecord, RECORD_LIFE};
+use shardkit_util::revision_clock::RevisionClock;
 use std::collections::HashMap;
 use std::time::Instant;
 
-/// The revisions last seen of each node's record and since when.
+/// The revision last seen of each node's record and since when.
 #[derive(Debug, Default)]
 pub struct Liveness {
-    seen: HashMap<String, (u64, Instant)>,
+    seen: HashMap<String, RevisionClock>,
 }
 
 impl Liveness {
@@ -27,12 +29,10 @@ impl Liveness {
         let mut seen = HashMap::with_capacity(records.len());
         let mut out = Vec::new();
         for (record, revision) in records {
-            let since = match self.seen.get(&record.id) {
-                Some(&(r, since)) if r == revision => since,
-                _ => now,
-            };
-            seen.insert(record.id.clone(), (revision, since));
-            if now.duration_since(since) < RECORD_LIFE {
+            let mut clock = self.seen.get(&record.id).copied().unwrap_or_default();
+            let stood = clock.stood(revision, now);
+            seen.insert(record.id.clone(), clock);
+            if stood < RECORD_LIFE {
                 out.push(record);
             }
         }
