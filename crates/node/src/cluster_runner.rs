@@ -582,6 +582,7 @@ fn open_group(ctx: &Ctx, g: u16, owner: bool) -> anyhow::Result<Open> {
             queue: ctx.reopen.clone(),
         },
         started_from,
+        resync: Some(crate::replication::resync::Resync::beside(&dir)),
     });
     let replicator =
         Replicator::start_group(Arc::clone(&store), ctx.nats.clone(), ctx.shared.clone())?;

@@ -177,7 +177,7 @@ impl AppState {
         let jetstream = settings.counters.log == CounterLog::Jetstream;
         let engine_options = engine_options(&settings, jetstream)?;
         // With the JetStream log: the stream sequence the start's snapshot covers.
-        let (mut restored_seq, mut started_from) = (0, None);
+        let (mut restored_seq, mut started_from, mut resync) = (0, None, None);
         let engine = if jetstream {
             // The stream is the log of record: the local directory is only the copy being
             // built from it, started afresh (it may hold records the stream refused),
@@ -191,6 +191,7 @@ impl AppState {
                     .with_context(|| format!("cannot clear {}", dir.display()))?;
             }
             (restored_seq, started_from) = restore_snapshot(&store_spec(&settings), &dir)?;
+            resync = Some(crate::replication::resync::Resync::beside(&dir));
             let engine = Engine::open(dir, engine_options)?;
             engine.set_read_only(true);
             engine
@@ -353,6 +354,7 @@ impl AppState {
             ),
             on_restart: crate::replication::store::OnRestart::RestartProcess,
             started_from,
+            resync,
         });
         Ok(Self {
             settings,

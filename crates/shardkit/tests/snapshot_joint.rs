@@ -3,7 +3,9 @@
 //! real leader wrote: the message just before it is a deposed leader's late write (the
 //! chain there is not the agreed one), and the snapshot names a joint the stream does
 //! not continue. Either way the node must come up serving the agreed count, not start
-//! over from the same snapshot forever.
+//! over from the same snapshot forever. And the case no snapshot in the store mends:
+//! the stream leader's own copy breaks, so the node waits for a snapshot past the break
+//! and asks the leader for one.
 
 #![cfg(feature = "nats")]
 
@@ -11,6 +13,7 @@ mod common;
 
 use common::replication::{eventually, get, kill, node};
 use common::written_stream::{follower_of, Written};
+use futures_util::StreamExt;
 use shardkit_node::replication::jetstream::snapshots;
 
 /// The engine's snapshot of `engine` now: (its lsn, the file's bytes).
@@ -108,5 +111,62 @@ fn a_snapshot_the_stream_does_not_continue_is_left_for_an_older_one() {
         assert_eq!(get(&replica, "c:1"), Some(10));
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    kill(&mut replica);
+}
+
+/// The stream as the stream leader's copy held it in the nats-server 2.9 partition
+/// round: the deposed leader's never-acknowledged write where the other copies hold
+/// the new leader's marker, then the new leader's write building on that marker. A
+/// replica replaying it breaks at the new leader's write, every time. It must note the
+/// break, ask the leader for a snapshot past it (this test answers as the leader
+/// does, storing the new leader's snapshot), start from that snapshot and serve the
+/// agreed count. Without the note it replays into the same break forever and never
+/// asks.
+#[test]
+fn a_stream_copy_that_cannot_be_replayed_is_left_for_a_snapshot_the_leader_takes() {
+    let written = Written::by_a_killed_leader();
+    let mut taken = None;
+    let new_write = written.deposed_write_in_place_of_new_marker(|new_leader| {
+        taken = Some(snapshot_of(new_leader));
+    });
+    let (snapshot_lsn, snapshot) = taken.unwrap();
+    let mut asks = written.rt.block_on(async {
+        written
+            .js
+            .client()
+            .subscribe(written.names.snapshot_wanted.clone())
+            .await
+            .unwrap()
+    });
+
+    let mut replica = node(written.replica_dir.path(), &written.nats, "replica", 1_000);
+    let ask = written.rt.block_on(async {
+        tokio::time::timeout(std::time::Duration::from_secs(60), asks.next()).await
+    });
+    let Ok(Some(ask)) = ask else {
+        panic!(
+            "the replica did not ask for a snapshot: {}",
+            replica.log.lock().unwrap().join("\n")
+        );
+    };
+    assert_eq!(
+        String::from_utf8_lossy(&ask.payload),
+        new_write.to_string(),
+        "the ask names the message the replay broke at"
+    );
+    store_snapshot(&written, snapshot_lsn, new_write + 1, &snapshot);
+
+    eventually(30, "the replica serves the agreed count", || {
+        get(&replica, "c:1") == Some(1_010)
+    });
+    let log = replica.log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("waiting for a snapshot past it"),
+        "the replica did not wait for the snapshot: {log}"
+    );
+    assert!(
+        log.contains("counters restored from the object store"),
+        "the replica did not start from the snapshot: {log}"
+    );
     kill(&mut replica);
 }

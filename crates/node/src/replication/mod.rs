@@ -11,6 +11,8 @@
 //!   a replica applies only what continues its own copy.
 //! - [`distrusted`]: the snapshots a store no longer starts from on this node (the
 //!   stream did not continue them).
+//! - [`resync`]: where the stream leader's own copy could not be replayed, so the next
+//!   start waits for a snapshot past it.
 //! - [`members`]: the store's nodes as they announce themselves; [`sentinel`]: the
 //!   Sentinel view (master, replicas, sentinels) built from them and the lease.
 //! - `jetstream` (feature `nats`): the log of record on a JetStream stream, the leader
@@ -23,6 +25,7 @@ pub mod gate;
 pub mod jetstream;
 pub mod log_chain;
 pub mod members;
+pub mod resync;
 pub mod sentinel;
 pub mod status;
 pub mod store;

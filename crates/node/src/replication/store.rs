@@ -31,6 +31,9 @@ pub struct CounterStore {
     /// The snapshot this copy started from (none: from the stream's start), noted as
     /// not to start from again if the stream does not continue it.
     pub started_from: Option<super::distrusted::StartedFrom>,
+    /// Where a replay that the stream leader's copy cannot continue is noted, so the
+    /// next start waits for a snapshot past it (none for the local log).
+    pub resync: Option<super::resync::Resync>,
 }
 
 /// How a store starts over when its state can no longer be trusted: a deposed leader

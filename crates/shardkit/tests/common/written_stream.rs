@@ -130,6 +130,38 @@ impl Written {
         engine.incr("c", Key::Id(1), "value", by, None).unwrap()
     }
 
+    /// The stream's end, and a new leader of a newer term taking over there: its
+    /// engine (every batch applied), its marker's stamp (continuing the end) and the
+    /// marker's lsn header value. Nothing is published.
+    fn new_leader_at_the_end(&self, dir: &std::path::Path) -> NewLeader {
+        let last = self.all.last().unwrap().0;
+        let end = self.rt.block_on(self.stream.get_raw_message(last)).unwrap();
+        let end_stamp = Stamp::read(Some(&end.headers)).unwrap().unwrap();
+        let engine = follower_of(&self.all, dir);
+        let next = engine.next_lsn();
+        let marker = Stamp::new(end_stamp.term + 100, end_stamp.after, (next, next), b"");
+        NewLeader {
+            engine,
+            last,
+            end: end_stamp,
+            marker,
+            marker_lsns: format!("{next}-{next}"),
+        }
+    }
+
+    /// The deposed leader's late write of 100 to `c:1`: its own chain and term,
+    /// continuing the stream's end (`end`), stored as stream message `seq`.
+    fn deposed_write(&self, end: &Stamp, seq: u64) {
+        let dir_old = tempfile::tempdir().unwrap();
+        let deposed = follower_of(&self.all, dir_old.path());
+        let head = Head {
+            seq: seq - 1,
+            term: end.term,
+            chain: end.after,
+        };
+        assert_eq!(self.increment_through(&deposed, head, 100), 110);
+    }
+
     /// Writes on by hand what nats-server 2.9 was seen leaving after a partition
     /// healed: a new leader's marker (a newer term) continuing the stream's end, the
     /// deposed leader's late write of 100 to `c:1` stored after it, then the new
@@ -137,67 +169,66 @@ impl Written {
     /// log). `before_writes` sees the new leader's engine right after its marker (a
     /// test takes its snapshot there). Returns the marker's sequence.
     pub fn deposed_write_after_new_marker(&self, before_writes: impl FnOnce(&Engine)) -> u64 {
-        let (rt, names, js, stream, all) =
-            (&self.rt, &self.names, &self.js, &self.stream, &self.all);
-        let last = all.last().unwrap().0;
-        let end = rt.block_on(stream.get_raw_message(last)).unwrap();
-        let end_stamp = Stamp::read(Some(&end.headers)).unwrap().unwrap();
-        let (old_term, new_term) = (end_stamp.term, end_stamp.term + 100);
-
-        // The new leader's marker, continuing the stream's end in a newer term.
         let dir_new = tempfile::tempdir().unwrap();
-        let new_leader = follower_of(all, dir_new.path());
-        let next = new_leader.next_lsn();
-        let marker_stamp = Stamp::new(new_term, end_stamp.after, (next, next), b"");
-        let (t, c) = marker_stamp.header_values();
-        let marker_seq = rt.block_on(async {
+        let new = self.new_leader_at_the_end(dir_new.path());
+        let (t, c) = new.marker.header_values();
+        let marker_seq = self.rt.block_on(async {
             let m = PublishMessage::build()
                 .payload(Bytes::new())
-                .expected_last_sequence(last)
-                .header(LSN_HEADER, format!("{next}-{next}").as_str())
+                .expected_last_sequence(new.last)
+                .header(LSN_HEADER, new.marker_lsns.as_str())
                 .header("Shardkit-Term", t.as_str())
                 .header("Shardkit-Chain", c.as_str());
-            js.send_publish(names.subject.clone(), m)
+            self.js
+                .send_publish(self.names.subject.clone(), m)
                 .await
                 .unwrap()
                 .await
                 .unwrap()
                 .sequence
         });
-
-        before_writes(&new_leader);
-
-        // The deposed leader's late write: its own chain and term, stored after the marker.
-        let dir_old = tempfile::tempdir().unwrap();
-        let deposed = follower_of(all, dir_old.path());
-        assert_eq!(
-            self.increment_through(
-                &deposed,
-                Head {
-                    seq: marker_seq,
-                    term: old_term,
-                    chain: end_stamp.after,
-                },
-                100
-            ),
-            110
-        );
-        drop(deposed);
-
-        // The new leader's batch, continuing its marker.
-        assert_eq!(
-            self.increment_through(
-                &new_leader,
-                Head {
-                    seq: marker_seq + 1,
-                    term: new_term,
-                    chain: marker_stamp.after,
-                },
-                1_000
-            ),
-            1_010
-        );
-        drop(new_leader);
+        before_writes(&new.engine);
+        self.deposed_write(&new.end, marker_seq + 1);
+        let head = Head {
+            seq: marker_seq + 1,
+            term: new.marker.term,
+            chain: new.marker.after,
+        };
+        assert_eq!(self.increment_through(&new.engine, head, 1_000), 1_010);
         marker_seq
     }
+
+    /// What the stream leader's copy held in the partition round that nats-server 2.9
+    /// failed: the deposed leader's never-acknowledged write of 100 to `c:1` where the
+    /// other copies hold the new leader's marker, then the new leader's write of 1,000
+    /// building on that marker, which this copy does not have (`c:1` is 1,010 in the
+    /// agreed log; no replay of this copy gets past the new leader's write).
+    /// `after_writes` sees the new leader's engine at the end (the agreed state).
+    /// Returns the sequence of the new leader's write.
+    pub fn deposed_write_in_place_of_new_marker(&self, after_writes: impl FnOnce(&Engine)) -> u64 {
+        let dir_new = tempfile::tempdir().unwrap();
+        let new = self.new_leader_at_the_end(dir_new.path());
+        self.deposed_write(&new.end, new.last + 1);
+        let head = Head {
+            seq: new.last + 1,
+            term: new.marker.term,
+            chain: new.marker.after,
+        };
+        assert_eq!(self.increment_through(&new.engine, head, 1_000), 1_010);
+        after_writes(&new.engine);
+        new.last + 2
+    }
+}
+
+/// A new leader about to take over at the end of a [`Written`] stream.
+struct NewLeader {
+    engine: Engine,
+    /// The stream's last sequence.
+    last: u64,
+    /// The stamp of the stream's last message.
+    end: Stamp,
+    /// The new leader's marker, continuing `end` in a newer term.
+    marker: Stamp,
+    /// The marker's lsn header value.
+    marker_lsns: String,
 }

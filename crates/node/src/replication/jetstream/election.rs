@@ -38,9 +38,7 @@ const HOLD_LEASES: u32 = 10;
 pub struct Store {
     pub(super) js: jetstream::Context,
     stream: stream::Stream,
-    lease: kv::Store,
-    /// The lease bucket's stream, read from its leader ([`read_lease`]).
-    lease_stream: stream::Stream,
+    lease: LeaseBucket,
     snapshots: jetstream::object_store::ObjectStore,
     names: Names,
     lease_for: Duration,
@@ -85,14 +83,16 @@ impl Store {
                 ..Default::default()
             })
             .await?;
-        let lease = lease_bucket(&js, &names.lease_bucket, lease_for, replicas).await?;
-        let lease_stream = js.get_stream(format!("KV_{}", names.lease_bucket)).await?;
+        let lease = LeaseBucket {
+            kv: lease_bucket(&js, &names.lease_bucket, lease_for, replicas).await?,
+            stream: js.get_stream(format!("KV_{}", names.lease_bucket)).await?,
+            name: names.lease_bucket.clone(),
+        };
         let snapshots = super::snapshots::bucket(&js, &names, replicas).await?;
         Ok(Self {
             js,
             stream,
             lease,
-            lease_stream,
             snapshots,
             names,
             lease_for,
@@ -188,15 +188,15 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
         from,
     ));
     let tick = store.lease_for / 3;
-    // The lease revision last seen and when it was first seen (this node's clock).
-    let mut seen: Option<(u64, Instant)> = None;
+    // How long the lease's revision has stood (this node's clock).
+    let mut seen = shardkit_util::revision_clock::RevisionClock::default();
     // Since when the lease cannot be read (the bucket electing a stream leader, NATS
     // out of reach): logged when it can again, so a failover's time can be told apart
     // from NATS's own election.
     let mut unreadable_since: Option<Instant> = None;
     // Changes of the lease key (renewals, a hand-back) wake the loop early; without a
     // watch (NATS trouble) it still runs every tick.
-    let mut changes = store.lease.watch(LEASE_KEY).await.ok();
+    let mut changes = store.lease.kv.watch(LEASE_KEY).await.ok();
     loop {
         match changes.as_mut() {
             Some(watch) => {
@@ -247,7 +247,7 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
             .stands_for_lease
             .load(std::sync::atomic::Ordering::Acquire);
         let asked = Instant::now();
-        let read = tokio::time::timeout(store.lease_for / 3, read_lease(&store))
+        let read = tokio::time::timeout(store.lease_for / 3, store.lease.read())
             .await
             .unwrap_or_else(|_| Err(anyhow::anyhow!("timed out")));
         if read.is_ok() {
@@ -260,14 +260,7 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
         }
         let taken = match read {
             Ok(Some((revision, value))) => {
-                let first_seen = match seen {
-                    Some((seen_revision, at)) if seen_revision == revision => at,
-                    _ => {
-                        seen = Some((revision, asked));
-                        asked
-                    }
-                };
-                if asked.duration_since(first_seen) < store.lease_for {
+                if seen.stood(revision, asked) < store.lease_for {
                     if let Ok(leader) = serde_json::from_slice::<LeaderAddr>(&value) {
                         state.replication.set_role(Role::Replica {
                             leader: Some(leader),
@@ -287,18 +280,20 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
                 );
                 store
                     .lease
+                    .kv
                     .update(LEASE_KEY, Bytes::from(me_json.clone()), revision)
                     .await
                     .ok()
             }
             Ok(None) => {
-                seen = None;
+                seen.reset();
                 state.replication.set_role(Role::Replica { leader: None });
                 if !stands {
                     continue;
                 }
                 store
                     .lease
+                    .kv
                     .create(LEASE_KEY, Bytes::from(me_json.clone()))
                     .await
                     .ok()
@@ -307,7 +302,7 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
                 // No leader for the bucket (an election) or NATS trouble: the holder
                 // cannot renew either, so the time it had to renew starts again once
                 // the bucket answers.
-                seen = None;
+                seen.reset();
                 unreadable_since.get_or_insert(asked);
                 static FAILED: shardkit_util::log_every::LogEvery =
                     shardkit_util::log_every::LogEvery::every(Duration::from_secs(10));
@@ -362,6 +357,7 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
                 fenced.store(true, Ordering::Release);
                 let _ = store
                     .lease
+                    .kv
                     .delete_expect_revision(LEASE_KEY, Some(revision))
                     .await;
                 super::follower::start_over(&state, &e);
@@ -382,17 +378,27 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
 #[error("the stream leader's end is behind this node's copy")]
 struct Lagging;
 
-/// The lease as the lease bucket's stream leader holds it: `(revision, value)`, or
-/// `None` when it is free. Not a direct get, which any replica of the bucket answers
-/// even while no leader could take a write: a read that succeeds here means the
-/// holder could have renewed too, so a lease is found unrenewed only over time in
-/// which renewing was possible.
-async fn read_lease(store: &Store) -> anyhow::Result<Option<(u64, Bytes)>> {
-    // A delete or purge marker frees the lease.
-    Ok(
-        super::kv_agreed::agreed_entry(&store.lease_stream, &store.names.lease_bucket, LEASE_KEY)
-            .await?,
-    )
+/// The lease bucket: renewals and take-overs by compare-and-set on its KV, reads from
+/// its stream's leader.
+#[derive(Clone)]
+struct LeaseBucket {
+    kv: kv::Store,
+    /// The bucket's stream, read from its leader ([`LeaseBucket::read`]).
+    stream: stream::Stream,
+    name: String,
+}
+
+impl LeaseBucket {
+    /// The lease as the bucket's stream leader holds it: `(revision, value)`, or `None`
+    /// when it is free. Not a direct get, which any replica of the bucket answers even
+    /// while no leader could take a write (or, on nats-server 2.9 after a partition,
+    /// from a copy that lost writes the others took): a read that succeeds here means
+    /// the holder could have renewed too, so a lease is found unrenewed only over time
+    /// in which renewing was possible.
+    async fn read(&self) -> anyhow::Result<Option<(u64, Bytes)>> {
+        // A delete or purge marker frees the lease.
+        Ok(super::kv_agreed::agreed_entry(&self.stream, &self.name, LEASE_KEY).await?)
+    }
 }
 
 /// Catches up, checks that this node's copy ends where the stream leader's does (same
@@ -670,6 +676,11 @@ async fn lead(
         store.snapshots.clone(),
         store.stream.clone(),
     ));
+    store.tasks.spawn(super::snapshot_wanted::answer(
+        Arc::clone(state),
+        store.js.client(),
+        store.names.snapshot_wanted.clone(),
+    ));
     tracing::info!(
         stream_seq = marker.seq,
         term = marker.term,
@@ -688,7 +699,7 @@ async fn lead(
 /// refused publish or a hand-back ends the lead: the node is fenced and steps down.
 async fn renew(
     state: Arc<CounterStore>,
-    lease: kv::Store,
+    lease: LeaseBucket,
     me_json: String,
     mut revision: u64,
     lease_for: Duration,
@@ -708,7 +719,7 @@ async fn renew(
                 fenced.store(true, Ordering::Release);
                 state.counters.engine.set_read_only(true);
                 state.replication.set_role(Role::Replica { leader: None });
-                if let Err(e) = lease.delete_expect_revision(LEASE_KEY, Some(revision)).await {
+                if let Err(e) = lease.kv.delete_expect_revision(LEASE_KEY, Some(revision)).await {
                     tracing::warn!(error = %e, "cannot give the lease back; it lapses instead");
                 }
                 state.release.done.notify_one();
@@ -730,7 +741,9 @@ async fn renew(
         // find the lease a whole lease old.
         let renewal = tokio::time::timeout(
             lease_for / 3,
-            lease.update(LEASE_KEY, Bytes::from(me_json.clone()), revision),
+            lease
+                .kv
+                .update(LEASE_KEY, Bytes::from(me_json.clone()), revision),
         )
         .await
         .unwrap_or_else(|_| Err(kv::UpdateErrorKind::TimedOut.into()));
@@ -744,20 +757,23 @@ async fn renew(
                 *valid_until.lock() = asked + lease_for;
             }
             Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
-                // A renewal that timed out may have landed all the same: then the
-                // lease holds this node's own value at a newer revision.
-                match lease.entry(LEASE_KEY).await {
-                    Ok(Some(entry))
-                        if entry.operation == kv::Operation::Put
-                            && entry.value == me_json.as_bytes() =>
-                    {
-                        revision = entry.revision;
+                // A renewal that timed out may have landed all the same, or (nats-server
+                // 2.9, a partition healing) the bucket's new stream leader holds an
+                // older renewal of this node's: either way the lease still names this
+                // node, at another revision, and is renewed from there. Only the
+                // bucket's agreed copy decides; one that cannot be read now is NATS
+                // weather, asked again (meanwhile the lease runs out on this node's
+                // clock, and writes stop with it).
+                match tokio::time::timeout(lease_for / 3, lease.read()).await {
+                    Ok(Ok(Some((at, value)))) if value == me_json.as_bytes() => {
+                        revision = at;
                         failing = true;
                     }
-                    _ => {
+                    Ok(Ok(_)) => {
                         tracing::error!("another node holds the counters' lease now");
                         break;
                     }
+                    _ => failing = true,
                 }
             }
             Err(e) => {

@@ -35,6 +35,17 @@ pub struct Behind {
     pub first: u64,
 }
 
+/// The stream leader's own copy does not continue this copy at message `seq`, met while
+/// replaying it: starting over from the same snapshot (or the stream's start) would
+/// replay into the same break, so the next start waits for a snapshot past it
+/// ([`crate::replication::resync`]).
+#[derive(Debug, thiserror::Error)]
+#[error("the stream leader's copy of the stream cannot be replayed past message {seq}; the next start waits for a snapshot past it")]
+pub struct Unreplayable {
+    /// The message that did not continue the copy.
+    pub seq: u64,
+}
+
 /// Starts the store over after following stopped on `why`: a [`Behind`] (the records
 /// it needs next were purged), or anything else the follower could not apply — a
 /// message that does not continue this copy's chain ([`Diverged`]), a gap, a damaged
@@ -53,6 +64,10 @@ pub fn start_over(state: &CounterStore, why: &anyhow::Error) {
         if let Some(started_from) = &state.started_from {
             started_from.distrust();
         }
+    }
+    if let (Some(unreplayable), Some(resync)) = (why.downcast_ref::<Unreplayable>(), &state.resync)
+    {
+        resync.need_past(unreplayable.seq);
     }
     if !why.is::<Behind>() {
         let (applied, _, _) = state.replication.progress();
@@ -259,7 +274,15 @@ async fn read_from_leader(
             &message.payload,
             published_ms,
             last - seq,
-        )?;
+        )
+        .map_err(|stopped| match stopped {
+            // The copy read here is the stream leader's: it is what every start
+            // replays, so a break in it is noted for the next start.
+            Stopped::Apply(e) if e.is::<Diverged>() => {
+                Stopped::Apply(e.context(Unreplayable { seq }))
+            }
+            other => other,
+        })?;
     }
     Ok(last + 1)
 }

@@ -17,6 +17,8 @@
 //!   others (the Sentinel replies read them).
 //! - [`snapshots`]: the leader's snapshots in an object store, the purge of the stream
 //!   below what they cover, and a start from the newest one.
+//! - [`snapshot_wanted`]: a replica that cannot rebuild its copy from the stream asks
+//!   the leader for a fresh snapshot (a full resync).
 //! - [`stamp`]: the term and chain headers of every message, and the check of them.
 //! - [`lsn_seq`]: which stream sequence a snapshot's lsn corresponds to.
 //! - [`kv_agreed`]: a KV key as its bucket's stream leader holds it (the lease, the
@@ -43,6 +45,7 @@ pub mod lsn_seq;
 pub mod membership;
 pub mod names;
 pub mod publisher;
+pub mod snapshot_wanted;
 pub mod snapshots;
 pub mod stamp;
 pub mod tasks;

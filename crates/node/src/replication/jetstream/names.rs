@@ -15,6 +15,9 @@ pub struct Names {
     pub members_bucket: String,
     /// The object store of the snapshots: `shardkit_snapshots_<store>`.
     pub snapshot_bucket: String,
+    /// The subject a replica that cannot rebuild its copy from the stream asks the
+    /// leader for a fresh snapshot on: `shardkit.counters.<store>.snapshot-wanted`.
+    pub snapshot_wanted: String,
 }
 
 /// The key in the lease bucket the leader holds.
@@ -36,6 +39,7 @@ impl Names {
             lease_bucket: format!("shardkit_lease_{store}"),
             members_bucket: format!("shardkit_members_{store}"),
             snapshot_bucket: format!("shardkit_snapshots_{store}"),
+            snapshot_wanted: format!("shardkit.counters.{store}.snapshot-wanted"),
         }
     }
 }

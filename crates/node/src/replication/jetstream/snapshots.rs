@@ -15,6 +15,7 @@
 use super::lsn_seq::first_seq_reaching;
 use super::names::Names;
 use crate::replication::distrusted::Distrusted;
+use crate::replication::resync::Resync;
 use crate::replication::store::CounterStore;
 use crate::replication::Role;
 use anyhow::Context;
@@ -254,7 +255,9 @@ pub struct Restored {
 /// Seeds the empty engine directory `dir` with the newest usable snapshot of the
 /// store's object store (an older one if the newest cannot be fetched, is damaged, or
 /// is one the stream did not continue at an earlier start here: see
-/// [`crate::replication::distrusted`]). `None` when the store has none: the node
+/// [`crate::replication::distrusted`]). A copy whose last replay broke in the stream
+/// leader's copy ([`crate::replication::resync`]) waits for one past the break, asking
+/// the leader. `None` when the store has none: the node
 /// replays the stream from its start. Blocks: call it from a blocking thread, before
 /// the engine is opened.
 pub fn restore_newest(
@@ -268,16 +271,28 @@ pub fn restore_newest(
     runtime.block_on(async {
         let started = std::time::Instant::now();
         let names = Names::new(&spec.name);
-        let (bucket, all) = super::until_up::until_up("listing the stored snapshots", || async {
-            let client = crate::nats_connect::connect(&spec.nats, "shardkit snapshot fetch")
-                .await
-                .context("cannot fetch the counters' snapshot")?;
-            let js = jetstream::new(client);
-            let bucket = bucket(&js, &names, spec.stream_replicas).await?;
-            let all = list(&bucket).await?;
-            Ok((bucket, all))
-        })
-        .await?;
+        let (client, bucket, all) =
+            super::until_up::until_up("listing the stored snapshots", || async {
+                let client = crate::nats_connect::connect(&spec.nats, "shardkit snapshot fetch")
+                    .await
+                    .context("cannot fetch the counters' snapshot")?;
+                let js = jetstream::new(client.clone());
+                let bucket = bucket(&js, &names, spec.stream_replicas).await?;
+                let all = list(&bucket).await?;
+                Ok((client, bucket, all))
+            })
+            .await?;
+        let resync = Resync::beside(dir);
+        let all = match resync.past() {
+            None => all,
+            Some(past) => {
+                super::snapshot_wanted::wait_past(&client, &names.snapshot_wanted, &bucket, past)
+                    .await
+                    .into_iter()
+                    .filter(|s| s.from_seq > past)
+                    .collect()
+            }
+        };
         for stored in usable(all, &Distrusted::beside(dir)) {
             let bytes = match download(&bucket, &stored).await {
                 Ok(bytes) => bytes,
@@ -289,6 +304,7 @@ pub fn restore_newest(
             match shardkit_counters::restore_snapshot(dir, &bytes) {
                 Ok(_) => {
                     tracing::info!(snapshot = %stored.name, bytes = bytes.len(), "counters start from the stored snapshot");
+                    resync.clear();
                     return Ok(Some(Restored {
                         snapshot: stored,
                         took: started.elapsed(),
