@@ -19,7 +19,7 @@ use crate::cluster::map::SlotMap;
 use crate::cluster::nats::liveness::Liveness;
 use crate::cluster::nats::map_store::MapStore;
 use crate::cluster::nats::names::group_store_name;
-use crate::cluster::nats::registry::{NodeRecord, Registry};
+use crate::cluster::nats::registry::{NodeRecord, Registry, HEARTBEAT};
 use crate::config::Settings;
 use crate::counters::Counters;
 use crate::replication::jetstream::Replicator;
@@ -285,6 +285,7 @@ async fn watch_map(
                     );
                 } else {
                     ctx.live.set_map(map);
+                    promote_followers(&ctx);
                     stores.notify_one();
                 }
             }
@@ -396,6 +397,11 @@ async fn take_over_orphans(
     liveness: &mut Liveness,
     stores: &tokio::sync::Notify,
 ) -> anyhow::Result<()> {
+    if !registry.announced_within(2 * HEARTBEAT) {
+        // This node cannot write its own record now: the others may not either.
+        liveness.unreadable();
+        return Ok(());
+    }
     let Some(map) = maps.load().await? else {
         return Ok(());
     };
@@ -422,6 +428,7 @@ async fn take_over_orphans(
     next.version = version;
     if next.version > ctx.live.map().version {
         ctx.live.set_map(next);
+        promote_followers(ctx);
         stores.notify_one();
     }
     Ok(())
@@ -476,21 +483,11 @@ fn matches_map(ctx: &Ctx, map: &SlotMap) -> bool {
 /// the node holds, read again for each group: a map adopted while a store opens is
 /// followed from the next group on (and whole by the pass it wakes).
 fn reconcile(ctx: &Ctx) {
+    promote_followers(ctx);
     for g in 0..ctx.live.map().groups {
         let want = part_in(&ctx.live.map(), g, &ctx.record.id);
         let have = ctx.open.lock().get(&g).map(|o| o.owner);
         if want == have {
-            continue;
-        }
-        if have == Some(false) && want == Some(true) {
-            // A follower made owner: it stands for the lease in place, already caught up
-            // (the old owner gives the lease back, or it lapses with a dead one).
-            if let Some(open) = ctx.open.lock().get_mut(&g) {
-                open.store
-                    .stands_for_lease
-                    .store(true, std::sync::atomic::Ordering::Release);
-                open.owner = true;
-            }
             continue;
         }
         if have.is_some() {
@@ -507,6 +504,25 @@ fn reconcile(ctx: &Ctx) {
                 }
                 Err(e) => tracing::error!(group = g, error = %e, "cannot open the group's store"),
             }
+        }
+    }
+}
+
+/// Makes every open group the map now names this node owner of, that it follows,
+/// stand for the lease in place, already caught up (the old owner gives the lease
+/// back, or it lapses with a dead one). Cheap and never waits on NATS, so it runs as
+/// soon as a map is adopted, not behind the opening of another group's store (which
+/// can wait many seconds for NATS during a partition).
+fn promote_followers(ctx: &Ctx) {
+    let map = ctx.live.map();
+    let mut open = ctx.open.lock();
+    for (g, group) in open.iter_mut() {
+        if !group.owner && part_in(&map, *g, &ctx.record.id) == Some(true) {
+            group
+                .store
+                .stands_for_lease
+                .store(true, std::sync::atomic::Ordering::Release);
+            group.owner = true;
         }
     }
 }

@@ -370,6 +370,36 @@ fn cut_round(nats_binary: &Path, sync_always: bool) {
 
     // Writers on the client host and on the first node's host, through the cut.
     let until = Instant::now() + BEFORE + FAULT + AFTER;
+    // Who leads each group's lease bucket and log stream, as the second host's NATS
+    // server answers, to tell NATS's elections from the failover.
+    let (lease_streams, log_streams): (Vec<String>, Vec<String>) = (0..GROUPS)
+        .map(|g| {
+            let names = shardkit_node::replication::jetstream::names::Names::new(
+                &shardkit_node::cluster::nats::names::group_store_name("cp", g),
+            );
+            (format!("KV_{}", names.lease_bucket), names.stream)
+        })
+        .unzip();
+    let cluster_streams = vec![
+        format!(
+            "KV_{}",
+            shardkit_node::cluster::nats::names::nodes_bucket("cp")
+        ),
+        format!(
+            "KV_{}",
+            shardkit_node::cluster::nats::names::map_bucket("cp")
+        ),
+    ];
+    let leaders = hosts::stream_leaders::watch(
+        nats.url(1),
+        lease_streams
+            .iter()
+            .chain(&log_streams)
+            .chain(&cluster_streams)
+            .cloned()
+            .collect(),
+        until,
+    );
     let outside = {
         let seeds = addrs.clone();
         hosts.in_ns(&hosts.client.ns, move || write("outside", seeds, until))
@@ -420,6 +450,19 @@ fn cut_round(nats_binary: &Path, sync_always: bool) {
         failover[failover.len() / 2],
         failover[failover.len() - 1]
     );
+    let leaders = leaders.join().unwrap();
+    let (lease_leaders, rest) = leaders.split_at(lease_streams.len());
+    let (log_leaders, cluster_leaders) = rest.split_at(log_streams.len());
+    for (what, of) in [
+        ("lease buckets", lease_leaders),
+        ("log streams", log_leaders),
+        ("node records and map buckets", cluster_leaders),
+    ] {
+        eprintln!(
+            "NATS elected another leader for the {what} the cut server led {}",
+            elections(&hosts::stream_leaders::elected_after(of, "h0", cut_at))
+        );
+    }
     eprintln!(
         "acknowledged {} increments, {} indeterminate; longest gap between acks: outside {:.1} s, inside {:.1} s",
         acked.iter().sum::<i64>(),
@@ -547,6 +590,22 @@ fn settle(
 
 /// The last lines of every node's log, for a failing run (every line with
 /// `SHARDKIT_TEST_ROUND_LOGS` set).
+/// The report of NATS's elections: how many streams, the median and the longest time
+/// from the cut to a new leader, how many had none by the end of the watch.
+fn elections(after: &[Option<Duration>]) -> String {
+    let mut took: Vec<f64> = after.iter().flatten().map(Duration::as_secs_f64).collect();
+    took.sort_by(f64::total_cmp);
+    let never = after.len() - took.len();
+    match took.last() {
+        None => format!("({} streams): none within the watch", after.len()),
+        Some(max) => format!(
+            "({} streams): median {:.1} s, max {max:.1} s after the cut; {never} had none within the watch",
+            after.len(),
+            took[took.len() / 2]
+        ),
+    }
+}
+
 fn print_logs(nodes: &[Server]) {
     let all = std::env::var("SHARDKIT_TEST_ROUND_LOGS").is_ok();
     for (i, node) in nodes.iter().enumerate() {

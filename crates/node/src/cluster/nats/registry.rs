@@ -6,10 +6,9 @@
 use super::names::nodes_bucket;
 use crate::cluster::map::NodeInfo;
 use crate::replication::jetstream::election::lease_bucket;
-use crate::replication::jetstream::kv_agreed::agreed_entry;
+use crate::replication::jetstream::kv_agreed::{agreed_entry, agreed_keys};
 use anyhow::Context;
 use async_nats::jetstream::{self, kv};
-use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -62,6 +61,8 @@ impl NodeRecord {
 #[derive(Clone)]
 pub struct Registry {
     kv: kv::Store,
+    /// When this node's own record was last written (shared by the clones).
+    announced: std::sync::Arc<parking_lot::Mutex<Option<std::time::Instant>>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -80,7 +81,10 @@ impl Registry {
         let kv = lease_bucket(js, &nodes_bucket(cluster), RECORD_LIFE, replicas)
             .await
             .context("cannot make the cluster's node bucket")?;
-        Ok(Self { kv })
+        Ok(Self {
+            kv,
+            announced: Default::default(),
+        })
     }
 
     /// Writes (or renews) `record`.
@@ -90,7 +94,18 @@ impl Registry {
             .put(&record.id, value.into())
             .await
             .with_context(|| format!("cannot write node {}'s record", record.id))?;
+        *self.announced.lock() = Some(std::time::Instant::now());
         Ok(())
+    }
+
+    /// Whether this node wrote its own record within `within`. A node that cannot
+    /// write its record does not judge others by theirs: nats-server 2.9, healing
+    /// after a partition, answered reads of the bucket for seconds while no write went
+    /// through, and every record then looked unrenewed.
+    pub fn announced_within(&self, within: Duration) -> bool {
+        self.announced
+            .lock()
+            .is_some_and(|at| at.elapsed() <= within)
     }
 
     /// Renews `record` every [`HEARTBEAT`] until the task is dropped; a failed write is
@@ -104,7 +119,7 @@ impl Registry {
         loop {
             record.following = following();
             if let Err(e) = self.announce(&record).await {
-                tracing::warn!(error = %e, "cluster heartbeat");
+                tracing::warn!(error = %format!("{e:#}"), "cluster heartbeat");
             }
             tokio::time::sleep(HEARTBEAT).await;
         }
@@ -124,14 +139,9 @@ impl Registry {
     /// The records whose keys are there, each with its revision (what
     /// [`super::liveness::Liveness`] judges), in id order.
     pub async fn records(&self) -> anyhow::Result<Vec<(NodeRecord, u64)>> {
-        let mut keys = match self.kv.keys().await {
-            Ok(keys) => keys,
-            Err(e) => return Err(e).context("cannot list the cluster's nodes"),
-        };
-        let mut ids = Vec::new();
-        while let Some(key) = keys.next().await {
-            ids.push(key.context("cannot list the cluster's nodes")?);
-        }
+        let ids = agreed_keys(&self.kv.stream, &self.kv.name)
+            .await
+            .context("cannot list the cluster's nodes")?;
         let mut out = Vec::new();
         for id in ids {
             // From the bucket's stream leader, not a direct get: a copy that is behind

@@ -15,6 +15,7 @@
 
 use super::follower::follow;
 use super::joint::joint_head;
+use super::kv_agreed::Agreed;
 use super::names::{Names, LEADER_HEADER, LEASE_KEY, LSN_HEADER};
 use super::publisher::{JetStreamLog, Lease};
 use super::stamp::{Diverged, Stamp, CHAIN_HEADER, TERM_HEADER};
@@ -259,7 +260,7 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
             }
         }
         let taken = match read {
-            Ok(Some((revision, value))) => {
+            Ok(Agreed::Value(revision, value)) => {
                 if seen.stood(revision, asked) < store.lease_for {
                     if let Ok(leader) = serde_json::from_slice::<LeaderAddr>(&value) {
                         state.replication.set_role(Role::Replica {
@@ -285,7 +286,29 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
                     .await
                     .ok()
             }
-            Ok(None) => {
+            Ok(Agreed::Missing) if store.lease.ever_set().await => {
+                // Expired by the bucket, not given back: NATS drops a key a new
+                // stream leader finds past its age, also when its holder could not
+                // renew only because the bucket had no leader. The holder sets it
+                // again when it can (see `renew`); it is taken only once it stayed
+                // missing for a whole lease on this node's clock (0 is no revision).
+                if seen.stood(0, asked) < store.lease_for {
+                    continue;
+                }
+                state.replication.set_role(Role::Replica { leader: None });
+                if !stands {
+                    continue;
+                }
+                tracing::warn!("the counters' lease stayed missing for a whole lease; taking it");
+                store
+                    .lease
+                    .kv
+                    .create(LEASE_KEY, Bytes::from(me_json.clone()))
+                    .await
+                    .ok()
+            }
+            Ok(Agreed::Deleted | Agreed::Missing) => {
+                // Given back, or never taken: free now.
                 seen.reset();
                 state.replication.set_role(Role::Replica { leader: None });
                 if !stands {
@@ -395,9 +418,16 @@ impl LeaseBucket {
     /// from a copy that lost writes the others took): a read that succeeds here means
     /// the holder could have renewed too, so a lease is found unrenewed only over time
     /// in which renewing was possible.
-    async fn read(&self) -> anyhow::Result<Option<(u64, Bytes)>> {
-        // A delete or purge marker frees the lease.
-        Ok(super::kv_agreed::agreed_entry(&self.stream, &self.name, LEASE_KEY).await?)
+    async fn read(&self) -> anyhow::Result<Agreed> {
+        Ok(super::kv_agreed::agreed_key(&self.stream, &self.name, LEASE_KEY).await?)
+    }
+
+    /// Whether the lease was ever set (the bucket's stream holds or held a message):
+    /// a missing lease that was never set is free at once. Unknown (NATS trouble)
+    /// counts as set, the side that waits.
+    async fn ever_set(&self) -> bool {
+        let mut stream = self.stream.clone();
+        !matches!(stream.info().await, Ok(info) if info.state.last_sequence == 0)
     }
 }
 
@@ -764,10 +794,34 @@ async fn renew(
                 // bucket's agreed copy decides; one that cannot be read now is NATS
                 // weather, asked again (meanwhile the lease runs out on this node's
                 // clock, and writes stop with it).
+                // A lease the bucket expired (it had no leader to take the renewals)
+                // is set again: nobody took it, and one that took it meanwhile would
+                // have set its own value.
                 match tokio::time::timeout(lease_for / 3, lease.read()).await {
-                    Ok(Ok(Some((at, value)))) if value == me_json.as_bytes() => {
+                    Ok(Ok(Agreed::Value(at, value))) if value == me_json.as_bytes() => {
                         revision = at;
                         failing = true;
+                    }
+                    Ok(Ok(Agreed::Missing)) => {
+                        match lease
+                            .kv
+                            .create(LEASE_KEY, Bytes::from(me_json.clone()))
+                            .await
+                        {
+                            Ok(at) => {
+                                tracing::info!("the counters' lease expired while it could not be renewed; set again");
+                                revision = at;
+                                failing = false;
+                                *valid_until.lock() = asked + lease_for;
+                            }
+                            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+                                tracing::error!(
+                                    "another node took the counters' lease after it expired"
+                                );
+                                break;
+                            }
+                            Err(_) => failing = true,
+                        }
                     }
                     Ok(Ok(_)) => {
                         tracing::error!("another node holds the counters' lease now");
