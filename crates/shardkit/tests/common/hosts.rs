@@ -12,6 +12,7 @@
 #[cfg(feature = "nats")]
 pub mod nats;
 pub mod nodes;
+#[cfg(feature = "nats")]
 pub mod stream_leaders;
 
 use super::netns::run;
