@@ -10,7 +10,10 @@
 # first write acknowledged by another node, one probe per row of the cut node; the
 # median over its rows, per run), how long after the heal every group had two equal
 # copies again (the cut node following the groups taken from it), and failed runs
-# (the test's checks: nothing lost, no phantom, every group's copies equal).
+# (the test's checks: nothing lost, no phantom, every group's copies equal). Beside
+# the failover, NATS's own part: how long after the cut another server was seen
+# leading each stream the cut server led (lease buckets, log streams, the cluster's
+# node-record and map buckets), the longest per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
@@ -35,7 +38,7 @@ done
 python3 - "$WORK" <<'PY'
 import glob, os, re, statistics, sys
 work = sys.argv[1]
-failover, healed, failed, runs = {}, {}, {}, {}
+failover, healed, failed, runs, elected = {}, {}, {}, {}, {}
 for path in sorted(glob.glob(f"{work}/*.log")):
     version = os.path.basename(path).split("-")[0]
     text = open(path).read()
@@ -46,6 +49,9 @@ for path in sorted(glob.glob(f"{work}/*.log")):
     m = re.search(r"failover of the cut node's \d+ rows .*?median ([\d.inf]+) s, max ([\d.inf]+) s", text)
     if m:
         failover.setdefault(version, []).append((float(m.group(1)), float(m.group(2))))
+    longest = [float(x) for x in re.findall(r"NATS elected another leader for .*? max ([\d.]+) s after the cut", text)]
+    if longest:
+        elected.setdefault(version, []).append(max(longest))
     m = re.search(r"settled ([\d.]+) s after the heal", text)
     if m:
         healed.setdefault(version, []).append(float(m.group(1)))
@@ -59,6 +65,10 @@ for version in ["debian", "current"]:
         print(f"  failover (cut -> first write acked by another node), per-run medians: "
               f"{', '.join(f'{x:.1f}' for x in medians)} s; median {statistics.median(medians):.1f} s, "
               f"max {max(y for _, y in f):.1f} s")
+    e = elected.get(version, [])
+    if e:
+        print(f"  NATS's elections of the cut server's streams and buckets, longest per run: "
+              f"{', '.join(f'{x:.1f}' for x in e)} s")
     if h:
         print(f"  every group on two equal copies after the heal: median {statistics.median(h):.1f} s, max {max(h):.1f} s")
 PY

@@ -23,7 +23,7 @@ const ASK_EVERY: Duration = Duration::from_secs(10);
 const AT_MOST_EVERY: Duration = Duration::from_secs(5);
 
 /// Waits until the store holds a snapshot whose tail starts after stream message
-/// `past`, asking the leader on `subject` for one every [`ASK_EVERY`]; returns the
+/// `past`, asking the leader on `subject` for one every 10 s; returns the
 /// stored snapshots then, newest first. Waits as long as it takes: a copy that cannot
 /// be rebuilt has nothing right to serve, and a leader elected later answers too.
 pub async fn wait_past(
@@ -57,7 +57,7 @@ pub async fn wait_past(
 }
 
 /// While this node leads: writes a snapshot whenever a replica asks for one on
-/// `subject` (at most one per [`AT_MOST_EVERY`]).
+/// `subject` (at most one per 5 s).
 pub async fn answer(state: Arc<CounterStore>, client: async_nats::Client, subject: String) {
     let mut asks = match client.subscribe(subject).await {
         Ok(asks) => asks,
