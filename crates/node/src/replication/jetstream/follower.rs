@@ -58,16 +58,16 @@ pub struct Unreplayable {
 /// the same way by its node ([`crate::replication::store::OnRestart`]).
 pub fn start_over(state: &CounterStore, why: &anyhow::Error) {
     state.counters.engine.set_read_only(true);
-    if !why.is::<Behind>() && !state.replication.joint_checked() {
+    if let Some(unreplayable) = why.downcast_ref::<Unreplayable>() {
+        if let Some(resync) = &state.resync {
+            resync.need_past(unreplayable.seq);
+        }
+    } else if !why.is::<Behind>() && !state.replication.joint_checked() {
         // The stream did not continue the copy before its end was ever checked against
         // the stream leader's: the snapshot it started from may be the cause.
         if let Some(started_from) = &state.started_from {
             started_from.distrust();
         }
-    }
-    if let (Some(unreplayable), Some(resync)) = (why.downcast_ref::<Unreplayable>(), &state.resync)
-    {
-        resync.need_past(unreplayable.seq);
     }
     if !why.is::<Behind>() {
         let (applied, _, _) = state.replication.progress();
@@ -277,8 +277,12 @@ async fn read_from_leader(
         )
         .map_err(|stopped| match stopped {
             // The copy read here is the stream leader's: it is what every start
-            // replays, so a break in it is noted for the next start.
-            Stopped::Apply(e) if e.is::<Diverged>() => {
+            // replays, so a break in it is noted for the next start. Not at a
+            // snapshot's joint, where the snapshot may be the one at fault (it is
+            // then left for an older one: `crate::replication::distrusted`).
+            Stopped::Apply(e)
+                if e.is::<Diverged>() && seq != state.replication.snapshot_joint() =>
+            {
                 Stopped::Apply(e.context(Unreplayable { seq }))
             }
             other => other,
