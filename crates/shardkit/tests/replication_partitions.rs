@@ -188,6 +188,20 @@ fn round(
             writers::run("sentinel", &prefix, target, until)
         })
     };
+    // Who leads the counters stream and the lease bucket through the round, as a NATS
+    // server outside the fault answers: NATS's own elections (also those a healed
+    // server sets off) beside the outages.
+    let names = shardkit_node::replication::jetstream::names::Names::new(STORE);
+    let watched = [names.stream.clone(), format!("KV_{}", names.lease_bucket)];
+    let leaders = hosts::stream_leaders::watch(
+        format!(
+            "nats://{}:{}",
+            hosts.hosts[(target + 1) % nodes.len()].addr,
+            hosts::nats::CLIENT_PORT
+        ),
+        watched.to_vec(),
+        until,
+    );
     std::thread::sleep(BEFORE);
     let fault_at = Instant::now();
     let fault_wall = std::time::SystemTime::now();
@@ -227,6 +241,13 @@ fn round(
         restarts.join("; ")
     );
     report::failover_parts(tag, nodes, target, &lines_before, fault_wall);
+    for (name, seen) in watched.iter().zip(leaders.join().unwrap()) {
+        eprintln!(
+            "{tag}: NATS leader of {name} (times from the fault, healed at +{:.1} s): {}",
+            (healed_at - fault_at).as_secs_f64(),
+            hosts::stream_leaders::timeline(&seen, fault_at)
+        );
+    }
     failures.extend(verdict::check(tag, nodes, &seen, totals));
     // Every node's log lines of the round and its INFO replication, to see how a
     // failover went: always for a round that failed (a rare failure is diagnosed from

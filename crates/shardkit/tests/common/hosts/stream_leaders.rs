@@ -66,3 +66,20 @@ pub fn elected_after(all: &[Leaders], server: &str, at: Instant) -> Vec<Option<D
         })
         .collect()
 }
+
+/// One stream's leaders as a line of changes, times from `at` (`h1 -2.0 s, none +0.5 s,
+/// h2 +6.1 s`): the first entry is the leader seen when the watch began.
+pub fn timeline(leaders: &Leaders, at: Instant) -> String {
+    leaders
+        .iter()
+        .map(|(t, leader)| {
+            let from = if *t >= at {
+                format!("+{:.1}", (*t - at).as_secs_f64())
+            } else {
+                format!("-{:.1}", (at - *t).as_secs_f64())
+            };
+            format!("{} {from} s", leader.as_deref().unwrap_or("none"))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
