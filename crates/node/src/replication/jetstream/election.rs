@@ -286,33 +286,28 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
                     .await
                     .ok()
             }
-            Ok(Agreed::Missing) if store.lease.ever_set().await => {
-                // Expired by the bucket, not given back: NATS drops a key a new
-                // stream leader finds past its age, also when its holder could not
-                // renew only because the bucket had no leader. The holder sets it
-                // again when it can (see `renew`); it is taken only once it stayed
-                // missing for a whole lease on this node's clock (0 is no revision).
-                if seen.stood(0, asked) < store.lease_for {
+            Ok(free @ (Agreed::Deleted | Agreed::Missing)) => {
+                // A key with no message that was set before was expired by the
+                // bucket, not given back: NATS drops a key a new stream leader finds
+                // past its age, also when its holder could not renew only because the
+                // bucket had no leader. The holder sets it again when it can (see
+                // `renew`); it is taken only once it stayed missing for a whole lease
+                // on this node's clock (0 is no revision). Given back (a delete) or
+                // never set: free now.
+                let expired = free == Agreed::Missing && store.lease.ever_set().await;
+                if !expired {
+                    seen.reset();
+                } else if seen.stood(0, asked) < store.lease_for {
                     continue;
                 }
                 state.replication.set_role(Role::Replica { leader: None });
                 if !stands {
                     continue;
                 }
-                tracing::warn!("the counters' lease stayed missing for a whole lease; taking it");
-                store
-                    .lease
-                    .kv
-                    .create(LEASE_KEY, Bytes::from(me_json.clone()))
-                    .await
-                    .ok()
-            }
-            Ok(Agreed::Deleted | Agreed::Missing) => {
-                // Given back, or never taken: free now.
-                seen.reset();
-                state.replication.set_role(Role::Replica { leader: None });
-                if !stands {
-                    continue;
+                if expired {
+                    tracing::warn!(
+                        "the counters' lease stayed missing for a whole lease; taking it"
+                    );
                 }
                 store
                     .lease
