@@ -111,10 +111,12 @@ fn a_replica_serves_the_leaders_counts_and_refuses_writes() {
 }
 
 /// A leader paused past its lease while no other node may lead (the other one is a
-/// replica by role) finds, when it wakes, that NATS expired its lease key: nobody took
-/// it, so it sets it again and leads on in the same process, without starting over,
-/// and every acknowledged increment is there once, on the replica too. With a missing
-/// key taken for another holder it restarts in place and the test fails.
+/// replica by role) finds, when it wakes, its lease key gone as NATS expires it (here
+/// its message is deleted from the bucket's stream while the leader is paused, as the
+/// expiry does, rather than left to the expiry's timing): nobody took it, so it sets
+/// it again and leads on in the same process, without starting over, and every
+/// acknowledged increment is there once, on the replica too. With a missing key taken
+/// for another holder it restarts in place and the test fails.
 #[test]
 fn a_leader_whose_lease_expired_while_paused_sets_it_again_when_nobody_took_it() {
     let nats = Nats::start();
@@ -129,7 +131,8 @@ fn a_leader_whose_lease_expired_while_paused_sets_it_again_when_nobody_took_it()
         let _: i64 = redis::cmd("INCR").arg("c:1").query(&mut con).unwrap();
     }
     signal(&leader, "-STOP");
-    std::thread::sleep(Duration::from_millis(2500));
+    std::thread::sleep(Duration::from_millis(1500));
+    expire_lease(&nats, "test");
     signal(&leader, "-CONT");
     con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let after: i64 = redis::cmd("INCR").arg("c:1").query(&mut con).unwrap();
@@ -150,6 +153,29 @@ fn a_leader_whose_lease_expired_while_paused_sets_it_again_when_nobody_took_it()
         "the leader started over though nobody took its lease: {log}"
     );
     assert_eq!(role(&leader).as_deref(), Some("master"));
+}
+
+/// Removes store `store`'s lease key the way the bucket's `max_age` does: its message
+/// is deleted from the bucket's stream, leaving no delete marker.
+fn expire_lease(nats: &Nats, store: &str) {
+    let names = shardkit_node::replication::jetstream::names::Names::new(store);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = async_nats::connect(nats.url.as_str()).await.unwrap();
+        let js = async_nats::jetstream::new(client);
+        let stream = js
+            .get_stream(format!("KV_{}", names.lease_bucket))
+            .await
+            .unwrap();
+        let subject = format!("$KV.{}.leader", names.lease_bucket);
+        // NATS may have expired it already.
+        if let Ok(last) = stream.get_last_raw_message_by_subject(&subject).await {
+            stream.delete_message(last.sequence).await.unwrap();
+        }
+    });
 }
 
 #[test]
