@@ -407,8 +407,9 @@ struct LeaseBucket {
 }
 
 impl LeaseBucket {
-    /// The lease as the bucket's stream leader holds it: `(revision, value)`, or `None`
-    /// when it is free. Not a direct get, which any replica of the bucket answers even
+    /// The lease as the bucket's stream leader holds it: a value at its revision,
+    /// given back (a delete marker), or missing (never set, or expired by the bucket's
+    /// `max_age`). Not a direct get, which any replica of the bucket answers even
     /// while no leader could take a write (or, on nats-server 2.9 after a partition,
     /// from a copy that lost writes the others took): a read that succeeds here means
     /// the holder could have renewed too, so a lease is found unrenewed only over time
@@ -788,10 +789,9 @@ async fn renew(
                 // node, at another revision, and is renewed from there. Only the
                 // bucket's agreed copy decides; one that cannot be read now is NATS
                 // weather, asked again (meanwhile the lease runs out on this node's
-                // clock, and writes stop with it).
-                // A lease the bucket expired (it had no leader to take the renewals)
-                // is set again: nobody took it, and one that took it meanwhile would
-                // have set its own value.
+                // clock, and writes stop with it). A lease the bucket expired (it had
+                // no leader to take the renewals) is set again: nobody took it, and
+                // one that took it meanwhile would have set its own value.
                 match tokio::time::timeout(lease_for / 3, lease.read()).await {
                     Ok(Ok(Agreed::Value(at, value))) if value == me_json.as_bytes() => {
                         revision = at;
