@@ -480,13 +480,8 @@ fn cut_round(nats_binary: &Path, sync_always: bool) {
         unknown: &unknown,
     };
     let healed_at = cut_at + FAULT;
-    let settled_at = settle(&addrs, &bounds, 2).unwrap_or_else(|problems| {
-        print_logs(&nodes);
-        panic!(
-            "not settled {SETTLE:?} after the writers stopped:\n{}",
-            problems.join("\n")
-        )
-    });
+    let settled_at = settle(&addrs, &bounds, 2)
+        .unwrap_or_else(|problems| not_settled("after the writers stopped", &problems, &nodes));
     eprintln!(
         "settled {:.1} s after the heal; copies per group: {:?}",
         settled_at.duration_since(healed_at).as_secs_f64(),
@@ -495,13 +490,8 @@ fn cut_round(nats_binary: &Path, sync_always: bool) {
             .collect::<Vec<_>>()
     );
     cli(&["rebalance", "--groups", &GROUPS.to_string()]);
-    let rebalanced = settle(&addrs, &bounds, 2).unwrap_or_else(|problems| {
-        print_logs(&nodes);
-        panic!(
-            "not settled {SETTLE:?} after the rebalance:\n{}",
-            problems.join("\n")
-        )
-    });
+    let rebalanced = settle(&addrs, &bounds, 2)
+        .unwrap_or_else(|problems| not_settled("after the rebalance", &problems, &nodes));
     eprintln!(
         "after a rebalance, every group on two or more nodes in {:.1} s; copies per group: {:?}",
         rebalanced.duration_since(settled_at).as_secs_f64(),
@@ -588,8 +578,15 @@ fn settle(
     }
 }
 
-/// The last lines of every node's log, for a failing run (every line with
-/// `SHARDKIT_TEST_ROUND_LOGS` set).
+/// Fails the round: what was still wrong, then the nodes' logs, then the same again
+/// (a long output is cut in its middle, so the problems are at both ends).
+fn not_settled(when: &str, problems: &[String], nodes: &[Server]) -> ! {
+    let problems = problems.join("\n");
+    eprintln!("not settled {SETTLE:?} {when}:\n{problems}");
+    print_logs(nodes);
+    panic!("not settled {SETTLE:?} {when}:\n{problems}")
+}
+
 /// The report of NATS's elections: how many streams, the median and the longest time
 /// from the cut to a new leader, how many had none by the end of the watch.
 fn elections(after: &[Option<Duration>]) -> String {
@@ -606,6 +603,8 @@ fn elections(after: &[Option<Duration>]) -> String {
     }
 }
 
+/// The last lines of every node's log, for a failing run (every line with
+/// `SHARDKIT_TEST_ROUND_LOGS` set).
 fn print_logs(nodes: &[Server]) {
     let all = std::env::var("SHARDKIT_TEST_ROUND_LOGS").is_ok();
     for (i, node) in nodes.iter().enumerate() {
