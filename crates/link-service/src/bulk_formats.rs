@@ -1,7 +1,8 @@
 //! The bulk formats, read by bulk create and written by export, so an export imports
 //! back as is: JSON lines (one [`LinkLine`] object a line) or CSV with the header
-//! [`CSV_HEADER`] (tags separated by `|`). An exported line carries everything a link
-//! is (code, alias, creation time, expiry, visit limit, redirect, tags), its click
+//! [`CSV_HEADER`] (tags separated by `|`, redirect rules as their JSON array). An
+//! exported line carries everything a link is (code, alias, creation time, expiry,
+//! visit limit, redirect, tags, rules), its click
 //! total and its clicks per day (`daily`: `{"2026-11-23": 3, …}` in JSON,
 //! `2026-11-23:3|2026-11-24:5` in CSV), and its click analytics (`analytics`, per day:
 //! people, bots and each dimension's values; the same JSON in a CSV cell); a line with
@@ -23,7 +24,7 @@ pub enum Format {
 }
 
 /// The CSV header of an export (an import may hold any of these columns, `url` first).
-pub const CSV_HEADER: [&str; 12] = [
+pub const CSV_HEADER: [&str; 13] = [
     "url",
     "code",
     "alias",
@@ -36,6 +37,7 @@ pub const CSV_HEADER: [&str; 12] = [
     "daily",
     "password_protected",
     "analytics",
+    "rules",
 ];
 
 /// CSV columns an import takes besides [`CSV_HEADER`].
@@ -72,6 +74,9 @@ pub struct LinkLine {
     /// Labels for listing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
+    /// Redirect rules, as `POST /api/links` takes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<Vec<shardkit_links::RedirectRule>>,
     /// Clicks so far (restored as the link's total, so visits left stay the same).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clicks: Option<u64>,
@@ -186,6 +191,7 @@ impl TryFrom<LinkLine> for BulkItem {
                 reuse: line.reuse,
                 password: line.password,
                 region: None,
+                rules: line.rules,
             },
             restore,
             author: None,
@@ -337,6 +343,11 @@ fn from_row(
                     format!("line {number}: analytics is not the JSON an export writes: {e}")
                 })?)
             }
+            "rules" => {
+                link.rules = Some(serde_json::from_str(value).map_err(|e| {
+                    format!("line {number}: rules is not a JSON array of rules: {e}")
+                })?)
+            }
             "tags" => {
                 link.tags = Some(
                     value
@@ -379,6 +390,7 @@ pub fn as_line(link: &Link, clicks: &Clicks) -> LinkLine {
         } else {
             Some(link.tags.clone())
         },
+        rules: (!link.rules.is_empty()).then(|| link.rules.clone()),
         clicks: Some(clicks.total),
         daily: (!clicks.daily.is_empty()).then(|| {
             clicks
@@ -447,6 +459,9 @@ pub fn write(format: Format, links: &[(Link, Clicks)], header: bool, out: &mut V
                         .unwrap_or_default(),
                     r.analytics
                         .and_then(|a| serde_json::to_string(&a).ok())
+                        .unwrap_or_default(),
+                    r.rules
+                        .and_then(|rules| serde_json::to_string(&rules).ok())
                         .unwrap_or_default(),
                 ]);
             }
@@ -517,6 +532,7 @@ mod tests {
             tags: vec!["x".into(), "y".into()],
             password_hash: None,
             author: None,
+            rules: vec![],
         };
         let mut day = crate::analytics::export::DayLine {
             people: 4,

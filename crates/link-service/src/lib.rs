@@ -8,6 +8,7 @@
 //!   details, written together per link and day into the counter engine.
 //! - [`bulk_formats`]: the bulk import/export formats (JSON lines, CSV).
 //! - [`password`]: link passwords (Argon2id) and the attempt limiter.
+//! - [`redirect_rules`]: which of a link's targets one visit goes to.
 //! - [`regions`]: links homed in several regions (`[regions]`), fetched from and
 //!   forwarded to their peers.
 //! - [`cache_size`]: the bound on every in-memory cache of links.
@@ -23,6 +24,7 @@ pub mod bulk_formats;
 pub mod cache_size;
 mod doorkeeper;
 pub mod password;
+pub mod redirect_rules;
 pub mod regions;
 pub mod settings;
 
@@ -33,9 +35,10 @@ use serde_json::{json, Value};
 use shardkit_counters::Engine;
 use shardkit_ids::ShardedGenerator;
 use shardkit_links::{
-    day_of, format_day, format_time, group_of, group_within, normalize_url, now_ms, parse_time,
-    validate_alias, validate_tags, Codec, Feistel, GroupCommit, GroupStats, InsertOutcome, Link,
-    LinkError, LinkStore, Minter, OwnOrigin, Redirect, StoreError,
+    day_of, format_day, format_time, group_of, group_within, normalize_rules, normalize_url,
+    now_ms, parse_time, validate_alias, validate_tags, Codec, Feistel, GroupCommit, GroupStats,
+    InsertOutcome, Link, LinkError, LinkStore, Minter, OwnOrigin, Redirect, RedirectRule,
+    StoreError,
 };
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -77,6 +80,14 @@ pub struct NewLink {
     /// host names (an aliased link lives in the default region).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+    /// Redirect rules, evaluated in order, the first match giving the target (else
+    /// `url`): each one condition (`device`: ios, android or desktop; `language`: a
+    /// tag the visitor accepts; `country`: ISO code by the GeoIP database; `query`:
+    /// parameters present (`true`) or equal to a string; `cidr`: the client's network)
+    /// and its `url`. At most 16.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub rules: Option<Vec<RedirectRule>>,
 }
 
 /// A change to a link (`PATCH`/`PUT /api/links/{code}`): fields present are replaced.
@@ -96,6 +107,9 @@ pub struct LinkPatch {
     /// New password (1 to 128 characters); `""` removes it.
     #[schema(max_length = 128)]
     pub password: Option<String>,
+    /// New redirect rules (replacing the old ones; `[]` removes them).
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub rules: Option<Vec<RedirectRule>>,
 }
 
 /// Why a link operation failed, in the terms the API answers with.
@@ -335,7 +349,13 @@ impl Links {
         if let Some(p) = request.password.as_deref() {
             password::check(p).map_err(LinkOpError::Invalid)?;
         }
+        self.rules(request.rules.clone())?;
         Ok(())
+    }
+
+    /// A link's rules as stored (their URLs normalized as a link's own).
+    fn rules(&self, rules: Option<Vec<RedirectRule>>) -> Result<Vec<RedirectRule>, LinkOpError> {
+        normalize_rules(rules.unwrap_or_default(), &self.own).map_err(LinkOpError::Invalid)
     }
 
     /// The region a stored link lives in (`None` without `[regions]`).
@@ -421,6 +441,7 @@ impl Links {
         };
         let max_visits = max_visits(request.max_visits)?;
         let redirect = redirect(request.redirect)?;
+        let rules = self.rules(request.rules.clone())?;
         let (group, code) = match restore {
             Some(restore) => (self.restorable_code(restore)?, restore.code.clone()),
             None => self.mint_free(request.alias.as_deref(), &url, taken)?,
@@ -452,6 +473,7 @@ impl Links {
             tags,
             password_hash,
             author: item.author.clone(),
+            rules,
         })
     }
 
@@ -854,6 +876,9 @@ impl Links {
         if let Some(tags) = &patch.tags {
             validate_tags(tags).map_err(LinkOpError::Invalid)?;
             link.tags = tags.clone();
+        }
+        if patch.rules.is_some() {
+            link.rules = self.rules(patch.rules.clone())?;
         }
         match patch.password.as_deref() {
             None => {}

@@ -34,6 +34,7 @@ fn link(i: u64, codec: &Codec) -> Link {
         tags: Vec::new(),
         password_hash: None,
         author: None,
+        rules: vec![],
     }
 }
 

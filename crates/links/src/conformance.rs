@@ -23,7 +23,13 @@ pub fn sample_link(id: u64, code: &str, url: &str) -> Link {
         tags: Vec::new(),
         password_hash: None,
         author: None,
+        rules: vec![],
     }
+}
+
+/// A redirect rule from its JSON.
+fn rule(json: &str) -> crate::RedirectRule {
+    serde_json::from_str(json).expect("a rule the suite writes")
 }
 
 /// Runs every check against `store`, which must be empty.
@@ -40,6 +46,7 @@ pub fn run(store: &dyn LinkStore) {
     let mut b = link(20, "b000001", "https://example.com/b");
     b.alias = Some("bee-alias".into());
     b.tags = vec!["red".into()];
+    b.rules = vec![rule(r#"{"device":"ios","url":"https://apps.example/b"}"#)];
     let c = link(30, "c000001", "https://example.com/a");
     let outcomes = store
         .insert_batch(&[a.clone(), b.clone(), c.clone()])
@@ -196,6 +203,15 @@ pub fn run(store: &dyn LinkStore) {
     a2.redirect = Redirect::Permanent;
     store.replace(&a2).unwrap();
     assert_eq!(store.resolve("a000001").unwrap(), Some(a2.clone()));
+    // Redirect rules are part of the link: stored, read and replaced with it.
+    let mut b2 = b.clone();
+    b2.rules = vec![
+        rule(r#"{"cidr":"10.0.0.0/8","url":"https://example.com/in"}"#),
+        rule(r#"{"query":{"ref":"x","debug":true},"url":"https://example.com/x"}"#),
+    ];
+    store.replace(&b2).unwrap();
+    assert_eq!(store.resolve("bee-alias").unwrap(), Some(b2.clone()));
+    assert_eq!(store.get(20).unwrap(), Some(b2));
     assert_eq!(ids(store.list(Some("red"), None, 10).unwrap()), [20]);
     assert_eq!(ids(store.list(Some("green"), None, 10).unwrap()), [10]);
     assert_eq!(

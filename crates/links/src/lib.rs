@@ -10,6 +10,8 @@
 //! - [`normalize_url`]: only `http`/`https` URLs with a host, at most 8 KiB, never
 //!   the service's own short domain.
 //! - [`validate_alias`]: custom aliases, provably disjoint from generated codes.
+//! - [`RedirectRule`]: where a link sends visitors of some device, language, country,
+//!   query or network instead of its URL.
 //! - [`Link`]: the stored record; [`LinkStore`]: storage behind a trait;
 //!   [`SegmentLinkStore`]: the embedded implementation (a code is located by
 //!   inverting its permutation, then read through a dense offset index from
@@ -47,6 +49,7 @@ mod nowait;
 mod offset_index;
 mod record;
 mod redb_store;
+mod rules;
 mod run_set;
 mod segment_batch;
 mod segment_convert;
@@ -76,6 +79,11 @@ pub use model::{
     MAX_TAGS,
 };
 pub use redb_store::RedbLinkStore;
+pub use rules::{
+    normalize_rules, Condition, Device, QueryMatch, QueryValue, RedirectRule, RuleFields,
+    CIDR_PATTERN, COUNTRY_PATTERN, LANGUAGE_PATTERN, MAX_LANGUAGE_LEN, MAX_QUERY_PARAMS,
+    MAX_QUERY_TEXT, MAX_RULES,
+};
 pub use segment_store::{segments_dir, FoldStats, SegmentLinkStore, FOLD_LINKS};
 pub use store::{write_one, InsertOutcome, LinkStore, Write, Written};
 pub use url_rules::{

@@ -102,13 +102,17 @@ pub struct Link {
     /// An "author only" key sees only the links it made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
+    /// Where some visitors go instead of `url`, first match wins.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<crate::rules::RedirectRule>,
 }
 
 impl Link {
     /// Whether `"reuse": true` may hand this link out for its URL: a plain link (no
-    /// alias, expiry, visit limit or password), whoever made it.
+    /// alias, redirect rules, expiry, visit limit or password), whoever made it.
     pub fn reusable(&self) -> bool {
         self.alias.is_none()
+            && self.rules.is_empty()
             && self.expires_at.is_none()
             && self.max_visits.is_none()
             && self.password_hash.is_none()
@@ -265,10 +269,15 @@ mod tests {
             tags: vec!["t".into()],
             password_hash: Some("$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into()),
             author: Some("writer".into()),
+            rules: vec![crate::RedirectRule {
+                when: crate::Condition::Language("de".into()),
+                url: "https://example.com/de".into(),
+            }],
         };
         let json = serde_json::to_value(&link).unwrap();
         assert_eq!(json["id"], serde_json::json!((u64::MAX / 3).to_string()));
         assert_eq!(json["redirect"], 308);
+        assert_eq!(json["rules"][0]["language"], "de");
         assert!(json["created_at"].as_str().unwrap().ends_with(".123Z"));
         let back: Link = serde_json::from_value(json).unwrap();
         assert_eq!(back, link);

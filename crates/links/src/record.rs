@@ -7,16 +7,17 @@
 //! ```text
 //! header   varint: bit 0 alias, 1 expires_at, 2 max_visits, 3 password_hash,
 //!          4 author, 5 code (only when it cannot be rebuilt), 6 tags,
-//!          bits 7-8 the redirect (0 = 302, 1 = 301, 2 = 307, 3 = 308)
+//!          bits 7-8 the redirect (0 = 302, 1 = 301, 2 = 307, 3 = 308), 9 rules
 //! id       8 bytes little-endian
 //! created  varint ms since the Unix epoch
 //! then, each only if its bit is set: expires_at varint, max_visits varint,
-//! code, alias, tags (count, then each), password_hash, author: each text a varint
+//! code, alias, tags (count, then each), password_hash, author, rules (their JSON
+//! array: rare and small, so the readable form costs little): each text a varint
 //! length and its bytes
 //! url      the rest of the value
 //! ```
 //!
-//! A plain link costs 15 bytes beside its URL. Bits 9 and up must be zero: a record
+//! A plain link costs 15 bytes beside its URL. Bits 10 and up must be zero: a record
 //! from a newer format is refused as damaged, not misread.
 
 use crate::error::StoreError;
@@ -30,7 +31,8 @@ const AUTHOR: u64 = 1 << 4;
 const CODE: u64 = 1 << 5;
 const TAGS: u64 = 1 << 6;
 const REDIRECT_SHIFT: u32 = 7;
-const KNOWN: u64 = (1 << 9) - 1;
+const RULES: u64 = 1 << 9;
+const KNOWN: u64 = (1 << 10) - 1;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -66,6 +68,7 @@ pub(crate) fn encode(link: &Link, keep_code: bool) -> Vec<u8> {
         (link.author.is_some(), AUTHOR),
         (keep_code, CODE),
         (!link.tags.is_empty(), TAGS),
+        (!link.rules.is_empty(), RULES),
     ];
     for (present, bit) in flags {
         if present {
@@ -99,6 +102,13 @@ pub(crate) fn encode(link: &Link, keep_code: bool) -> Vec<u8> {
     }
     if let Some(author) = &link.author {
         put_text(&mut out, author);
+    }
+    if !link.rules.is_empty() {
+        // Rules were checked when made; their JSON cannot fail to write.
+        put_text(
+            &mut out,
+            &serde_json::to_string(&link.rules).unwrap_or_default(),
+        );
     }
     out.extend_from_slice(link.url.as_bytes());
     out
@@ -186,6 +196,13 @@ pub(crate) fn decode(
     let author = (header & AUTHOR != 0)
         .then(|| r.text().ok_or_else(short))
         .transpose()?;
+    let rules = match (header & RULES != 0)
+        .then(|| r.text().ok_or_else(short))
+        .transpose()?
+    {
+        Some(json) => serde_json::from_str(&json).map_err(|_| damaged("unreadable rules"))?,
+        None => Vec::new(),
+    };
     let url = std::str::from_utf8(&bytes[r.at..])
         .map_err(|_| damaged("url is not UTF-8"))?
         .to_string();
@@ -211,6 +228,7 @@ pub(crate) fn decode(
         tags,
         password_hash,
         author,
+        rules,
     })
 }
 
@@ -233,6 +251,10 @@ mod tests {
         full.tags = vec!["a".into(), "b:c".into()];
         full.password_hash = Some("$argon2id$x".into());
         full.author = Some("writer".into());
+        full.rules = vec![
+            serde_json::from_str(r#"{"device":"ios","url":"https://apps.example/"}"#).unwrap(),
+            serde_json::from_str(r#"{"cidr":"10.0.0.0/8","url":"https://in.example/"}"#).unwrap(),
+        ];
         full.code = "Zzzzzzzzzzz".into();
         let bytes = encode(&full, true);
         assert_eq!(decode(&bytes, || None).unwrap(), full);

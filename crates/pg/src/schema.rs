@@ -123,6 +123,7 @@ ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS alias_name text;
 CREATE INDEX IF NOT EXISTS links_tags ON {s}.links USING gin (tags);
 ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS password_hash text;
 ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS author text;
+ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS rules jsonb;
 CREATE TABLE IF NOT EXISTS {s}.link_aliases (
     alias text PRIMARY KEY,
     id bigint NOT NULL,

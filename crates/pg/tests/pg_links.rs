@@ -42,6 +42,7 @@ fn pg_link_store_passes_the_conformance_suite_on_two_servers() {
         tags: Vec::new(),
         password_hash: None,
         author: None,
+        rules: vec![],
     };
     // Ids the store makes carry the shard of the code (so a look-up by id reads one shard).
     let mut assigned = [link.clone()];
@@ -113,6 +114,7 @@ fn a_group_of_changes_applies_in_order_and_a_refused_write_fails_only_itself() {
         tags: Vec::new(),
         password_hash: None,
         author: None,
+        rules: vec![],
     };
     // Three links in one shard (group `a`), one in another (group `b`).
     let a1 = link(1, "a000001", "https://example.com/a1");

@@ -29,6 +29,7 @@ fn link(id: u64, code: String, alias: Option<String>) -> Link {
         tags: vec!["moving".into()],
         password_hash: Some("$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA".into()),
         author: Some("mover".into()),
+        rules: vec![],
     }
 }
 

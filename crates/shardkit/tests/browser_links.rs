@@ -365,3 +365,103 @@ fn the_link_page_charts_show_the_visitors_on_a_phone_sized_screen() {
         "the page scrolls sideways on a phone"
     );
 }
+
+/// A person adds two redirect rules on the form (one made and removed again, as a
+/// slip is), gets the link, and a browser that speaks German lands on the German page
+/// while one that does not lands on the link's URL.
+#[test]
+fn a_person_adds_redirect_rules_on_the_form_and_each_browser_lands_where_its_rule_says() {
+    let Some(binary) = chromium() else {
+        assert!(std::env::var_os("CI").is_none(), "CI is set but Chromium is not installed: scripts/test installs it (apt-get install -y chromium)");
+        eprintln!("\n\n*** SKIPPED the browser test: Chromium is not installed (apt-get install -y chromium) ***\n\n");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let target = format!("http://127.0.0.1:{}", target_server());
+    let mut browser = Browser::start(&binary);
+    browser.goto(&server.url("/"));
+    // Fills a rule row the way a person does: pick the kind, type the value and URL.
+    let fill = |kind: &str, value: &str, url: &str| {
+        format!(
+            "(() => {{ document.getElementById('add-rule').click(); \
+               const row = [...document.querySelectorAll('#rules .rule')].pop(); \
+               const kind = row.querySelector('.rule-kind'); kind.value = {kind:?}; \
+               kind.dispatchEvent(new Event('change')); \
+               row.querySelector('.rule-value').value = {value:?}; \
+               row.querySelector('.rule-url').value = {url:?}; return true; }})()"
+        )
+    };
+    browser.eval(&format!(
+        "document.getElementById('url').value = '{target}/default'; \
+         document.getElementById('alias').value = 'by-language'; true"
+    ));
+    browser.eval(&fill("query", "ref=news&debug", &format!("{target}/news")));
+    assert_eq!(
+        browser.eval("document.querySelector('#rules .rule-value').placeholder"),
+        json!("ref=news&debug")
+    );
+    browser.eval(&fill("device", "tv", &format!("{target}/tv")));
+    browser.eval("[...document.querySelectorAll('#rules .rule')].pop().querySelector('.rule-remove').click(); true");
+    browser.eval(&fill("language", "de", &format!("{target}/de")));
+    assert_eq!(
+        browser.eval("document.querySelectorAll('#rules .rule').length"),
+        json!(2)
+    );
+    browser.eval("document.getElementById('shorten').requestSubmit(); true");
+    browser.wait_for(
+        "document.getElementById('short').textContent.length > 0",
+        "the short link",
+    );
+    let link: Value = reqwest::blocking::get(server.url("/api/links/by-language"))
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(
+        link["rules"],
+        json!([
+            {"query": {"debug": true, "ref": "news"}, "url": format!("{target}/news")},
+            {"language": "de", "url": format!("{target}/de")},
+        ]),
+        "{link}"
+    );
+
+    let short = server.url("/by-language");
+    for (language, lands) in [("de-DE,de;q=0.9", "/de"), ("fr-FR,fr;q=0.9", "/default")] {
+        browser.call(
+            "Emulation.setUserAgentOverride",
+            json!({"userAgent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0 Safari/537.36", "acceptLanguage": language}),
+        );
+        browser.goto(&short);
+        browser.wait_for(
+            "document.getElementById('arrived') !== null",
+            "the target page",
+        );
+        assert_eq!(
+            browser.eval("location.href"),
+            json!(format!("{target}{lands}")),
+            "{language}"
+        );
+    }
+    browser.goto(&format!("{short}?ref=news&debug"));
+    browser.wait_for(
+        "document.getElementById('arrived') !== null",
+        "the target page",
+    );
+    assert_eq!(
+        browser.eval("location.href"),
+        json!(format!("{target}/news"))
+    );
+
+    // A bad rule shows the server's words on the form, naming it.
+    browser.goto(&server.url("/"));
+    browser.eval(&format!(
+        "document.getElementById('url').value = '{target}/x'; true"
+    ));
+    browser.eval(&fill("country", "Germany", &format!("{target}/de")));
+    browser.eval("document.getElementById('shorten').requestSubmit(); true");
+    browser.wait_for(
+        "document.getElementById('error').textContent.includes('country')",
+        "the message naming the bad rule",
+    );
+}

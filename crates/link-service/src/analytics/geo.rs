@@ -33,11 +33,28 @@ impl GeoIp {
     /// The ISO 3166-1 code of the country `ip` is in, if the database knows it.
     pub fn country(&self, ip: IpAddr) -> Option<String> {
         let found = self.reader.lookup(ip).ok()?;
-        let record = found.decode::<maxminddb::geoip2::Country<'_>>().ok()??;
+        // Only the two codes are read: a GeoLite2 record also holds the country's name
+        // in eight languages, which a full `geoip2::Country` would copy out on every
+        // lookup (a redirect rule on the country makes one per visit).
+        let record = found.decode::<Codes<'_>>().ok()??;
         record
             .country
-            .iso_code
-            .or(record.registered_country.iso_code)
+            .and_then(|c| c.iso_code)
+            .or(record.registered_country.and_then(|c| c.iso_code))
             .map(str::to_string)
     }
+}
+
+/// The part of a GeoIP2 country record [`GeoIp::country`] reads.
+#[derive(serde::Deserialize)]
+struct Codes<'a> {
+    #[serde(borrow)]
+    country: Option<IsoCode<'a>>,
+    #[serde(borrow)]
+    registered_country: Option<IsoCode<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct IsoCode<'a> {
+    iso_code: Option<&'a str>,
 }

@@ -297,6 +297,17 @@ impl Analytics {
         self.geo.is_some()
     }
 
+    /// The GeoIP database, for a redirect rule on the visitor's country.
+    pub fn geo(&self) -> Option<&GeoIp> {
+        self.geo.as_ref()
+    }
+
+    /// What a User-Agent says, read as the click analytics read it and through their
+    /// cache (a redirect rule on the device parses a header only once per agent).
+    pub fn agent_of(&self, user_agent: Option<&str>) -> Arc<Agent> {
+        self.agent(user_agent)
+    }
+
     /// Queues one click for classification (the redirect path: no parsing, no lock
     /// held for long, never waits).
     pub fn record(&self, click: RawClick) {

@@ -143,6 +143,7 @@ mod tests {
             tags: vec![],
             password_hash: None,
             author: None,
+            rules: vec![],
         }
     }
 

@@ -7,15 +7,15 @@ use tokio_postgres::Row;
 
 /// The columns every link query selects, in the order [`row_to_link`] reads them.
 pub(super) const COLUMNS: &str =
-    "id, code, alias_name, url, created_at, expires_at, max_visits, redirect, tags, password_hash, author";
+    "id, code, alias_name, url, created_at, expires_at, max_visits, redirect, tags, password_hash, author, rules::text";
 
 /// How many columns [`COLUMNS`] names: a query that selects more after them finds
 /// its first extra column at this index.
-pub(super) const COLUMN_COUNT: usize = 11;
+pub(super) const COLUMN_COUNT: usize = 12;
 
 /// [`COLUMNS`] qualified by the table alias `l`, for joins.
 pub(super) const L_COLUMNS: &str =
-    "l.id, l.code, l.alias_name, l.url, l.created_at, l.expires_at, l.max_visits, l.redirect, l.tags, l.password_hash, l.author";
+    "l.id, l.code, l.alias_name, l.url, l.created_at, l.expires_at, l.max_visits, l.redirect, l.tags, l.password_hash, l.author, l.rules::text";
 
 /// Whether `"reuse": true` may hand `link` out again.
 pub(super) fn reusable(link: &Link) -> bool {
@@ -39,7 +39,12 @@ pub(super) fn to_ms(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
-/// Reads one row of [`COLUMNS`] (columns 0 to 10).
+/// The `rules` column's value: the rules' JSON array, NULL for none.
+pub(super) fn rules_json(link: &Link) -> Option<String> {
+    (!link.rules.is_empty()).then(|| serde_json::to_string(&link.rules).unwrap_or_default())
+}
+
+/// Reads one row of [`COLUMNS`] (columns 0 to 11).
 pub(super) fn row_to_link(row: &Row) -> Result<Link, StoreError> {
     let id: i64 = row.try_get(0).map_err(|e| StoreError::Corrupt {
         id: 0,
@@ -54,6 +59,13 @@ pub(super) fn row_to_link(row: &Row) -> Result<Link, StoreError> {
         id: id as u64,
         reason: format!("redirect status {redirect}"),
     })?;
+    let rules = match row.try_get::<_, Option<String>>(11).map_err(corrupt)? {
+        Some(json) => serde_json::from_str(&json).map_err(|e| StoreError::Corrupt {
+            id: id as u64,
+            reason: format!("rules: {e}"),
+        })?,
+        None => Vec::new(),
+    };
     Ok(Link {
         id: id as u64,
         code: row.try_get(1).map_err(corrupt)?,
@@ -72,6 +84,7 @@ pub(super) fn row_to_link(row: &Row) -> Result<Link, StoreError> {
         tags: row.try_get(8).map_err(corrupt)?,
         password_hash: row.try_get(9).map_err(corrupt)?,
         author: row.try_get(10).map_err(corrupt)?,
+        rules,
     })
 }
 
@@ -94,6 +107,7 @@ mod tests {
             tags: vec![],
             password_hash: None,
             author: None,
+            rules: vec![],
         };
         assert!(reusable(&link));
         link.max_visits = Some(3);

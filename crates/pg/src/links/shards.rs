@@ -1,7 +1,9 @@
 //! The async half of [`super::PgLinkStore`]: every link operation as queries routed to
 //! the shards of one shard map (see the module docs of [`super`] for the routing).
 
-use super::rows::{reusable, row_to_link, to_time, url_hash, COLUMNS, COLUMN_COUNT, L_COLUMNS};
+use super::rows::{
+    reusable, row_to_link, rules_json, to_time, url_hash, COLUMNS, COLUMN_COUNT, L_COLUMNS,
+};
 use super::shard_of_group;
 use crate::cluster::Cluster;
 use crate::connect::query_error;
@@ -424,8 +426,9 @@ impl Shards {
         if old.alias != link.alias {
             return Err(StoreError::Immutable(link.id));
         }
-        let sql = "UPDATE {s}.links SET url = $2, url_hash = $3, expires_at = $4, max_visits = $5, redirect = $6, tags = $7, password_hash = $8 WHERE id = $1";
-        let params: [&(dyn ToSql + Sync); 8] = [
+        let sql = "UPDATE {s}.links SET url = $2, url_hash = $3, expires_at = $4, max_visits = $5, redirect = $6, tags = $7, password_hash = $8, rules = $9::text::jsonb WHERE id = $1";
+        let rules = rules_json(link);
+        let params: [&(dyn ToSql + Sync); 9] = [
             &(link.id as i64),
             &link.url,
             &url_hash(&link.url),
@@ -434,6 +437,7 @@ impl Shards {
             &(link.redirect.status() as i16),
             &link.tags,
             &link.password_hash,
+            &rules,
         ];
         if self
             .execute_in(shard, sql, &params, "replacing a link")

@@ -8,7 +8,10 @@ use super::counters::MAX_MGET_KEYS;
 use super::links::MAX_PAGE;
 use serde_json::{json, Value};
 use shardkit_counters::MAX_TXID_LEN;
-use shardkit_links::{MAX_ALIAS_LEN, MAX_TAGS, MAX_URL_CHARS, URL_PATTERN};
+use shardkit_links::{
+    CIDR_PATTERN, COUNTRY_PATTERN, LANGUAGE_PATTERN, MAX_ALIAS_LEN, MAX_LANGUAGE_LEN,
+    MAX_QUERY_PARAMS, MAX_QUERY_TEXT, MAX_RULES, MAX_TAGS, MAX_URL_CHARS, URL_PATTERN,
+};
 use shardkit_node::state::MAX_BATCH;
 
 /// Longest counter or column name, bytes (the counter engine's rule).
@@ -262,6 +265,7 @@ fn property_rules() -> Vec<(&'static str, &'static str, Value)> {
     let expires_at = json!({"pattern": FUTURE_TIME_PATTERN});
     let redirect = json!({"enum": [301, 302, 307, 308, null]});
     let tags = json!({"maxItems": MAX_TAGS, "items": {"type": "string", "pattern": TAG_PATTERN}});
+    let rules = rules_schema(&url);
     vec![
         ("IncrBody", "column", name_rules()),
         (
@@ -284,12 +288,50 @@ fn property_rules() -> Vec<(&'static str, &'static str, Value)> {
         ("NewLink", "max_visits", max_visits.clone()),
         ("NewLink", "redirect", redirect.clone()),
         ("NewLink", "tags", tags.clone()),
+        ("NewLink", "rules", rules.clone()),
         ("LinkPatch", "url", url),
         ("LinkPatch", "expires_at", expires_at),
         ("LinkPatch", "max_visits", max_visits),
         ("LinkPatch", "redirect", redirect),
         ("LinkPatch", "tags", tags),
+        ("LinkPatch", "rules", rules),
     ]
+}
+
+/// Redirect rules: each exactly one condition beside its `url` (a link's URL rule).
+fn rules_schema(url: &Value) -> Value {
+    let url = {
+        let mut url = url.clone();
+        url["type"] = json!("string");
+        url
+    };
+    let rule = |condition: &str, schema: Value| {
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": [condition, "url"],
+            "properties": {condition: schema, "url": url},
+        })
+    };
+    json!({
+        "maxItems": MAX_RULES,
+        "items": {"oneOf": [
+            rule("device", json!({"type": "string", "enum": ["ios", "android", "desktop"]})),
+            rule("language", json!({"type": "string", "maxLength": MAX_LANGUAGE_LEN, "pattern": LANGUAGE_PATTERN})),
+            rule("country", json!({"type": "string", "pattern": COUNTRY_PATTERN})),
+            rule("query", json!({
+                "type": "object",
+                "minProperties": 1,
+                "maxProperties": MAX_QUERY_PARAMS,
+                "propertyNames": {"minLength": 1, "maxLength": MAX_QUERY_TEXT},
+                "additionalProperties": {"oneOf": [
+                    {"const": true},
+                    {"type": "string", "maxLength": MAX_QUERY_TEXT},
+                ]},
+            })),
+            rule("cidr", json!({"type": "string", "pattern": CIDR_PATTERN})),
+        ]},
+    })
 }
 
 /// The bulk body: JSON lines (also without a content type) or CSV, never empty.

@@ -1,5 +1,6 @@
 //! `GET /{code}`: **the redirect hot path.** Cache (then store) look-up, expiry and
-//! visit-limit check, one click counted in memory, its referrer, User-Agent and
+//! visit-limit check, the link's redirect rules (when it has any), one click counted
+//! in memory, its referrer, User-Agent and
 //! address queued for the analytics (classified later, off this path), `Location`
 //! answer. No storage write happens here; clicks reach the counter engine through the
 //! flusher.
@@ -15,6 +16,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use shardkit_link_service::analytics::RawClick;
 use shardkit_link_service::password::PasswordAttempts;
+use shardkit_link_service::redirect_rules;
 use shardkit_links::{day_of, now_ms, MAX_ALIAS_LEN};
 use shardkit_node::state::AppState;
 use std::net::IpAddr;
@@ -64,7 +66,41 @@ pub async fn follow(
         Ok(counted) => counted,
         Err(answer) => return *answer,
     };
-    click_and_redirect(&state, &link, &code, now, status, html(), visitor, counted)
+    let target = redirect_rules::target(
+        &link,
+        visit_headers(request.headers(), request.uri(), visitor.ip),
+        &state.links.analytics,
+    );
+    click_and_redirect(
+        &state,
+        &link,
+        target,
+        &code,
+        now,
+        status,
+        html(),
+        visitor,
+        counted,
+    )
+}
+
+/// What the redirect rules read of a request (nothing parsed here).
+fn visit_headers<'a>(
+    headers: &'a axum::http::HeaderMap,
+    uri: &'a axum::http::Uri,
+    ip: IpAddr,
+) -> redirect_rules::VisitHeaders<'a> {
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    redirect_rules::VisitHeaders {
+        user_agent: text(header::USER_AGENT),
+        accept_language: text(header::ACCEPT_LANGUAGE),
+        query: uri.query(),
+        ip,
+    }
 }
 
 /// The link at `/{code}` and, for one homed in another region, that region: from the
@@ -199,11 +235,12 @@ impl Visitor {
 
 /// Counts one click (410 once the visit limit is reached) unless its home region
 /// counted it already (`counted`), queues it for the analytics, and answers `status`
-/// with the link's target as `Location`.
+/// with `target` (the link's URL or the one its rules chose) as `Location`.
 #[allow(clippy::too_many_arguments)]
 fn click_and_redirect(
     state: &AppState,
     link: &shardkit_links::Link,
+    target: &str,
     code: &str,
     now: u64,
     status: StatusCode,
@@ -221,7 +258,7 @@ fn click_and_redirect(
     {
         return pages::gone(html, code, "it has reached its visit limit");
     }
-    let Ok(location) = HeaderValue::from_str(&link.url) else {
+    let Ok(location) = HeaderValue::from_str(target) else {
         return pages::message(
             StatusCode::SERVICE_UNAVAILABLE,
             "Broken link",
@@ -274,6 +311,8 @@ pub async fn unlock(
     let html = pages::wants_html(request.headers());
     let visitor = Visitor::of(&request, &state.settings.http.trusted_proxies);
     let ip = visitor.ip;
+    // The body is read below; the rules need the headers after it.
+    let (headers, uri) = (request.headers().clone(), request.uri().clone());
     if code.is_empty() || code.len() > MAX_ALIAS_LEN {
         return pages::not_found(html, &code);
     }
@@ -335,9 +374,15 @@ pub async fn unlock(
         Ok(counted) => counted,
         Err(answer) => return *answer,
     };
+    let target = redirect_rules::target(
+        &link,
+        visit_headers(&headers, &uri, ip),
+        &state.links.analytics,
+    );
     click_and_redirect(
         &state,
         &link,
+        target,
         &code,
         now,
         StatusCode::SEE_OTHER,

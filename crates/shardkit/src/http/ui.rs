@@ -1,5 +1,6 @@
-//! The web page: `/` (a form that shortens a URL and shows the short link and its
-//! QR code), `/ui/links/{code}` (target, total clicks, inline-SVG charts of people's
+//! The web page: `/` (a form that shortens a URL, with redirect rules if wanted, and
+//! shows the short link and its QR code), `/ui/links/{code}` (target and rules, total
+//! clicks, inline-SVG charts of people's
 //! clicks per day and of the top referrers, countries, browsers, platforms and
 //! devices) and `/ui/links/{code}/qr.svg`. Everything is embedded in the binary;
 //! nothing is loaded from elsewhere.
@@ -87,7 +88,28 @@ pub fn qr_svg(text: &str) -> Option<String> {
     ))
 }
 
-/// A link's page: target, total clicks, the chart and the QR code.
+/// A redirect rule's condition in words.
+fn rule_text(condition: &shardkit_links::Condition) -> String {
+    use shardkit_links::{Condition, QueryMatch};
+    match condition {
+        Condition::Device(device) => format!("device {}", device.name()),
+        Condition::Language(tag) => format!("language {tag}"),
+        Condition::Country(code) => format!("country {code}"),
+        Condition::Cidr(net) => format!("address in {net}"),
+        Condition::Query(wanted) => {
+            let parts: Vec<String> = wanted
+                .iter()
+                .map(|(name, want)| match want {
+                    QueryMatch::Present => name.clone(),
+                    QueryMatch::Equals(value) => format!("{name}={value}"),
+                })
+                .collect();
+            format!("query {}", parts.join("&"))
+        }
+    }
+}
+
+/// A link's page: target, its redirect rules, total clicks, the chart and the QR code.
 #[utoipa::path(get, path = "/ui/links/{code}", tag = "ui", params(("code" = String, Path, description = "Code or alias")),
     responses((status = 200, description = "HTML page of the link"), (status = 404, description = "Unknown code (HTML)")))]
 pub async fn link_page(
@@ -115,6 +137,18 @@ pub async fn link_page(
         t = escape(&link.url),
         clicks_word = if total == 1 { "click" } else { "clicks" },
     );
+    if !link.rules.is_empty() {
+        body.push_str("<p>Except, first match first:</p><ol id=\"rules\">");
+        for rule in &link.rules {
+            let _ = write!(
+                body,
+                "<li>{} → <a href=\"{u}\">{u}</a></li>",
+                escape(&rule_text(&rule.when)),
+                u = escape(&rule.url)
+            );
+        }
+        body.push_str("</ol>");
+    }
     if let Some(gone) = gone_reason(&link, total, now_ms()) {
         let _ = write!(
             body,

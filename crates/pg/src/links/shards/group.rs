@@ -12,7 +12,9 @@ use shardkit_links::{Link, StoreError, Write, Written};
 use std::collections::BTreeMap;
 use tokio_postgres::types::ToSql;
 
-/// What a replace or delete did to the link row, before the index follow-up.
+/// What a replace or delete did to the link row, before the index follow-up. One lives
+/// per write of a run, briefly: two links side by side cost less than boxing them.
+#[allow(clippy::large_enum_variant)]
 enum Change {
     /// Replaced: the row as it was and the link as given.
     Replaced { old: Link, new: Link },
@@ -127,7 +129,7 @@ impl Shards {
         let read =
             format!("SELECT {COLUMNS} FROM {s}.links WHERE id = $1 AND code = $2 FOR UPDATE");
         let update = format!(
-            "UPDATE {s}.links SET url = $2, url_hash = $3, expires_at = $4, max_visits = $5, redirect = $6, tags = $7, password_hash = $8 WHERE id = $1"
+            "UPDATE {s}.links SET url = $2, url_hash = $3, expires_at = $4, max_visits = $5, redirect = $6, tags = $7, password_hash = $8, rules = $9::text::jsonb WHERE id = $1"
         );
         let delete =
             format!("DELETE FROM {s}.links WHERE id = $1 AND code = $2 RETURNING {COLUMNS}");
@@ -149,7 +151,8 @@ impl Shards {
                             Change::Failed(StoreError::Immutable(link.id))
                         }
                         Some(old) => {
-                            let params: [&(dyn ToSql + Sync); 8] = [
+                            let rules = crate::links::rows::rules_json(link);
+                            let params: [&(dyn ToSql + Sync); 9] = [
                                 &(link.id as i64),
                                 &link.url,
                                 &url_hash(&link.url),
@@ -158,6 +161,7 @@ impl Shards {
                                 &(link.redirect.status() as i16),
                                 &link.tags,
                                 &link.password_hash,
+                                &rules,
                             ];
                             tx.execute(&update, &params)
                                 .await
