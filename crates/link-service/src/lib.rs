@@ -13,6 +13,7 @@
 //!   forwarded to their peers.
 //! - [`cache_size`]: the bound on every in-memory cache of links.
 //! - [`settings`]: the `[links]` section.
+//! - [`webhooks`]: events (clicks, links made, changed, deleted) POSTed to receivers.
 //!
 //! Why one file of this size: `Links` is the service's one entry point (validate, mint,
 //! store, cache, views); its submodules hold the parts that stand alone.
@@ -27,6 +28,7 @@ pub mod password;
 pub mod redirect_rules;
 pub mod regions;
 pub mod settings;
+pub mod webhooks;
 
 use analytics::clicks::ClickBook;
 use bulk_formats::{BulkItem, Restore};
@@ -203,6 +205,8 @@ pub struct Links {
     base_from_request: bool,
     /// With `[regions]`: where links live (this region mints in its own groups only).
     regions: Option<Arc<crate::regions::RegionMap>>,
+    /// Where events go (`[[links.webhooks]]`; none by default).
+    pub webhooks: webhooks::Webhooks,
 }
 
 impl std::fmt::Debug for Links {
@@ -261,7 +265,14 @@ impl Links {
             base_url,
             base_from_request: false,
             regions: None,
+            webhooks: webhooks::Webhooks::none(),
         })
+    }
+
+    /// The service sending its events to `webhooks`.
+    pub fn with_webhooks(mut self, webhooks: webhooks::Webhooks) -> Self {
+        self.webhooks = webhooks;
+        self
     }
 
     /// Short URLs from each request's origin (`base_url` was not configured; the one
@@ -669,6 +680,7 @@ impl Links {
     fn reusable(&self, request: &NewLink) -> Result<Option<Link>, LinkOpError> {
         if request.reuse == Some(true)
             && request.alias.is_none()
+            && request.rules.as_ref().is_none_or(Vec::is_empty)
             && request.expires_at.is_none()
             && request.max_visits.is_none()
             && request.password.is_none()
@@ -803,8 +815,10 @@ impl Links {
         })?;
         // A new link is likely to be followed soon: put it in the redirect cache.
         for link in results.iter().flatten() {
+            let link = Arc::new(link.clone());
             self.cache
-                .insert(link.path().to_string(), Arc::new(link.clone()));
+                .insert(link.path().to_string(), Arc::clone(&link));
+            self.webhooks.emit(webhooks::EventKind::Created, link, None);
         }
         Ok(results)
     }
@@ -890,6 +904,8 @@ impl Links {
             other => other.into(),
         })?;
         self.forget_cached(&link);
+        self.webhooks
+            .emit(webhooks::EventKind::Updated, Arc::new(link.clone()), None);
         Ok(link)
     }
 
@@ -905,6 +921,11 @@ impl Links {
             .ok_or_else(|| LinkOpError::NotFound(path.to_string()))?;
         self.forget_cached(&deleted);
         self.clicks.forget(engine, deleted.id);
+        self.webhooks.emit(
+            webhooks::EventKind::Deleted,
+            Arc::new(deleted.clone()),
+            None,
+        );
         Ok(deleted)
     }
 

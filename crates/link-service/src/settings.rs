@@ -56,6 +56,9 @@ pub struct LinkSettings {
     /// Memory of the embedded link store, MiB: its page cache, which holds what
     /// resident memory the store takes whatever the number of links (16 to 1,048,576).
     pub memory_mib: u64,
+    /// Receivers of the service's events (`[[links.webhooks]]` tables: `url`, `secret`,
+    /// `events`, `batch`, `interval_ms`, `queue`); none by default.
+    pub webhooks: Vec<crate::webhooks::settings::WebhookSettings>,
 }
 
 impl LinkSettings {
@@ -79,6 +82,7 @@ impl Default for LinkSettings {
             servers: Vec::new(),
             geoip_db: None,
             memory_mib: 256,
+            webhooks: Vec::new(),
         }
     }
 }
@@ -108,6 +112,9 @@ impl LinkSettings {
                     "links.hosts: {host:?} is not a host name with an optional port (write e.g. \"sho.rt\" or \"go.example:8443\")"
                 );
             }
+        }
+        for (i, hook) in self.webhooks.iter().enumerate() {
+            hook.check(i)?;
         }
         if let Some(base) = &self.base_url {
             shardkit_links::OwnOrigin::from_base_url(base)

@@ -312,6 +312,9 @@ impl Settings {
             regions.peer_key = Some("<set>".into());
         }
         shown.nats = shown.nats.redacted();
+        for hook in &mut shown.links.webhooks {
+            hook.secret = "<set>".into();
+        }
         shown.links.servers = shown
             .links
             .servers

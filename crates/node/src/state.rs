@@ -296,6 +296,10 @@ impl AppState {
             None => None,
         };
         let analytics = shardkit_link_service::analytics::Analytics::open(&counters.engine, geo)?;
+        let webhooks = shardkit_link_service::webhooks::Webhooks::new(
+            &settings.links.webhooks,
+            analytics.geo_shared(),
+        );
         let regions = match &settings.regions {
             None => {
                 shardkit_link_service::regions::claim::forget(&settings.data)?;
@@ -329,7 +333,8 @@ impl AppState {
             settings.links.cache_entries,
             analytics,
         )?
-        .with_regions(regions.as_ref().map(|r| std::sync::Arc::clone(&r.map)));
+        .with_regions(regions.as_ref().map(|r| std::sync::Arc::clone(&r.map)))
+        .with_webhooks(webhooks);
         if settings.links.base_url.is_none() {
             links = links.with_request_origins(&settings.links.hosts)?;
         }

@@ -172,6 +172,8 @@ pub async fn run(mut settings: Settings) -> anyhow::Result<Stopped> {
         fsync_stopped,
     ));
     let clicks = tokio::spawn(flush_clicks(Arc::clone(&state), stopped.clone()));
+    // Each webhook receiver's sender; they end with `stopped` (what is queued is lost).
+    let _webhooks = state.links.webhooks.start(stopped.clone());
     let clients = Arc::new(crate::resp::clients::Clients::default());
     let mut resp = vec![resp_runtime.spawn(crate::resp::accept::sample_ops(stopped.clone()))];
     for (listener, port_tls) in [(resp_listener, None), (resp_tls_listener, tls.resp)] {

@@ -197,6 +197,14 @@ fn each_rule_sends_its_visitors_and_the_rules_persist_change_and_travel() {
         json!({"url": "https://example.com/only-rules", "reuse": true}),
     );
     assert_ne!(plain["code"], ruled["code"]);
+    // Nor does asking for `reuse` with rules get the plain link without them.
+    let asked = common::create_link(
+        &c,
+        &server,
+        json!({"url": "https://example.com/only-rules", "reuse": true, "rules": rules()}),
+    );
+    assert_ne!(asked["code"], plain["code"]);
+    assert_eq!(asked["rules"], rules());
 
     // Through a restart (the store's record) and the cache after a change.
     let server = {

@@ -253,7 +253,7 @@ impl Visitor {
 pub struct Analytics {
     sender: SyncSender<RawClick>,
     inbox: Mutex<Receiver<RawClick>>,
-    geo: Option<GeoIp>,
+    geo: Option<Arc<GeoIp>>,
     agents: Mutex<HashMap<Box<str>, Arc<Agent>, FastHash>>,
     /// Referrer host by `Referer` header, [`REFERRERS_CACHED`] at most.
     referrers: Mutex<HashMap<Box<str>, Arc<str>, FastHash>>,
@@ -282,7 +282,7 @@ impl Analytics {
         Ok(Analytics {
             sender,
             inbox: Mutex::new(inbox),
-            geo,
+            geo: geo.map(Arc::new),
             agents: Mutex::new(HashMap::default()),
             referrers: Mutex::new(HashMap::default()),
             labels: store::Labels::load(engine)?,
@@ -299,7 +299,12 @@ impl Analytics {
 
     /// The GeoIP database, for a redirect rule on the visitor's country.
     pub fn geo(&self) -> Option<&GeoIp> {
-        self.geo.as_ref()
+        self.geo.as_deref()
+    }
+
+    /// The GeoIP database, shared (the webhooks classify clicks with it too).
+    pub fn geo_shared(&self) -> Option<Arc<GeoIp>> {
+        self.geo.clone()
     }
 
     /// What a User-Agent says, read as the click analytics read it and through their
@@ -322,7 +327,7 @@ impl Analytics {
         Visitor {
             bot: agent.bot,
             referrer: self.referrer(click.referrer.as_deref()),
-            country: classify::country(self.geo.as_ref(), click.ip),
+            country: classify::country(self.geo.as_deref(), click.ip),
             agent,
         }
     }

@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use shardkit_link_service::analytics::RawClick;
 use shardkit_link_service::password::PasswordAttempts;
 use shardkit_link_service::redirect_rules;
+use shardkit_link_service::webhooks::{ClickFacts, EventKind};
 use shardkit_links::{day_of, now_ms, MAX_ALIAS_LEN};
 use shardkit_node::state::AppState;
 use std::net::IpAddr;
@@ -239,7 +240,7 @@ impl Visitor {
 #[allow(clippy::too_many_arguments)]
 fn click_and_redirect(
     state: &AppState,
-    link: &shardkit_links::Link,
+    link: &Arc<shardkit_links::Link>,
     target: &str,
     code: &str,
     now: u64,
@@ -265,6 +266,15 @@ fn click_and_redirect(
             "the stored target is not a valid header value",
         );
     };
+    state.links.webhooks.emit_with(EventKind::Clicked, || {
+        let facts = ClickFacts {
+            target: target.into(),
+            referrer: visitor.referrer.clone(),
+            agent: visitor.agent.clone(),
+            ip: visitor.ip,
+        };
+        (Arc::clone(link), Some(facts))
+    });
     state.links.analytics.record(RawClick {
         id: link.id,
         day: day_of(now),
