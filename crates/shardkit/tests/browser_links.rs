@@ -28,6 +28,17 @@ fn chromium() -> Option<String> {
         .map(str::to_string)
 }
 
+/// The browser, or `None` (the test is skipped, loudly) when Chromium is missing and CI
+/// is not set; in CI a missing Chromium fails the test.
+fn chromium_or_skip() -> Option<String> {
+    let found = chromium();
+    if found.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "CI is set but Chromium is not installed: scripts/test installs it (apt-get install -y chromium)");
+        eprintln!("\n\n*** SKIPPED the browser test: Chromium is not installed (apt-get install -y chromium) ***\n\n");
+    }
+    found
+}
+
 /// A page the short link points at: answers every request with a small HTML page.
 fn target_server() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -180,9 +191,7 @@ impl Browser {
 
 #[test]
 fn a_person_shortens_a_link_follows_it_and_sees_the_clicks() {
-    let Some(binary) = chromium() else {
-        assert!(std::env::var_os("CI").is_none(), "CI is set but Chromium is not installed: scripts/test installs it (apt-get install -y chromium)");
-        eprintln!("\n\n*** SKIPPED the browser test: Chromium is not installed (apt-get install -y chromium) ***\n\n");
+    let Some(binary) = chromium_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -241,9 +250,7 @@ fn a_person_shortens_a_link_follows_it_and_sees_the_clicks() {
 
 #[test]
 fn with_a_key_required_the_page_asks_for_it_and_then_creates_the_link() {
-    let Some(binary) = chromium() else {
-        assert!(std::env::var_os("CI").is_none(), "CI is set but Chromium is not installed: scripts/test installs it (apt-get install -y chromium)");
-        eprintln!("\n\n*** SKIPPED the browser test: Chromium is not installed (apt-get install -y chromium) ***\n\n");
+    let Some(binary) = chromium_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -293,9 +300,7 @@ fn the_link_page_charts_show_the_visitors_on_a_phone_sized_screen() {
     use common::visitors::{
         click, geo_config, wait_for_stats, BOT, DESKTOP_DE, FIREFOX_NOWHERE, PHONE_JP,
     };
-    let Some(binary) = chromium() else {
-        assert!(std::env::var_os("CI").is_none(), "CI is set but Chromium is not installed: scripts/test installs it (apt-get install -y chromium)");
-        eprintln!("\n\n*** SKIPPED the browser test: Chromium is not installed (apt-get install -y chromium) ***\n\n");
+    let Some(binary) = chromium_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -371,9 +376,7 @@ fn the_link_page_charts_show_the_visitors_on_a_phone_sized_screen() {
 /// while one that does not lands on the link's URL.
 #[test]
 fn a_person_adds_redirect_rules_on_the_form_and_each_browser_lands_where_its_rule_says() {
-    let Some(binary) = chromium() else {
-        assert!(std::env::var_os("CI").is_none(), "CI is set but Chromium is not installed: scripts/test installs it (apt-get install -y chromium)");
-        eprintln!("\n\n*** SKIPPED the browser test: Chromium is not installed (apt-get install -y chromium) ***\n\n");
+    let Some(binary) = chromium_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
