@@ -356,6 +356,18 @@ fn the_link_page_charts_show_the_visitors_on_a_phone_sized_screen() {
         browser.eval("[document.getElementById('people').textContent, document.getElementById('bots').textContent]"),
         json!(["6", "4"])
     );
+    // Every label drawn whole: its text is the value, and it lies inside its chart.
+    assert_eq!(
+        browser.eval(
+            "[...document.querySelectorAll('svg.bars g.bar')].filter(g => { \
+               const label = g.querySelector('text.label'); const box = label.getBBox(); \
+               const room = label.ownerSVGElement.viewBox.baseVal.width; \
+               return label.textContent !== g.dataset.value || box.x < -1 || box.x + box.width > room + 1; \
+             }).map(g => g.dataset.value)"
+        ),
+        json!([]),
+        "labels cut or clipped"
+    );
     // Longer bars for more clicks, and nothing wider than the phone's screen.
     assert_eq!(
         browser.eval(

@@ -9,6 +9,10 @@ use std::fmt::Write;
 /// Bars shown per chart; the rest are summed into one `… more` line below it.
 pub const BARS: usize = 8;
 
+/// The most characters of a label drawn at their natural width across the chart (12
+/// px type, about 6.6 px a character, in 320 px); longer ones are narrowed to fit.
+const LABEL_CHARS: usize = 46;
+
 /// The chart `id` titled `title` of `values` (most first), or a line saying there
 /// are none yet.
 pub fn bars(id: &str, title: &str, values: &[(String, u64)]) -> String {
@@ -22,8 +26,12 @@ pub fn bars(id: &str, title: &str, values: &[(String, u64)]) -> String {
     }
     let shown = &values[..values.len().min(BARS)];
     let max = shown.iter().map(|v| v.1).max().unwrap_or(1).max(1);
-    let (width, row, label_w, count_w) = (320u64, 22u64, 120u64, 44u64);
-    let bar_room = width - label_w - count_w;
+    // Each value on a line of its own above its bar, across the chart's whole width,
+    // so a label such as `news.ycombinator.com` is never cut; one too long even for
+    // that (a host name may have 253 characters) is drawn narrower, every character
+    // kept (`textLength`), never clipped.
+    let (width, row, count_w) = (320u64, 34u64, 44u64);
+    let bar_room = width - count_w;
     let height = row * shown.len() as u64;
     let _ = write!(
         html,
@@ -34,22 +42,22 @@ pub fn bars(id: &str, title: &str, values: &[(String, u64)]) -> String {
         let y = row * i as u64;
         let w = (bar_room * n / max).max(1);
         let v = escape(value);
-        let short: String = value.chars().take(18).collect();
-        let short = if short.len() < value.len() {
-            format!("{}…", escape(&short))
+        let fit = if value.chars().count() > LABEL_CHARS {
+            format!(" textLength=\"{width}\" lengthAdjust=\"spacingAndGlyphs\"")
         } else {
-            v.clone()
+            String::new()
         };
         let _ = write!(
             html,
             "<g class=\"bar\" data-value=\"{v}\" data-clicks=\"{n}\"><title>{v}: {n}</title>\
-             <text class=\"label\" x=\"0\" y=\"{ty}\" font-size=\"12\">{short}</text>\
-             <rect x=\"{label_w}\" y=\"{ry}\" width=\"{w}\" height=\"{rh}\"></rect>\
-             <text class=\"count\" x=\"{cx}\" y=\"{ty}\" font-size=\"12\">{n}</text></g>",
-            ty = y + 15,
-            ry = y + 4,
-            rh = row - 8,
-            cx = label_w + w + 4,
+             <text class=\"label\" x=\"0\" y=\"{ty}\" font-size=\"12\"{fit}>{v}</text>\
+             <rect x=\"0\" y=\"{ry}\" width=\"{w}\" height=\"{rh}\"></rect>\
+             <text class=\"count\" x=\"{cx}\" y=\"{cy}\" font-size=\"12\">{n}</text></g>",
+            ty = y + 12,
+            ry = y + 16,
+            rh = row - 22,
+            cx = w + 4,
+            cy = y + 26,
         );
     }
     html.push_str("</svg>");
@@ -80,5 +88,15 @@ mod tests {
             "{svg}"
         );
         assert!(super::bars("x", "X", &[]).contains("No clicks yet"));
+        // Labels are whole: a long host name as it is, a longer one narrowed, not cut.
+        let long = "a".repeat(240) + ".example";
+        let svg = super::bars(
+            "chart-referrer",
+            "Referrers",
+            &[("news.ycombinator.com".into(), 2), (long.clone(), 1)],
+        );
+        assert!(svg.contains(">news.ycombinator.com</text>"), "{svg}");
+        assert!(svg.contains(&format!("lengthAdjust=\"spacingAndGlyphs\">{long}</text>")));
+        assert!(!svg.contains('…'));
     }
 }
