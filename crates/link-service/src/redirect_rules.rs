@@ -67,7 +67,7 @@ impl Visit<'_> {
     fn is_device(&self, device: Device) -> bool {
         let agent = self
             .agent
-            .get_or_init(|| self.analytics.agent_of(self.headers.user_agent));
+            .get_or_init(|| self.analytics.agent(self.headers.user_agent));
         match device {
             Device::Ios => matches!(agent.os.as_str(), "iPhone" | "iPad" | "iPod" | "iOS"),
             Device::Android => agent.os == "Android",

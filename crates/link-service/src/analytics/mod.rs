@@ -298,19 +298,13 @@ impl Analytics {
     }
 
     /// The GeoIP database, for a redirect rule on the visitor's country.
-    pub fn geo(&self) -> Option<&GeoIp> {
+    pub(crate) fn geo(&self) -> Option<&GeoIp> {
         self.geo.as_deref()
     }
 
     /// The GeoIP database, shared (the webhooks classify clicks with it too).
     pub fn geo_shared(&self) -> Option<Arc<GeoIp>> {
         self.geo.clone()
-    }
-
-    /// What a User-Agent says, read as the click analytics read it and through their
-    /// cache (a redirect rule on the device parses a header only once per agent).
-    pub fn agent_of(&self, user_agent: Option<&str>) -> Arc<Agent> {
-        self.agent(user_agent)
     }
 
     /// Queues one click for classification (the redirect path: no parsing, no lock
@@ -350,7 +344,9 @@ impl Analytics {
         host
     }
 
-    fn agent(&self, user_agent: Option<&str>) -> Arc<Agent> {
+    /// What a User-Agent says, through the cache of recent ones (cleared whole when
+    /// full): the classifier and a redirect rule on the device share it.
+    pub(crate) fn agent(&self, user_agent: Option<&str>) -> Arc<Agent> {
         let key = user_agent.unwrap_or("");
         if let Some(agent) = self.agents.lock().get(key) {
             return Arc::clone(agent);

@@ -165,12 +165,6 @@ impl Webhooks {
         Webhooks::new(&[], None)
     }
 
-    /// Whether some receiver wants `kind` (so the caller copies a click's facts only
-    /// then).
-    pub fn wants(&self, kind: EventKind) -> bool {
-        self.receivers.iter().any(|r| r.kinds.contains(&kind))
-    }
-
     /// Queues an event for every receiver that wants its kind; never waits (a full
     /// queue drops it, counted).
     pub fn emit(&self, kind: EventKind, link: Arc<Link>, click: Option<ClickFacts>) {
