@@ -24,7 +24,7 @@ pub enum Format {
 }
 
 /// The CSV header of an export (an import may hold any of these columns, `url` first).
-pub const CSV_HEADER: [&str; 13] = [
+pub const CSV_HEADER: [&str; 14] = [
     "url",
     "code",
     "alias",
@@ -38,6 +38,7 @@ pub const CSV_HEADER: [&str; 13] = [
     "password_protected",
     "analytics",
     "rules",
+    "domain",
 ];
 
 /// CSV columns an import takes besides [`CSV_HEADER`].
@@ -59,6 +60,9 @@ pub struct LinkLine {
     /// Custom alias.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
+    /// With `[links] domains`: the link's domain (absent: the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
     /// Creation time (RFC 3339), kept by a restore.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
@@ -184,6 +188,7 @@ impl TryFrom<LinkLine> for BulkItem {
             request: NewLink {
                 url: line.url,
                 alias: line.alias,
+                domain: line.domain,
                 expires_at: line.expires_at,
                 max_visits: line.max_visits,
                 redirect: line.redirect,
@@ -306,6 +311,7 @@ fn from_row(
             "url" => link.url = value.to_string(),
             "code" => link.code = Some(value.to_string()),
             "alias" => link.alias = Some(value.to_string()),
+            "domain" => link.domain = Some(value.to_string()),
             "created_at" => link.created_at = Some(value.to_string()),
             "expires_at" => link.expires_at = Some(value.to_string()),
             "max_visits" => link.max_visits = Some(number_of("max_visits", value)?),
@@ -381,6 +387,7 @@ pub fn as_line(link: &Link, clicks: &Clicks) -> LinkLine {
         code: Some(link.code.clone()),
         url: link.url.clone(),
         alias: link.alias.clone(),
+        domain: link.domain.clone(),
         created_at: Some(format_time_exact(link.created_at)),
         expires_at: link.expires_at.map(format_time_exact),
         max_visits: link.max_visits,
@@ -463,6 +470,7 @@ pub fn write(format: Format, links: &[(Link, Clicks)], header: bool, out: &mut V
                     r.rules
                         .and_then(|rules| serde_json::to_string(&rules).ok())
                         .unwrap_or_default(),
+                    r.domain.unwrap_or_default(),
                 ]);
             }
             let _ = writer.flush();
@@ -525,6 +533,7 @@ mod tests {
             url: "https://b.example/?q=1,2".into(),
             code: "a000000".into(),
             alias: Some("b-link".into()),
+            domain: None,
             created_at: 1_790_000_000_123,
             expires_at: Some(1_800_000_000_000),
             max_visits: Some(3),

@@ -12,6 +12,7 @@
 //! - [`regions`]: links homed in several regions (`[regions]`), fetched from and
 //!   forwarded to their peers.
 //! - [`cache_size`]: the bound on every in-memory cache of links.
+//! - [`domains`]: the host names links are made on (`[links] domains`).
 //! - [`settings`]: the `[links]` section.
 //! - [`webhooks`]: events (clicks, links made, changed, deleted) POSTed to receivers.
 //!
@@ -23,6 +24,7 @@
 pub mod analytics;
 pub mod bulk_formats;
 pub mod cache_size;
+pub mod domains;
 mod doorkeeper;
 pub mod password;
 pub mod redirect_rules;
@@ -58,6 +60,11 @@ pub struct NewLink {
     /// Custom alias: 1 to 64 of `A-Z a-z 0-9 _ -`; 7 or more characters need a `-` or `_`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
+    /// With `[links] domains`: the domain the link is reached at (default: the first).
+    /// Aliases are unique per domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1)]
+    pub domain: Option<String>,
     /// RFC 3339 instant after which the link answers 410.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
@@ -146,6 +153,15 @@ pub enum LinkOpError {
         /// Why it is not one.
         reason: String,
     },
+    /// `domain` names no domain this server serves: 421, as for a region (the
+    /// deployment's domains are its settings', which the API document cannot list).
+    #[error("domain {domain:?}: {reason}")]
+    NoSuchDomain {
+        /// The domain asked for.
+        domain: String,
+        /// Why it is not one.
+        reason: String,
+    },
     /// With `[regions]`: the link is homed in another region, which must make it.
     #[error("the link is homed in region {region}: make it there ({peer})")]
     OtherRegion {
@@ -207,6 +223,8 @@ pub struct Links {
     regions: Option<Arc<crate::regions::RegionMap>>,
     /// Where events go (`[[links.webhooks]]`; none by default).
     pub webhooks: webhooks::Webhooks,
+    /// The domains links are made on (`[links] domains`; none: one, any Host).
+    domains: domains::Domains,
 }
 
 impl std::fmt::Debug for Links {
@@ -266,7 +284,26 @@ impl Links {
             base_from_request: false,
             regions: None,
             webhooks: webhooks::Webhooks::none(),
+            domains: domains::Domains::default(),
         })
+    }
+
+    /// The service serving links on `names` (`[links] domains`, the first the
+    /// default): long URLs to them are refused as links to this server.
+    pub fn with_domains(mut self, names: &[String]) -> anyhow::Result<Self> {
+        self.domains = domains::Domains::new(names);
+        for host in self.domains.names() {
+            self.own
+                .push(OwnOrigin::from_base_url(&format!("http://{host}"))?);
+            self.own
+                .push(OwnOrigin::from_base_url(&format!("https://{host}"))?);
+        }
+        Ok(self)
+    }
+
+    /// The domains links are made on.
+    pub fn domains(&self) -> &domains::Domains {
+        &self.domains
     }
 
     /// The service sending its events to `webhooks`.
@@ -361,6 +398,9 @@ impl Links {
             password::check(p).map_err(LinkOpError::Invalid)?;
         }
         self.rules(request.rules.clone())?;
+        // Last: a bad field is the request's own (400), an unknown domain the
+        // deployment's (421).
+        self.domains.stored(request.domain.as_deref())?;
         Ok(())
     }
 
@@ -411,13 +451,28 @@ impl Links {
 
     /// `<base>/<alias or code>`, the base being `[links] base_url` when configured,
     /// else `origin` (the request's `scheme://host[:port]`, when it had a usable one),
-    /// else the bound HTTP address.
+    /// else the bound HTTP address. With `[links] domains` the host is the link's
+    /// domain: the request's origin when it names that domain (its port kept), else
+    /// the domain with the base's scheme.
     pub fn short_url(&self, origin: Option<&str>, link: &Link) -> String {
         let base = match origin {
             Some(origin) if self.base_from_request => origin,
             _ => &self.base_url,
         };
-        format!("{}/{}", base.trim_end_matches('/'), link.path())
+        let base = base.trim_end_matches('/');
+        let Some(domain) = self.domains.of_link(link) else {
+            return format!("{base}/{}", link.path());
+        };
+        let (scheme, host) = base.split_once("://").unwrap_or(("http", base));
+        let name = |h: &str| {
+            h.rsplit_once(':')
+                .map_or(h, |(n, _)| n)
+                .to_ascii_lowercase()
+        };
+        if name(host) == name(domain) && (!domain.contains(':') || host == domain) {
+            return format!("{base}/{}", link.path());
+        }
+        format!("{scheme}://{domain}/{}", link.path())
     }
 
     /// A stored link from a validated request (code minted or restored, id made), not
@@ -453,9 +508,14 @@ impl Links {
         let max_visits = max_visits(request.max_visits)?;
         let redirect = redirect(request.redirect)?;
         let rules = self.rules(request.rules.clone())?;
+        let domain = self.domains.stored(request.domain.as_deref())?;
+        let alias_key = request
+            .alias
+            .as_deref()
+            .map(|a| shardkit_links::alias_key(domain.as_deref(), a));
         let (group, code) = match restore {
             Some(restore) => (self.restorable_code(restore)?, restore.code.clone()),
-            None => self.mint_free(request.alias.as_deref(), &url, taken)?,
+            None => self.mint_free(alias_key.as_deref(), &url, taken)?,
         };
         let created_at = match restore.and_then(|r| r.created_at.as_deref()) {
             Some(t) => {
@@ -477,6 +537,7 @@ impl Links {
             url,
             code,
             alias: request.alias.clone(),
+            domain,
             created_at,
             expires_at,
             max_visits,
@@ -563,8 +624,7 @@ impl Links {
             };
             if item.restore.is_none() && held.contains(&link.code) {
                 // The same group (by the same alias or URL), so the link's id stands.
-                let (_, code) =
-                    self.mint_unheld(item.request.alias.as_deref(), &link.url, taken)?;
+                let (_, code) = self.mint_unheld(link.alias_key().as_deref(), &link.url, taken)?;
                 link.code = code;
             }
         }
@@ -686,7 +746,8 @@ impl Links {
             && request.password.is_none()
         {
             let url = normalize_url(&request.url, &self.own).map_err(LinkError::from)?;
-            return Ok(self.store.find_reusable(&url)?);
+            let domain = self.domains.stored(request.domain.as_deref())?;
+            return Ok(self.store.find_reusable(&url, domain.as_deref())?);
         }
         Ok(None)
     }
@@ -817,7 +878,7 @@ impl Links {
         for link in results.iter().flatten() {
             let link = Arc::new(link.clone());
             self.cache
-                .insert(link.path().to_string(), Arc::clone(&link));
+                .insert(link.path_key().into_owned(), Arc::clone(&link));
             self.webhooks.emit(webhooks::EventKind::Created, link, None);
         }
         Ok(results)
@@ -863,8 +924,32 @@ impl Links {
 
     fn forget_cached(&self, link: &Link) {
         self.cache.remove(link.code.as_str());
-        if let Some(alias) = &link.alias {
-            self.cache.remove(alias.as_str());
+        if let Some(alias) = link.alias_key() {
+            self.cache.remove(alias.as_ref());
+        }
+    }
+
+    /// Every rule of a patch's own fields, as [`Links::update`] applies them, without
+    /// reading the store: so a bad field is answered (400) before anything about the
+    /// link or its domain.
+    pub fn check_patch(&self, patch: &LinkPatch) -> Result<(), LinkOpError> {
+        if let Some(url) = &patch.url {
+            normalize_url(url, &self.own).map_err(LinkError::from)?;
+        }
+        if let Some(t) = &patch.expires_at {
+            expiry(t, now_ms())?;
+        }
+        max_visits(patch.max_visits)?;
+        redirect(patch.redirect)?;
+        if let Some(tags) = &patch.tags {
+            validate_tags(tags).map_err(LinkOpError::Invalid)?;
+        }
+        if patch.rules.is_some() {
+            self.rules(patch.rules.clone())?;
+        }
+        match patch.password.as_deref() {
+            None | Some("") => Ok(()),
+            Some(p) => password::check(p).map_err(LinkOpError::Invalid),
         }
     }
 
@@ -939,6 +1024,9 @@ impl Links {
                 object.insert("password".into(), json!(true));
             }
             object.insert("short_url".into(), json!(self.short_url(origin, link)));
+            if let Some(domain) = self.domains.of_link(link) {
+                object.insert("domain".into(), json!(domain));
+            }
             if let Some(region) = self.region_of(link) {
                 object.insert("region".into(), json!(region));
             }

@@ -32,6 +32,12 @@ pub struct LinkSettings {
     /// short URLs on another domain) and long URLs to these hosts are refused as links
     /// to this server. Without `base_url`, short URLs start with the request's Host.
     pub hosts: Vec<String>,
+    /// The domains links are made on (`host` or `host:port`), the first the default:
+    /// a link belongs to one (`"domain"` at create, default the first), its alias is
+    /// unique within it, and a redirect is looked up by the request's Host and path;
+    /// a Host that is none of them answers 404. A domain without a port matches its
+    /// name on any port. Empty (the default): one domain, whatever the Host.
+    pub domains: Vec<String>,
     /// Plain sequential codes (`a000001`, `a000002`, …) instead of scrambled ones.
     pub sequential_codes: bool,
     /// Links kept in the redirect cache (at most [`MAX_CACHE_ENTRIES`]).
@@ -73,6 +79,7 @@ impl Default for LinkSettings {
         Self {
             base_url: None,
             hosts: Vec::new(),
+            domains: Vec::new(),
             sequential_codes: false,
             cache_entries: 100_000,
             create_per_second: 100,
@@ -111,6 +118,17 @@ impl LinkSettings {
                 anyhow::bail!(
                     "links.hosts: {host:?} is not a host name with an optional port (write e.g. \"sho.rt\" or \"go.example:8443\")"
                 );
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for domain in &self.domains {
+            let Some(key) = host_key(domain) else {
+                anyhow::bail!(
+                    "links.domains: {domain:?} is not a host name with an optional port (write e.g. \"sho.rt\" or \"go.example:8443\")"
+                );
+            };
+            if !seen.insert(key) {
+                anyhow::bail!("links.domains: {domain:?} is listed twice");
             }
         }
         for (i, hook) in self.webhooks.iter().enumerate() {

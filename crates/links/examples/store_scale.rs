@@ -27,6 +27,7 @@ fn link(i: u64, codec: &Codec) -> Link {
         url: format!("https://example.com/articles/{i}?ref=bench"),
         code: codec.encode(group, i / 62).unwrap(),
         alias: None,
+        domain: None,
         created_at: 1_790_000_000_000 + i,
         expires_at: None,
         max_visits: None,
@@ -264,7 +265,7 @@ fn main() {
             let found = if by == "id" {
                 s.get(l.id).unwrap().map(|x| x.url)
             } else {
-                s.find_reusable(&l.url).unwrap().map(|x| x.url)
+                s.find_reusable(&l.url, None).unwrap().map(|x| x.url)
             };
             assert_eq!(found.as_deref(), Some(l.url.as_str()));
         }

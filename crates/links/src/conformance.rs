@@ -16,6 +16,7 @@ pub fn sample_link(id: u64, code: &str, url: &str) -> Link {
         url: url.to_string(),
         code: code.to_string(),
         alias: None,
+        domain: None,
         created_at: 1_790_000_000_000 + id,
         expires_at: None,
         max_visits: None,
@@ -155,18 +156,20 @@ pub fn run(store: &dyn LinkStore) {
     // Reuse: the oldest plain link of the URL.
     assert_eq!(
         store
-            .find_reusable("https://example.com/a")
+            .find_reusable("https://example.com/a", None)
             .unwrap()
             .map(|l| l.id),
         Some(10)
     );
     assert_eq!(
-        store.find_reusable("https://example.com/b").unwrap(),
+        store.find_reusable("https://example.com/b", None).unwrap(),
         None,
         "a link with an alias is not reused"
     );
     assert_eq!(
-        store.find_reusable("https://example.com/zzz").unwrap(),
+        store
+            .find_reusable("https://example.com/zzz", None)
+            .unwrap(),
         None
     );
     // A password and the author are stored and read back; a password link is not reused.
@@ -179,7 +182,9 @@ pub fn run(store: &dyn LinkStore) {
     );
     assert_eq!(store.get(55).unwrap(), Some(locked.clone()));
     assert_eq!(
-        store.find_reusable("https://example.com/locked").unwrap(),
+        store
+            .find_reusable("https://example.com/locked", None)
+            .unwrap(),
         None,
         "a password link is not reused"
     );
@@ -216,14 +221,14 @@ pub fn run(store: &dyn LinkStore) {
     assert_eq!(ids(store.list(Some("green"), None, 10).unwrap()), [10]);
     assert_eq!(
         store
-            .find_reusable("https://example.com/a")
+            .find_reusable("https://example.com/a", None)
             .unwrap()
             .map(|l| l.id),
         Some(30)
     );
     assert_eq!(
         store
-            .find_reusable("https://example.com/moved")
+            .find_reusable("https://example.com/moved", None)
             .unwrap()
             .map(|l| l.id),
         Some(10)
@@ -277,5 +282,64 @@ pub fn run(store: &dyn LinkStore) {
     assert_eq!(store.resolve("x000100").unwrap(), None);
     assert_eq!(store.resolve("x000101").unwrap(), Some(y.clone()));
     assert_eq!(store.delete_link(&y).unwrap(), Some(y));
+    assert_eq!(store.count().unwrap(), 4);
+
+    // Domains: one alias on two domains is two links, each reached by its own key
+    // only; a taken alias is taken within its domain; reuse stays within a domain.
+    let on_domain = |mut l: Link, domain: Option<&str>, alias: Option<&str>| {
+        l.domain = domain.map(String::from);
+        l.alias = alias.map(String::from);
+        l
+    };
+    let url = "https://example.com/domains";
+    let home = on_domain(link(110, "m000110", url), None, Some("same-name"));
+    let away = on_domain(
+        link(111, "m000111", url),
+        Some("go.example"),
+        Some("same-name"),
+    );
+    let plain_away = on_domain(link(112, "m000112", url), Some("go.example"), None);
+    assert_eq!(
+        store
+            .insert_batch(&[home.clone(), away.clone(), plain_away.clone()])
+            .unwrap(),
+        vec![InsertOutcome::Inserted; 3]
+    );
+    assert_eq!(store.resolve("same-name").unwrap(), Some(home.clone()));
+    assert_eq!(
+        store.resolve("go.example/same-name").unwrap(),
+        Some(away.clone())
+    );
+    assert_eq!(store.resolve("m000111").unwrap(), Some(away.clone()));
+    assert_eq!(store.resolve("else.example/same-name").unwrap(), None);
+    let twice = on_domain(
+        link(113, "m000113", "https://example.com/2"),
+        Some("go.example"),
+        Some("same-name"),
+    );
+    assert_eq!(
+        store.insert_batch(&[twice]).unwrap(),
+        [InsertOutcome::AliasTaken {
+            alias: "same-name".into(),
+            owner_code: "m000111".into()
+        }]
+    );
+    assert_eq!(store.find_reusable(url, None).unwrap(), None);
+    assert_eq!(
+        store.find_reusable(url, Some("go.example")).unwrap(),
+        Some(plain_away.clone())
+    );
+    assert_eq!(
+        store.find_reusable(url, Some("else.example")).unwrap(),
+        None
+    );
+    let mut moved = away.clone();
+    moved.domain = None;
+    assert!(store.replace(&moved).is_err(), "a link's domain is fixed");
+    assert_eq!(store.delete_link(&away).unwrap(), Some(away));
+    assert_eq!(store.resolve("go.example/same-name").unwrap(), None);
+    assert_eq!(store.resolve("same-name").unwrap(), Some(home.clone()));
+    assert_eq!(store.delete_link(&home).unwrap(), Some(home));
+    assert_eq!(store.delete_link(&plain_away).unwrap(), Some(plain_away));
     assert_eq!(store.count().unwrap(), 4);
 }

@@ -276,8 +276,8 @@ impl LinkStore for GroupCommit {
         self.inner.held_codes(codes)
     }
 
-    fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
-        self.inner.find_reusable(url)
+    fn find_reusable(&self, url: &str, domain: Option<&str>) -> Result<Option<Link>, StoreError> {
+        self.inner.find_reusable(url, domain)
     }
 
     fn replace(&self, link: &Link) -> Result<(), StoreError> {
@@ -361,8 +361,12 @@ mod tests {
         fn resolve(&self, path: &str) -> Result<Option<Link>, StoreError> {
             self.inner.resolve(path)
         }
-        fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
-            self.inner.find_reusable(url)
+        fn find_reusable(
+            &self,
+            url: &str,
+            domain: Option<&str>,
+        ) -> Result<Option<Link>, StoreError> {
+            self.inner.find_reusable(url, domain)
         }
         fn replace(&self, link: &Link) -> Result<(), StoreError> {
             self.inner.replace(link)

@@ -1,6 +1,7 @@
 //! The stored link and the small value types around it.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
 use std::time::{Duration, UNIX_EPOCH};
 
 /// Most tags on one link.
@@ -75,6 +76,11 @@ pub struct Link {
     /// The custom alias, if one was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
+    /// The domain it is reached at, one of `[links] domains`; `None`: the default
+    /// domain (the first), so links made before domains were configured need no change
+    /// (Shlink keeps its default domain's links the same way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
     /// Creation time, ms since the Unix epoch.
     #[serde(with = "time_string")]
     pub created_at: u64,
@@ -123,9 +129,32 @@ impl Link {
         self.alias.as_deref().unwrap_or(&self.code)
     }
 
+    /// The key its alias is stored under (see [`alias_key`]), if it has one.
+    pub fn alias_key(&self) -> Option<Cow<'_, str>> {
+        let alias = self.alias.as_deref()?;
+        Some(alias_key(self.domain.as_deref(), alias))
+    }
+
+    /// The key a store resolves it by at its domain: its alias key, else its code
+    /// (codes are unique across domains).
+    pub fn path_key(&self) -> Cow<'_, str> {
+        self.alias_key().unwrap_or(Cow::Borrowed(&self.code))
+    }
+
     /// Whether it is past `expires_at` at `now_ms`.
     pub fn expired_at(&self, now_ms: u64) -> bool {
         self.expires_at.is_some_and(|t| now_ms >= t)
+    }
+}
+
+/// The key an alias is stored and resolved under: the alias itself on the default
+/// domain (`domain` `None`), else `domain/alias`. Aliases are unique per domain, and a
+/// `/` is in no alias nor in a host name, so no key of one domain is another's, and no
+/// request path (one segment) reaches another domain's alias.
+pub fn alias_key<'a>(domain: Option<&str>, alias: &'a str) -> Cow<'a, str> {
+    match domain {
+        None => Cow::Borrowed(alias),
+        Some(domain) => Cow::Owned(format!("{domain}/{alias}")),
     }
 }
 
@@ -262,6 +291,7 @@ mod tests {
             url: "https://example.com/".into(),
             code: "a000001".into(),
             alias: Some("x".into()),
+            domain: None,
             created_at: 1_790_000_000_123,
             expires_at: Some(1_800_000_000_000),
             max_visits: Some(3),

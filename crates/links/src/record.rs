@@ -7,17 +7,18 @@
 //! ```text
 //! header   varint: bit 0 alias, 1 expires_at, 2 max_visits, 3 password_hash,
 //!          4 author, 5 code (only when it cannot be rebuilt), 6 tags,
-//!          bits 7-8 the redirect (0 = 302, 1 = 301, 2 = 307, 3 = 308), 9 rules
+//!          bits 7-8 the redirect (0 = 302, 1 = 301, 2 = 307, 3 = 308), 9 rules,
+//!          10 domain
 //! id       8 bytes little-endian
 //! created  varint ms since the Unix epoch
 //! then, each only if its bit is set: expires_at varint, max_visits varint,
 //! code, alias, tags (count, then each), password_hash, author, rules (their JSON
-//! array: rare and small, so the readable form costs little): each text a varint
+//! array: rare and small, so the readable form costs little), domain: each text a varint
 //! length and its bytes
 //! url      the rest of the value
 //! ```
 //!
-//! A plain link costs 15 bytes beside its URL. Bits 10 and up must be zero: a record
+//! A plain link costs 15 bytes beside its URL. Bits 11 and up must be zero: a record
 //! from a newer format is refused as damaged, not misread.
 
 use crate::error::StoreError;
@@ -32,7 +33,8 @@ const CODE: u64 = 1 << 5;
 const TAGS: u64 = 1 << 6;
 const REDIRECT_SHIFT: u32 = 7;
 const RULES: u64 = 1 << 9;
-const KNOWN: u64 = (1 << 10) - 1;
+const DOMAIN: u64 = 1 << 10;
+const KNOWN: u64 = (1 << 11) - 1;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -69,6 +71,7 @@ pub(crate) fn encode(link: &Link, keep_code: bool) -> Vec<u8> {
         (keep_code, CODE),
         (!link.tags.is_empty(), TAGS),
         (!link.rules.is_empty(), RULES),
+        (link.domain.is_some(), DOMAIN),
     ];
     for (present, bit) in flags {
         if present {
@@ -109,6 +112,9 @@ pub(crate) fn encode(link: &Link, keep_code: bool) -> Vec<u8> {
             &mut out,
             &serde_json::to_string(&link.rules).unwrap_or_default(),
         );
+    }
+    if let Some(domain) = &link.domain {
+        put_text(&mut out, domain);
     }
     out.extend_from_slice(link.url.as_bytes());
     out
@@ -203,6 +209,9 @@ pub(crate) fn decode(
         Some(json) => serde_json::from_str(&json).map_err(|_| damaged("unreadable rules"))?,
         None => Vec::new(),
     };
+    let domain = (header & DOMAIN != 0)
+        .then(|| r.text().ok_or_else(short))
+        .transpose()?;
     let url = std::str::from_utf8(&bytes[r.at..])
         .map_err(|_| damaged("url is not UTF-8"))?
         .to_string();
@@ -221,6 +230,7 @@ pub(crate) fn decode(
         url,
         code,
         alias,
+        domain,
         created_at,
         expires_at,
         max_visits,
@@ -255,6 +265,7 @@ mod tests {
             serde_json::from_str(r#"{"device":"ios","url":"https://apps.example/"}"#).unwrap(),
             serde_json::from_str(r#"{"cidr":"10.0.0.0/8","url":"https://in.example/"}"#).unwrap(),
         ];
+        full.domain = Some("go.example".into());
         full.code = "Zzzzzzzzzzz".into();
         let bytes = encode(&full, true);
         assert_eq!(decode(&bytes, || None).unwrap(), full);

@@ -153,7 +153,7 @@ impl LinkStore for RedbLinkStore {
         record.map(|r| decode(id, r.value())).transpose()
     }
 
-    fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
+    fn find_reusable(&self, url: &str, domain: Option<&str>) -> Result<Option<Link>, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
         let urls = txn.open_multimap_table(URLS).map_err(backend)?;
         let table = txn.open_table(LINKS).map_err(backend)?;
@@ -161,7 +161,7 @@ impl LinkStore for RedbLinkStore {
             let id = id.map_err(backend)?.value();
             if let Some(record) = table.get(id).map_err(backend)? {
                 let link = decode(id, record.value())?;
-                if link.url == url && link.reusable() {
+                if link.url == url && link.reusable() && link.domain.as_deref() == domain {
                     return Ok(Some(link));
                 }
             }
@@ -214,11 +214,11 @@ fn insert_in(txn: &WriteTransaction, links: &[Link]) -> Result<Vec<InsertOutcome
         let mut tags = txn.open_multimap_table(TAGS).map_err(backend)?;
         // Aliases first, in request order: the first of two equal aliases wins.
         let mut accepted: Vec<&Link> = Vec::with_capacity(links.len());
-        let mut batch_aliases: std::collections::HashMap<&str, &str> =
+        let mut batch_aliases: std::collections::HashMap<std::borrow::Cow<str>, &str> =
             std::collections::HashMap::new();
         for link in links {
-            if let Some(alias) = &link.alias {
-                if let Some(owner_code) = batch_aliases.get(alias.as_str()) {
+            if let (Some(alias), Some(alias_key)) = (&link.alias, link.alias_key()) {
+                if let Some(owner_code) = batch_aliases.get(&alias_key) {
                     outcomes.push(InsertOutcome::AliasTaken {
                         alias: alias.clone(),
                         owner_code: owner_code.to_string(),
@@ -226,7 +226,7 @@ fn insert_in(txn: &WriteTransaction, links: &[Link]) -> Result<Vec<InsertOutcome
                     continue;
                 }
                 let owner = aliases
-                    .get(alias.as_bytes())
+                    .get(alias_key.as_bytes())
                     .map_err(backend)?
                     .map(|g| g.value());
                 if let Some(owner) = owner {
@@ -240,8 +240,10 @@ fn insert_in(txn: &WriteTransaction, links: &[Link]) -> Result<Vec<InsertOutcome
                     });
                     continue;
                 }
-                aliases.insert(alias.as_bytes(), link.id).map_err(backend)?;
-                batch_aliases.insert(alias, &link.code);
+                aliases
+                    .insert(alias_key.as_bytes(), link.id)
+                    .map_err(backend)?;
+                batch_aliases.insert(alias_key, &link.code);
             }
             accepted.push(link);
             outcomes.push(InsertOutcome::Inserted);
@@ -287,7 +289,7 @@ fn replace_in(txn: &WriteTransaction, link: &Link) -> Result<(), StoreError> {
         Some(record) => decode(link.id, record.value())?,
         None => return Err(StoreError::Missing(link.id)),
     };
-    if old.code != link.code || old.alias != link.alias {
+    if old.code != link.code || old.alias != link.alias || old.domain != link.domain {
         return Err(StoreError::Immutable(link.id));
     }
     let mut urls = txn.open_multimap_table(URLS).map_err(backend)?;
@@ -317,7 +319,7 @@ fn delete_in(txn: &WriteTransaction, id: u64) -> Result<Option<Link>, StoreError
         .map_err(backend)?
         .remove(old.code.as_bytes())
         .map_err(backend)?;
-    if let Some(alias) = &old.alias {
+    if let Some(alias) = old.alias_key() {
         txn.open_table(ALIASES)
             .map_err(backend)?
             .remove(alias.as_bytes())

@@ -154,10 +154,10 @@ impl<'a> Batch<'a> {
             let mut aliases = txn.open_table(ALIASES).map_err(backend)?;
             // Keys first (a wide code takes one), then aliases in request order: the
             // first of two equal aliases wins.
-            let mut batch_aliases: HashMap<&str, &str> = HashMap::new();
+            let mut batch_aliases: HashMap<std::borrow::Cow<str>, &str> = HashMap::new();
             for link in links {
-                if let Some(alias) = &link.alias {
-                    if let Some(owner_code) = batch_aliases.get(alias.as_str()) {
+                if let (Some(alias), Some(alias_key)) = (&link.alias, link.alias_key()) {
+                    if let Some(owner_code) = batch_aliases.get(&alias_key) {
                         outcomes.push(InsertOutcome::AliasTaken {
                             alias: alias.clone(),
                             owner_code: owner_code.to_string(),
@@ -165,7 +165,7 @@ impl<'a> Batch<'a> {
                         continue;
                     }
                     let owner = aliases
-                        .get(alias.as_bytes())
+                        .get(alias_key.as_bytes())
                         .map_err(backend)?
                         .map(|g| g.value());
                     if let Some(owner) = owner {
@@ -178,9 +178,9 @@ impl<'a> Batch<'a> {
                     }
                 }
                 let (key, _) = new_key(txn, self.locator, &link.code)?;
-                if let Some(alias) = &link.alias {
-                    aliases.insert(alias.as_bytes(), key).map_err(backend)?;
-                    batch_aliases.insert(alias, &link.code);
+                if let Some(alias_key) = link.alias_key() {
+                    aliases.insert(alias_key.as_bytes(), key).map_err(backend)?;
+                    batch_aliases.insert(alias_key, &link.code);
                 }
                 accepted.push((key, link));
                 outcomes.push(InsertOutcome::Inserted);
@@ -223,7 +223,7 @@ impl<'a> Batch<'a> {
             .key_of_id(link.id)?
             .ok_or(StoreError::Missing(link.id))?;
         let old = self.read(key)?.ok_or(StoreError::Missing(link.id))?;
-        if old.code != link.code || old.alias != link.alias {
+        if old.code != link.code || old.alias != link.alias || old.domain != link.domain {
             return Err(StoreError::Immutable(link.id));
         }
         let mut urls = txn.open_table(URLS).map_err(backend)?;
@@ -257,7 +257,7 @@ impl<'a> Batch<'a> {
         };
         self.remove(key)?;
         self.added -= 1;
-        if let Some(alias) = &old.alias {
+        if let Some(alias) = old.alias_key() {
             txn.open_table(ALIASES)
                 .map_err(backend)?
                 .remove(alias.as_bytes())

@@ -30,8 +30,8 @@ impl LinkStore for FoldingEveryWrite {
     fn resolve(&self, path: &str) -> Result<Option<Link>, StoreError> {
         self.0.resolve(path)
     }
-    fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
-        self.0.find_reusable(url)
+    fn find_reusable(&self, url: &str, domain: Option<&str>) -> Result<Option<Link>, StoreError> {
+        self.0.find_reusable(url, domain)
     }
     fn replace(&self, link: &Link) -> Result<(), StoreError> {
         self.folded(self.0.replace(link))
@@ -143,7 +143,7 @@ fn folded_links_are_replaced_deleted_listed_and_reused_and_survive_a_reopen() {
     // The oldest reusable link for a URL wins, wherever its pair is.
     assert_eq!(
         store
-            .find_reusable("https://example.com/9")
+            .find_reusable("https://example.com/9", None)
             .unwrap()
             .map(|l| l.id),
         Some(1009)
@@ -177,7 +177,7 @@ fn a_fold_runs_by_itself_every_fold_links_and_keeps_redb_small() {
     }
     assert_eq!(
         store
-            .find_reusable("https://e.example/5")
+            .find_reusable("https://e.example/5", None)
             .unwrap()
             .map(|l| l.id),
         Some(15)

@@ -629,7 +629,7 @@ impl SegmentLinkStore {
 /// Whether `link` is the one at `/{path}`: a code whose key holds another link's record
 /// (only a wide code could) is absent.
 fn reached_at(link: &Link, path: &str) -> bool {
-    link.code == path || link.alias.as_deref() == Some(path)
+    link.code == path || link.alias_key().as_deref() == Some(path)
 }
 
 /// Sets the slots of the frames from `from` to `end` (what the index may have lost);
@@ -738,7 +738,7 @@ impl LinkStore for SegmentLinkStore {
         )
     }
 
-    fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
+    fn find_reusable(&self, url: &str, domain: Option<&str>) -> Result<Option<Link>, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
         let urls = txn.open_table(URLS).map_err(backend)?;
         let hash = shardkit_ring::hash_bytes(url.as_bytes());
@@ -756,6 +756,7 @@ impl LinkStore for SegmentLinkStore {
             if let Some(link) = self.read(Some(&txn), key)? {
                 if link.url == url
                     && link.reusable()
+                    && link.domain.as_deref() == domain
                     && best.as_ref().is_none_or(|b| link.id < b.id)
                 {
                     best = Some(link);

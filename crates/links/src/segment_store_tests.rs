@@ -69,7 +69,7 @@ pub(crate) fn check(store: &SegmentLinkStore, links: &[Link]) {
     assert_eq!(store.list(Some("changed"), None, 10).unwrap().len(), 2);
     assert_eq!(
         store
-            .find_reusable("https://example.com/7")
+            .find_reusable("https://example.com/7", None)
             .unwrap()
             .map(|l| l.id),
         Some(1007)

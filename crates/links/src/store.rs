@@ -39,6 +39,9 @@ pub enum Write {
 }
 
 /// What one [`Write`] of a group did.
+// One is made and moved once per write; boxing the deleted link would cost an
+// allocation per delete to save bytes nobody keeps.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Written {
     /// One outcome per inserted link, in order.
@@ -70,7 +73,8 @@ pub trait LinkStore: Send + Sync {
     /// The link with this id.
     fn get(&self, id: u64) -> Result<Option<Link>, StoreError>;
 
-    /// The link reached at `/{path}`: by generated code or by alias.
+    /// The link reached at `/{path}`: by generated code, or by alias key (the alias on
+    /// the default domain, `domain/alias` on another; see [`crate::alias_key`]).
     fn resolve(&self, path: &str) -> Result<Option<Link>, StoreError>;
 
     /// [`LinkStore::resolve`] when that needs neither the network nor the disk (what it
@@ -97,9 +101,11 @@ pub trait LinkStore: Send + Sync {
         Ok(held)
     }
 
-    /// A link for normalized URL `url` that `"reuse": true` may hand out again: one
-    /// with no alias, no expiry and no visit limit, the oldest first.
-    fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError>;
+    /// A link for normalized URL `url` at `domain` (`None`: the default domain) that
+    /// `"reuse": true` may hand out again: one with no alias, no expiry and no visit
+    /// limit, the oldest first. A link of another domain is never handed out: its short
+    /// URL would name a host the caller did not ask for.
+    fn find_reusable(&self, url: &str, domain: Option<&str>) -> Result<Option<Link>, StoreError>;
 
     /// Replaces the stored link with `link.id` (new target, expiry, limits, redirect,
     /// tags), updating the URL and tag indexes. Code and alias cannot change.
@@ -172,8 +178,8 @@ impl<T: LinkStore + ?Sized> LinkStore for std::sync::Arc<T> {
     fn held_codes(&self, codes: &[String]) -> Result<HashSet<String>, StoreError> {
         (**self).held_codes(codes)
     }
-    fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
-        (**self).find_reusable(url)
+    fn find_reusable(&self, url: &str, domain: Option<&str>) -> Result<Option<Link>, StoreError> {
+        (**self).find_reusable(url, domain)
     }
     fn replace(&self, link: &Link) -> Result<(), StoreError> {
         (**self).replace(link)

@@ -109,7 +109,7 @@ fn sigkill_during_writes_and_folds_loses_nothing_acknowledged() {
                 Some(&want),
                 "round {round}"
             );
-            let reused = store.find_reusable(&want.url).unwrap().map(|l| l.id);
+            let reused = store.find_reusable(&want.url, None).unwrap().map(|l| l.id);
             assert_eq!(reused, Some(1 + (want.id - 1) % 7_000), "round {round}");
         }
         let listed = store.list(None, None, usize::MAX).unwrap();

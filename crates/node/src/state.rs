@@ -334,7 +334,8 @@ impl AppState {
             analytics,
         )?
         .with_regions(regions.as_ref().map(|r| std::sync::Arc::clone(&r.map)))
-        .with_webhooks(webhooks);
+        .with_webhooks(webhooks)
+        .with_domains(&settings.links.domains)?;
         if settings.links.base_url.is_none() {
             links = links.with_request_origins(&settings.links.hosts)?;
         }

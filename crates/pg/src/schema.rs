@@ -124,6 +124,7 @@ CREATE INDEX IF NOT EXISTS links_tags ON {s}.links USING gin (tags);
 ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS password_hash text;
 ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS author text;
 ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS rules jsonb;
+ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS domain text;
 CREATE TABLE IF NOT EXISTS {s}.link_aliases (
     alias text PRIMARY KEY,
     id bigint NOT NULL,
@@ -137,6 +138,7 @@ CREATE TABLE IF NOT EXISTS {s}.link_urls (
     created_at timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS link_urls_hash ON {s}.link_urls (url_hash, created_at, id);
+ALTER TABLE {s}.link_urls ADD COLUMN IF NOT EXISTS domain text;
 "#,
         class = ADVISORY_CLASS,
         refuse = REFUSE_LEAD_MS,

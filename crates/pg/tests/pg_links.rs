@@ -35,6 +35,7 @@ fn pg_link_store_passes_the_conformance_suite_on_two_servers() {
         url: url.into(),
         code: code.clone(),
         alias: None,
+        domain: None,
         created_at: 1_790_000_000_000,
         expires_at: None,
         max_visits: None,
@@ -53,7 +54,7 @@ fn pg_link_store_passes_the_conformance_suite_on_two_servers() {
     store.insert_batch(std::slice::from_ref(&link)).unwrap();
     assert_eq!(store.get(link.id).unwrap(), Some(link.clone()));
     assert_eq!(store.resolve(&code).unwrap(), Some(link.clone()));
-    assert_eq!(store.find_reusable(url).unwrap(), Some(link));
+    assert_eq!(store.find_reusable(url, None).unwrap(), Some(link));
     let shard = shard_of_group(group, 8);
     let server = store.cluster().server_for_shard(shard).unwrap().to_string();
     let url_of_server = servers
@@ -107,6 +108,7 @@ fn a_group_of_changes_applies_in_order_and_a_refused_write_fails_only_itself() {
         url: url.into(),
         code: code.into(),
         alias: None,
+        domain: None,
         created_at: 1_790_000_000_000 + id,
         expires_at: None,
         max_visits: None,
@@ -155,9 +157,14 @@ fn a_group_of_changes_applies_in_order_and_a_refused_write_fails_only_itself() {
     assert_eq!(store.resolve("b000001").unwrap(), Some(b1_new));
     // The URL index follows the replace: the new URL is found, the old one is not.
     assert_eq!(
-        store.find_reusable("https://example.com/a1-new").unwrap(),
+        store
+            .find_reusable("https://example.com/a1-new", None)
+            .unwrap(),
         Some(a1_new)
     );
-    assert_eq!(store.find_reusable("https://example.com/a1").unwrap(), None);
+    assert_eq!(
+        store.find_reusable("https://example.com/a1", None).unwrap(),
+        None
+    );
     assert_eq!(store.count().unwrap(), 3);
 }

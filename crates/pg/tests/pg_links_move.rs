@@ -22,6 +22,7 @@ fn link(id: u64, code: String, alias: Option<String>) -> Link {
         url: format!("https://example.com/{id}"),
         code,
         alias,
+        domain: None,
         created_at: 1_790_000_000_000 + id,
         expires_at: None,
         max_visits: None,

@@ -480,3 +480,82 @@ fn a_person_adds_redirect_rules_on_the_form_and_each_browser_lands_where_its_rul
         "the message naming the bad rule",
     );
 }
+
+/// With two domains, a person picks the second on the form: the link answers there
+/// (`localhost`) and not at the default (`127.0.0.1`), and its page names its domain.
+#[test]
+fn a_person_picks_a_domain_on_the_form_and_the_link_answers_only_there() {
+    let Some(binary) = chromium_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with_config(
+        dir.path(),
+        "[links]\ndomains = [\"127.0.0.1\", \"localhost\"]\n",
+    );
+    let port = server.url("").rsplit(':').next().unwrap().to_string();
+    let target = format!("http://127.0.0.1:{}", target_server());
+    let mut browser = Browser::start(&binary);
+    browser.goto(&server.url("/"));
+    assert_eq!(
+        browser.eval("[...document.querySelectorAll('#domain option')].map(o => o.value)"),
+        json!(["127.0.0.1", "localhost"])
+    );
+    browser.eval(&format!(
+        "document.getElementById('url').value = '{target}/there'; \
+         document.getElementById('alias').value = 'on-localhost'; \
+         document.getElementById('domain').value = 'localhost'; \
+         document.getElementById('shorten').requestSubmit(); true"
+    ));
+    browser.wait_for(
+        "document.getElementById('short').textContent.length > 0",
+        "the short link",
+    );
+    assert_eq!(
+        browser.eval("document.getElementById('short').textContent"),
+        json!("http://localhost/on-localhost")
+    );
+    let stats = browser.eval("document.getElementById('stats').href");
+    assert!(
+        stats
+            .as_str()
+            .unwrap()
+            .ends_with("/ui/links/on-localhost?domain=localhost"),
+        "{stats}"
+    );
+    browser.goto(&format!("http://localhost:{port}/on-localhost"));
+    browser.wait_for(
+        "document.getElementById('arrived') !== null",
+        "the target page",
+    );
+    assert_eq!(
+        browser.eval("location.href"),
+        json!(format!("{target}/there"))
+    );
+    browser.goto(&server.url("/on-localhost"));
+    browser.wait_for(
+        "document.title.length > 0",
+        "the page at the default domain",
+    );
+    assert!(
+        browser
+            .eval("document.body.textContent")
+            .as_str()
+            .unwrap()
+            .contains("on-localhost"),
+        "the 404 page names the path"
+    );
+    assert_eq!(
+        browser.eval("location.href"),
+        json!(server.url("/on-localhost"))
+    );
+    browser.goto(stats.as_str().unwrap());
+    browser.wait_for(
+        "document.getElementById('domain') !== null",
+        "the link page",
+    );
+    assert_eq!(
+        browser.eval("document.getElementById('domain').textContent"),
+        json!("localhost")
+    );
+}

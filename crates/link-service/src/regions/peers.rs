@@ -141,7 +141,7 @@ impl Peers {
     pub async fn fetch_link(&self, region: &str, path: &str) -> Result<Option<Link>, PeerError> {
         metrics::counter!("shardkit_link_region_fetches_total", "region" => region.to_string())
             .increment(1);
-        let url = format!("{}/api/regions/links/{path}", self.base(region)?);
+        let url = format!("{}/api/regions/links/{}", self.base(region)?, segment(path));
         let response = self
             .peer_request(Method::GET, url)
             .send()
@@ -187,7 +187,7 @@ impl Peers {
     /// Counts one click of the link at `/{path}` in its home `region` (for a link with
     /// a visit limit): `true` counted, `false` gone (expired, used up, deleted).
     pub async fn hit(&self, region: &str, path: &str) -> Result<bool, PeerError> {
-        let url = format!("{}/api/regions/hit/{path}", self.base(region)?);
+        let url = format!("{}/api/regions/hit/{}", self.base(region)?, segment(path));
         let response = self
             .peer_request(Method::POST, url)
             .send()
@@ -287,4 +287,14 @@ fn trusting(
     _: Option<&std::path::Path>,
 ) -> anyhow::Result<reqwest::ClientBuilder> {
     Ok(builder)
+}
+
+/// A store key as one path segment: an alias key of a domain other than the default
+/// (`domain/alias`) has its `/` escaped; the peer's router decodes it back.
+fn segment(path: &str) -> std::borrow::Cow<'_, str> {
+    if path.contains('/') {
+        std::borrow::Cow::Owned(path.replace('/', "%2F"))
+    } else {
+        std::borrow::Cow::Borrowed(path)
+    }
 }

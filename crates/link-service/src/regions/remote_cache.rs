@@ -136,6 +136,7 @@ mod tests {
             url: "https://example.cn/".into(),
             code: code.into(),
             alias: None,
+            domain: None,
             created_at: 0,
             expires_at: None,
             max_visits: None,

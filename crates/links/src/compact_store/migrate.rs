@@ -107,7 +107,7 @@ mod tests {
         assert_eq!(store.list(Some("ten"), None, 100).unwrap().len(), 12);
         assert_eq!(
             store
-                .find_reusable("https://example.com/1")
+                .find_reusable("https://example.com/1", None)
                 .unwrap()
                 .map(|l| l.id),
             Some(101)

@@ -247,10 +247,10 @@ impl LinkStore for CompactLinkStore {
         let records = txn.open_table(RECORDS).map_err(backend)?;
         let found = read_at(&records, &self.locator, key)?;
         // A code whose key holds another link's record (only a wide code could) is absent.
-        Ok(found.filter(|l| l.code == path || l.alias.as_deref() == Some(path)))
+        Ok(found.filter(|l| l.code == path || l.alias_key().as_deref() == Some(path)))
     }
 
-    fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
+    fn find_reusable(&self, url: &str, domain: Option<&str>) -> Result<Option<Link>, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
         let urls = txn.open_table(URLS).map_err(backend)?;
         let records = txn.open_table(RECORDS).map_err(backend)?;
@@ -264,6 +264,7 @@ impl LinkStore for CompactLinkStore {
             if let Some(link) = read_at(&records, &self.locator, key)? {
                 if link.url == url
                     && link.reusable()
+                    && link.domain.as_deref() == domain
                     && best.as_ref().is_none_or(|b| link.id < b.id)
                 {
                     best = Some(link);
@@ -348,10 +349,10 @@ pub(crate) fn insert_in(
     // Keys first (a wide code takes one), then aliases in request order: the first of
     // two equal aliases wins.
     let mut accepted: Vec<(u64, bool, &Link)> = Vec::with_capacity(links.len());
-    let mut batch_aliases: HashMap<&str, &str> = HashMap::new();
+    let mut batch_aliases: HashMap<std::borrow::Cow<str>, &str> = HashMap::new();
     for link in links {
-        if let Some(alias) = &link.alias {
-            if let Some(owner_code) = batch_aliases.get(alias.as_str()) {
+        if let (Some(alias), Some(alias_key)) = (&link.alias, link.alias_key()) {
+            if let Some(owner_code) = batch_aliases.get(&alias_key) {
                 outcomes.push(InsertOutcome::AliasTaken {
                     alias: alias.clone(),
                     owner_code: owner_code.to_string(),
@@ -359,7 +360,7 @@ pub(crate) fn insert_in(
                 continue;
             }
             let owner = aliases
-                .get(alias.as_bytes())
+                .get(alias_key.as_bytes())
                 .map_err(backend)?
                 .map(|g| g.value());
             if let Some(owner) = owner {
@@ -374,9 +375,9 @@ pub(crate) fn insert_in(
             }
         }
         let (key, wide) = new_key(txn, locator, &link.code)?;
-        if let Some(alias) = &link.alias {
-            aliases.insert(alias.as_bytes(), key).map_err(backend)?;
-            batch_aliases.insert(alias, &link.code);
+        if let Some(alias_key) = link.alias_key() {
+            aliases.insert(alias_key.as_bytes(), key).map_err(backend)?;
+            batch_aliases.insert(alias_key, &link.code);
         }
         accepted.push((key, wide, link));
         outcomes.push(InsertOutcome::Inserted);
@@ -422,7 +423,7 @@ fn replace_in(txn: &WriteTransaction, locator: &Locator, link: &Link) -> Result<
         .ok_or(StoreError::Missing(link.id))?;
     let mut records = txn.open_table(RECORDS).map_err(backend)?;
     let old = read_at(&records, locator, key)?.ok_or(StoreError::Missing(link.id))?;
-    if old.code != link.code || old.alias != link.alias {
+    if old.code != link.code || old.alias != link.alias || old.domain != link.domain {
         return Err(StoreError::Immutable(link.id));
     }
     let mut urls = txn.open_table(URLS).map_err(backend)?;
@@ -462,7 +463,7 @@ fn delete_in(
         return Ok(None);
     };
     records.remove(key).map_err(backend)?;
-    if let Some(alias) = &old.alias {
+    if let Some(alias) = old.alias_key() {
         txn.open_table(ALIASES)
             .map_err(backend)?
             .remove(alias.as_bytes())

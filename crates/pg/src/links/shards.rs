@@ -238,7 +238,7 @@ impl Shards {
         let shard = self.shard_of(group_of(path));
         let sql = format!(
             "SELECT {L_COLUMNS}, a.code FROM {{s}}.link_aliases a \
-             LEFT JOIN {{s}}.links l ON l.id = a.id AND l.alias_name = a.alias WHERE a.alias = $1"
+             LEFT JOIN {{s}}.links l ON l.id = a.id WHERE a.alias = $1"
         );
         let Some(row) = self
             .query_opt_in(shard, &sql, &[&path], "reading an alias")
@@ -247,7 +247,9 @@ impl Shards {
             return Ok(None);
         };
         if row.try_get::<_, Option<i64>>(0).ok().flatten().is_some() {
-            return row_to_link(&row).map(Some);
+            // The alias column holds the alias key (`domain/alias` off the default
+            // domain); the link's own columns hold the alias and domain apart.
+            return Ok(Some(row_to_link(&row)?).filter(|l| l.alias_key().as_deref() == Some(path)));
         }
         // A link whose code was minted in another group (imported): its code's shard.
         let code: String = row.try_get(COLUMN_COUNT).map_err(|e| StoreError::Corrupt {
@@ -257,14 +259,23 @@ impl Shards {
         Ok(self
             .by_code(&code)
             .await?
-            .filter(|l| l.alias.as_deref() == Some(path)))
+            .filter(|l| l.alias_key().as_deref() == Some(path)))
     }
 
-    pub(super) async fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
+    pub(super) async fn find_reusable(
+        &self,
+        url: &str,
+        domain: Option<&str>,
+    ) -> Result<Option<Link>, StoreError> {
         let shard = self.shard_of(group_of(url));
-        let sql = "SELECT code FROM {s}.link_urls WHERE url_hash = $1 AND url = $2 ORDER BY created_at, id LIMIT 1";
+        let sql = "SELECT code FROM {s}.link_urls WHERE url_hash = $1 AND url = $2 AND domain IS NOT DISTINCT FROM $3 ORDER BY created_at, id LIMIT 1";
         let row = self
-            .query_opt_in(shard, sql, &[&url_hash(url), &url], "reading the URL index")
+            .query_opt_in(
+                shard,
+                sql,
+                &[&url_hash(url), &url, &domain],
+                "reading the URL index",
+            )
             .await?;
         match row {
             Some(row) => {
@@ -272,7 +283,7 @@ impl Shards {
                 Ok(self
                     .by_code(&code)
                     .await?
-                    .filter(|l| l.url == url && reusable(l)))
+                    .filter(|l| l.url == url && reusable(l) && l.domain.as_deref() == domain))
             }
             None => Ok(None),
         }
@@ -281,14 +292,15 @@ impl Shards {
     /// Adds `link` to the URL index of its URL's shard (outside any transaction).
     async fn index_url(&self, link: &Link) -> Result<(), StoreError> {
         let shard = self.shard_of(group_of(&link.url));
-        let sql = "INSERT INTO {s}.link_urls (id, url_hash, url, code, created_at) VALUES ($1, $2, $3, $4, $5) \
+        let sql = "INSERT INTO {s}.link_urls (id, url_hash, url, code, created_at, domain) VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (id) DO UPDATE SET url_hash = EXCLUDED.url_hash, url = EXCLUDED.url";
-        let params: [&(dyn ToSql + Sync); 5] = [
+        let params: [&(dyn ToSql + Sync); 6] = [
             &(link.id as i64),
             &url_hash(&link.url),
             &link.url,
             &link.code,
             &to_time(link.created_at),
+            &link.domain,
         ];
         self.execute_in(shard, sql, &params, "writing the URL index")
             .await?;
@@ -358,12 +370,12 @@ impl Shards {
     ) -> Result<Vec<InsertOutcome>, StoreError> {
         self.check_duplicates(links).await?;
         let mut outcomes = Vec::with_capacity(links.len());
-        let mut claimed: Vec<(&str, u64)> = Vec::new();
+        let mut claimed: Vec<(std::borrow::Cow<str>, u64)> = Vec::new();
         for link in links {
-            let outcome = match &link.alias {
-                Some(alias) => match self.claim_alias(alias, link).await {
+            let outcome = match (&link.alias, link.alias_key()) {
+                (Some(alias), Some(key)) => match self.claim_alias(&key, link).await {
                     Ok(None) => {
-                        claimed.push((alias, link.id));
+                        claimed.push((key, link.id));
                         InsertOutcome::Inserted
                     }
                     Ok(Some(owner_code)) => InsertOutcome::AliasTaken {
@@ -375,7 +387,7 @@ impl Shards {
                         return Err(e);
                     }
                 },
-                None => InsertOutcome::Inserted,
+                _ => InsertOutcome::Inserted,
             };
             outcomes.push(outcome);
         }
@@ -392,9 +404,9 @@ impl Shards {
         Ok(outcomes)
     }
 
-    async fn undo_claims(&self, claimed: &[(&str, u64)]) {
-        for &(alias, id) in claimed {
-            let _ = self.release_alias(alias, id).await;
+    async fn undo_claims(&self, claimed: &[(std::borrow::Cow<'_, str>, u64)]) {
+        for (alias, id) in claimed {
+            let _ = self.release_alias(alias, *id).await;
         }
     }
 
@@ -423,7 +435,7 @@ impl Shards {
                 None => StoreError::Missing(link.id),
             });
         };
-        if old.alias != link.alias {
+        if old.alias != link.alias || old.domain != link.domain {
             return Err(StoreError::Immutable(link.id));
         }
         let sql = "UPDATE {s}.links SET url = $2, url_hash = $3, expires_at = $4, max_visits = $5, redirect = $6, tags = $7, password_hash = $8, rules = $9::text::jsonb WHERE id = $1";
@@ -480,8 +492,8 @@ impl Shards {
             return Ok(None);
         };
         self.unindex_url(deleted.id, &deleted.url).await?;
-        if let Some(alias) = &deleted.alias {
-            self.release_alias(alias, deleted.id).await?;
+        if let Some(alias) = deleted.alias_key() {
+            self.release_alias(&alias, deleted.id).await?;
         }
         Ok(Some(deleted))
     }

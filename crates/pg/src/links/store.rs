@@ -132,11 +132,13 @@ impl LinkStore for PgLinkStore {
         })
     }
 
-    fn find_reusable(&self, url: &str) -> Result<Option<Link>, StoreError> {
+    fn find_reusable(&self, url: &str, domain: Option<&str>) -> Result<Option<Link>, StoreError> {
         let url: Arc<str> = url.into();
+        let domain: Option<Arc<str>> = domain.map(Into::into);
         self.run(move |s| {
             let url = Arc::clone(&url);
-            async move { s.find_reusable(&url).await }
+            let domain = domain.clone();
+            async move { s.find_reusable(&url, domain.as_deref()).await }
         })
     }
 

@@ -1,6 +1,6 @@
 //! The `Host` a request names: the origin its short URLs start with when
 //! `[links] base_url` is unset ([`RequestOrigin`]), and the 421 for a Host that
-//! `[links] hosts` does not list ([`known_host`]), so a forged Host cannot mint short
+//! `[links] hosts` (or `domains`) does not list ([`known_host`]), so a forged Host cannot mint short
 //! URLs on a domain this server does not serve.
 
 use super::{client_addr, ApiError};
@@ -29,11 +29,18 @@ impl RequestOrigin {
 
 /// The request's host: HTTP/2's `:authority`, else the `Host` header.
 fn named_host(parts: &Parts) -> Option<&str> {
-    parts
-        .uri
-        .authority()
+    request_host(&parts.uri, &parts.headers)
+}
+
+/// The host a request names (HTTP/2's `:authority`, else the `Host` header), as
+/// written: what `[links] domains` are matched against.
+pub fn request_host<'a>(
+    uri: &'a axum::http::Uri,
+    headers: &'a axum::http::HeaderMap,
+) -> Option<&'a str> {
+    uri.authority()
         .map(|a| a.as_str())
-        .or_else(|| parts.headers.get(header::HOST)?.to_str().ok())
+        .or_else(|| headers.get(header::HOST)?.to_str().ok())
 }
 
 impl FromRequestParts<Arc<AppState>> for RequestOrigin {
@@ -66,7 +73,7 @@ impl FromRequestParts<Arc<AppState>> for RequestOrigin {
     }
 }
 
-/// With `[links] hosts` set: a request naming another host is answered 421
+/// With `[links] hosts` set: a request naming a host neither it nor `domains` lists is answered 421
 /// (Misdirected Request), before anything else looks at it. Health and metrics answer
 /// whatever the Host, as monitors dial addresses.
 pub async fn known_host(
@@ -74,10 +81,11 @@ pub async fn known_host(
     request: Request,
     next: Next,
 ) -> Response {
-    let hosts = &state.settings.links.hosts;
-    if hosts.is_empty() || matches!(request.uri().path(), "/healthz" | "/metrics") {
+    let links = &state.settings.links;
+    if links.hosts.is_empty() || matches!(request.uri().path(), "/healthz" | "/metrics") {
         return next.run(request).await;
     }
+    let hosts: Vec<&String> = links.hosts.iter().chain(&links.domains).collect();
     let (parts, body) = request.into_parts();
     let named = named_host(&parts).and_then(host_key);
     let known = named
@@ -89,7 +97,11 @@ pub async fn known_host(
             format!(
                 "this server does not serve host {}: links.hosts lists {}",
                 named.as_deref().unwrap_or("(none)"),
-                hosts.join(", ")
+                hosts
+                    .iter()
+                    .map(|h| h.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         )
         .into_response();

@@ -4,10 +4,11 @@
 //! awaits its group commit without a thread.
 
 use super::host::RequestOrigin;
+use super::link_key::LinkKey;
 use super::{regions, ApiError};
 use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -38,6 +39,10 @@ pub fn op_error(e: LinkOpError) -> ApiError {
         LinkOpError::NoSuchRegion { ref region, .. } => {
             let region = region.clone();
             ApiError::new(StatusCode::MISDIRECTED_REQUEST, e.to_string()).with("region", region)
+        }
+        LinkOpError::NoSuchDomain { ref domain, .. } => {
+            let domain = domain.clone();
+            ApiError::new(StatusCode::MISDIRECTED_REQUEST, e.to_string()).with("domain", domain)
         }
         LinkOpError::OtherRegion { ref region, .. } => {
             let region = region.clone();
@@ -134,8 +139,9 @@ pub async fn create(
 
 /// The link with its clicks and daily series.
 #[utoipa::path(get, path = "/api/links/{code}", tag = "links",
-    params(("code" = String, Path, description = "Code or alias")),
-    responses(
+    params(("code" = String, Path, description = "Code or alias"),
+        ("domain" = Option<String>, Query, description = "With `[links] domains`: the domain of an alias (default: the first domain)")),
+    responses((status = 421, description = "`domain` names no domain this server serves (`[links] domains`); `domain` names it", body = super::openapi::ErrorBody),
         (status = 200, description = "The link with `clicks` (total) and `daily` ([{day, clicks}], last 30 days)"),
         (status = 404, description = "No such link", body = super::openapi::ErrorBody),
         (status = 503, description = "Storage failing, or (`[regions]`) the link's home region cannot be reached: `region` names it", body = super::openapi::ErrorBody),
@@ -145,14 +151,15 @@ pub async fn get(
     origin: RequestOrigin,
     grant: Option<Extension<Grant>>,
     headers: HeaderMap,
-    Path(code): Path<String>,
+    link_key: LinkKey,
 ) -> Result<Response, ApiError> {
-    if let Some(answer) = elsewhere(&state, Method::GET, &code, &headers, Bytes::new()).await {
+    if let Some(answer) = elsewhere(&state, Method::GET, &link_key, &headers, Bytes::new()).await {
         return answer;
     }
+    let LinkKey { key, code, .. } = link_key;
     let link = state
         .links
-        .lookup(&code)
+        .lookup(&key)
         .await
         .map_err(|e| ApiError::unavailable(e.to_string()))?
         // An author-only key is told nothing of others' links.
@@ -167,15 +174,16 @@ pub async fn get(
 pub(super) async fn elsewhere(
     state: &AppState,
     method: Method,
-    code: &str,
+    link: &LinkKey,
     headers: &HeaderMap,
     body: Bytes,
 ) -> Option<Result<Response, ApiError>> {
-    let path = format!("/api/links/{code}");
-    elsewhere_at(state, method, code, &path, headers, body).await
+    let path = link.api_path("");
+    elsewhere_at(state, method, &link.key, &path, headers, body).await
 }
 
-/// [`elsewhere`] for a request to `path_and_query` (a sub-route of the link's).
+/// [`elsewhere`] for a request to `path_and_query` (a sub-route of the link's) about
+/// the link at store key `code`.
 pub(super) async fn elsewhere_at(
     state: &AppState,
     method: Method,
@@ -200,8 +208,9 @@ pub(super) async fn elsewhere_at(
 
 /// Changes the target, expiry, limit, redirect or tags (PATCH and PUT alike).
 #[utoipa::path(patch, path = "/api/links/{code}", tag = "links", request_body = LinkPatch,
-    params(("code" = String, Path, description = "Code or alias")),
-    responses(
+    params(("code" = String, Path, description = "Code or alias"),
+        ("domain" = Option<String>, Query, description = "With `[links] domains`: the domain of an alias (default: the first domain)")),
+    responses((status = 421, description = "`domain` names no domain this server serves (`[links] domains`); `domain` names it", body = super::openapi::ErrorBody),
         (status = 200, description = "The link as changed"),
         (status = 400, description = "Bad field", body = super::openapi::ErrorBody),
         (status = 404, description = "No such link", body = super::openapi::ErrorBody),
@@ -212,50 +221,57 @@ pub async fn update(
     origin: RequestOrigin,
     method: Method,
     headers: HeaderMap,
-    Path(code): Path<String>,
+    link_key: Result<LinkKey, ApiError>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(raw) = body.map_err(|e| ApiError::body_rejected(e.status(), e.body_text()))?;
     let bytes = Bytes::from(serde_json::to_vec(&raw).unwrap_or_default());
     let patch: LinkPatch = super::json_body::read(Ok(Json(raw)))?;
-    if let Some(answer) = elsewhere(&state, method, &code, &headers, bytes).await {
+    // After the body: a bad field is the request's own (400), an unknown domain the
+    // deployment's (421).
+    state.links.check_patch(&patch).map_err(op_error)?;
+    let link_key = link_key?;
+    if let Some(answer) = elsewhere(&state, method, &link_key, &headers, bytes).await {
         return answer;
     }
     let worker = Arc::clone(&state);
-    let link = blocking(move || worker.links.update(&code, &patch)).await?;
+    let link = blocking(move || worker.links.update(&link_key.key, &patch)).await?;
     Ok(Json(state.links.view(origin.as_deref(), &link)).into_response())
 }
 
 /// `PUT /api/links/{code}`: the same as PATCH.
 #[utoipa::path(put, path = "/api/links/{code}", tag = "links", request_body = LinkPatch,
-    params(("code" = String, Path, description = "Code or alias")),
-    responses((status = 200, description = "The link as changed"), (status = 404, description = "No such link", body = super::openapi::ErrorBody),
+    params(("code" = String, Path, description = "Code or alias"),
+        ("domain" = Option<String>, Query, description = "With `[links] domains`: the domain of an alias (default: the first domain)")),
+    responses((status = 421, description = "`domain` names no domain this server serves (`[links] domains`); `domain` names it", body = super::openapi::ErrorBody),(status = 200, description = "The link as changed"), (status = 400, description = "Bad field", body = super::openapi::ErrorBody), (status = 404, description = "No such link", body = super::openapi::ErrorBody),
         (status = 503, description = "Storage failing, or (`[regions]`) the link's home region cannot be reached", body = super::openapi::ErrorBody)))]
 pub async fn replace(
     state: State<Arc<AppState>>,
     origin: RequestOrigin,
     method: Method,
     headers: HeaderMap,
-    code: Path<String>,
+    link_key: Result<LinkKey, ApiError>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    update(state, origin, method, headers, code, body).await
+    update(state, origin, method, headers, link_key, body).await
 }
 
 /// Deletes a link; its code and alias then answer 404.
 #[utoipa::path(delete, path = "/api/links/{code}", tag = "links",
-    params(("code" = String, Path, description = "Code or alias")),
-    responses((status = 204, description = "Deleted"), (status = 404, description = "No such link", body = super::openapi::ErrorBody),
+    params(("code" = String, Path, description = "Code or alias"),
+        ("domain" = Option<String>, Query, description = "With `[links] domains`: the domain of an alias (default: the first domain)")),
+    responses((status = 421, description = "`domain` names no domain this server serves (`[links] domains`); `domain` names it", body = super::openapi::ErrorBody),(status = 204, description = "Deleted"), (status = 404, description = "No such link", body = super::openapi::ErrorBody),
         (status = 503, description = "Storage failing, or (`[regions]`) the link's home region cannot be reached", body = super::openapi::ErrorBody)))]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    Path(code): Path<String>,
+    link_key: LinkKey,
 ) -> Result<Response, ApiError> {
-    if let Some(answer) = elsewhere(&state, Method::DELETE, &code, &headers, Bytes::new()).await {
+    if let Some(answer) = elsewhere(&state, Method::DELETE, &link_key, &headers, Bytes::new()).await
+    {
         return answer;
     }
-    blocking(move || state.links.delete(&code, &state.counters.engine)).await?;
+    blocking(move || state.links.delete(&link_key.key, &state.counters.engine)).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

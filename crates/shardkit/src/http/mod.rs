@@ -10,6 +10,7 @@ mod host;
 mod ids;
 mod ids_body;
 mod json_body;
+mod link_key;
 mod links;
 mod links_bulk;
 mod metrics;

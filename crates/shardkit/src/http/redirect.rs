@@ -15,11 +15,13 @@ use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use shardkit_link_service::analytics::RawClick;
+use shardkit_link_service::domains::{Domains, HostDomain};
 use shardkit_link_service::password::PasswordAttempts;
 use shardkit_link_service::redirect_rules;
 use shardkit_link_service::webhooks::{ClickFacts, EventKind};
 use shardkit_links::{day_of, now_ms, MAX_ALIAS_LEN};
 use shardkit_node::state::AppState;
+use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -46,7 +48,8 @@ pub async fn follow(
     let headers = request.headers();
     let html = || pages::wants_html(headers);
     let now = now_ms();
-    let (link, home) = match find_link(&state, &code, now, html).await {
+    let host = super::host::request_host(request.uri(), headers);
+    let (link, home, key) = match find_link(&state, host, &code, now, html).await {
         Ok(found) => found,
         Err(answer) => return *answer,
     };
@@ -63,7 +66,7 @@ pub async fn follow(
     }
     let status = StatusCode::from_u16(link.redirect.status()).unwrap_or(StatusCode::FOUND);
     let visitor = Visitor::of(&request, &state.settings.http.trusted_proxies);
-    let counted = match count_at_home(&state, &link, &code, home, html()).await {
+    let counted = match count_at_home(&state, &link, &key, home, html()).await {
         Ok(counted) => counted,
         Err(answer) => return *answer,
     };
@@ -104,19 +107,48 @@ fn visit_headers<'a>(
     }
 }
 
-/// The link at `/{code}` and, for one homed in another region, that region: from the
-/// local store, or (`[regions]`) from the remote cache, fetched from its home on a
-/// miss; expired links answer 410, and an uncached link of a region that cannot be
-/// reached 503 naming it.
-async fn find_link<'a>(
+/// The link at `/{code}` on the domain `host` names, for one homed in another region
+/// that region, and the key it was found by: from the local store, or (`[regions]`)
+/// from the remote cache, fetched from its home on a miss; expired links answer 410,
+/// and an uncached link of a region that cannot be reached 503 naming it. With
+/// `[links] domains`, a Host that is none of them, or a code of another domain,
+/// answers 404.
+async fn find_link<'a, 'c>(
     state: &'a AppState,
-    code: &str,
+    host: Option<&str>,
+    code: &'c str,
     now: u64,
     html: impl Fn() -> bool,
+) -> Result<(Arc<shardkit_links::Link>, Option<&'a str>, Cow<'c, str>), Box<Response>> {
+    let served = state.links.domains().of_host(host);
+    let domain = match served {
+        HostDomain::Unknown => return Err(Box::new(pages::not_found(html(), code))),
+        HostDomain::Served(domain) => domain,
+        HostDomain::Any => None,
+    };
+    // Borrowed from `code` unless it is an alias of another domain: no allocation on
+    // the redirect path otherwise.
+    let key = Domains::key(domain, code);
+    let (link, home) = find_by_key(state, &key, code, now, &html).await?;
+    if !Domains::serves(served, &link) {
+        return Err(Box::new(pages::not_found(html(), code)));
+    }
+    Ok((link, home, key))
+}
+
+/// [`find_link`] by the store key (`code` is what the visitor asked for, for pages).
+async fn find_by_key<'a>(
+    state: &'a AppState,
+    key: &str,
+    code: &str,
+    now: u64,
+    html: &impl Fn() -> bool,
 ) -> Result<(Arc<shardkit_links::Link>, Option<&'a str>), Box<Response>> {
-    let home = match super::regions::home_of_path(state.regions.as_ref(), code) {
+    let home = match super::regions::home_of_path(state.regions.as_ref(), key) {
         super::regions::Home::Here => {
-            return live_link(state, code, now, html).await.map(|l| (l, None))
+            return live_link(state, key, code, now, html)
+                .await
+                .map(|l| (l, None))
         }
         super::regions::Home::Nowhere => return Err(Box::new(pages::not_found(html(), code))),
         super::regions::Home::There(home) => home,
@@ -129,7 +161,7 @@ async fn find_link<'a>(
     };
     let (answer, _) = regions
         .remote
-        .get(code, || regions.peers.fetch_link(home, code))
+        .get(key, || regions.peers.fetch_link(home, key))
         .await;
     let link = match answer {
         Ok(Some(link)) => link,
@@ -178,18 +210,20 @@ async fn count_at_home(
     }
 }
 
-/// The link at `/{code}` if it exists and has not expired, else the page (or
-/// `{"error":…}`) that says why: 404, 410, or 503 when the store cannot be read.
+/// The link at store key `key` (asked for as `/{code}`) if it exists and has not
+/// expired, else the page (or `{"error":…}`) that says why: 404, 410, or 503 when the
+/// store cannot be read.
 async fn live_link(
     state: &AppState,
+    key: &str,
     code: &str,
     now: u64,
-    html: impl Fn() -> bool,
+    html: &impl Fn() -> bool,
 ) -> Result<Arc<shardkit_links::Link>, Box<Response>> {
     if code.is_empty() || code.len() > MAX_ALIAS_LEN {
         return Err(Box::new(pages::not_found(html(), code)));
     }
-    let link = match state.links.lookup(code).await {
+    let link = match state.links.lookup(key).await {
         Ok(Some(link)) => link,
         Ok(None) => return Err(Box::new(pages::not_found(html(), code))),
         Err(e) => {
@@ -350,7 +384,8 @@ pub async fn unlock(
         );
     }
     let now = now_ms();
-    let (link, home) = match find_link(&state, &code, now, || html).await {
+    let host = super::host::request_host(&uri, &headers);
+    let (link, home, key) = match find_link(&state, host, &code, now, || html).await {
         Ok(found) => found,
         Err(answer) => return *answer,
     };
@@ -380,7 +415,7 @@ pub async fn unlock(
             return pages::password_form(StatusCode::UNAUTHORIZED, &code, Some("Wrong password."));
         }
     }
-    let counted = match count_at_home(&state, &link, &code, home, html).await {
+    let counted = match count_at_home(&state, &link, &key, home, html).await {
         Ok(counted) => counted,
         Err(answer) => return *answer,
     };

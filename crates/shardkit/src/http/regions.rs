@@ -40,7 +40,9 @@ pub fn home_of_path<'a>(regions: Option<&'a Regions>, path: &str) -> Home<'a> {
         return Home::Here;
     };
     // Only what could be a code or an alias goes into another region's URL; anything
-    // else is looked up here, where it is found nowhere.
+    // else is looked up here, where it is found nowhere. An alias of a domain other
+    // than the default (`domain/alias`) is homed as its alias is.
+    let path = path.rsplit_once('/').map_or(path, |(_, alias)| alias);
     if path.is_empty()
         || !path
             .bytes()

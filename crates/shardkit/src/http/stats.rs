@@ -6,7 +6,7 @@
 use super::links::op_error;
 use super::ApiError;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
@@ -34,6 +34,9 @@ pub struct LinkStatsQuery {
     to: Option<String>,
     /// `referrer`, `browser`, `os`, `device`, `country` or `day` (the default).
     by: Option<String>,
+    /// With `[links] domains`: the domain of an alias (default: the first domain).
+    #[allow(dead_code)]
+    domain: Option<String>,
 }
 
 /// Query of the site-wide top.
@@ -134,6 +137,7 @@ fn unavailable(e: impl std::fmt::Display) -> ApiError {
         (status = 200, description = "People's clicks per value, most first (`by=day`: each day, with `bots`)", body = StatsAnswer),
         (status = 400, description = "Bad day or dimension", body = super::openapi::ErrorBody),
         (status = 404, description = "No such link", body = super::openapi::ErrorBody),
+        (status = 421, description = "`domain` names no domain this server serves (`[links] domains`); `domain` names it", body = super::openapi::ErrorBody),
         (status = 503, description = "The counters cannot be read now, or (`[regions]`) the link's home region cannot be reached", body = super::openapi::ErrorBody),
     ))]
 pub async fn link(
@@ -141,19 +145,10 @@ pub async fn link(
     grant: Option<Extension<Grant>>,
     headers: axum::http::HeaderMap,
     uri: axum::http::Uri,
-    Path(code): Path<String>,
+    link_key: Result<super::link_key::LinkKey, ApiError>,
     query: Result<Query<LinkStatsQuery>, QueryRejection>,
 ) -> Result<axum::response::Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    // With `[regions]`: a link homed elsewhere has its analytics there.
-    let path = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
-    let method = axum::http::Method::GET;
-    let body = axum::body::Bytes::new();
-    if let Some(answer) =
-        super::links::elsewhere_at(&state, method, &code, path, &headers, body).await
-    {
-        return answer;
-    }
     let by = query.by.as_deref().unwrap_or("day");
     let dim = match by {
         "day" => None,
@@ -164,13 +159,24 @@ pub async fn link(
         })?),
     };
     let days = span(query.from.as_deref(), query.to.as_deref())?;
+    // After the query's own fields (400): an unknown domain is the deployment's (421).
+    let link_key = link_key?;
+    // With `[regions]`: a link homed elsewhere has its analytics there.
+    let path = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
+    let method = axum::http::Method::GET;
+    let body = axum::body::Bytes::new();
+    if let Some(answer) =
+        super::links::elsewhere_at(&state, method, &link_key.key, path, &headers, body).await
+    {
+        return answer;
+    }
     let link = state
         .links
-        .lookup(&code)
+        .lookup(&link_key.key)
         .await
         .map_err(|e| ApiError::unavailable(e.to_string()))?
         .filter(|l| grant.as_ref().is_none_or(|Extension(g)| g.may_see(l)))
-        .ok_or_else(|| op_error(LinkOpError::NotFound(code)))?;
+        .ok_or_else(|| op_error(LinkOpError::NotFound(link_key.code)))?;
     let worker = Arc::clone(&state);
     let id = link.id;
     let (per_day, values) = tokio::task::spawn_blocking(move || {

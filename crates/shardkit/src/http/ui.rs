@@ -20,14 +20,28 @@ use std::sync::Arc;
 const INDEX: &str = include_str!("assets/index.html");
 
 /// The form. When creating links needs a key, the page says so and takes one (kept in
-/// the tab's session storage, sent as a bearer header).
+/// the tab's session storage, sent as a bearer header). With `[links] domains` it asks
+/// which domain (the default first).
 #[utoipa::path(get, path = "/", tag = "ui", responses((status = 200, description = "HTML form to shorten a URL")))]
 pub async fn index(State(state): State<Arc<AppState>>) -> Html<String> {
     let public = super::auth::parse_public(&state.settings.access.public).unwrap_or_default();
     let needs_key = state.access.enforced()
         && super::auth::need(&axum::http::Method::POST, "/api/links", &public)
             != shardkit_node::api_keys::Need::Nothing;
-    let body = format!("<div hidden data-needs-key=\"{needs_key}\" id=\"needs-key\"></div>{INDEX}");
+    let mut domains = String::new();
+    if state.links.domains().is_set() {
+        domains.push_str("<label id=\"domain-row\">Domain <select id=\"domain\" name=\"domain\">");
+        for name in state.links.domains().names() {
+            let _ = write!(
+                domains,
+                "<option value=\"{n}\">{n}</option>",
+                n = escape(name)
+            );
+        }
+        domains.push_str("</select></label>");
+    }
+    let form = INDEX.replace("<!--domains-->", &domains);
+    let body = format!("<div hidden data-needs-key=\"{needs_key}\" id=\"needs-key\"></div>{form}");
     Html(page("Shorten a link", &body))
 }
 
@@ -109,15 +123,39 @@ fn rule_text(condition: &shardkit_links::Condition) -> String {
     }
 }
 
+/// The store key of the page's link: `{code}` with the page's `?domain=` (an alias of a
+/// domain other than the default); a domain this server does not serve is a 421 page
+/// naming it, as the API answers.
+fn page_key(state: &AppState, uri: &axum::http::Uri, code: &str) -> Result<String, Box<Response>> {
+    let domain = super::link_key::domain_param(uri.query());
+    state
+        .links
+        .domains()
+        .key_for(domain.as_deref(), code)
+        .map_err(|e| {
+            Box::new(pages::message(
+                StatusCode::MISDIRECTED_REQUEST,
+                "Unknown domain",
+                &e.to_string(),
+            ))
+        })
+}
+
 /// A link's page: target, its redirect rules, total clicks, the chart and the QR code.
-#[utoipa::path(get, path = "/ui/links/{code}", tag = "ui", params(("code" = String, Path, description = "Code or alias")),
-    responses((status = 200, description = "HTML page of the link"), (status = 404, description = "Unknown code (HTML)")))]
+#[utoipa::path(get, path = "/ui/links/{code}", tag = "ui", params(("code" = String, Path, description = "Code or alias"),
+        ("domain" = Option<String>, Query, description = "With `[links] domains`: the domain of an alias (default: the first domain)")),
+    responses((status = 200, description = "HTML page of the link"), (status = 421, description = "`domain` names no domain this server serves (HTML)"), (status = 404, description = "Unknown code (HTML)")))]
 pub async fn link_page(
     State(state): State<Arc<AppState>>,
     origin: super::host::RequestOrigin,
+    uri: axum::http::Uri,
     Path(code): Path<String>,
 ) -> Response {
-    let link = match state.links.lookup(&code).await {
+    let key = match page_key(&state, &uri, &code) {
+        Ok(key) => key,
+        Err(answer) => return *answer,
+    };
+    let link = match state.links.lookup(&key).await {
         Ok(Some(link)) => link,
         Ok(None) => return pages::not_found(true, &code),
         Err(e) => {
@@ -137,6 +175,13 @@ pub async fn link_page(
         t = escape(&link.url),
         clicks_word = if total == 1 { "click" } else { "clicks" },
     );
+    if let Some(domain) = state.links.domains().of_link(&link) {
+        let _ = write!(
+            body,
+            "<p>Domain: <span id=\"domain\">{}</span></p>",
+            escape(domain)
+        );
+    }
     if !link.rules.is_empty() {
         body.push_str("<p>Except, first match first:</p><ol id=\"rules\">");
         for rule in &link.rules {
@@ -254,14 +299,20 @@ fn gone_reason(link: &Link, clicks: u64, now: u64) -> Option<String> {
 }
 
 /// The QR code of a link's short URL.
-#[utoipa::path(get, path = "/ui/links/{code}/qr.svg", tag = "ui", params(("code" = String, Path, description = "Code or alias")),
-    responses((status = 200, description = "SVG image"), (status = 404, description = "Unknown code")))]
+#[utoipa::path(get, path = "/ui/links/{code}/qr.svg", tag = "ui", params(("code" = String, Path, description = "Code or alias"),
+        ("domain" = Option<String>, Query, description = "With `[links] domains`: the domain of an alias (default: the first domain)")),
+    responses((status = 200, description = "SVG image"), (status = 421, description = "`domain` names no domain this server serves (HTML)"), (status = 404, description = "Unknown code")))]
 pub async fn qr(
     State(state): State<Arc<AppState>>,
     origin: super::host::RequestOrigin,
+    uri: axum::http::Uri,
     Path(code): Path<String>,
 ) -> Response {
-    match state.links.lookup(&code).await {
+    let key = match page_key(&state, &uri, &code) {
+        Ok(key) => key,
+        Err(answer) => return *answer,
+    };
+    match state.links.lookup(&key).await {
         Ok(Some(link)) => match qr_svg(&state.links.short_url(origin.as_deref(), &link)) {
             Some(svg) => (
                 [

@@ -340,16 +340,16 @@ async fn insert_in_shard<'a>(
 ) -> Result<Vec<&'a Link>, (&'static str, tokio_postgres::Error)> {
     let s = shard_schema(shard);
     let insert = format!(
-        "INSERT INTO {s}.links (id, code, alias, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags, password_hash, author, rules) \
+        "INSERT INTO {s}.links (id, code, alias, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags, password_hash, author, rules, domain) \
          SELECT id, code, alias_name IS NOT NULL, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, \
-                ARRAY(SELECT json_array_elements_text(tags::json)), password_hash, author, rules::jsonb \
+                ARRAY(SELECT json_array_elements_text(tags::json)), password_hash, author, rules::jsonb, domain \
          FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], \
-                     $7::timestamptz[], $8::bigint[], $9::smallint[], $10::text[], $11::text[], $12::text[], $13::text[]) \
-           AS t(id, code, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags, password_hash, author, rules)"
+                     $7::timestamptz[], $8::bigint[], $9::smallint[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[]) \
+           AS t(id, code, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags, password_hash, author, rules, domain)"
     );
     let index = format!(
-        "INSERT INTO {s}.link_urls (id, url_hash, url, code, created_at) \
-         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[])"
+        "INSERT INTO {s}.link_urls (id, url_hash, url, code, created_at, domain) \
+         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::text[])"
     );
     let ids: Vec<i64> = links.iter().map(|l| l.id as i64).collect();
     let codes: Vec<&str> = links.iter().map(|l| l.code.as_str()).collect();
@@ -367,6 +367,7 @@ async fn insert_in_shard<'a>(
     let tags: Vec<String> = links.iter().map(|l| tags_json(&l.tags)).collect();
     let passwords: Vec<Option<&str>> = links.iter().map(|l| l.password_hash.as_deref()).collect();
     let authors: Vec<Option<&str>> = links.iter().map(|l| l.author.as_deref()).collect();
+    let domains: Vec<Option<&str>> = links.iter().map(|l| l.domain.as_deref()).collect();
     let rules: Vec<Option<String>> = links
         .iter()
         .map(|l| crate::links::rows::rules_json(l))
@@ -378,7 +379,7 @@ async fn insert_in_shard<'a>(
         &insert,
         &[
             &ids, &codes, &aliases, &urls, &hashes, &created, &expires, &visits, &statuses, &tags,
-            &passwords, &authors, &rules,
+            &passwords, &authors, &rules, &domains,
         ],
     )
     .await
@@ -389,6 +390,7 @@ async fn insert_in_shard<'a>(
         let index_urls: Vec<&str> = here.iter().map(|&i| urls[i]).collect();
         let index_codes: Vec<&str> = here.iter().map(|&i| codes[i]).collect();
         let index_created: Vec<SystemTime> = here.iter().map(|&i| created[i]).collect();
+        let index_domains: Vec<Option<&str>> = here.iter().map(|&i| domains[i]).collect();
         tx.execute(
             &index,
             &[
@@ -397,6 +399,7 @@ async fn insert_in_shard<'a>(
                 &index_urls,
                 &index_codes,
                 &index_created,
+                &index_domains,
             ],
         )
         .await

@@ -147,7 +147,7 @@ impl Shards {
                         .map_err(|e| fail("reading a link", e))?;
                     match row.as_ref().map(row_to_link).transpose()? {
                         None => Change::NotUnderCode(link.id),
-                        Some(old) if old.alias != link.alias => {
+                        Some(old) if old.alias != link.alias || old.domain != link.domain => {
                             Change::Failed(StoreError::Immutable(link.id))
                         }
                         Some(old) => {
@@ -207,8 +207,8 @@ impl Shards {
             Change::Deleted(None) => Ok(Written::Deleted(None)),
             Change::Deleted(Some(deleted)) => {
                 self.unindex_url(deleted.id, &deleted.url).await?;
-                if let Some(alias) = &deleted.alias {
-                    self.release_alias(alias, deleted.id).await?;
+                if let Some(alias) = deleted.alias_key() {
+                    self.release_alias(&alias, deleted.id).await?;
                 }
                 Ok(Written::Deleted(Some(deleted)))
             }
