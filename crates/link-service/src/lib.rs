@@ -13,6 +13,8 @@
 //!   forwarded to their peers.
 //! - [`cache_size`]: the bound on every in-memory cache of links.
 //! - [`domains`]: the host names links are made on (`[links] domains`).
+//! - [`search`]: the dashboard's search: links by text, tag and domain, sorted by date
+//!   or clicks, a page at a time.
 //! - [`settings`]: the `[links]` section.
 //! - [`webhooks`]: events (clicks, links made, changed, deleted) POSTed to receivers.
 //!
@@ -29,6 +31,7 @@ mod doorkeeper;
 pub mod password;
 pub mod redirect_rules;
 pub mod regions;
+pub mod search;
 pub mod settings;
 pub mod webhooks;
 

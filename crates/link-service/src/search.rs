@@ -59,6 +59,7 @@ pub struct Found {
 struct Placed {
     key: (u64, u64),
     link: Link,
+    /// Its clicks when they are the order (else read for the page only).
     clicks: u64,
 }
 
@@ -89,12 +90,12 @@ impl Search {
             return false;
         }
         text.is_empty()
-            || link.code.to_ascii_lowercase().contains(text)
-            || link.url.to_ascii_lowercase().contains(text)
+            || contains_ignoring_case(&link.code, text)
+            || contains_ignoring_case(&link.url, text)
             || link
                 .alias
                 .as_ref()
-                .is_some_and(|a| a.to_ascii_lowercase().contains(text))
+                .is_some_and(|a| contains_ignoring_case(a, text))
     }
 
     /// Checks the page bounds, naming the parameter.
@@ -113,6 +114,17 @@ impl Search {
         }
         Ok(())
     }
+}
+
+/// Whether `haystack` contains `needle` (lowercase ASCII already), ASCII case ignored:
+/// no lowercased copy of every link's URL.
+fn contains_ignoring_case(haystack: &str, needle: &str) -> bool {
+    let needle = needle.as_bytes();
+    needle.len() <= haystack.len()
+        && haystack
+            .as_bytes()
+            .windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 impl Links {
@@ -140,10 +152,14 @@ impl Links {
                     continue;
                 }
                 total += 1;
-                let clicks = self.clicks.total(engine, link.id);
-                let primary = match search.sort {
-                    SortBy::Created => link.created_at,
-                    SortBy::Clicks => clicks,
+                // Clicks are read for every match only when they are the order; else
+                // for the page's links alone, below.
+                let (primary, clicks) = match search.sort {
+                    SortBy::Created => (link.created_at, 0),
+                    SortBy::Clicks => {
+                        let clicks = self.clicks.total(engine, link.id);
+                        (clicks, clicks)
+                    }
                 };
                 // Equal keys go by id, in the same direction.
                 let placed = Placed {
@@ -177,8 +193,30 @@ impl Links {
         };
         let links = ordered
             .drain(search.offset.min(ordered.len())..)
-            .map(|p| (p.link, p.clicks))
+            .map(|p| match search.sort {
+                SortBy::Created => {
+                    let clicks = self.clicks.total(engine, p.link.id);
+                    (p.link, clicks)
+                }
+                SortBy::Clicks => (p.link, p.clicks),
+            })
             .collect();
         Ok(Found { links, total })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contains_ignoring_case;
+
+    #[test]
+    fn text_is_found_whatever_its_case() {
+        assert!(contains_ignoring_case(
+            "https://Example.COM/a",
+            "example.com"
+        ));
+        assert!(contains_ignoring_case("abc", ""));
+        assert!(!contains_ignoring_case("ab", "abc"));
+        assert!(!contains_ignoring_case("https://example.com/", "news"));
     }
 }

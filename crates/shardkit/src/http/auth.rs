@@ -23,6 +23,7 @@ use std::sync::Arc;
 /// here needs the admin key (so a new route is closed until someone decides).
 const ROUTES: &[(&str, &str, Need)] = &[
     ("GET", "/", Need::Nothing),
+    ("GET", "/ui/dashboard", Need::Nothing),
     ("GET", "/ui/links/{code}", Need::Nothing),
     ("GET", "/ui/links/{code}/qr.svg", Need::Nothing),
     ("GET", "/healthz", Need::Nothing),

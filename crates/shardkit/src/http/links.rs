@@ -286,13 +286,38 @@ pub struct ListQuery {
     cursor: Option<String>,
     /// Links per page (1 to 1000, default 100).
     limit: Option<usize>,
+    /// A search: text the URL, code or alias contains (case ignored). Any of `q`,
+    /// `sort`, `order`, `offset` and `domain` makes the list a search, answered with
+    /// `total` and each link's `clicks`, paged by `offset` instead of `cursor`; it reads
+    /// every link once.
+    q: Option<String>,
+    /// A search's order: `created` (the default) or `clicks`.
+    sort: Option<String>,
+    /// A search's direction: `desc` (the default) or `asc`.
+    order: Option<String>,
+    /// A search's matching links skipped before the page (at most 100,000).
+    offset: Option<usize>,
+    /// A search of one domain's links (`[links] domains`).
+    domain: Option<String>,
 }
 
-/// Links in id order (creation time, then shard), a page at a time.
+impl ListQuery {
+    /// Whether this is a search (answered by [`search`]) rather than the plain list.
+    fn is_search(&self) -> bool {
+        self.q.is_some()
+            || self.sort.is_some()
+            || self.order.is_some()
+            || self.offset.is_some()
+            || self.domain.is_some()
+    }
+}
+
+/// Links in id order (creation time, then shard), a page at a time; or a search.
 #[utoipa::path(get, path = "/api/links", tag = "links", params(ListQuery),
     responses(
-        (status = 200, description = "`{\"links\":[…],\"next_cursor\":\"…\"|null}`"),
-        (status = 400, description = "Bad cursor or limit", body = super::openapi::ErrorBody),
+        (status = 200, description = "`{\"links\":[…],\"next_cursor\":\"…\"|null}`; a search: `{\"links\":[…each with clicks…],\"total\":N,\"next_offset\":N|null}`"),
+        (status = 400, description = "Bad cursor, limit, sort, order or offset, or a cursor with a search", body = super::openapi::ErrorBody),
+        (status = 421, description = "`domain` names no domain this server serves (`[links] domains`); `domain` names it", body = super::openapi::ErrorBody),
     ))]
 pub async fn list(
     State(state): State<Arc<AppState>>,
@@ -306,6 +331,9 @@ pub async fn list(
         return Err(ApiError::bad_request(format!(
             "limit must be between 1 and {MAX_PAGE}, got {limit}"
         )));
+    }
+    if query.is_search() {
+        return search(state, origin, grant, query, limit).await;
     }
     let after = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
         None => None,
@@ -351,4 +379,78 @@ pub async fn list(
         .map(|l| state.links.view(origin.as_deref(), l))
         .collect();
     Ok(Json(json!({ "links": views, "next_cursor": next })))
+}
+
+/// `GET /api/links` as a search: the page of the links matching `q`, `tag` and
+/// `domain` in the asked order, each with its clicks, and how many match.
+async fn search(
+    state: Arc<AppState>,
+    origin: RequestOrigin,
+    grant: Option<Extension<Grant>>,
+    query: ListQuery,
+    limit: usize,
+) -> Result<Json<Value>, ApiError> {
+    use shardkit_link_service::search::{Search, SortBy};
+    if query.cursor.as_deref().is_some_and(|c| !c.is_empty()) {
+        return Err(ApiError::bad_request(
+            "cursor pages the plain list (id order); a search (q, sort, order, offset, domain) pages with offset",
+        ));
+    }
+    let sort = match query.sort.as_deref().unwrap_or("created") {
+        "created" => SortBy::Created,
+        "clicks" => SortBy::Clicks,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "sort must be created or clicks, not {other:?}"
+            )))
+        }
+    };
+    let descending = match query.order.as_deref().unwrap_or("desc") {
+        "desc" => true,
+        "asc" => false,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "order must be desc or asc, not {other:?}"
+            )))
+        }
+    };
+    let search = Search {
+        text: query.q.unwrap_or_default(),
+        tag: query.tag.filter(|t| !t.is_empty()),
+        domain: None,
+        sort,
+        descending,
+        offset: query.offset.unwrap_or(0),
+        limit,
+    };
+    search.check(MAX_PAGE).map_err(op_error)?;
+    let domain = match query.domain.as_deref().filter(|d| !d.is_empty()) {
+        None => None,
+        Some(d) => Some(state.links.domains().stored(Some(d)).map_err(op_error)?),
+    };
+    let search = Search { domain, ..search };
+    let grant = grant.map(|Extension(g)| g);
+    let worker = Arc::clone(&state);
+    let offset = search.offset;
+    let found = blocking(move || {
+        worker.links.search(&worker.counters.engine, &search, |l| {
+            grant.as_ref().is_none_or(|g| g.may_see(l))
+        })
+    })
+    .await?;
+    let links: Vec<Value> = found
+        .links
+        .iter()
+        .map(|(link, clicks)| {
+            let mut view = state.links.view(origin.as_deref(), link);
+            view["clicks"] = json!(clicks);
+            view
+        })
+        .collect();
+    let next = offset + links.len();
+    Ok(Json(json!({
+        "links": links,
+        "total": found.total,
+        "next_offset": (next < found.total).then_some(next),
+    })))
 }

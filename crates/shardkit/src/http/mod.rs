@@ -57,6 +57,7 @@ pub fn router(state: Arc<AppState>) -> anyhow::Result<Router> {
     };
     let routes = Router::new()
         .route("/", get(ui::index))
+        .route("/ui/dashboard", get(ui::dashboard))
         .route("/ui/links/{code}", get(ui::link_page))
         .route("/ui/links/{code}/qr.svg", get(ui::qr))
         .route(

@@ -88,6 +88,7 @@ pub struct MgetAnswer {
         super::redirect::follow,
         super::redirect::unlock,
         super::ui::index,
+        super::ui::dashboard,
         super::ui::link_page,
         super::ui::qr,
     ),

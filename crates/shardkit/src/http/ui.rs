@@ -18,6 +18,10 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 const INDEX: &str = include_str!("assets/index.html");
+const DASHBOARD: &str = include_str!("assets/dashboard.html");
+/// The redirect rules' row template and the script that adds, fills and reads rows:
+/// the form and the dashboard's editor share them.
+const RULE_ROWS: &str = include_str!("assets/rule_rows.html");
 
 /// The form. When creating links needs a key, the page says so and takes one (kept in
 /// the tab's session storage, sent as a bearer header). With `[links] domains` it asks
@@ -28,21 +32,49 @@ pub async fn index(State(state): State<Arc<AppState>>) -> Html<String> {
     let needs_key = state.access.enforced()
         && super::auth::need(&axum::http::Method::POST, "/api/links", &public)
             != shardkit_node::api_keys::Need::Nothing;
-    let mut domains = String::new();
-    if state.links.domains().is_set() {
-        domains.push_str("<label id=\"domain-row\">Domain <select id=\"domain\" name=\"domain\">");
-        for name in state.links.domains().names() {
-            let _ = write!(
-                domains,
-                "<option value=\"{n}\">{n}</option>",
-                n = escape(name)
-            );
-        }
-        domains.push_str("</select></label>");
-    }
-    let form = INDEX.replace("<!--domains-->", &domains);
+    let form = with_parts(INDEX, &domain_select(&state, None));
     let body = format!("<div hidden data-needs-key=\"{needs_key}\" id=\"needs-key\"></div>{form}");
     Html(page("Shorten a link", &body))
+}
+
+/// The dashboard: every link, searched, sorted and paged, each with edit and delete,
+/// and the whole site's top links, referrers and countries over chosen days. The page
+/// itself is public and holds no data; its script calls the API with the key the
+/// person gives (kept in the tab's session storage), as the form does.
+#[utoipa::path(get, path = "/ui/dashboard", tag = "ui", responses((status = 200, description = "HTML page listing the links")))]
+pub async fn dashboard(State(state): State<Arc<AppState>>) -> Html<String> {
+    let domains = domain_select(&state, Some("every domain"));
+    Html(page("Links", &with_parts(DASHBOARD, &domains)))
+}
+
+/// With `[links] domains`, a `<select id="domain">` of them (the default first), after
+/// an option for none with the label `any` when given; else nothing.
+fn domain_select(state: &AppState, any: Option<&str>) -> String {
+    let mut select = String::new();
+    if !state.links.domains().is_set() {
+        return select;
+    }
+    select.push_str("<label>Domain <select id=\"domain\" name=\"domain\">");
+    if let Some(any) = any {
+        let _ = write!(select, "<option value=\"\">{}</option>", escape(any));
+    }
+    for name in state.links.domains().names() {
+        let _ = write!(
+            select,
+            "<option value=\"{n}\">{n}</option>",
+            n = escape(name)
+        );
+    }
+    select.push_str("</select></label>");
+    select
+}
+
+/// A page's template with its shared parts put in: the domain select at
+/// `<!--domains-->`, the redirect rules' row template and script at `<!--rule-rows-->`.
+fn with_parts(template: &str, domains: &str) -> String {
+    template
+        .replace("<!--domains-->", domains)
+        .replace("<!--rule-rows-->", RULE_ROWS)
 }
 
 /// Bars of clicks per day as an SVG (no script, no outside file).
