@@ -292,10 +292,13 @@ pub struct ListQuery {
     /// every link once.
     q: Option<String>,
     /// A search's order: `created` (the default) or `clicks`.
+    #[param(pattern = "^(created|clicks)$")]
     sort: Option<String>,
     /// A search's direction: `desc` (the default) or `asc`.
+    #[param(pattern = "^(desc|asc)$")]
     order: Option<String>,
     /// A search's matching links skipped before the page (at most 100,000).
+    #[param(maximum = 100_000)]
     offset: Option<usize>,
     /// A search of one domain's links (`[links] domains`).
     domain: Option<String>,
