@@ -24,7 +24,7 @@ pub enum Format {
 }
 
 /// The CSV header of an export (an import may hold any of these columns, `url` first).
-pub const CSV_HEADER: [&str; 14] = [
+pub const CSV_HEADER: [&str; 15] = [
     "url",
     "code",
     "alias",
@@ -39,6 +39,7 @@ pub const CSV_HEADER: [&str; 14] = [
     "analytics",
     "rules",
     "domain",
+    "title",
 ];
 
 /// CSV columns an import takes besides [`CSV_HEADER`].
@@ -63,6 +64,9 @@ pub struct LinkLine {
     /// With `[links] domains`: the link's domain (absent: the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
+    /// A name for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// Creation time (RFC 3339), kept by a restore.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
@@ -106,8 +110,9 @@ pub struct LinkLine {
 /// What a restored line keeps of the exported link beyond a new link's fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Restore {
-    /// The code to store the link under.
-    pub code: String,
+    /// The code to store the link under; `None`: a fresh one (a link imported from
+    /// another shortener under an alias keeps its time and clicks, not a code of ours).
+    pub code: Option<String>,
     /// Creation time (RFC 3339); `None`: now.
     pub created_at: Option<String>,
     /// Clicks to put back on the link's total.
@@ -130,6 +135,16 @@ pub struct BulkItem {
 }
 
 impl BulkItem {
+    /// The code this line restores, if it names one.
+    pub fn restored_code(&self) -> Option<&str> {
+        self.restore.as_ref()?.code.as_deref()
+    }
+
+    /// Whether its code is minted here (no code given).
+    pub fn minted(&self) -> bool {
+        self.restored_code().is_none()
+    }
+
     /// A new link (no restore).
     pub fn new_link(request: NewLink) -> Self {
         Self {
@@ -150,45 +165,46 @@ impl TryFrom<LinkLine> for BulkItem {
                     .into(),
             );
         }
-        let restore = match line.code {
-            Some(code) => {
-                if line.reuse == Some(true) {
-                    return Err(
-                        "reuse cannot go with code: a line with a code restores that link".into(),
-                    );
-                }
-                let analytics = line.analytics.unwrap_or_default();
-                // Checked here, so the restore after the write cannot fail on it.
-                super::analytics::export::tally(0, &analytics)?;
-                let mut daily = Vec::new();
-                for (day, n) in line.daily.unwrap_or_default() {
-                    daily.push((parse_day(&day).map_err(|e| format!("daily: {e}"))?, n));
-                }
-                Some(Restore {
-                    code,
-                    created_at: line.created_at,
-                    clicks: line.clicks.unwrap_or(0),
-                    daily,
-                    analytics,
-                })
+        let restores = line.created_at.is_some()
+            || line.clicks.is_some()
+            || line.daily.is_some()
+            || line.analytics.is_some();
+        if line.code.is_some() && line.reuse == Some(true) {
+            return Err("reuse cannot go with code: a line with a code restores that link".into());
+        }
+        if line.code.is_none() && restores && line.alias.is_none() {
+            return Err(
+                "created_at, clicks, daily and analytics restore a link and need its code or alias"
+                    .into(),
+            );
+        }
+        if line.code.is_none() && restores && line.reuse == Some(true) {
+            return Err("reuse cannot go with created_at, clicks, daily or analytics".into());
+        }
+        let restore = if line.code.is_some() || restores {
+            let analytics = line.analytics.unwrap_or_default();
+            // Checked here, so the restore after the write cannot fail on it.
+            super::analytics::export::tally(0, &analytics)?;
+            let mut daily = Vec::new();
+            for (day, n) in line.daily.unwrap_or_default() {
+                daily.push((parse_day(&day).map_err(|e| format!("daily: {e}"))?, n));
             }
-            None if line.created_at.is_some()
-                || line.clicks.is_some()
-                || line.daily.is_some()
-                || line.analytics.is_some() =>
-            {
-                return Err(
-                    "created_at, clicks, daily and analytics restore an exported link and need its code"
-                        .into(),
-                )
-            }
-            None => None,
+            Some(Restore {
+                code: line.code,
+                created_at: line.created_at,
+                clicks: line.clicks.unwrap_or(0),
+                daily,
+                analytics,
+            })
+        } else {
+            None
         };
         Ok(BulkItem {
             request: NewLink {
                 url: line.url,
                 alias: line.alias,
                 domain: line.domain,
+                title: line.title,
                 expires_at: line.expires_at,
                 max_visits: line.max_visits,
                 redirect: line.redirect,
@@ -312,6 +328,7 @@ fn from_row(
             "code" => link.code = Some(value.to_string()),
             "alias" => link.alias = Some(value.to_string()),
             "domain" => link.domain = Some(value.to_string()),
+            "title" => link.title = Some(value.to_string()),
             "created_at" => link.created_at = Some(value.to_string()),
             "expires_at" => link.expires_at = Some(value.to_string()),
             "max_visits" => link.max_visits = Some(number_of("max_visits", value)?),
@@ -388,6 +405,7 @@ pub fn as_line(link: &Link, clicks: &Clicks) -> LinkLine {
         url: link.url.clone(),
         alias: link.alias.clone(),
         domain: link.domain.clone(),
+        title: link.title.clone(),
         created_at: Some(format_time_exact(link.created_at)),
         expires_at: link.expires_at.map(format_time_exact),
         max_visits: link.max_visits,
@@ -471,6 +489,7 @@ pub fn write(format: Format, links: &[(Link, Clicks)], header: bool, out: &mut V
                         .and_then(|rules| serde_json::to_string(&rules).ok())
                         .unwrap_or_default(),
                     r.domain.unwrap_or_default(),
+                    r.title.unwrap_or_default(),
                 ]);
             }
             let _ = writer.flush();
@@ -534,6 +553,7 @@ mod tests {
             code: "a000000".into(),
             alias: Some("b-link".into()),
             domain: None,
+            title: None,
             created_at: 1_790_000_000_123,
             expires_at: Some(1_800_000_000_000),
             max_visits: Some(3),
@@ -568,7 +588,7 @@ mod tests {
             let expected = BulkItem::try_from(as_line(&link, &clicks)).unwrap();
             assert_eq!(back[0].1.as_ref().unwrap(), &expected, "{format:?}");
             let restore = expected.restore.unwrap();
-            assert_eq!(restore.code, "a000000");
+            assert_eq!(restore.code.as_deref(), Some("a000000"));
             assert_eq!(restore.clicks, 5);
             assert_eq!(restore.daily, clicks.daily);
             assert_eq!(restore.analytics, clicks.analytics, "{format:?}");

@@ -28,6 +28,7 @@ pub mod bulk_formats;
 pub mod cache_size;
 pub mod domains;
 mod doorkeeper;
+mod dry_run;
 pub mod password;
 pub mod redirect_rules;
 pub mod regions;
@@ -43,9 +44,9 @@ use shardkit_counters::Engine;
 use shardkit_ids::ShardedGenerator;
 use shardkit_links::{
     day_of, format_day, format_time, group_of, group_within, normalize_rules, normalize_url,
-    now_ms, parse_time, validate_alias, validate_tags, Codec, Feistel, GroupCommit, GroupStats,
-    InsertOutcome, Link, LinkError, LinkStore, Minter, OwnOrigin, Redirect, RedirectRule,
-    StoreError,
+    now_ms, parse_time, validate_alias, validate_tags, validate_title, Codec, Feistel, GroupCommit,
+    GroupStats, InsertOutcome, Link, LinkError, LinkStore, Minter, OwnOrigin, Redirect,
+    RedirectRule, StoreError,
 };
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -68,6 +69,14 @@ pub struct NewLink {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(min_length = 1)]
     pub domain: Option<String>,
+    /// A name for people, shown beside the URL (1 to 512 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(
+        min_length = 1,
+        max_length = 512,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$"
+    )]
+    pub title: Option<String>,
     /// RFC 3339 instant after which the link answers 410.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
@@ -116,6 +125,9 @@ pub struct LinkPatch {
     pub redirect: Option<u16>,
     /// New tags (replacing the old ones).
     pub tags: Option<Vec<String>>,
+    /// New title (1 to 512 characters); `""` removes it.
+    #[schema(max_length = 512, pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$")]
+    pub title: Option<String>,
     /// New password (1 to 128 characters); `""` removes it.
     #[schema(max_length = 128)]
     pub password: Option<String>,
@@ -392,6 +404,9 @@ impl Links {
             validate_alias(alias).map_err(LinkError::from)?;
         }
         validate_tags(request.tags.as_deref().unwrap_or_default()).map_err(LinkOpError::Invalid)?;
+        if let Some(title) = &request.title {
+            validate_title(title).map_err(LinkOpError::Invalid)?;
+        }
         if let Some(t) = request.expires_at.as_deref() {
             expiry(t, now_ms())?;
         }
@@ -491,6 +506,7 @@ impl Links {
     ) -> Result<Link, LinkOpError> {
         let request = &item.request;
         let restore = item.restore.as_ref();
+        let restored_code = restore.and_then(|r| r.code.as_deref());
         if restore.is_none() {
             self.check_home(request)?;
         }
@@ -500,6 +516,9 @@ impl Links {
         }
         let tags = request.tags.clone().unwrap_or_default();
         validate_tags(&tags).map_err(LinkOpError::Invalid)?;
+        if let Some(title) = &request.title {
+            validate_title(title).map_err(LinkOpError::Invalid)?;
+        }
         let expires_at = match (request.expires_at.as_deref(), restore) {
             (None, _) => None,
             (Some(t), None) => Some(expiry(t, now)?),
@@ -516,8 +535,8 @@ impl Links {
             .alias
             .as_deref()
             .map(|a| shardkit_links::alias_key(domain.as_deref(), a));
-        let (group, code) = match restore {
-            Some(restore) => (self.restorable_code(restore)?, restore.code.clone()),
+        let (group, code) = match restored_code {
+            Some(code) => (self.restorable_code(code)?, code.to_string()),
             None => self.mint_free(alias_key.as_deref(), &url, taken)?,
         };
         let created_at = match restore.and_then(|r| r.created_at.as_deref()) {
@@ -541,6 +560,7 @@ impl Links {
             code,
             alias: request.alias.clone(),
             domain,
+            title: request.title.clone(),
             created_at,
             expires_at,
             max_visits,
@@ -610,7 +630,7 @@ impl Links {
             |(result, item): (&Result<Link, LinkOpError>, &Result<BulkItem, String>)| match (
                 result, item,
             ) {
-                (Ok(link), Ok(item)) if item.restore.is_none() => Some(link.code.clone()),
+                (Ok(link), Ok(item)) if item.minted() => Some(link.code.clone()),
                 _ => None,
             };
         let codes: Vec<String> = results.iter().zip(items).filter_map(minted).collect();
@@ -625,7 +645,7 @@ impl Links {
             let (Ok(link), Ok(item)) = (result, item) else {
                 continue;
             };
-            if item.restore.is_none() && held.contains(&link.code) {
+            if item.minted() && held.contains(&link.code) {
                 // The same group (by the same alias or URL), so the link's id stands.
                 let (_, code) = self.mint_unheld(link.alias_key().as_deref(), &link.url, taken)?;
                 link.code = code;
@@ -635,8 +655,7 @@ impl Links {
     }
 
     /// The group of a restored code, if it is one this server could mint.
-    fn restorable_code(&self, restore: &Restore) -> Result<u8, LinkOpError> {
-        let code = &restore.code;
+    pub(crate) fn restorable_code(&self, code: &str) -> Result<u8, LinkOpError> {
         match self.minter.codec().decode(code) {
             Some((group, _)) if !shardkit_links::is_reserved(code) => match &self.regions {
                 Some(map) if !map.owns(group) => match map.owner(group) {
@@ -766,13 +785,9 @@ impl Links {
         let mut taken: HashSet<String> = HashSet::new();
         let mut results: Vec<Result<Link, LinkOpError>> = Vec::with_capacity(items.len());
         for item in &items {
-            let code = match item {
-                Ok(BulkItem {
-                    restore: Some(r), ..
-                }) => &r.code,
-                _ => continue,
-            };
-            taken.insert(code.clone());
+            if let Some(code) = item.as_ref().ok().and_then(BulkItem::restored_code) {
+                taken.insert(code.to_string());
+            }
         }
         // The store is asked once for the batch's restored codes, once for its minted
         // ones (a sharded store: one query a server, not one a code).
@@ -786,9 +801,9 @@ impl Links {
         for item in &items {
             let result = match item {
                 Err(reason) => Err(LinkOpError::Invalid(reason.clone())),
-                Ok(item) => match &item.restore {
-                    Some(r) if !restoring.insert(r.code.as_str()) || held.contains(&r.code) => {
-                        Err(LinkOpError::CodeTaken(r.code.clone()))
+                Ok(item) => match item.restored_code() {
+                    Some(code) if !restoring.insert(code) || held.contains(code) => {
+                        Err(LinkOpError::CodeTaken(code.to_string()))
                     }
                     _ => self.draft(item, &taken, ids, now),
                 },
@@ -947,6 +962,9 @@ impl Links {
         if let Some(tags) = &patch.tags {
             validate_tags(tags).map_err(LinkOpError::Invalid)?;
         }
+        if let Some(title) = patch.title.as_deref().filter(|t| !t.is_empty()) {
+            validate_title(title).map_err(LinkOpError::Invalid)?;
+        }
         if patch.rules.is_some() {
             self.rules(patch.rules.clone())?;
         }
@@ -978,6 +996,14 @@ impl Links {
         if let Some(tags) = &patch.tags {
             validate_tags(tags).map_err(LinkOpError::Invalid)?;
             link.tags = tags.clone();
+        }
+        match patch.title.as_deref() {
+            None => {}
+            Some("") => link.title = None,
+            Some(title) => {
+                validate_title(title).map_err(LinkOpError::Invalid)?;
+                link.title = Some(title.to_string());
+            }
         }
         if patch.rules.is_some() {
             link.rules = self.rules(patch.rules.clone())?;

@@ -1,5 +1,5 @@
-//! The dashboard's view of the links: every link matching a text (in its URL, code
-//! or alias), a tag and a domain, sorted by creation time or clicks, a page at a time.
+//! The dashboard's view of the links: every link matching a text (in its URL, title,
+//! code or alias), a tag and a domain, sorted by creation time or clicks, a page at a time.
 //! Shlink's and Dub's link lists do this with SQL; here the store is read in id order
 //! and only the page asked for (plus what precedes it) is kept, in a bounded heap, so
 //! memory stays `offset + limit` links whatever the store holds. The time is one pass
@@ -93,6 +93,10 @@ impl Search {
             || contains_ignoring_case(&link.code, text)
             || contains_ignoring_case(&link.url, text)
             || link
+                .title
+                .as_ref()
+                .is_some_and(|t| contains_ignoring_case(t, text))
+            || link
                 .alias
                 .as_ref()
                 .is_some_and(|a| contains_ignoring_case(a, text))
@@ -120,11 +124,12 @@ impl Search {
 /// no lowercased copy of every link's URL.
 fn contains_ignoring_case(haystack: &str, needle: &str) -> bool {
     let needle = needle.as_bytes();
-    needle.len() <= haystack.len()
-        && haystack
-            .as_bytes()
-            .windows(needle.len())
-            .any(|w| w.eq_ignore_ascii_case(needle))
+    needle.is_empty()
+        || needle.len() <= haystack.len()
+            && haystack
+                .as_bytes()
+                .windows(needle.len())
+                .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 impl Links {

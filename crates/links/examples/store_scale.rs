@@ -28,6 +28,7 @@ fn link(i: u64, codec: &Codec) -> Link {
         code: codec.encode(group, i / 62).unwrap(),
         alias: None,
         domain: None,
+        title: None,
         created_at: 1_790_000_000_000 + i,
         expires_at: None,
         max_visits: None,

@@ -17,6 +17,7 @@ pub fn sample_link(id: u64, code: &str, url: &str) -> Link {
         code: code.to_string(),
         alias: None,
         domain: None,
+        title: None,
         created_at: 1_790_000_000_000 + id,
         expires_at: None,
         max_visits: None,
@@ -48,6 +49,7 @@ pub fn run(store: &dyn LinkStore) {
     b.alias = Some("bee-alias".into());
     b.tags = vec!["red".into()];
     b.rules = vec![rule(r#"{"device":"ios","url":"https://apps.example/b"}"#)];
+    b.title = Some("Bee's page, «quoted»".into());
     let c = link(30, "c000001", "https://example.com/a");
     let outcomes = store
         .insert_batch(&[a.clone(), b.clone(), c.clone()])
@@ -210,6 +212,7 @@ pub fn run(store: &dyn LinkStore) {
     assert_eq!(store.resolve("a000001").unwrap(), Some(a2.clone()));
     // Redirect rules are part of the link: stored, read and replaced with it.
     let mut b2 = b.clone();
+    b2.title = Some("Renamed".into());
     b2.rules = vec![
         rule(r#"{"cidr":"10.0.0.0/8","url":"https://example.com/in"}"#),
         rule(r#"{"query":{"ref":"x","debug":true},"url":"https://example.com/x"}"#),

@@ -75,8 +75,8 @@ pub use group_commit::{expect_inserted, GroupCommit, GroupStats, MAX_GROUP_LINKS
 pub use key::load_or_create_key;
 pub use minter::{GroupSequences, Minter, TicketSequences};
 pub use model::{
-    alias_key, day_of, format_day, format_time, now_ms, parse_day, parse_time, validate_tags, Link,
-    Redirect, MAX_TAGS,
+    alias_key, day_of, format_day, format_time, now_ms, parse_day, parse_time, validate_tags,
+    validate_title, Link, Redirect, MAX_TAGS, MAX_TITLE_LEN,
 };
 pub use redb_store::RedbLinkStore;
 pub use rules::{

@@ -81,6 +81,10 @@ pub struct Link {
     /// (Shlink keeps its default domain's links the same way).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
+    /// A name for people (at most [`MAX_TITLE_LEN`] characters): what the dashboard and
+    /// the shorteners links are imported from show beside the URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// Creation time, ms since the Unix epoch.
     #[serde(with = "time_string")]
     pub created_at: u64,
@@ -156,6 +160,23 @@ pub fn alias_key<'a>(domain: Option<&str>, alias: &'a str) -> Cow<'a, str> {
         None => Cow::Borrowed(alias),
         Some(domain) => Cow::Owned(format!("{domain}/{alias}")),
     }
+}
+
+/// Longest title, in characters.
+pub const MAX_TITLE_LEN: usize = 512;
+
+/// Checks a title: 1 to [`MAX_TITLE_LEN`] characters, no control characters.
+pub fn validate_title(title: &str) -> Result<(), String> {
+    let len = title.chars().count();
+    if !(1..=MAX_TITLE_LEN).contains(&len) {
+        return Err(format!(
+            "title must be 1 to {MAX_TITLE_LEN} characters, got {len}"
+        ));
+    }
+    if title.chars().any(char::is_control) {
+        return Err("title must not hold control characters (line breaks, tabs)".into());
+    }
+    Ok(())
 }
 
 /// Checks tags: at most [`MAX_TAGS`], each 1 to 64 characters of `A-Z a-z 0-9 _ - . :`.
@@ -292,6 +313,7 @@ mod tests {
             code: "a000001".into(),
             alias: Some("x".into()),
             domain: None,
+            title: None,
             created_at: 1_790_000_000_123,
             expires_at: Some(1_800_000_000_000),
             max_visits: Some(3),

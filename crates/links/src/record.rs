@@ -8,17 +8,17 @@
 //! header   varint: bit 0 alias, 1 expires_at, 2 max_visits, 3 password_hash,
 //!          4 author, 5 code (only when it cannot be rebuilt), 6 tags,
 //!          bits 7-8 the redirect (0 = 302, 1 = 301, 2 = 307, 3 = 308), 9 rules,
-//!          10 domain
+//!          10 domain, 11 title
 //! id       8 bytes little-endian
 //! created  varint ms since the Unix epoch
 //! then, each only if its bit is set: expires_at varint, max_visits varint,
 //! code, alias, tags (count, then each), password_hash, author, rules (their JSON
-//! array: rare and small, so the readable form costs little), domain: each text a varint
+//! array: rare and small, so the readable form costs little), domain, title: each text a varint
 //! length and its bytes
 //! url      the rest of the value
 //! ```
 //!
-//! A plain link costs 15 bytes beside its URL. Bits 11 and up must be zero: a record
+//! A plain link costs 15 bytes beside its URL. Bits 12 and up must be zero: a record
 //! from a newer format is refused as damaged, not misread.
 
 use crate::error::StoreError;
@@ -34,7 +34,8 @@ const TAGS: u64 = 1 << 6;
 const REDIRECT_SHIFT: u32 = 7;
 const RULES: u64 = 1 << 9;
 const DOMAIN: u64 = 1 << 10;
-const KNOWN: u64 = (1 << 11) - 1;
+const TITLE: u64 = 1 << 11;
+const KNOWN: u64 = (1 << 12) - 1;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -72,6 +73,7 @@ pub(crate) fn encode(link: &Link, keep_code: bool) -> Vec<u8> {
         (!link.tags.is_empty(), TAGS),
         (!link.rules.is_empty(), RULES),
         (link.domain.is_some(), DOMAIN),
+        (link.title.is_some(), TITLE),
     ];
     for (present, bit) in flags {
         if present {
@@ -115,6 +117,9 @@ pub(crate) fn encode(link: &Link, keep_code: bool) -> Vec<u8> {
     }
     if let Some(domain) = &link.domain {
         put_text(&mut out, domain);
+    }
+    if let Some(title) = &link.title {
+        put_text(&mut out, title);
     }
     out.extend_from_slice(link.url.as_bytes());
     out
@@ -212,6 +217,9 @@ pub(crate) fn decode(
     let domain = (header & DOMAIN != 0)
         .then(|| r.text().ok_or_else(short))
         .transpose()?;
+    let title = (header & TITLE != 0)
+        .then(|| r.text().ok_or_else(short))
+        .transpose()?;
     let url = std::str::from_utf8(&bytes[r.at..])
         .map_err(|_| damaged("url is not UTF-8"))?
         .to_string();
@@ -231,6 +239,7 @@ pub(crate) fn decode(
         code,
         alias,
         domain,
+        title,
         created_at,
         expires_at,
         max_visits,
@@ -266,6 +275,7 @@ mod tests {
             serde_json::from_str(r#"{"cidr":"10.0.0.0/8","url":"https://in.example/"}"#).unwrap(),
         ];
         full.domain = Some("go.example".into());
+        full.title = Some("Launch day, all of it".into());
         full.code = "Zzzzzzzzzzz".into();
         let bytes = encode(&full, true);
         assert_eq!(decode(&bytes, || None).unwrap(), full);

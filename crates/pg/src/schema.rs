@@ -125,6 +125,7 @@ ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS password_hash text;
 ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS author text;
 ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS rules jsonb;
 ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS domain text;
+ALTER TABLE {s}.links ADD COLUMN IF NOT EXISTS title text;
 CREATE TABLE IF NOT EXISTS {s}.link_aliases (
     alias text PRIMARY KEY,
     id bigint NOT NULL,

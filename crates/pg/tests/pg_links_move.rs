@@ -23,6 +23,7 @@ fn link(id: u64, code: String, alias: Option<String>) -> Link {
         code,
         alias,
         domain: None,
+        title: None,
         created_at: 1_790_000_000_000 + id,
         expires_at: None,
         max_visits: None,

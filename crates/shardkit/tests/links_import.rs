@@ -82,7 +82,7 @@ fn an_export_imported_into_an_empty_server_gives_back_the_same_links() {
     let csv = export(&c, &a, "csv");
     assert!(
         csv.starts_with(
-            "url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks,daily,password_protected,analytics,rules,domain\n"
+            "url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks,daily,password_protected,analytics,rules,domain,title\n"
         ) && csv.contains(&format!(",{today}:1,,\"{{")),
         "{csv}"
     );

@@ -542,7 +542,7 @@ fn bulk_create_export_and_the_cli_import_export_round_trip() {
         .unwrap();
     assert!(
         exported.starts_with(
-            "url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks,daily,password_protected,analytics,rules,domain\n"
+            "url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks,daily,password_protected,analytics,rules,domain,title\n"
         ),
         "{exported}"
     );

@@ -137,6 +137,7 @@ mod tests {
             code: code.into(),
             alias: None,
             domain: None,
+            title: None,
             created_at: 0,
             expires_at: None,
             max_visits: None,

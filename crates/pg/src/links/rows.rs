@@ -7,15 +7,15 @@ use tokio_postgres::Row;
 
 /// The columns every link query selects, in the order [`row_to_link`] reads them.
 pub(super) const COLUMNS: &str =
-    "id, code, alias_name, url, created_at, expires_at, max_visits, redirect, tags, password_hash, author, rules::text, domain";
+    "id, code, alias_name, url, created_at, expires_at, max_visits, redirect, tags, password_hash, author, rules::text, domain, title";
 
 /// How many columns [`COLUMNS`] names: a query that selects more after them finds
 /// its first extra column at this index.
-pub(super) const COLUMN_COUNT: usize = 13;
+pub(super) const COLUMN_COUNT: usize = 14;
 
 /// [`COLUMNS`] qualified by the table alias `l`, for joins.
 pub(super) const L_COLUMNS: &str =
-    "l.id, l.code, l.alias_name, l.url, l.created_at, l.expires_at, l.max_visits, l.redirect, l.tags, l.password_hash, l.author, l.rules::text, l.domain";
+    "l.id, l.code, l.alias_name, l.url, l.created_at, l.expires_at, l.max_visits, l.redirect, l.tags, l.password_hash, l.author, l.rules::text, l.domain, l.title";
 
 /// Whether `"reuse": true` may hand `link` out again.
 pub(super) fn reusable(link: &Link) -> bool {
@@ -44,7 +44,7 @@ pub(super) fn rules_json(link: &Link) -> Option<String> {
     (!link.rules.is_empty()).then(|| serde_json::to_string(&link.rules).unwrap_or_default())
 }
 
-/// Reads one row of [`COLUMNS`] (columns 0 to 12).
+/// Reads one row of [`COLUMNS`] (columns 0 to 13).
 pub(super) fn row_to_link(row: &Row) -> Result<Link, StoreError> {
     let id: i64 = row.try_get(0).map_err(|e| StoreError::Corrupt {
         id: 0,
@@ -71,6 +71,7 @@ pub(super) fn row_to_link(row: &Row) -> Result<Link, StoreError> {
         code: row.try_get(1).map_err(corrupt)?,
         alias: row.try_get(2).map_err(corrupt)?,
         domain: row.try_get(12).map_err(corrupt)?,
+        title: row.try_get(13).map_err(corrupt)?,
         url: row.try_get(3).map_err(corrupt)?,
         created_at: to_ms(row.try_get(4).map_err(corrupt)?),
         expires_at: row
@@ -102,6 +103,7 @@ mod tests {
             code: "a000001".into(),
             alias: None,
             domain: None,
+            title: None,
             created_at: 0,
             expires_at: None,
             max_visits: None,

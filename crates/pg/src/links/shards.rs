@@ -438,9 +438,9 @@ impl Shards {
         if old.alias != link.alias || old.domain != link.domain {
             return Err(StoreError::Immutable(link.id));
         }
-        let sql = "UPDATE {s}.links SET url = $2, url_hash = $3, expires_at = $4, max_visits = $5, redirect = $6, tags = $7, password_hash = $8, rules = $9::text::jsonb WHERE id = $1";
+        let sql = "UPDATE {s}.links SET url = $2, url_hash = $3, expires_at = $4, max_visits = $5, redirect = $6, tags = $7, password_hash = $8, rules = $9::text::jsonb, title = $10 WHERE id = $1";
         let rules = rules_json(link);
-        let params: [&(dyn ToSql + Sync); 9] = [
+        let params: [&(dyn ToSql + Sync); 10] = [
             &(link.id as i64),
             &link.url,
             &url_hash(&link.url),
@@ -450,6 +450,7 @@ impl Shards {
             &link.tags,
             &link.password_hash,
             &rules,
+            &link.title,
         ];
         if self
             .execute_in(shard, sql, &params, "replacing a link")

@@ -44,6 +44,9 @@ pub struct BulkQuery {
     /// `fail` (default) or `skip`: a line whose code or alias is already stored.
     #[param(inline)]
     on_conflict: Option<OnConflict>,
+    /// Check every line (fields, domain, code or alias taken) and store nothing:
+    /// answers `would_create` in place of `created`, and no codes.
+    dry_run: Option<bool>,
 }
 
 /// Creates (or, for lines with a `code`, restores) every line of the body; answers
@@ -51,7 +54,7 @@ pub struct BulkQuery {
 #[utoipa::path(post, path = "/api/links/bulk", tag = "links", params(BulkQuery),
     request_body(content = String, description = "JSON lines (one POST /api/links body a line, or an exported line with code, created_at, clicks and daily, which restores that link) or, with Content-Type text/csv, CSV with header url,code,alias,created_at,expires_at,max_visits,redirect,tags,clicks,daily,password_protected (any of them, url first; tags split by |)"),
     responses(
-        (status = 200, description = "`{\"created\":N,\"failed\":M,\"skipped\":K,\"results\":[{\"line\":1,\"code\":…,\"short_url\":…,\"id\":…}|{\"line\":2,\"error\":…}|{\"line\":3,\"skipped\":…,\"code\":…}]}`; `line` counts every line of the body, blank ones too"),
+        (status = 200, description = "With `dry_run=true`: `{\"would_create\":N,\"failed\":M,\"skipped\":K,\"results\":[{\"line\":1,\"ok\":true}|{\"line\":2,\"error\":…,\"code\"?:…}]}`, nothing stored. Else `{\"created\":N,\"failed\":M,\"skipped\":K,\"results\":[{\"line\":1,\"code\":…,\"short_url\":…,\"id\":…}|{\"line\":2,\"error\":…}|{\"line\":3,\"skipped\":…,\"code\":…}]}`; `line` counts every line of the body, blank ones too"),
         (status = 400, description = "Unreadable body, header or query, or too many lines", body = super::openapi::ErrorBody),
     ))]
 pub async fn create(
@@ -96,6 +99,25 @@ pub async fn create(
         }
     }
     let worker = Arc::clone(&state);
+    if query.dry_run == Some(true) {
+        let answers = blocking(move || worker.links.dry_run(&items)).await?;
+        let (mut would, mut skipped) = (0, 0);
+        let rows: Vec<Value> = answers
+            .into_iter()
+            .zip(numbers)
+            .map(|(answer, line)| match answer {
+                Ok(()) => {
+                    would += 1;
+                    json!({ "line": line, "ok": true })
+                }
+                Err(e) => line_error(e, line, on_conflict, &mut skipped),
+            })
+            .collect();
+        let failed = rows.len() - would - skipped;
+        return Ok(Json(
+            json!({ "would_create": would, "failed": failed, "skipped": skipped, "results": rows }),
+        ));
+    }
     let results = blocking(move || {
         worker
             .links
@@ -111,28 +133,32 @@ pub async fn create(
                 created += 1;
                 json!({ "line": line, "code": link.code, "short_url": state.links.short_url(origin.as_deref(), &link), "id": link.id.to_string() })
             }
-            Err(e) => {
-                let conflict = match &e {
-                    LinkOpError::AliasTaken { owner_code, .. } => Some(owner_code.clone()),
-                    LinkOpError::CodeTaken(code) => Some(code.clone()),
-                    _ => None,
-                };
-                let message = op_error(e).message().to_string();
-                match conflict {
-                    Some(code) if on_conflict == OnConflict::Skip => {
-                        skipped += 1;
-                        json!({ "line": line, "skipped": message, "code": code })
-                    }
-                    Some(code) => json!({ "line": line, "error": message, "code": code }),
-                    None => json!({ "line": line, "error": message }),
-                }
-            }
+            Err(e) => line_error(e, line, on_conflict, &mut skipped),
         })
         .collect();
     let failed = rows.len() - created - skipped;
     Ok(Json(
         json!({ "created": created, "failed": failed, "skipped": skipped, "results": rows }),
     ))
+}
+
+/// A line's failure as the bulk answer writes it: a code or alias already stored names
+/// the owner's code, and is `skipped` (counted in `skipped`) with `on_conflict=skip`.
+fn line_error(e: LinkOpError, line: usize, on_conflict: OnConflict, skipped: &mut usize) -> Value {
+    let conflict = match &e {
+        LinkOpError::AliasTaken { owner_code, .. } => Some(owner_code.clone()),
+        LinkOpError::CodeTaken(code) => Some(code.clone()),
+        _ => None,
+    };
+    let message = op_error(e).message().to_string();
+    match conflict {
+        Some(code) if on_conflict == OnConflict::Skip => {
+            *skipped += 1;
+            json!({ "line": line, "skipped": message, "code": code })
+        }
+        Some(code) => json!({ "line": line, "error": message, "code": code }),
+        None => json!({ "line": line, "error": message }),
+    }
 }
 
 /// Query of the export.

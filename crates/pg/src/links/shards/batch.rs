@@ -340,12 +340,12 @@ async fn insert_in_shard<'a>(
 ) -> Result<Vec<&'a Link>, (&'static str, tokio_postgres::Error)> {
     let s = shard_schema(shard);
     let insert = format!(
-        "INSERT INTO {s}.links (id, code, alias, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags, password_hash, author, rules, domain) \
+        "INSERT INTO {s}.links (id, code, alias, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags, password_hash, author, rules, domain, title) \
          SELECT id, code, alias_name IS NOT NULL, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, \
-                ARRAY(SELECT json_array_elements_text(tags::json)), password_hash, author, rules::jsonb, domain \
+                ARRAY(SELECT json_array_elements_text(tags::json)), password_hash, author, rules::jsonb, domain, title \
          FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], \
-                     $7::timestamptz[], $8::bigint[], $9::smallint[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[]) \
-           AS t(id, code, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags, password_hash, author, rules, domain)"
+                     $7::timestamptz[], $8::bigint[], $9::smallint[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[]) \
+           AS t(id, code, alias_name, url, url_hash, created_at, expires_at, max_visits, redirect, tags, password_hash, author, rules, domain, title)"
     );
     let index = format!(
         "INSERT INTO {s}.link_urls (id, url_hash, url, code, created_at, domain) \
@@ -368,6 +368,7 @@ async fn insert_in_shard<'a>(
     let passwords: Vec<Option<&str>> = links.iter().map(|l| l.password_hash.as_deref()).collect();
     let authors: Vec<Option<&str>> = links.iter().map(|l| l.author.as_deref()).collect();
     let domains: Vec<Option<&str>> = links.iter().map(|l| l.domain.as_deref()).collect();
+    let titles: Vec<Option<&str>> = links.iter().map(|l| l.title.as_deref()).collect();
     let rules: Vec<Option<String>> = links
         .iter()
         .map(|l| crate::links::rows::rules_json(l))
@@ -379,7 +380,7 @@ async fn insert_in_shard<'a>(
         &insert,
         &[
             &ids, &codes, &aliases, &urls, &hashes, &created, &expires, &visits, &statuses, &tags,
-            &passwords, &authors, &rules, &domains,
+            &passwords, &authors, &rules, &domains, &titles,
         ],
     )
     .await

@@ -129,7 +129,7 @@ impl Shards {
         let read =
             format!("SELECT {COLUMNS} FROM {s}.links WHERE id = $1 AND code = $2 FOR UPDATE");
         let update = format!(
-            "UPDATE {s}.links SET url = $2, url_hash = $3, expires_at = $4, max_visits = $5, redirect = $6, tags = $7, password_hash = $8, rules = $9::text::jsonb WHERE id = $1"
+            "UPDATE {s}.links SET url = $2, url_hash = $3, expires_at = $4, max_visits = $5, redirect = $6, tags = $7, password_hash = $8, rules = $9::text::jsonb, title = $10 WHERE id = $1"
         );
         let delete =
             format!("DELETE FROM {s}.links WHERE id = $1 AND code = $2 RETURNING {COLUMNS}");
@@ -152,7 +152,7 @@ impl Shards {
                         }
                         Some(old) => {
                             let rules = crate::links::rows::rules_json(link);
-                            let params: [&(dyn ToSql + Sync); 9] = [
+                            let params: [&(dyn ToSql + Sync); 10] = [
                                 &(link.id as i64),
                                 &link.url,
                                 &url_hash(&link.url),
@@ -162,6 +162,7 @@ impl Shards {
                                 &link.tags,
                                 &link.password_hash,
                                 &rules,
+                                &link.title,
                             ];
                             tx.execute(&update, &params)
                                 .await
