@@ -35,10 +35,33 @@ pub enum LinksCommand {
     /// Create every link of FILE (JSON lines or CSV); prints one result a line.
     ///
     /// Lines of an export (with a `code`) restore those links: same code, alias,
-    /// creation time, expiry, visit limit, redirect, tags and clicks.
+    /// creation time, expiry, visit limit, redirect, tags and clicks. With `--from`,
+    /// FILE (or URL) is another shortener's export: every link is checked first, and a
+    /// path taken here is reported by its place there with nothing imported.
     Import {
-        /// The file; `.csv` files are CSV unless --format says otherwise.
+        /// The file; `.csv` files are CSV unless --format says otherwise. With `--from`
+        /// the source's export, or the URL of its API (YOURLS).
         file: PathBuf,
+        /// The shortener FILE comes from: `yourls` (a mysqldump of `yourls_url`, or the
+        /// site's URL) or `bitly` (its CSV export).
+        #[arg(long, value_enum)]
+        from: Option<super::import_from::Source>,
+        /// With `--from`: check every link and report, import nothing.
+        #[arg(long, requires = "from")]
+        dry_run: bool,
+        /// With `--from yourls URL`: the user name its API takes.
+        #[arg(long, requires = "from")]
+        source_user: Option<String>,
+        /// With `--from yourls URL`: that user's password.
+        #[arg(long, requires = "from")]
+        source_password: Option<String>,
+        /// With `--from yourls URL`: its API's signature token (instead of a password).
+        #[arg(long, requires = "from")]
+        source_signature: Option<String>,
+        /// With `--from`: the domain (`[links] domains`) the links go to (default: the
+        /// first).
+        #[arg(long, requires = "from")]
+        domain: Option<String>,
         /// File format (default: from the file name).
         #[arg(long, value_enum)]
         format: Option<FileFormat>,
@@ -84,6 +107,34 @@ fn bar(total: Option<u64>) -> ProgressBar {
     bar
 }
 
+/// `POST /api/links/bulk?{query}` with `body`: the server's answer, or why there is
+/// none (unreachable, not JSON, or its refusal with its reason).
+pub(super) fn post_bulk(
+    client: &reqwest::blocking::Client,
+    server: &ApiServer,
+    query: &str,
+    content_type: &str,
+    body: String,
+) -> anyhow::Result<Value> {
+    let response = client
+        .post(server.url(&format!("/api/links/bulk?{query}")))
+        .header(reqwest::header::CONTENT_TYPE, content_type)
+        .body(body)
+        .send()
+        .with_context(|| format!("cannot reach {}", server.describe()))?;
+    let status = response.status();
+    let answer: Value = response
+        .json()
+        .with_context(|| format!("the server answered {status} with something that is not JSON"))?;
+    if !status.is_success() {
+        bail!(
+            "the server refused it: {}",
+            answer["error"].as_str().unwrap_or("?")
+        );
+    }
+    Ok(answer)
+}
+
 /// Runs one `shardkit links` subcommand.
 pub fn run(cmd: LinksCommand, out: &mut impl Write) -> anyhow::Result<()> {
     match cmd {
@@ -92,6 +143,12 @@ pub fn run(cmd: LinksCommand, out: &mut impl Write) -> anyhow::Result<()> {
             format,
             batch,
             on_conflict,
+            from,
+            dry_run,
+            source_user,
+            source_password,
+            source_signature,
+            domain,
             server,
         } => {
             let Some(batch) = usize::try_from(batch)
@@ -100,7 +157,25 @@ pub fn run(cmd: LinksCommand, out: &mut impl Write) -> anyhow::Result<()> {
             else {
                 bail!("--batch must be between 1 and {MAX_BATCH}, got {batch}");
             };
-            import(&file, format, batch, on_conflict, &server.resolve()?, out)
+            let Some(source) = from else {
+                return import(&file, format, batch, on_conflict, &server.resolve()?, out);
+            };
+            if format.is_some() {
+                bail!("--format is for our own files; with --from the source says how its export is written");
+            }
+            let import = super::import_from::Import {
+                source,
+                from: file.to_str().context("the file name is not UTF-8")?,
+                auth: super::import_from::SourceAuth {
+                    user: source_user,
+                    password: source_password,
+                    signature: source_signature,
+                },
+                domain: domain.as_deref(),
+                dry_run,
+                batch,
+            };
+            super::import_from::run(&import, &server.resolve()?, out)
         }
         LinksCommand::Export {
             format,
@@ -215,23 +290,9 @@ fn import(
         if in_batch == 0 {
             break;
         }
-        let response = client
-            .post(server.url(&format!("/api/links/bulk?on_conflict={conflict}")))
-            .header(reqwest::header::CONTENT_TYPE, content_type)
-            .body(body)
-            .send()
-            .with_context(|| format!("cannot reach {}", server.describe()))?;
-        let status = response.status();
-        let answer: Value = response.json().with_context(|| {
-            format!("the server answered {status} with something that is not JSON")
-        })?;
-        if !status.is_success() {
-            bail!(
-                "the server refused the batch starting at line {}: {}",
-                file_lines + 1,
-                answer["error"].as_str().unwrap_or("?")
-            );
-        }
+        let query = format!("on_conflict={conflict}");
+        let answer = post_bulk(&client, server, &query, content_type, body)
+            .map_err(|e| e.context(format!("the batch starting at line {}", file_lines + 1)))?;
         let offset = body_offset(file_lines);
         for row in answer["results"].as_array().into_iter().flatten() {
             let mut row = row.clone();

@@ -7,6 +7,7 @@ mod cluster;
 mod config_file;
 mod data_dir;
 mod id;
+mod import_from;
 mod keys;
 mod keys_store;
 mod layout_args;
