@@ -158,9 +158,15 @@ pub(crate) async fn kv_bucket(
 /// cannot be read, as its holder could not renew then either), and once that
 /// revision is a lease old it takes the lease over with a compare-and-set on that
 /// revision. This does not wait for NATS to expire the key
-/// (late while the bucket's stream elects a leader) and trusts no wall clock: the
-/// holder counts its lease from before it asked for the renewal, so it stops writing
-/// before any node can have seen that revision for a whole lease.
+/// (late while the bucket's stream elects a leader) and trusts no wall clock. The
+/// lease decides who may try to write, not what is acknowledged: a holder that lost
+/// it without knowing (paused, cut off) still publishes, and the stream takes its
+/// batch only if nobody appended since its own last message (the expected sequence,
+/// [`super::publisher`]); what it acknowledges is then in the agreed log. The new
+/// holder reads such a late batch before its leader marker lands (a marker refused
+/// for it catches up and is sent again), and once the marker is in, the old holder's
+/// next publish is refused and fences it. So a lease that runs out costs neither an
+/// acknowledged write nor a second writer, and no write waits on this node's clock.
 pub async fn run(state: Arc<CounterStore>, store: Store) {
     let me = state.replication.me.clone();
     let me_json = serde_json::to_string(&me).unwrap_or_default();
@@ -338,7 +344,6 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
             "took the counters' lease; catching up with the stream"
         );
         let fenced = Arc::new(AtomicBool::new(false));
-        let valid_until = Arc::new(parking_lot::Mutex::new(asked + store.lease_for));
         let lease = Lease {
             term: revision,
             hold: store.lease_for * HOLD_LEASES,
@@ -350,7 +355,6 @@ pub async fn run(state: Arc<CounterStore>, store: Store) {
             revision,
             store.lease_for,
             Arc::clone(&fenced),
-            valid_until,
         ));
         match take_over(&state, &store, &me_json, &lease, &fenced).await {
             Ok(marker) => {
@@ -730,7 +734,6 @@ async fn renew(
     mut revision: u64,
     lease_for: Duration,
     fenced: Arc<AtomicBool>,
-    valid_until: Arc<parking_lot::Mutex<Instant>>,
 ) {
     let mut failing = false;
     loop {
@@ -761,7 +764,6 @@ async fn renew(
             );
             break;
         }
-        let asked = Instant::now();
         // Bounded well inside the lease: a renewal stuck on a NATS server that lost
         // its stream leader is asked again (after RENEW_RETRY) before another node can
         // find the lease a whole lease old.
@@ -780,7 +782,6 @@ async fn renew(
                 }
                 failing = false;
                 revision = next;
-                *valid_until.lock() = asked + lease_for;
             }
             Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
                 // A renewal that timed out may have landed all the same, or (nats-server
@@ -788,8 +789,8 @@ async fn renew(
                 // older renewal of this node's: either way the lease still names this
                 // node, at another revision, and is renewed from there. Only the
                 // bucket's agreed copy decides; one that cannot be read now is NATS
-                // weather, asked again (meanwhile the lease runs out on this node's
-                // clock, and writes stop with it). A lease the bucket expired (it had
+                // weather, asked again (meanwhile publishes still land only after this
+                // leader's own last message). A lease the bucket expired (it had
                 // no leader to take the renewals) is set again: nobody took it, and
                 // one that took it meanwhile would have set its own value.
                 match tokio::time::timeout(lease_for / 3, lease.read()).await {
@@ -807,7 +808,6 @@ async fn renew(
                                 tracing::info!("the counters' lease expired while it could not be renewed; set again");
                                 revision = at;
                                 failing = false;
-                                *valid_until.lock() = asked + lease_for;
                             }
                             Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
                                 tracing::error!(
