@@ -72,15 +72,25 @@ fn searches_sort_page_and_filter_and_name_bad_parameters() {
         }
     }
 
-    // Newest first by default, each with its clicks; pages by offset.
+    // Newest first by default, each with its clicks; pages by offset. Links made in one
+    // millisecond are ordered by id (time, then shard), not by which request came
+    // first: the expected orders are read from the oldest-first list itself.
+    let (_, all) = get(&server, "order=asc&limit=100");
+    let oldest_first = paths(&all);
+    assert_eq!(oldest_first.len(), 30);
+    let times: Vec<&str> = all["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["created_at"].as_str().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    let newest_first: Vec<String> = oldest_first.iter().rev().cloned().collect();
     let (status, first) = get(&server, "sort=created&limit=4");
     assert_eq!(status, 200, "{first}");
     assert_eq!(first["total"], 30);
     assert_eq!(first["next_offset"], 4);
-    assert_eq!(
-        paths(&first),
-        ["item-29=0", "item-28=0", "item-27=0", "item-26=0"]
-    );
+    assert_eq!(paths(&first), newest_first[..4]);
     let mut seen = HashSet::new();
     let mut offset = 0;
     loop {
@@ -95,11 +105,35 @@ fn searches_sort_page_and_filter_and_name_bad_parameters() {
     }
     assert_eq!(seen.len(), 30, "every link once");
 
-    // Most clicks first, ties newest first; fewest first.
+    // Most clicks first, ties by id newest first; fewest first, ties oldest first.
+    let mut by_id: Vec<(u64, String)> = all["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap().parse().unwrap())
+        .zip(oldest_first.iter().cloned())
+        .collect();
+    by_id.sort();
+    let ids_up: Vec<String> = by_id.into_iter().map(|(_, p)| p).collect();
+    let ids_down: Vec<String> = ids_up.iter().rev().cloned().collect();
+    let unclicked = |order: &[String]| -> Vec<String> {
+        order
+            .iter()
+            .filter(|p| p.ends_with("=0"))
+            .cloned()
+            .collect()
+    };
     let (_, by_clicks) = get(&server, "sort=clicks&limit=3");
-    assert_eq!(paths(&by_clicks), ["item-04=3", "item-07=1", "item-29=0"]);
+    assert_eq!(
+        paths(&by_clicks),
+        [
+            "item-04=3".to_string(),
+            "item-07=1".into(),
+            unclicked(&ids_down)[0].clone()
+        ]
+    );
     let (_, fewest) = get(&server, "sort=clicks&order=asc&limit=2");
-    assert_eq!(paths(&fewest), ["item-00=0", "item-01=0"]);
+    assert_eq!(paths(&fewest), unclicked(&ids_up)[..2]);
 
     // Text (case ignored) in URL, code or alias; a tag; a domain.
     let (_, other) = get(&server, "q=other.EXAMPLE");

@@ -1,11 +1,13 @@
-//! `shardkit links import --from yourls|bitly` against real exports: a YOURLS site
+//! `shardkit links import --from yourls|bitly|kutt` against real exports: a YOURLS site
 //! (its PHP source, `php -S`, its database on the MariaDB here, links made through its
 //! own API, one clicked), imported from a `mysqldump` of its table and from its API; a
-//! Bitly CSV export. Each link keeps its path, URL, title, creation time and clicks;
+//! Kutt site (its source with its npm packages, `node`, PostgreSQL here) through its
+//! API; Shlink's API answers, served by the test (Shlink's PHP packages come from
+//! Packagist, which this machine does not reach); a Bitly CSV export. Each link keeps its path, URL, title, creation time and clicks;
 //! a path already taken here is reported by its place in the source with nothing
 //! imported; `--dry-run` changes nothing. The YOURLS part is skipped, loudly, when PHP
 //! or the YOURLS source (`SHARDKIT_TEST_YOURLS_SRC`: a checkout, or a git directory)
-//! is missing.
+//! is missing; the Kutt part without `SHARDKIT_TEST_KUTT` (`scripts/kutt`).
 
 mod common;
 
@@ -392,4 +394,337 @@ fn a_yourls_site_imports_from_its_dump_and_from_its_api() {
             "{name}"
         );
     }
+}
+
+/// A Kutt site (`SHARDKIT_TEST_KUTT`, prepared by `scripts/kutt`) on `node`, its
+/// tables made by its own migrations in a fresh PostgreSQL database.
+struct Kutt {
+    node: Child,
+    base: String,
+    db: String,
+    key: String,
+}
+
+impl Drop for Kutt {
+    fn drop(&mut self) {
+        let _ = self.node.kill();
+        let _ = self.node.wait();
+        let _ = Command::new("psql")
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-q", "-c"])
+            .arg(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db))
+            .output();
+    }
+}
+
+impl Kutt {
+    fn start() -> Option<Kutt> {
+        let Some(dir) = std::env::var_os("SHARDKIT_TEST_KUTT").filter(|d| !d.is_empty()) else {
+            eprintln!("\n\n*** SKIPPED the Kutt import: SHARDKIT_TEST_KUTT is not set (bash scripts/kutt prepares Kutt and prints it) ***\n\n");
+            return None;
+        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let db = format!("sk_kutt_{}", std::process::id());
+        let made = Command::new("psql")
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-q"])
+            .args([
+                "-c",
+                &format!("DROP DATABASE IF EXISTS {db}"),
+                "-c",
+                &format!("CREATE DATABASE {db}"),
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let env = [
+            ("PORT", port.to_string()),
+            ("DEFAULT_DOMAIN", format!("127.0.0.1:{port}")),
+            ("DB_CLIENT", "pg".into()),
+            ("DB_HOST", "127.0.0.1".into()),
+            ("DB_PORT", "5432".into()),
+            ("DB_NAME", db.clone()),
+            ("DB_USER", "postgres".into()),
+            ("DB_PASSWORD", String::new()),
+            ("JWT_SECRET", "a-test-jwt-secret-0123456789".into()),
+            ("NODE_ENV", "production".into()),
+        ];
+        let migrated = Command::new("node")
+            .args(["node_modules/knex/bin/cli.js", "migrate:latest"])
+            .current_dir(&dir)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .unwrap();
+        assert!(
+            migrated.status.success(),
+            "Kutt's migrations: {}",
+            String::from_utf8_lossy(&migrated.stderr)
+        );
+        let node = Command::new("node")
+            .args(["server/server.js", "--production"])
+            .current_dir(&dir)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let mut site = Kutt {
+            node,
+            base,
+            db,
+            key: String::new(),
+        };
+        let c = Client::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let admin =
+            serde_json::json!({"email": "admin@example.com", "password": "secret-password-1"});
+        loop {
+            let made = c
+                .post(format!("{}/api/auth/create-admin", site.base))
+                .json(&admin)
+                .send();
+            if made.is_ok_and(|r| r.status().is_success()) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "Kutt never answered");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        // The API key is made from a session: a login's token, as its cookie.
+        let login: Value = c
+            .post(format!("{}/api/auth/login", site.base))
+            .json(&admin)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        let token = login["token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no login: {login}"));
+        let key: Value = c
+            .post(format!("{}/api/auth/apikey", site.base))
+            .header("Cookie", format!("token={token}"))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        site.key = key["apikey"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no API key: {key}"))
+            .to_string();
+        Some(site)
+    }
+
+    fn shorten(&self, body: Value) -> Value {
+        let made: Value = Client::new()
+            .post(format!("{}/api/v2/links", self.base))
+            .header("X-API-KEY", &self.key)
+            .json(&body)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        assert!(made["address"].is_string(), "Kutt refused {body}: {made}");
+        made
+    }
+}
+
+#[test]
+fn a_kutt_site_imports_from_its_api() {
+    let Some(kutt) = Kutt::start() else {
+        return;
+    };
+    kutt.shorten(serde_json::json!({"target": "https://example.com/launch", "customurl": "launch-day", "description": "Spring launch"}));
+    let auto = kutt.shorten(serde_json::json!({"target": "https://example.com/auto"}))["address"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A person's browser (Kutt counts no bots).
+    let browser = Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36")
+        .build()
+        .unwrap();
+    for _ in 0..2 {
+        let r = browser
+            .get(format!("{}/launch-day", kutt.base))
+            .send()
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 302);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let listed: Value = Client::new()
+            .get(format!("{}/api/v2/links?limit=50", kutt.base))
+            .header("X-API-KEY", &kutt.key)
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        let counted = listed["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["address"] == "launch-day" && l["visit_count"] == 2);
+        if counted {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Kutt never counted the visits: {listed}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_with_config(dir.path(), "[links]\ncreate_per_second = 0\n");
+    let base = kutt.base.clone();
+    let args = [
+        "--from",
+        "kutt",
+        base.as_str(),
+        "--source-key",
+        kutt.key.as_str(),
+    ];
+    let done = import(&server, &args);
+    assert!(done.status.success(), "{}", text(&done));
+    let (_, l) = get(&server, "/api/links/launch-day");
+    assert_eq!(l["url"], "https://example.com/launch", "{l}");
+    assert_eq!(l["title"], "Spring launch");
+    assert_eq!(l["clicks"], 2);
+    assert_eq!(
+        get(&server, &format!("/api/links/{auto}")).1["url"],
+        "https://example.com/auto"
+    );
+    // A link with a password cannot come along: named, and nothing imported.
+    kutt.shorten(serde_json::json!({"target": "https://example.com/locked", "customurl": "locked-one", "password": "pw-12345"}));
+    let dir = tempfile::tempdir().unwrap();
+    let other = Server::start_with_config(dir.path(), "[links]\ncreate_per_second = 0\n");
+    let refused = import(&other, &args);
+    assert!(!refused.status.success());
+    let said = text(&refused);
+    assert!(
+        said.contains("locked-one")
+            && said.contains("password")
+            && said.contains("nothing was imported"),
+        "{said}"
+    );
+    assert_eq!(get(&other, "/api/links?q=").1["total"], 0);
+}
+
+/// Shlink's short-URL list as its API answers it (the shapes of its own JavaScript
+/// SDK's types): two pages. Shlink itself cannot run here (its PHP packages come from
+/// Packagist, which this machine does not reach), so these are its answers, served.
+fn shlink_page(page: u64) -> Value {
+    let short = |code: &str, url: &str, domain: Value, visits: u64| {
+        serde_json::json!({
+            "shortCode": code, "shortUrl": format!("https://s.test/{code}"), "longUrl": url,
+            "dateCreated": "2019-09-25T23:12:47+02:00",
+            "visitsSummary": {"total": visits, "nonBots": visits, "bots": 0},
+            "meta": {"validSince": null, "validUntil": null, "maxVisits": null},
+            "tags": ["imported"], "domain": domain, "title": format!("Title of {code}"),
+            "crawlable": false, "forwardQuery": true
+        })
+    };
+    let data = match page {
+        1 => vec![
+            short("launch-day", "https://example.com/launch", Value::Null, 12),
+            short("Ab3dE9x", "https://example.com/coded", Value::Null, 0),
+        ],
+        _ => vec![short(
+            "away",
+            "https://example.com/away",
+            serde_json::json!("go.example"),
+            3,
+        )],
+    };
+    serde_json::json!({"shortUrls": {"data": data,
+        "pagination": {"currentPage": page, "pagesCount": 2, "itemsPerPage": 2, "itemsInCurrentPage": data.len(), "totalItems": 3}}})
+}
+
+/// Serves [`shlink_page`] on a free port to requests with `X-Api-Key: shlink-key`.
+fn shlink_api() -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut first = String::new();
+            let _ = reader.read_line(&mut first);
+            let mut keyed = false;
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                    break;
+                }
+                keyed |= header.to_ascii_lowercase().trim() == "x-api-key: shlink-key";
+            }
+            let page = first
+                .split(['?', '&', ' '])
+                .find_map(|p| p.strip_prefix("page="))
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(1);
+            let (status, body) = if keyed && first.starts_with("GET /rest/v3/short-urls") {
+                ("200 OK", shlink_page(page).to_string())
+            } else {
+                ("401 Unauthorized", r#"{"title":"Invalid API key","detail":"Provided API key does not exist or is invalid.","status":401}"#.to_string())
+            };
+            let _ = write!(stream, "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        }
+    });
+    base
+}
+
+#[test]
+fn shlinks_short_urls_import_through_its_api_with_their_domains() {
+    let api = shlink_api();
+    let dir = tempfile::tempdir().unwrap();
+    // Without go.example among our domains, the third short URL cannot come: named,
+    // nothing imported.
+    std::fs::create_dir_all(dir.path().join("one")).unwrap();
+    let one =
+        Server::start_with_config(&dir.path().join("one"), "[links]\ncreate_per_second = 0\n");
+    let refused = import(
+        &one,
+        &["--from", "shlink", &api, "--source-key", "shlink-key"],
+    );
+    assert!(!refused.status.success());
+    let said = text(&refused);
+    assert!(
+        said.contains("`away`")
+            && said.contains("go.example")
+            && said.contains("nothing was imported"),
+        "{said}"
+    );
+    assert_eq!(get(&one, "/api/links?q=").1["total"], 0);
+    let wrong = import(&one, &["--from", "shlink", &api, "--source-key", "wrong"]);
+    assert!(text(&wrong).contains("Invalid API key"), "{}", text(&wrong));
+    // With it: every short URL, on its domain.
+    std::fs::create_dir_all(dir.path().join("two")).unwrap();
+    let two = Server::start_with_config(
+        &dir.path().join("two"),
+        "[links]\ncreate_per_second = 0\ndomains = [\"sho.rt\", \"go.example\"]\n",
+    );
+    let done = import(
+        &two,
+        &["--from", "shlink", &api, "--source-key", "shlink-key"],
+    );
+    assert!(done.status.success(), "{}", text(&done));
+    let (_, l) = get(&two, "/api/links/launch-day");
+    assert_eq!(l["url"], "https://example.com/launch");
+    assert_eq!(l["title"], "Title of launch-day");
+    assert_eq!(l["clicks"], 12);
+    assert_eq!(l["created_at"], "2019-09-25T21:12:47.000Z");
+    assert_eq!(l["tags"], serde_json::json!(["imported"]));
+    assert_eq!(get(&two, "/api/links/Ab3dE9x").1["code"], "Ab3dE9x");
+    assert_eq!(
+        get(&two, "/api/links/away?domain=go.example").1["url"],
+        "https://example.com/away"
+    );
 }

@@ -43,7 +43,7 @@ pub enum LinksCommand {
         /// the source's export, or the URL of its API (YOURLS).
         file: PathBuf,
         /// The shortener FILE comes from: `yourls` (a mysqldump of `yourls_url`, or the
-        /// site's URL) or `bitly` (its CSV export).
+        /// site's URL), `bitly` (its CSV export), `kutt` or `shlink` (the site's URL).
         #[arg(long, value_enum)]
         from: Option<super::import_from::Source>,
         /// With `--from`: check every link and report, import nothing.
@@ -58,6 +58,9 @@ pub enum LinksCommand {
         /// With `--from yourls URL`: its API's signature token (instead of a password).
         #[arg(long, requires = "from")]
         source_signature: Option<String>,
+        /// With `--from kutt|shlink URL`: its API key.
+        #[arg(long, requires = "from")]
+        source_key: Option<String>,
         /// With `--from`: the domain (`[links] domains`) the links go to (default: the
         /// first).
         #[arg(long, requires = "from")]
@@ -148,6 +151,7 @@ pub fn run(cmd: LinksCommand, out: &mut impl Write) -> anyhow::Result<()> {
             source_user,
             source_password,
             source_signature,
+            source_key,
             domain,
             server,
         } => {
@@ -170,6 +174,7 @@ pub fn run(cmd: LinksCommand, out: &mut impl Write) -> anyhow::Result<()> {
                     user: source_user,
                     password: source_password,
                     signature: source_signature,
+                    key: source_key,
                 },
                 domain: domain.as_deref(),
                 dry_run,

@@ -1,4 +1,4 @@
-//! `shardkit links import --from yourls|bitly FILE|URL`: the links of a shortener a
+//! `shardkit links import --from yourls|bitly|kutt|shlink FILE|URL`: the links of a shortener a
 //! team leaves, each keeping its path (as our code where it has a code's shape, else
 //! as an alias), URL, title, tags, creation time and visit count. Every link is
 //! checked by the server first (a bulk dry run): a path already taken, or a link this
@@ -7,9 +7,13 @@
 //!
 //! - [`yourls`]: a `mysqldump` of YOURLS's `yourls_url` table, or its API (paged).
 //! - [`bitly`]: Bitly's CSV export.
+//! - [`kutt`]: Kutt's REST API (paged).
+//! - [`shlink`]: Shlink's REST API (paged).
 //! - [`sql_dump`]: the rows of one table of a `mysqldump` file.
 
 mod bitly;
+mod kutt;
+mod shlink;
 mod sql_dump;
 mod yourls;
 
@@ -29,6 +33,10 @@ pub enum Source {
     Yourls,
     /// Bitly: the CSV of its links export.
     Bitly,
+    /// Kutt: the site's URL (its API, with `--source-key`).
+    Kutt,
+    /// Shlink: the site's URL (its REST API, with `--source-key`).
+    Shlink,
 }
 
 /// How to reach a source's API.
@@ -40,6 +48,8 @@ pub struct SourceAuth {
     pub password: Option<String>,
     /// Signature token (YOURLS).
     pub signature: Option<String>,
+    /// API key (Kutt, Shlink).
+    pub key: Option<String>,
 }
 
 /// One link read from a source: where it is there (for messages), and the line the
@@ -58,6 +68,14 @@ fn read(source: Source, from: &str, auth: &SourceAuth) -> anyhow::Result<Vec<Fou
         (Source::Yourls, true) => yourls::from_api(from, auth),
         (Source::Yourls, false) => yourls::from_dump(&read_file(from)?),
         (Source::Bitly, false) => bitly::from_csv(&read_file(from)?),
+        (Source::Kutt, true) => kutt::from_api(from, auth),
+        (Source::Shlink, true) => shlink::from_api(from, auth),
+        (Source::Shlink, false) => bail!(
+            "--from shlink reads Shlink's REST API: give the site's URL (and --source-key), not a file"
+        ),
+        (Source::Kutt, false) => bail!(
+            "--from kutt reads Kutt's API: give the site's URL (and --source-key), not a file"
+        ),
         (Source::Bitly, true) => bail!(
             "--from bitly reads Bitly's CSV export (a file), not a URL: export the links in Bitly and give the file"
         ),
