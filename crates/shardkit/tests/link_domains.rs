@@ -163,6 +163,9 @@ fn one_alias_on_two_domains_is_two_links_each_reached_only_at_its_host() {
     .send()
     .unwrap();
     assert_eq!(stats.status().as_u16(), 200);
+    let stats: Value = stats.json().unwrap();
+    assert_eq!(stats["domain"], "go.example", "{stats}");
+    assert_eq!(stats["code"], "launch-day");
     let page = api(
         &server,
         reqwest::Method::GET,

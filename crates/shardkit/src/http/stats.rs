@@ -79,6 +79,9 @@ pub struct StatsAnswer {
     /// The link's code (a link's stats only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// With `[links] domains`: the link's domain (a link's stats only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
     /// The dimension.
     pub by: String,
     /// First day counted.
@@ -207,6 +210,7 @@ pub async fn link(
     let (from, to) = named_span(days, query.from.as_deref(), query.to.as_deref());
     Ok(Json(StatsAnswer {
         code: Some(link.path().to_string()),
+        domain: state.links.domains().of_link(&link).map(String::from),
         by: by.to_string(),
         from,
         to,
@@ -301,6 +305,7 @@ pub async fn top(
     let (from, to) = named_span(days, query.from.as_deref(), query.to.as_deref());
     Ok(Json(StatsAnswer {
         code: None,
+        domain: None,
         by: by.to_string(),
         from,
         to,
